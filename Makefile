@@ -1,0 +1,56 @@
+# One command each: `make demo` runs the function end to end on the local emulators,
+# `make test` runs the whole suite. Every target sets up .venv itself (idempotent, pinned).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+PYTEST_FLAGS ?=
+
+.PHONY: venv demo test unit lint typecheck infra-check emulators bench reliability clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	@touch $(STAMP)
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	@touch $(CHECKOV_STAMP)
+
+demo: $(STAMP)
+	$(PY) -m emulators.demo
+
+emulators: $(STAMP)
+	$(PY) -m emulators up
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+infra-check: $(STAMP) $(CHECKOV_STAMP)
+	$(PY) -m tests.infra.terraform_fmt
+	$(CHECKOV_VENV)/bin/checkov --quiet --compact -d terraform --framework terraform,kubernetes
+
+test: lint typecheck infra-check
+	$(PY) -m pytest $(PYTEST_FLAGS)
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit $(PYTEST_FLAGS)
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+reliability: $(STAMP)
+	$(PY) -m pytest tests/reliability -m "reliability or not reliability" --reliability-full $(PYTEST_FLAGS)
+
+clean:
+	rm -rf $(VENV) $(CHECKOV_VENV) .mypy_cache .ruff_cache .pytest_cache
