@@ -20,7 +20,7 @@ from google.cloud.secretmanager_v1.services.secret_manager_service.transports im
 from google.oauth2.credentials import Credentials
 
 from emulators.core import FaultBook
-from emulators.secretmanager import SecretManagerEmulator, crc32c
+from emulators.secretmanager import SecretManagerEmulator, crc32c, crc32c_pure
 
 PROJECT = "my-project"
 NUMBER = "123456789012"
@@ -225,6 +225,11 @@ def test_list_secrets_with_label_filter_and_pages(client: sm.SecretManagerServic
         client.list_secrets(
             request={"parent": f"projects/{PROJECT}", "page_token": "garbage!"}
         ).pages.__next__()
+
+
+def test_crc32c_matches_the_reference_vector() -> None:
+    assert crc32c(b"123456789") == crc32c_pure(b"123456789") == 0xE3069283
+    assert crc32c(b"x" * 70000) == crc32c_pure(b"x" * 70000)
 
 
 # -- versions ------------------------------------------------------------------------------------
