@@ -178,14 +178,16 @@ class GrpcEmulator:
         except ValueError as exc:
             fail(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
 
-    def authorize(self, identity: str | None, project_number: str, permission: str) -> None:
+    def authorize(
+        self, identity: str | None, project_number: str, permission: str, message: str | None = None
+    ) -> None:
         """PERMISSION_DENIED unless the caller may act on the project (no check without auth)."""
         if identity is None or self.authenticate is None:
             return
         if not self.iam.allowed(project_number, identity):
             fail(
                 grpc.StatusCode.PERMISSION_DENIED,
-                f"Permission '{permission}' denied on resource (or it may not exist).",
+                message or f"Permission '{permission}' denied on resource (or it may not exist).",
             )
 
     # -- the RPC wrapper ----------------------------------------------------------------

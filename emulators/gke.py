@@ -1,0 +1,212 @@
+"""GKE emulator: google.container.v1.ClusterManager/GetCluster over real gRPC.
+
+Answers the official ``ClusterManagerClient`` with what the adapter reads from a management
+cluster: ``endpoint`` (here host:port of the Kubernetes emulator; the real one is a bare IP on
+port 443), ``master_auth.cluster_ca_certificate`` (base64 of the CA PEM) and the DNS endpoint in
+``control_plane_endpoints_config.dns_endpoint_config.endpoint``.  Same fault, authentication and
+per-project IAM model as the Secret Manager emulator.
+
+Admin routes (paths relative to ``/gke``; bodies and answers are JSON):
+
+    GET  /clusters          every configured cluster
+    PUT  /clusters          {"name": "projects/P/locations/L/clusters/C", "endpoint": "127.0.0.1:8443",
+                            "ca_pem": "-----BEGIN CERTIFICATE-----...", "dns_endpoint": "gke-x.goog"}
+    POST /projects          {"project_id": "my-proj", "number": "123456789012"}
+    POST /iam               {"project": p, "identity": "sa@p.iam.gserviceaccount.com"}
+    POST /reset             drop all clusters and IAM grants (projects stay)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.cloud.container_v1 import types as t
+
+from emulators.core import FaultBook
+from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
+
+_CLUSTER_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
+_LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")  # region (us-central1) or zone (us-central1-a)
+_CLUSTER_ID = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+MASTER_VERSION = "1.33.5-gke.1000000"
+
+
+class AdminError(ValueError):
+    """An admin or seed request the emulator refuses."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    project_number: str
+    location: str
+    cluster: str
+    endpoint: str
+    ca_pem: bytes
+    dns_endpoint: str | None
+
+
+class GkeEmulator(GrpcEmulator):
+    """An in-memory GKE control plane serving GetCluster; thread-safe."""
+
+    service = "gke"
+    grpc_service = "google.container.v1.ClusterManager"
+
+    def __init__(self, book: FaultBook, *, authenticate: Authenticator | None = None) -> None:
+        super().__init__(book, authenticate=authenticate)
+        self._lock = threading.Lock()
+        self._clusters: dict[tuple[str, str, str], ClusterSpec] = {}
+
+    def handlers(self) -> dict[str, grpc.RpcMethodHandler]:
+        return {"GetCluster": self.unary("GetCluster", self._get_cluster, t.GetClusterRequest, t.Cluster)}
+
+    # -- configuration ------------------------------------------------------------------
+    def add_cluster(
+        self, name: str, *, endpoint: str, ca_pem: bytes, dns_endpoint: str | None = None
+    ) -> None:
+        """Register `projects/P/locations/L/clusters/C`; raises AdminError on malformed input."""
+        match = _CLUSTER_NAME.match(name)
+        if not match:
+            raise AdminError(f"cluster name must be projects/P/locations/L/clusters/C, got {name!r}")
+        project, location, cluster = match.groups()
+        if not _LOCATION.match(location):
+            raise AdminError(f"invalid location {location!r}")
+        if not _CLUSTER_ID.match(cluster):
+            raise AdminError(f"invalid cluster name {cluster!r}")
+        if not endpoint or "/" in endpoint:
+            raise AdminError(f"endpoint must be host or host:port, got {endpoint!r}")
+        if b"-----BEGIN CERTIFICATE-----" not in ca_pem:
+            raise AdminError("ca_pem must be a PEM certificate")
+        try:
+            number = self.projects.number(project)
+        except ValueError as err:
+            raise AdminError(str(err)) from err
+        spec = ClusterSpec(number, location, cluster, endpoint, ca_pem, dns_endpoint)
+        with self._lock:
+            self._clusters[(number, location, cluster)] = spec
+
+    def reset(self) -> None:
+        with self._lock:
+            self._clusters.clear()
+        self.iam.clear()  # project id/number pairs are configuration and stay
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            clusters = [self._cluster_json(c) for c in self._clusters.values()]
+        return {"projects": self.projects.to_json(), "iam": self.iam.to_json(), "clusters": clusters}
+
+    def _cluster_json(self, spec: ClusterSpec) -> dict[str, Any]:
+        return {
+            "name": f"projects/{spec.project_number}/locations/{spec.location}/clusters/{spec.cluster}",
+            "project_id": self.projects.project_id(spec.project_number),
+            "endpoint": spec.endpoint,
+            "dns_endpoint": spec.dns_endpoint,
+            "ca_pem": spec.ca_pem.decode(),
+        }
+
+    # -- the RPC ------------------------------------------------------------------------
+    def _get_cluster(self, req: t.GetClusterRequest, identity: str | None) -> t.Cluster:
+        if req.name:
+            match = _CLUSTER_NAME.match(req.name)
+            if not match:
+                fail(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f'Invalid value for field "name": "{req.name}". '
+                    "Must be in the format projects/*/locations/*/clusters/*.",
+                )
+            project, location, cluster = match.groups()
+        else:  # the deprecated project_id / zone / cluster_id form
+            for field_name in ("project_id", "zone", "cluster_id"):
+                if not getattr(req, field_name):
+                    fail(grpc.StatusCode.INVALID_ARGUMENT, f'Required field "{field_name}" is missing.')
+            project, location, cluster = req.project_id, req.zone, req.cluster_id
+        number = self.project_number(project)
+        path = f"projects/{project}/locations/{location}/clusters/{cluster}"
+        self.authorize(
+            identity,
+            number,
+            "container.clusters.get",
+            f'Required "container.clusters.get" permission(s) for "{path}".',
+        )
+        with self._lock:
+            spec = self._clusters.get((number, location, cluster))
+        if spec is None:
+            # The real message names the resource as the request did.
+            raise RpcError(grpc.StatusCode.NOT_FOUND, f"Not found: {path}.")
+        return self._cluster_pb(spec)
+
+    def _cluster_pb(self, spec: ClusterSpec) -> t.Cluster:
+        project_id = self.projects.project_id(spec.project_number)
+        kind = "zones" if spec.location.count("-") == 2 else "locations"
+        cp = t.ControlPlaneEndpointsConfig
+        endpoints = cp(
+            ip_endpoints_config=cp.IPEndpointsConfig(
+                enabled=True, enable_public_endpoint=True, public_endpoint=spec.endpoint
+            )
+        )
+        if spec.dns_endpoint:
+            endpoints.dns_endpoint_config = cp.DNSEndpointConfig(
+                endpoint=spec.dns_endpoint, allow_external_traffic=True
+            )
+        return t.Cluster(
+            name=spec.cluster,
+            id=hashlib.sha256(f"{spec.project_number}/{spec.location}/{spec.cluster}".encode()).hexdigest()[
+                :32
+            ],
+            location=spec.location,
+            zone=spec.location,
+            self_link=(
+                f"https://container.googleapis.com/v1/projects/{project_id}/{kind}/{spec.location}"
+                f"/clusters/{spec.cluster}"
+            ),
+            endpoint=spec.endpoint,
+            master_auth=t.MasterAuth(cluster_ca_certificate=base64.b64encode(spec.ca_pem).decode()),
+            control_plane_endpoints_config=endpoints,
+            status=t.Cluster.Status.RUNNING,
+            current_master_version=MASTER_VERSION,
+            initial_cluster_version=MASTER_VERSION,
+        )
+
+    # -- admin HTTP routes ----------------------------------------------------------------
+    def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """Serve an admin route (path relative to /gke); answers (status, json)."""
+        parts = [p for p in path.split("/") if p]
+        try:
+            if parts == ["clusters"] and method == "GET":
+                return 200, self.state()["clusters"]
+            if parts == ["clusters"] and method == "PUT":
+                spec = _object(body)
+                ca = spec["ca_pem"]
+                dns = spec.get("dns_endpoint")
+                self.add_cluster(
+                    str(spec["name"]),
+                    endpoint=str(spec["endpoint"]),
+                    ca_pem=ca.encode() if isinstance(ca, str) else bytes(ca),
+                    dns_endpoint=None if dns is None else str(dns),
+                )
+                return 200, self.state()["clusters"]
+            if parts == ["projects"] and method == "POST":
+                spec = _object(body)
+                self.add_project(str(spec["project_id"]), str(spec["number"]))
+                return 200, {"projects": self.projects.to_json()}
+            if parts == ["iam"] and method == "POST":
+                spec = _object(body)
+                self.grant(str(spec["project"]), str(spec["identity"]))
+                return 200, {"iam": self.iam.to_json()}
+            if parts == ["reset"] and method == "POST":
+                self.reset()
+                return 200, {"reset": True}
+        except (KeyError, TypeError, ValueError) as err:
+            return 400, {"error": f"bad request: {err}"}
+        return 404, {"error": f"no admin route {method} /{self.service}{path}"}
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise AdminError("body must be a JSON object")
+    return body

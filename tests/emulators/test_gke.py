@@ -1,0 +1,166 @@
+"""The GKE emulator driven by the official ClusterManagerClient over real gRPC."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+
+import google.auth.transport.grpc
+import google.auth.transport.requests
+import grpc
+import pytest
+from google.api_core import exceptions as gexc
+from google.cloud import container_v1
+from google.cloud.container_v1.services.cluster_manager.transports import ClusterManagerGrpcTransport
+from google.oauth2.credentials import Credentials
+
+from emulators.core import FaultBook
+from emulators.gke import GkeEmulator
+
+PROJECT = "mgmt-project"
+NUMBER = "987654321098"
+NAME = f"projects/{PROJECT}/locations/us-central1/clusters/mgmt-1"
+CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+SA = "adapter@app.iam.gserviceaccount.com"
+TOKENS = {"tok-a": SA, "tok-b": "other@app.iam.gserviceaccount.com"}
+
+
+def make_client(address: str, token: str | None = None) -> container_v1.ClusterManagerClient:
+    local = grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
+    if token is None:
+        channel = grpc.secure_channel(address, local)
+    else:
+        plugin = google.auth.transport.grpc.AuthMetadataPlugin(  # type: ignore[no-untyped-call]
+            Credentials(token=token),  # type: ignore[no-untyped-call]
+            google.auth.transport.requests.Request(),
+        )
+        channel = grpc.secure_channel(
+            address, grpc.composite_channel_credentials(local, grpc.metadata_call_credentials(plugin))
+        )
+    return container_v1.ClusterManagerClient(transport=ClusterManagerGrpcTransport(channel=channel))
+
+
+@pytest.fixture
+def book() -> FaultBook:
+    return FaultBook()
+
+
+@pytest.fixture
+def emulator(book: FaultBook) -> Iterator[GkeEmulator]:
+    emu = GkeEmulator(book)
+    emu.add_project(PROJECT, NUMBER)
+    emu.add_cluster(
+        NAME, endpoint="127.0.0.1:6443", ca_pem=CA_PEM, dns_endpoint="gke-abc.us-central1.gke.goog"
+    )
+    emu.start()
+    yield emu
+    emu.stop()
+
+
+@pytest.fixture
+def client(emulator: GkeEmulator) -> container_v1.ClusterManagerClient:
+    return make_client(emulator.address)
+
+
+def test_get_cluster_gives_endpoint_ca_and_dns_endpoint(client: container_v1.ClusterManagerClient) -> None:
+    cluster = client.get_cluster(name=NAME)
+    assert cluster.endpoint == "127.0.0.1:6443"
+    assert base64.b64decode(cluster.master_auth.cluster_ca_certificate) == CA_PEM
+    assert (
+        cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint == "gke-abc.us-central1.gke.goog"
+    )
+    assert cluster.status == container_v1.Cluster.Status.RUNNING
+    assert cluster.location == "us-central1" and cluster.name == "mgmt-1"
+    assert cluster.self_link.endswith(f"/projects/{PROJECT}/locations/us-central1/clusters/mgmt-1")
+
+
+def test_project_number_and_legacy_fields(client: container_v1.ClusterManagerClient) -> None:
+    by_number = client.get_cluster(name=f"projects/{NUMBER}/locations/us-central1/clusters/mgmt-1")
+    assert by_number.endpoint == "127.0.0.1:6443"
+    legacy = client.get_cluster(
+        request=container_v1.GetClusterRequest(project_id=PROJECT, zone="us-central1", cluster_id="mgmt-1")
+    )
+    assert legacy.id == by_number.id
+
+
+def test_no_dns_endpoint_when_not_configured(
+    emulator: GkeEmulator, client: container_v1.ClusterManagerClient
+) -> None:
+    emulator.add_cluster(
+        f"projects/{PROJECT}/locations/us-east1-b/clusters/zonal", endpoint="10.0.0.1", ca_pem=CA_PEM
+    )
+    cluster = client.get_cluster(name=f"projects/{PROJECT}/locations/us-east1-b/clusters/zonal")
+    assert "dns_endpoint_config" not in cluster.control_plane_endpoints_config
+    assert "/zones/us-east1-b/" in cluster.self_link
+
+
+def test_not_found_and_invalid(client: container_v1.ClusterManagerClient) -> None:
+    wrong_location = f"projects/{PROJECT}/locations/us-central1-a/clusters/mgmt-1"
+    with pytest.raises(gexc.NotFound, match=f"Not found: {wrong_location}"):
+        client.get_cluster(name=wrong_location, retry=None)
+    with pytest.raises(gexc.NotFound):  # projects are separate namespaces
+        client.get_cluster(name="projects/other-project/locations/us-central1/clusters/mgmt-1", retry=None)
+    with pytest.raises(gexc.InvalidArgument):
+        client.get_cluster(name="clusters/mgmt-1", retry=None)
+    with pytest.raises(gexc.InvalidArgument):
+        client.get_cluster(request=container_v1.GetClusterRequest(project_id=PROJECT, zone="us-central1"))
+
+
+def test_faults_and_counters(client: container_v1.ClusterManagerClient, book: FaultBook) -> None:
+    book.add({"service": "gke", "method": "GetCluster", "code": "UNAVAILABLE", "count": 1})
+    with pytest.raises(gexc.ServiceUnavailable):
+        client.get_cluster(name=NAME, retry=None)
+    assert client.get_cluster(name=NAME, retry=None).endpoint
+    book.add({"service": "gke", "method": "*", "code": "PERMISSION_DENIED", "rate": 1.0})
+    with pytest.raises(gexc.PermissionDenied):
+        client.get_cluster(name=NAME, retry=None)
+    book.clear()
+    book.add({"service": "gke", "method": "GetCluster", "code": "timeout", "count": 1})
+    start = time.monotonic()
+    with pytest.raises(gexc.DeadlineExceeded):
+        client.get_cluster(name=NAME, retry=None, timeout=0.3)
+    assert time.monotonic() - start < 5
+    assert book.calls()["gke"]["GetCluster"] == 4
+    assert book.faults_injected()["gke"]["GetCluster"] == 3
+
+
+def test_auth_and_iam(book: FaultBook) -> None:
+    emu = GkeEmulator(book, authenticate=TOKENS.get)
+    emu.add_cluster(NAME, endpoint="127.0.0.1:6443", ca_pem=CA_PEM)
+    emu.start()
+    try:
+        with pytest.raises(gexc.Unauthenticated):
+            make_client(emu.address).get_cluster(name=NAME, retry=None)
+        with pytest.raises(gexc.Unauthenticated):
+            make_client(emu.address, "nope").get_cluster(name=NAME, retry=None)
+        assert make_client(emu.address, "tok-b").get_cluster(name=NAME).endpoint  # no grants yet: open
+        emu.grant(PROJECT, SA)
+        assert make_client(emu.address, "tok-a").get_cluster(name=NAME).endpoint
+        with pytest.raises(gexc.PermissionDenied, match=r"container\.clusters\.get"):
+            make_client(emu.address, "tok-b").get_cluster(name=NAME, retry=None)
+    finally:
+        emu.stop()
+
+
+def test_admin_routes(emulator: GkeEmulator, client: container_v1.ClusterManagerClient) -> None:
+    name = f"projects/{NUMBER}/locations/europe-west1/clusters/mgmt-2"
+    status, clusters = emulator.handle_admin(
+        "PUT", "/clusters", {"name": name, "endpoint": "127.0.0.1:7443", "ca_pem": CA_PEM.decode()}
+    )
+    assert status == 200 and len(clusters) == 2
+    assert client.get_cluster(name=f"projects/{PROJECT}/locations/europe-west1/clusters/mgmt-2").endpoint == (
+        "127.0.0.1:7443"
+    )
+    assert (
+        emulator.handle_admin("PUT", "/clusters", {"name": "bad", "endpoint": "x", "ca_pem": "x"})[0] == 400
+    )
+    assert emulator.handle_admin("PUT", "/clusters", {"name": name})[0] == 400
+    assert emulator.handle_admin("GET", "/clusters", None)[1][0]["ca_pem"] == CA_PEM.decode()
+    assert emulator.handle_admin("POST", "/iam", {"project": PROJECT, "identity": SA})[0] == 200
+    assert emulator.state()["iam"] == {NUMBER: [SA]}
+    assert emulator.handle_admin("POST", "/reset", None)[0] == 200
+    assert emulator.state()["clusters"] == []
+    with pytest.raises(gexc.NotFound):
+        client.get_cluster(name=NAME, retry=None)
+    assert emulator.handle_admin("DELETE", "/clusters", None)[0] == 404
