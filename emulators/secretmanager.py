@@ -289,6 +289,10 @@ class SecretManagerEmulator(GrpcEmulator):
         if not match:
             fail(INVALID, f"The provided Secret name [{name}] is invalid; expected projects/*/secrets/*.")
         number = self._project(match.group(1), identity, permission, rpc)
+        if not _SECRET_ID.match(match.group(2)):
+            fail(
+                INVALID, f"The provided Secret ID [{match.group(2)}] does not match [[a-zA-Z_0-9-]{{1,255}}]."
+            )
         return number, match.group(2)
 
     def _find(self, number: str, secret_id: str, *, for_access: bool = False) -> _Secret:
@@ -310,11 +314,15 @@ class SecretManagerEmulator(GrpcEmulator):
             )
         number = self._project(match.group(1), identity, permission, rpc)
         secret_id, ref = match.group(2), match.group(3)
+        if not _SECRET_ID.match(secret_id):
+            fail(INVALID, f"The provided Secret ID [{secret_id}] does not match [[a-zA-Z_0-9-]{{1,255}}].")
         if not allow_alias and not _VERSION_NUMBER.match(ref):
             fail(INVALID, f"The version [{ref}] must be a positive version number for this method.")
         secret = self._find(number, secret_id, for_access=ref == "latest")
         version_number = self._resolve(secret, ref)
         version = secret.versions.get(version_number) if version_number else None
+        if version is None and ref == "latest":
+            fail(NOT_FOUND, f"Secret [{secret.name}] not found or has no versions.")
         if version is None:
             fail(NOT_FOUND, f"Secret Version [{secret.name}/versions/{ref}] not found.")
         self._settle(version)

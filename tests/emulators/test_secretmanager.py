@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import google.auth.transport.grpc
 import google.auth.transport.requests
@@ -330,6 +332,25 @@ def test_list_versions_newest_first_paged_and_filtered(client: sm.SecretManagerS
     assert [int(v.name.rsplit("/", 1)[1]) for v in enabled] == [5, 4, 3, 1]
     with pytest.raises(gexc.NotFound):
         list(client.list_secret_versions(parent=f"projects/{PROJECT}/secrets/none"))
+
+
+def test_latest_of_a_secret_without_versions_is_not_found(client: sm.SecretManagerServiceClient) -> None:
+    create(client)
+    with pytest.raises(gexc.NotFound, match="not found or has no versions"):
+        client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/latest", retry=NO_RETRY)
+    with pytest.raises(gexc.InvalidArgument):
+        client.get_secret(name=f"projects/{PROJECT}/secrets/bad.id")
+
+
+def test_concurrent_adds_get_distinct_versions_and_state_is_json(
+    client: sm.SecretManagerServiceClient, emulator: SecretManagerEmulator
+) -> None:
+    create(client)
+    with ThreadPoolExecutor(8) as pool:
+        names = list(pool.map(lambda i: add(client, f"v{i}".encode()).name, range(16)))
+    assert len(set(names)) == 16
+    snapshot = json.loads(json.dumps(emulator.state()))
+    assert len(snapshot["secrets"][0]["versions"]) == 16
 
 
 # -- quota, faults, counters -----------------------------------------------------------------------
