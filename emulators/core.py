@@ -142,10 +142,10 @@ class FaultBook:
                 if not rule.matches(service, method) or rule.spent():
                     continue
                 latency += rule.latency_ms
-                if code is None and rule.code is not None:
-                    if rule.count is not None or rule._rng.random() < (rule.rate or 0.0):
-                        rule.injected += 1
-                        code = rule.code
+                fires = rule.count is not None or rule._rng.random() < (rule.rate or 0.0)
+                if code is None and rule.code is not None and fires:
+                    rule.injected += 1
+                    code = rule.code
             if code is not None:
                 self._faults[(service, method)] += 1
         if latency:

@@ -1,0 +1,106 @@
+"""Google credentials and API clients, created once per process and shared across requests.
+
+Seams (design.md): `SECRET_MANAGER_EMULATOR_HOST` / `GKE_EMULATOR_HOST` point the clients at a local
+gRPC endpoint over a loopback channel that still carries the runtime identity's token per call;
+`GCE_METADATA_HOST` / `GCE_METADATA_IP` are google-auth's own switches for the metadata server.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import google.auth
+import google.auth.transport.requests
+from google.auth.credentials import Credentials
+
+from pullsecret.errors import TransientError
+
+CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+
+
+class RuntimeIdentity:
+    """The runtime service account's credentials; thread-safe token access with refresh before expiry."""
+
+    def __init__(self, credentials: Credentials | None = None, project_id: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._credentials = credentials
+        self._project_id = project_id
+
+    def _load(self) -> Credentials:
+        if self._credentials is None:
+            credentials, project = google.auth.default(scopes=[CLOUD_PLATFORM])
+            self._credentials = credentials
+            self._project_id = self._project_id or project
+        return self._credentials
+
+    @property
+    def credentials(self) -> Credentials:
+        with self._lock:
+            return self._load()
+
+    @property
+    def project_id(self) -> str | None:
+        with self._lock:
+            self._load()
+            return self._project_id
+
+    def token(self) -> str:
+        """A valid access token, refreshed when google-auth considers it (nearly) expired."""
+        with self._lock:
+            credentials = self._load()
+            if not credentials.valid:
+                try:
+                    credentials.refresh(google.auth.transport.requests.Request())  # type: ignore[no-untyped-call]
+                except google.auth.exceptions.GoogleAuthError as exc:
+                    raise TransientError(
+                        f"could not obtain an access token for the runtime identity ({type(exc).__name__})",
+                        reason="CredentialsUnavailable",
+                        service="metadata",
+                    ) from None
+            token = credentials.token
+            assert isinstance(token, str)
+            return token
+
+    @property
+    def email(self) -> str | None:
+        email = getattr(self.credentials, "service_account_email", None)
+        return email if isinstance(email, str) else None
+
+
+def emulator_channel(host: str, identity: RuntimeIdentity) -> Any:
+    """A loopback gRPC channel (no TLS) that still sends the runtime identity's bearer token on each call."""
+    import grpc
+    from google.auth.transport.grpc import AuthMetadataPlugin
+
+    call_credentials = grpc.metadata_call_credentials(
+        AuthMetadataPlugin(  # type: ignore[no-untyped-call]
+            identity.credentials, google.auth.transport.requests.Request()
+        )
+    )
+    channel_credentials = grpc.composite_channel_credentials(
+        grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP), call_credentials
+    )
+    return grpc.secure_channel(host, channel_credentials)
+
+
+def secret_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
+    from google.cloud import secretmanager_v1
+    from google.cloud.secretmanager_v1.services.secret_manager_service.transports import (
+        SecretManagerServiceGrpcTransport,
+    )
+
+    if emulator_host:
+        transport = SecretManagerServiceGrpcTransport(channel=emulator_channel(emulator_host, identity))
+        return secretmanager_v1.SecretManagerServiceClient(transport=transport)
+    return secretmanager_v1.SecretManagerServiceClient(credentials=identity.credentials)
+
+
+def cluster_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
+    from google.cloud import container_v1
+    from google.cloud.container_v1.services.cluster_manager.transports import ClusterManagerGrpcTransport
+
+    if emulator_host:
+        transport = ClusterManagerGrpcTransport(channel=emulator_channel(emulator_host, identity))
+        return container_v1.ClusterManagerClient(transport=transport)
+    return container_v1.ClusterManagerClient(credentials=identity.credentials)

@@ -1,0 +1,209 @@
+"""Typed settings from the environment, validated once at cold start.
+
+A bad value raises `ConfigError` naming the variable, so a deployment with a typo fails at start
+instead of on the first event.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from pullsecret.errors import ConfigError
+
+SOURCE_VERSION_RE = re.compile(r"^projects/([^/]+)/secrets/([A-Za-z0-9_-]{1,255})/versions/(latest|[1-9][0-9]*)$")
+GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
+PROJECT_ID_RE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+HOSTPORT_RE = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
+KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
+ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
+MERGE_PRECEDENCES = ("platform", "cluster")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the function reads from its environment (README lists each variable)."""
+
+    hyperfleet_api_url: str
+    hyperfleet_api_token_file: str | None = None
+    hyperfleet_status_method: str = "PUT"
+    hyperfleet_timeout_s: float = 10.0
+    adapter_name: str = "pullsecret"
+    precondition_adapters: tuple[str, ...] = ("validation", "dns", "placement")
+    placement_adapter: str = "placement"
+    pull_secret_source: str | None = None
+    pull_secret_source_ttl_s: float = 30.0
+    merge_precedence: str = "platform"
+    secret_project_id: str | None = None
+    secret_id_template: str = "hyperfleet-{cluster_id}-pull-secret"
+    secret_replication_locations: tuple[str, ...] = ()
+    secret_kms_key: str | None = None
+    management_cluster: str | None = None
+    management_endpoint: str = "ip"
+    management_namespace_template: str = "clusters-{cluster_id}"
+    management_namespace_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^clusters-[a-z0-9-]+$"))
+    kubernetes_secret_template: str = "{cluster_id}-pull-secret"
+    field_manager: str = "hyperfleet-pullsecret"
+    secret_manager_emulator_host: str | None = None
+    gke_emulator_host: str | None = None
+    log_level: str = "INFO"
+    max_event_age_s: float = 3600.0
+    retry_deadline_s: float = 60.0
+    deletion_policy: str = "DELETE"
+    retain_versions: int = 3
+
+    @property
+    def status_path_method(self) -> str:
+        return self.hyperfleet_status_method
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name)
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float) -> float:
+    raw = _get(env, name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigError(f"{name} must lie in [{minimum:g}, {maximum:g}], got {raw!r}")
+    return value
+
+
+def _list(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _template(env: Mapping[str, str], name: str, default: str) -> str:
+    value = _get(env, name) or default
+    if "{cluster_id}" not in value:
+        raise ConfigError(f"{name} must contain the placeholder {{cluster_id}}, got {value!r}")
+    try:
+        value.format(cluster_id="x")
+    except (KeyError, IndexError, ValueError):
+        raise ConfigError(f"{name} may only use the placeholder {{cluster_id}}, got {value!r}") from None
+    return value
+
+
+def load(env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate settings; raises ConfigError naming the first bad variable."""
+    env = os.environ if env is None else env
+
+    url = _get(env, "HYPERFLEET_API_URL")
+    if url is None:
+        raise ConfigError("HYPERFLEET_API_URL is required (the HyperFleet API base URL, e.g. https://hf.example.com)")
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError(f"HYPERFLEET_API_URL must be an http(s) URL, got {url!r}")
+
+    token_file = _get(env, "HYPERFLEET_API_TOKEN_FILE")
+    if token_file is not None and not os.path.isfile(token_file):
+        raise ConfigError(f"HYPERFLEET_API_TOKEN_FILE names no readable file: {token_file!r}")
+
+    method = (_get(env, "HYPERFLEET_STATUS_METHOD") or "PUT").upper()
+    if method not in ("PUT", "POST"):
+        raise ConfigError(f"HYPERFLEET_STATUS_METHOD must be PUT or POST, got {method!r}")
+
+    adapter = _get(env, "ADAPTER_NAME") or "pullsecret"
+    if not ADAPTER_RE.match(adapter):
+        raise ConfigError(f"ADAPTER_NAME must match {ADAPTER_RE.pattern}, got {adapter!r}")
+    adapters = _list(env, "PRECONDITION_ADAPTERS", ("validation", "dns", "placement"))
+    for name in adapters:
+        if not ADAPTER_RE.match(name):
+            raise ConfigError(f"PRECONDITION_ADAPTERS has a malformed adapter name {name!r}")
+    placement = _get(env, "PLACEMENT_ADAPTER") or "placement"
+
+    source = _get(env, "PULL_SECRET_SOURCE")
+    if source is not None and not SOURCE_VERSION_RE.match(source):
+        raise ConfigError(f"PULL_SECRET_SOURCE must be projects/P/secrets/S/versions/(latest|N), got {source!r}")
+    precedence = (_get(env, "MERGE_PRECEDENCE") or "platform").lower()
+    if precedence not in MERGE_PRECEDENCES:
+        raise ConfigError(f"MERGE_PRECEDENCE must be one of {MERGE_PRECEDENCES}, got {precedence!r}")
+
+    secret_project = _get(env, "SECRET_PROJECT_ID")
+    if secret_project is not None and not PROJECT_ID_RE.match(secret_project):
+        raise ConfigError(f"SECRET_PROJECT_ID is not a GCP project id: {secret_project!r}")
+    locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
+    kms = _get(env, "SECRET_KMS_KEY")
+    if kms is not None and not KMS_KEY_RE.match(kms.replace("{location}", "l")):
+        raise ConfigError(f"SECRET_KMS_KEY must be projects/P/locations/L/keyRings/R/cryptoKeys/K, got {kms!r}")
+    if kms is not None and len(locations) > 1 and "{location}" not in kms:
+        raise ConfigError("SECRET_KMS_KEY must contain {location} when SECRET_REPLICATION_LOCATIONS lists several")
+
+    management = _get(env, "MANAGEMENT_CLUSTER")
+    if management is not None and not GKE_CLUSTER_RE.match(management):
+        raise ConfigError(f"MANAGEMENT_CLUSTER must be projects/P/locations/L/clusters/C, got {management!r}")
+    endpoint = (_get(env, "MANAGEMENT_ENDPOINT") or "ip").lower()
+    if endpoint not in ("ip", "dns"):
+        raise ConfigError(f"MANAGEMENT_ENDPOINT must be ip or dns, got {endpoint!r}")
+    pattern_text = _get(env, "MANAGEMENT_NAMESPACE_PATTERN") or r"^clusters-[a-z0-9-]+$"
+    try:
+        pattern = re.compile(pattern_text)
+    except re.error as exc:
+        raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN is not a regular expression: {exc}") from None
+    if not (pattern_text.startswith("^") and pattern_text.endswith("$")):
+        raise ConfigError("MANAGEMENT_NAMESPACE_PATTERN must be anchored with ^ and $")
+    for forbidden in ("kube-system", "kube-public", "default"):
+        if pattern.match(forbidden):
+            raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN must not admit the namespace {forbidden!r}")
+
+    emulators = {}
+    for name in ("SECRET_MANAGER_EMULATOR_HOST", "GKE_EMULATOR_HOST"):
+        value = _get(env, name)
+        if value is not None and not HOSTPORT_RE.match(value):
+            raise ConfigError(f"{name} must be host:port, got {value!r}")
+        emulators[name] = value
+
+    level = (_get(env, "LOG_LEVEL") or "INFO").upper()
+    if level not in ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(f"LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {level!r}")
+
+    policy = (_get(env, "DELETION_POLICY") or "DELETE").upper()
+    if policy not in DELETION_POLICIES:
+        raise ConfigError(f"DELETION_POLICY must be one of {DELETION_POLICIES}, got {policy!r}")
+
+    return Settings(
+        hyperfleet_api_url=url.rstrip("/"),
+        hyperfleet_api_token_file=token_file,
+        hyperfleet_status_method=method,
+        hyperfleet_timeout_s=_number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
+        adapter_name=adapter,
+        precondition_adapters=adapters,
+        placement_adapter=placement,
+        pull_secret_source=source,
+        pull_secret_source_ttl_s=_number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
+        merge_precedence=precedence,
+        secret_project_id=secret_project,
+        secret_id_template=_template(env, "SECRET_ID_TEMPLATE", "hyperfleet-{cluster_id}-pull-secret"),
+        secret_replication_locations=locations,
+        secret_kms_key=kms,
+        management_cluster=management,
+        management_endpoint=endpoint,
+        management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
+        management_namespace_pattern=pattern,
+        kubernetes_secret_template=_template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
+        field_manager=_get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
+        secret_manager_emulator_host=emulators["SECRET_MANAGER_EMULATOR_HOST"],
+        gke_emulator_host=emulators["GKE_EMULATOR_HOST"],
+        log_level=level,
+        max_event_age_s=_number(env, "MAX_EVENT_AGE", 3600.0, minimum=0, maximum=7 * 86400),
+        retry_deadline_s=_number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
+        deletion_policy=policy,
+        retain_versions=int(_number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
+    )

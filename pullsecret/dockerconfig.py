@@ -1,0 +1,206 @@
+"""The pull secret itself: parse, validate, canonicalise, merge and fingerprint a dockerconfigjson.
+
+`PullSecret` holds the credential; its `repr` and `str` are redacted, and `sensitive_strings()`
+lists every form of it (raw auth, decoded `user:password`, passwords, tokens) for log redaction.
+Validation errors name the source, the registry and the rule broken, never the credential.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pullsecret.errors import TerminalError
+
+MAX_PAYLOAD_BYTES = 64 * 1024  # Secret Manager's payload limit
+_SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
+
+
+class InvalidPullSecret(TerminalError):
+    """A pull secret that breaks a rule of contract.md §5."""
+
+    default_reason = "InvalidPullSecret"
+
+
+@dataclass(frozen=True)
+class PullSecret:
+    """A validated dockerconfigjson in canonical form (sorted keys, compact)."""
+
+    canonical: bytes = field(repr=False)
+    registries: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"PullSecret(registries={list(self.registries)!r}, fingerprint={self.short_fingerprint!r}, <redacted>)"
+
+    __str__ = __repr__
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the canonical bytes, hex."""
+        return hashlib.sha256(self.canonical).hexdigest()
+
+    @property
+    def short_fingerprint(self) -> str:
+        return self.fingerprint[:12]
+
+    def document(self) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(self.canonical)
+        return parsed
+
+    def sensitive_strings(self) -> list[str]:
+        """Every string whose appearance in output would leak this credential."""
+        return sorted(_sensitive(self.document()))
+
+    def registry_fingerprints(self) -> dict[str, str]:
+        """Per-registry short fingerprints (safe to report: SHA-256 of the canonical entry)."""
+        auths = self.document()["auths"]
+        return {registry: hashlib.sha256(canonical_bytes(entry)).hexdigest()[:12] for registry, entry in auths.items()}
+
+
+def canonical_bytes(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _sensitive(document: dict[str, Any]) -> Iterator[str]:
+    for entry in document.get("auths", {}).values():
+        if not isinstance(entry, dict):
+            continue
+        for key in _SECRET_FIELDS:
+            value = entry.get(key)
+            if isinstance(value, str) and value:
+                yield value
+        auth = entry.get("auth")
+        if isinstance(auth, str) and auth:
+            decoded = _b64decode(auth)
+            if decoded is not None:
+                text = decoded.decode("utf-8", "replace")
+                yield text
+                if ":" in text:
+                    yield text.split(":", 1)[1]
+                # the same credential in the other base64 padding form
+                yield auth.rstrip("=")
+
+
+def _b64decode(value: str) -> bytes | None:
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        return base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Duplicate(key)
+        result[key] = value
+    return result
+
+
+class _Duplicate(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _safe_name(registry: str) -> str:
+    printable = "".join(ch if ch.isprintable() else "?" for ch in registry)
+    return printable[:100]
+
+
+def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
+    """Validate a dockerconfigjson (bytes, text or object); raises InvalidPullSecret naming the rule."""
+    if isinstance(raw, dict):
+        document: Any = raw
+    else:
+        size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
+        if size > MAX_PAYLOAD_BYTES:
+            raise InvalidPullSecret(f"{source}: the pull secret is {size} bytes, over the 64 KiB limit")
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            document = json.loads(text, object_pairs_hook=_reject_duplicates)
+        except _Duplicate as dup:
+            raise InvalidPullSecret(
+                f"{source}: the pull secret repeats the key {_safe_name(dup.key)!r}; keys must be unique"
+            ) from None
+        except UnicodeDecodeError:
+            raise InvalidPullSecret(f"{source}: the pull secret is not UTF-8 text") from None
+        except ValueError:
+            raise InvalidPullSecret(f"{source}: the pull secret is not valid JSON") from None
+    if not isinstance(document, dict):
+        raise InvalidPullSecret(f"{source}: the pull secret must be a JSON object with an 'auths' object")
+    auths = document.get("auths")
+    if not isinstance(auths, dict):
+        raise InvalidPullSecret(f"{source}: the pull secret has no 'auths' object")
+    if not auths:
+        raise InvalidPullSecret(f"{source}: the pull secret's 'auths' is empty; it needs at least one registry")
+    for registry, entry in auths.items():
+        _validate_entry(registry, entry, source)
+    canonical = canonical_bytes({"auths": auths})
+    if len(canonical) > MAX_PAYLOAD_BYTES:
+        raise InvalidPullSecret(f"{source}: the pull secret is {len(canonical)} bytes, over the 64 KiB limit")
+    return PullSecret(canonical=canonical, registries=tuple(sorted(auths)))
+
+
+def _validate_entry(registry: Any, entry: Any, source: str) -> None:
+    name = _safe_name(str(registry))
+    if not isinstance(registry, str) or not registry.strip():
+        raise InvalidPullSecret(f"{source}: a registry key is empty")
+    if not isinstance(entry, dict):
+        raise InvalidPullSecret(f"{source}: registry {name!r}: the entry must be a JSON object")
+    for key, value in entry.items():
+        if not isinstance(value, str):
+            raise InvalidPullSecret(f"{source}: registry {name!r}: field {_safe_name(key)!r} must be a string")
+    auth = entry.get("auth")
+    if auth:
+        decoded = _b64decode(auth)
+        if decoded is None:
+            raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' is not valid base64")
+        try:
+            text = decoded.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' does not decode to UTF-8 text") from None
+        user, sep, password = text.partition(":")
+        if not sep or not user or not password:
+            raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' must decode to 'user:password'")
+        return
+    if entry.get("identitytoken") or entry.get("registrytoken"):
+        return
+    if entry.get("username") and entry.get("password"):
+        return
+    raise InvalidPullSecret(
+        f"{source}: registry {name!r}: the entry has no credential ('auth', 'username'/'password' or 'identitytoken')"
+    )
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    secret: PullSecret
+    conflicts: tuple[str, ...]  # registries defined by both sources with different entries
+
+
+def merge(platform: PullSecret | None, cluster: PullSecret | None, *, precedence: str = "platform") -> MergeResult:
+    """Merge per registry; on a conflicting registry the `precedence` side wins and the conflict is listed."""
+    if platform is None and cluster is None:
+        raise InvalidPullSecret("no pull secret source: neither PULL_SECRET_SOURCE nor spec.pullSecret is set")
+    if platform is None or cluster is None:
+        only = platform or cluster
+        assert only is not None
+        return MergeResult(only, ())
+    base = platform.document()["auths"]
+    other = cluster.document()["auths"]
+    conflicts = tuple(sorted(r for r in set(base) & set(other) if base[r] != other[r]))
+    winner, loser = (base, other) if precedence == "platform" else (other, base)
+    merged = dict(loser)
+    merged.update(winner)
+    doc = {"auths": merged}
+    canonical = canonical_bytes(doc)
+    if len(canonical) > MAX_PAYLOAD_BYTES:
+        raise InvalidPullSecret(f"merged pull secret is {len(canonical)} bytes, over the 64 KiB limit")
+    return MergeResult(PullSecret(canonical=canonical, registries=tuple(sorted(merged))), conflicts)

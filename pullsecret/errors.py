@@ -1,0 +1,187 @@
+"""The error taxonomy, which is also the retry policy.
+
+`TransientError`: raise out of the handler so Pub/Sub redelivers (after in-process retries ran out).
+`TerminalError`: report the failure in the status, log at error level, acknowledge the event.
+
+Messages are written for a person and never carry secret material: they are built from resource
+names, field names and rules, not from payloads or from client exception texts that may echo them.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+from typing import Any
+
+
+class AdapterError(Exception):
+    """Base of the adapter's errors; `reason` is a CamelCase status reason, `service` the system at fault."""
+
+    default_reason = "Error"
+
+    def __init__(self, message: str, *, reason: str | None = None, service: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or self.default_reason
+        self.service = service
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(reason={self.reason!r}, message={self.message!r})"
+
+
+class TransientError(AdapterError):
+    """A failure that a later attempt may not meet: the event is redelivered."""
+
+    default_reason = "TransientFailure"
+
+
+class TerminalError(AdapterError):
+    """A failure no retry can fix (bad input, ownership, permissions): reported, then acknowledged."""
+
+    default_reason = "TerminalFailure"
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed; the message names the variable."""
+
+
+# --- mapping client exceptions onto the taxonomy ------------------------------------------------
+
+_TRANSIENT_HTTP = frozenset({408, 425, 429, 500, 502, 503, 504})
+_TRANSIENT_GRPC = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL", "RESOURCE_EXHAUSTED", "ABORTED"})
+
+
+def looks_like_io(exc: BaseException) -> bool:
+    """True for network-level failures (resets, timeouts, TLS, DNS) from any client library."""
+    if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, ssl.SSLError)):
+        return True
+    if isinstance(exc, OSError) and exc.errno in (errno.ECONNRESET, errno.ECONNREFUSED, errno.EPIPE):
+        return True
+    module = type(exc).__module__
+    name = type(exc).__name__
+    if module.startswith(("urllib3", "requests")) and name in {
+        "ConnectionError",
+        "ProtocolError",
+        "ReadTimeoutError",
+        "ConnectTimeoutError",
+        "NewConnectionError",
+        "MaxRetryError",
+        "Timeout",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "ChunkedEncodingError",
+        "SSLError",
+        "RemoteDisconnected",
+    }:
+        return True
+    return module.startswith("http.client") and name in {
+        "RemoteDisconnected",
+        "IncompleteRead",
+        "BadStatusLine",
+    }
+
+
+def grpc_code_name(exc: BaseException) -> str | None:
+    """The gRPC status code name of a google-api-core exception, if it has one."""
+    code = getattr(exc, "grpc_status_code", None)
+    if code is not None:
+        return str(getattr(code, "name", code))
+    return None
+
+
+def is_retryable_google(exc: BaseException) -> bool:
+    """Retry predicate for google-api-core calls (Secret Manager, GKE)."""
+    name = grpc_code_name(exc)
+    if name is not None:
+        return name in _TRANSIENT_GRPC
+    code = getattr(exc, "code", None)
+    if isinstance(code, int) and type(exc).__module__.startswith("google.api_core"):
+        return code in _TRANSIENT_HTTP
+    return looks_like_io(exc)
+
+
+def kube_status(exc: BaseException) -> tuple[int, str] | None:
+    """(HTTP status, Status reason) of a kubernetes ApiException, else None."""
+    status = getattr(exc, "status", None)
+    if type(exc).__name__ != "ApiException" or not isinstance(status, int):
+        return None
+    return status, kube_reason(exc)
+
+
+def kube_reason(exc: Any) -> str:
+    import json
+
+    body = getattr(exc, "body", None)
+    try:
+        parsed = json.loads(body) if body else {}
+    except (TypeError, ValueError):
+        parsed = {}
+    reason = parsed.get("reason") if isinstance(parsed, dict) else None
+    return str(reason or getattr(exc, "reason", "") or "")
+
+
+def kube_message(exc: Any) -> str:
+    """The `message` of a Kubernetes Status body (the API server redacts secret contents in it)."""
+    import json
+
+    body = getattr(exc, "body", None)
+    try:
+        parsed = json.loads(body) if body else {}
+    except (TypeError, ValueError):
+        parsed = {}
+    message = parsed.get("message") if isinstance(parsed, dict) else None
+    return str(message or "")[:300]
+
+
+def is_retryable_kube(exc: BaseException) -> bool:
+    """Retry predicate for Kubernetes API calls."""
+    status = kube_status(exc)
+    if status is not None:
+        return status[0] in _TRANSIENT_HTTP or status[0] == 0
+    return looks_like_io(exc)
+
+
+def from_google(exc: BaseException, *, service: str, what: str) -> AdapterError:
+    """Map a google-api-core exception from `what` (an operation on a named resource) onto the taxonomy."""
+    name = grpc_code_name(exc) or type(exc).__name__
+    if is_retryable_google(exc):
+        return TransientError(f"{what}: {service} answered {name}", reason="DependencyUnavailable", service=service)
+    if name in ("PERMISSION_DENIED", "UNAUTHENTICATED", "Forbidden", "Unauthorized"):
+        return TerminalError(
+            f"{what}: {service} denied the runtime identity ({name}); grant it the documented role",
+            reason="PermissionDenied",
+            service=service,
+        )
+    return TerminalError(f"{what}: {service} rejected the request ({name})", reason="RequestRejected", service=service)
+
+
+def from_kube(exc: BaseException, *, what: str) -> AdapterError:
+    """Map a Kubernetes client exception onto the taxonomy."""
+    status = kube_status(exc)
+    if status is None:
+        if looks_like_io(exc):
+            return TransientError(
+                f"{what}: Kubernetes API unreachable", reason="DependencyUnavailable", service="kubernetes"
+            )
+        return TransientError(
+            f"{what}: unexpected {type(exc).__name__}", reason="UnexpectedError", service="kubernetes"
+        )
+    code, reason = status
+    if code in _TRANSIENT_HTTP or code == 0:
+        return TransientError(
+            f"{what}: Kubernetes API answered {code} {reason}",
+            reason="DependencyUnavailable",
+            service="kubernetes",
+        )
+    if code in (401, 403):
+        return TerminalError(
+            f"{what}: Kubernetes API denied the runtime identity ({code} {reason}); check its RBAC",
+            reason="PermissionDenied",
+            service="kubernetes",
+        )
+    return TerminalError(
+        f"{what}: Kubernetes API rejected the request ({code} {reason}): {kube_message(exc)}",
+        reason="RequestRejected",
+        service="kubernetes",
+    )

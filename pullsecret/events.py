@@ -1,0 +1,206 @@
+"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every delivery path of contract.md §1.
+
+1. Eventarc `google.cloud.pubsub.topic.v1.messagePublished` (binary mode), and 2. a plain Pub/Sub push
+   envelope (functions-framework converts it to the same CloudEvent type): the Sentinel event is a
+   structured-mode CloudEvent, JSON, base64 in `message.data`.
+3. `gcloud functions call --cloud-event`: any of the above, or the Sentinel event itself.
+4. A Sentinel CloudEvent delivered directly (binary or structured HTTP).
+
+Anything that is not a cluster reconcile event becomes a `SkippedEvent` with a reason; parsing
+never raises for bad input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from cloudevents import exceptions as ce_exceptions
+from cloudevents.http import from_json as cloudevent_from_json
+
+from pullsecret.logs import TraceContext, parse_trace
+
+PUBSUB_MESSAGE_PUBLISHED = "google.cloud.pubsub.topic.v1.messagePublished"
+# com.redhat.hyperfleet.cluster.reconcile, ...Cluster.reconcile (older Sentinels), ...reconcile.v1 (broker docs)
+_SENTINEL_TYPE = re.compile(r"^com\.redhat\.hyperfleet\.([A-Za-z]+)\.reconcile(?:\.v1)?$")
+# HyperFleet ids go into URL paths: refuse anything that could walk the path or the query.
+_CLUSTER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,254}$")
+MAX_MESSAGE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class ReconcileRequest:
+    """One cluster reconcile request, whatever path it came by."""
+
+    cluster_id: str
+    generation: int | None
+    event_id: str
+    event_type: str
+    delivery: str
+    trace: TraceContext | None = None
+    published_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SkippedEvent:
+    """An event this adapter acknowledges without acting (other kinds, unparseable data)."""
+
+    reason: str
+    event_id: str
+    event_type: str
+    delivery: str
+    trace: TraceContext | None = None
+
+
+ParsedEvent = ReconcileRequest | SkippedEvent
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _as_object(data: Any) -> Any:
+    if isinstance(data, (bytes, bytearray)):
+        data = bytes(data).decode("utf-8")
+    if isinstance(data, str):
+        return json.loads(data)
+    return data
+
+
+def parse_event(attributes: Mapping[str, Any], data: Any, *, cloud_trace_context: str | None = None) -> ParsedEvent:
+    """Turn one received CloudEvent (its attributes and data) into a request or a skip; never raises."""
+    event_type = str(attributes.get("type") or "")
+    outer_trace = parse_trace(_str_or_none(attributes.get("traceparent")), cloud_trace_context)
+
+    if event_type == PUBSUB_MESSAGE_PUBLISHED:
+        return _from_pubsub(attributes, data, outer_trace)
+    return _from_sentinel(
+        attributes,
+        data,
+        delivery="direct",
+        trace=outer_trace,
+        published_at=_parse_time(attributes.get("time")),
+    )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext | None) -> ParsedEvent:
+    event_id = str(attributes.get("id") or "")
+    delivery = "pubsub"
+
+    def skip(reason: str) -> SkippedEvent:
+        return SkippedEvent(reason, event_id, PUBSUB_MESSAGE_PUBLISHED, delivery, trace)
+
+    try:
+        envelope = _as_object(data)
+    except (UnicodeDecodeError, ValueError):
+        return skip("the Pub/Sub event data is not JSON")
+    message = envelope.get("message") if isinstance(envelope, dict) else None
+    if not isinstance(message, dict):
+        return skip("the Pub/Sub event has no 'message' object")
+    raw = message.get("data")
+    if not isinstance(raw, str) or not raw:
+        return skip("the Pub/Sub message has no 'data'")
+    if len(raw) > MAX_MESSAGE_BYTES * 4 // 3 + 4:
+        return skip("the Pub/Sub message data is larger than any Sentinel event (over 256 KiB)")
+    try:
+        payload = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return skip("the Pub/Sub message data is not base64")
+    message_attributes = message.get("attributes") if isinstance(message.get("attributes"), dict) else {}
+    assert isinstance(message_attributes, dict)
+    published = _parse_time(message.get("publishTime")) or _parse_time(attributes.get("time"))
+    message_id = str(message.get("messageId") or message.get("message_id") or event_id)
+
+    # Pub/Sub binary binding (ce-* attributes): the message data is the event data itself.
+    if isinstance(message_attributes.get("ce-type"), str):
+        inner_attributes = {k[3:]: v for k, v in message_attributes.items() if k.startswith("ce-")}
+        inner_attributes.setdefault("id", message_id)
+        return _from_sentinel(inner_attributes, payload, delivery=delivery, trace=trace, published_at=published)
+
+    try:
+        inner = cloudevent_from_json(payload)
+    except (ce_exceptions.GenericException, UnicodeDecodeError, ValueError, TypeError, AttributeError):
+        return SkippedEvent(
+            "the Pub/Sub message data is not a structured-mode CloudEvent", message_id, "", delivery, trace
+        )
+    inner_attributes = dict(inner.get_attributes())
+    inner_trace = parse_trace(_str_or_none(inner_attributes.get("traceparent"))) or trace
+    return _from_sentinel(
+        inner_attributes,
+        inner.get_data(),
+        delivery=delivery,
+        trace=inner_trace,
+        published_at=_parse_time(inner_attributes.get("time")) or published,
+    )
+
+
+def _from_sentinel(
+    attributes: Mapping[str, Any],
+    data: Any,
+    *,
+    delivery: str,
+    trace: TraceContext | None,
+    published_at: datetime | None,
+) -> ParsedEvent:
+    event_id = str(attributes.get("id") or "")
+    event_type = str(attributes.get("type") or "")
+
+    def skip(reason: str) -> SkippedEvent:
+        return SkippedEvent(reason, event_id, event_type, delivery, trace)
+
+    match = _SENTINEL_TYPE.match(event_type)
+    if match is None:
+        return skip(f"event type {event_type[:120]!r} is not a HyperFleet reconcile event")
+    kind = match.group(1).lower()
+    if kind != "cluster":
+        return skip(f"{match.group(1)} events are not handled by this adapter (clusters only)")
+    try:
+        body = _as_object(data)
+    except (UnicodeDecodeError, ValueError):
+        return skip("the Sentinel event data is not JSON")
+    if not isinstance(body, dict):
+        return skip("the Sentinel event data is not a JSON object")
+    data_kind = body.get("kind", body.get("resource_type"))
+    if data_kind is not None and (not isinstance(data_kind, str) or data_kind.lower() != "cluster"):
+        return skip(f"the event data names kind {str(data_kind)[:60]!r}, not Cluster")
+    cluster_id = body.get("id", body.get("resource_id"))
+    if not isinstance(cluster_id, str) or not _CLUSTER_ID.match(cluster_id):
+        return skip("the event data has no usable cluster id ('id' or 'resource_id')")
+    generation = body.get("generation")
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+        generation = None
+    return ReconcileRequest(
+        cluster_id=cluster_id,
+        generation=generation,
+        event_id=event_id,
+        event_type=event_type,
+        delivery=delivery,
+        trace=trace,
+        published_at=published_at,
+    )
+
+
+def event_age_s(request: ReconcileRequest, now: datetime | None = None) -> float | None:
+    """Seconds since the event was published, when the delivery path says."""
+    if request.published_at is None:
+        return None
+    now = now or datetime.now(UTC)
+    return (now - request.published_at).total_seconds()

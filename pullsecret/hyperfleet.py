@@ -1,0 +1,195 @@
+"""The HyperFleet API client: get cluster, list adapter statuses, report status (contract.md §2).
+
+One pooled `requests.Session` per process (urllib3 retries connection errors and 429/5xx with
+jittered backoff, honouring Retry-After). The bearer token is read from a file and re-read when the
+file changes (a mounted secret rotates in place).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+from urllib.parse import quote
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from pullsecret.config import Settings
+from pullsecret.errors import TerminalError, TransientError, looks_like_io
+
+_RETRY_STATUSES = (429, 500, 502, 503, 504)
+_PAGE_SIZE = 100
+
+
+class HyperFleetClient:
+    """Thread-safe; one instance per process."""
+
+    def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
+        self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
+        self._timeout = (min(3.05, settings.hyperfleet_timeout_s), settings.hyperfleet_timeout_s)
+        self._status_method = settings.hyperfleet_status_method
+        # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
+        self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
+        self._token_file = settings.hyperfleet_api_token_file
+        self._token: tuple[float, str] | None = None
+        self._token_lock = threading.Lock()
+        retry = Retry(
+            total=4,
+            connect=4,
+            read=2,
+            status=4,
+            backoff_factor=0.2,
+            backoff_max=4.0,
+            backoff_jitter=0.2,
+            status_forcelist=_RETRY_STATUSES,
+            # The status write is idempotent on the server (a repeat is stored again or discarded).
+            allowed_methods=frozenset({"GET", "PUT", "POST"}),
+            respect_retry_after_header=True,
+            raise_on_status=False,
+        )
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=retry)
+        self._session = requests.Session()
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._session.headers.update({"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"})
+
+    def _bearer(self) -> dict[str, str]:
+        if not self._token_file:
+            return {}
+        try:
+            mtime = os.stat(self._token_file).st_mtime
+        except OSError:
+            raise TerminalError(
+                "HYPERFLEET_API_TOKEN_FILE cannot be read", reason="ConfigurationError", service="hyperfleet"
+            ) from None
+        with self._token_lock:
+            if self._token is None or self._token[0] != mtime:
+                with open(self._token_file, encoding="utf-8") as handle:
+                    self._token = (mtime, handle.read().strip())
+            return {"Authorization": f"Bearer {self._token[1]}"}
+
+    def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> requests.Response:
+        try:
+            return self._session.request(
+                method, self._base + path, headers=self._bearer(), timeout=self._timeout, **kwargs
+            )
+        except requests.RequestException as exc:
+            if looks_like_io(exc) or isinstance(exc, requests.exceptions.RetryError):
+                raise TransientError(
+                    f"{what}: HyperFleet API unreachable ({type(exc).__name__})",
+                    reason="DependencyUnavailable",
+                    service="hyperfleet",
+                ) from None
+            raise TransientError(
+                f"{what}: HyperFleet API request failed ({type(exc).__name__})",
+                reason="DependencyUnavailable",
+                service="hyperfleet",
+            ) from None
+
+    @staticmethod
+    def _failure(response: requests.Response, what: str) -> Exception:
+        code = response.status_code
+        title = ""
+        try:
+            problem = response.json()
+            if isinstance(problem, dict):
+                title = str(problem.get("detail") or problem.get("title") or "")[:200]
+        except ValueError:
+            pass
+        text = f"{what}: HyperFleet API answered {code}" + (f" ({title})" if title else "")
+        if code in _RETRY_STATUSES or code >= 500:
+            return TransientError(text, reason="DependencyUnavailable", service="hyperfleet")
+        if code in (401, 403):
+            return TerminalError(
+                text + "; check HYPERFLEET_API_TOKEN_FILE", reason="PermissionDenied", service="hyperfleet"
+            )
+        return TerminalError(text, reason="RequestRejected", service="hyperfleet")
+
+    @staticmethod
+    def _json(response: requests.Response, what: str) -> Any:
+        content_type = response.headers.get("Content-Type", "")
+        try:
+            return response.json()
+        except ValueError:
+            # A 2xx that is not JSON is a proxy or a broken deployment, not the cluster's fault.
+            raise TransientError(
+                f"{what}: HyperFleet API returned a non-JSON body ({content_type[:60] or 'no content type'})",
+                reason="DependencyUnavailable",
+                service="hyperfleet",
+            ) from None
+
+    def get_cluster(self, cluster_id: str) -> dict[str, Any] | None:
+        """The cluster, or None when it does not exist (404). Raises TransientError / TerminalError."""
+        what = f"get cluster {cluster_id}"
+        response = self._request("GET", f"/clusters/{quote(cluster_id, safe='')}", what=what)
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise self._failure(response, what)
+        body = self._json(response, what)
+        if not isinstance(body, dict):
+            raise TerminalError(
+                f"{what}: the API returned a {type(body).__name__}, not a cluster object",
+                reason="InvalidCluster",
+                service="hyperfleet",
+            )
+        return body
+
+    def list_statuses(self, cluster_id: str) -> list[dict[str, Any]]:
+        """Every adapter status of the cluster (all pages); [] when the cluster has none or is gone."""
+        what = f"list statuses of cluster {cluster_id}"
+        items: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            response = self._request(
+                "GET",
+                f"/clusters/{quote(cluster_id, safe='')}/statuses",
+                what=what,
+                params={"page": page, self._size_param: _PAGE_SIZE},
+            )
+            if response.status_code == 404:
+                return []
+            if response.status_code != 200:
+                raise self._failure(response, what)
+            body = self._json(response, what)
+            batch = body.get("items") if isinstance(body, dict) else None
+            if not isinstance(batch, list):
+                raise TransientError(
+                    f"{what}: the API answer has no 'items' list",
+                    reason="DependencyUnavailable",
+                    service="hyperfleet",
+                )
+            items.extend(item for item in batch if isinstance(item, dict))
+            total = body.get("total")
+            if not batch or not isinstance(total, int) or len(items) >= total:
+                return items
+            page += 1
+
+    def report_status(self, cluster_id: str, body: dict[str, Any]) -> int:
+        """Send the adapter status; returns 201 (stored) or 204 (discarded as stale) or raises."""
+        what = f"report status of cluster {cluster_id}"
+        response = self._request(
+            self._status_method, f"/clusters/{quote(cluster_id, safe='')}/statuses", what=what, json=body
+        )
+        if response.status_code in (200, 201, 204):
+            return response.status_code
+        if response.status_code == 404:
+            raise TerminalError(f"{what}: the cluster no longer exists", reason="ClusterGone", service="hyperfleet")
+        raise self._failure(response, what)
+
+    def list_clusters(self, *, page: int, size: int, search: str | None = None) -> tuple[list[dict[str, Any]], int]:
+        """One page of clusters and the total."""
+        params: dict[str, Any] = {"page": page, self._size_param: size}
+        if search:
+            params["search"] = search
+        response = self._request("GET", "/clusters", what="list clusters", params=params)
+        if response.status_code != 200:
+            raise self._failure(response, "list clusters")
+        body = self._json(response, "list clusters")
+        items = body.get("items") if isinstance(body, dict) else None
+        if not isinstance(items, list):
+            raise TransientError("list clusters: the API answer has no 'items' list", service="hyperfleet")
+        total = body.get("total") if isinstance(body.get("total"), int) else len(items)
+        return [i for i in items if isinstance(i, dict)], int(total)

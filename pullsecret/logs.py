@@ -1,0 +1,194 @@
+"""Structured logs: one Cloud Logging JSON line per record on stdout, with trace correlation and redaction.
+
+Every line carries `severity`, `message`, `logging.googleapis.com/labels` (cluster id, event id,
+adapter) and `logging.googleapis.com/trace` when the event carried a trace.  Error lines with a
+stack trace carry the Error Reporting `@type` so they are grouped there.  Text that may hold secret
+material is scrubbed by `Redactor` before it is written.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import re
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any
+
+_LEVELS = {"DEBUG": 10, "INFO": 20, "NOTICE": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+_ERROR_REPORTING_TYPE = "type.googleapis.com/google.devtools.clouderrorreporting.v1beta1.ReportedErrorEvent"
+REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """A trace id (32 hex) and optional span id, from `traceparent` or `X-Cloud-Trace-Context`."""
+
+    trace_id: str
+    span_id: str | None = None
+    sampled: bool = False
+
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+_CLOUD_TRACE = re.compile(r"^([0-9a-fA-F]{32})(?:/(\d+))?(?:;o=([01]))?$")
+
+
+def parse_trace(traceparent: str | None = None, cloud_trace_context: str | None = None) -> TraceContext | None:
+    """Parse W3C `traceparent` (preferred) or `X-Cloud-Trace-Context`; None when neither is valid."""
+    if traceparent:
+        m = _TRACEPARENT.match(traceparent.strip().lower())
+        if m and m.group(1) != "0" * 32:
+            return TraceContext(m.group(1), m.group(2), bool(int(m.group(3), 16) & 1))
+    if cloud_trace_context:
+        m = _CLOUD_TRACE.match(cloud_trace_context.strip())
+        if m:
+            span = format(int(m.group(2)), "016x") if m.group(2) else None
+            return TraceContext(m.group(1).lower(), span, m.group(3) == "1")
+    return None
+
+
+@dataclass
+class Redactor:
+    """Scrubs known secret strings (and their JSON-escaped forms) out of text."""
+
+    _secrets: set[str] = field(default_factory=set)
+
+    def add(self, values: Iterable[str]) -> None:
+        for value in values:
+            if value and len(value) >= 4:
+                self._secrets.add(value)
+                self._secrets.add(json.dumps(value)[1:-1])
+
+    def scrub(self, text: str) -> str:
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+
+@dataclass
+class LogContext:
+    labels: dict[str, str] = field(default_factory=dict)
+    trace: TraceContext | None = None
+    redactor: Redactor = field(default_factory=Redactor)
+
+
+_context: contextvars.ContextVar[LogContext | None] = contextvars.ContextVar("pullsecret_log_context", default=None)
+
+
+def current() -> LogContext:
+    ctx = _context.get()
+    return ctx if ctx is not None else LogContext()
+
+
+@contextmanager
+def event_context(*, labels: dict[str, str], trace: TraceContext | None) -> Iterator[LogContext]:
+    """Bind labels, trace and a fresh redactor to every log line of one event."""
+    ctx = LogContext(labels=dict(labels), trace=trace)
+    token = _context.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _context.reset(token)
+
+
+def bind(**labels: str) -> None:
+    """Add labels (e.g. cluster_id once known) to the current event's log lines."""
+    current().labels.update(labels)
+
+
+def protect(values: Iterable[str]) -> None:
+    """Register secret strings that must never appear in this event's output."""
+    ctx = _context.get()
+    if ctx is not None:
+        ctx.redactor.add(values)
+
+
+class Logger:
+    """Writes Cloud Logging structured lines; thread-safe; level from configuration."""
+
+    def __init__(self, stream: IO[str] | None = None, level: str = "INFO", project_id: str | None = None) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.level = _LEVELS.get(level.upper(), 20)
+        self.project_id = project_id
+
+    def configure(self, *, level: str | None = None, project_id: str | None = None) -> None:
+        if level is not None:
+            self.level = _LEVELS.get(level.upper(), 20)
+        if project_id is not None:
+            self.project_id = project_id
+
+    def log(self, severity: str, message: str, *, exc: BaseException | None = None, **fields: Any) -> None:
+        if _LEVELS.get(severity, 20) < self.level:
+            return
+        ctx = current()
+        entry: dict[str, Any] = {
+            "severity": severity,
+            "message": message,
+            "time": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        }
+        entry.update({k: v for k, v in fields.items() if v is not None})
+        if ctx.labels:
+            entry["logging.googleapis.com/labels"] = dict(ctx.labels)
+        if ctx.trace is not None:
+            trace = ctx.trace.trace_id
+            entry["logging.googleapis.com/trace"] = (
+                f"projects/{self.project_id}/traces/{trace}" if self.project_id else trace
+            )
+            if ctx.trace.span_id:
+                entry["logging.googleapis.com/spanId"] = ctx.trace.span_id
+            entry["logging.googleapis.com/trace_sampled"] = ctx.trace.sampled
+        if exc is not None:
+            # Error Reporting groups entries whose jsonPayload has this @type and a stack trace.
+            entry["@type"] = _ERROR_REPORTING_TYPE
+            entry["stack_trace"] = "".join(traceback.format_exception(exc))
+            entry["message"] = f"{message}\n{entry['stack_trace']}"
+        line = ctx.redactor.scrub(json.dumps(entry, default=str, ensure_ascii=False))
+        stream = self._stream or sys.stdout
+        with self._lock:
+            stream.write(line + "\n")
+            stream.flush()
+
+    def debug(self, message: str, **fields: Any) -> None:
+        self.log("DEBUG", message, **fields)
+
+    def info(self, message: str, **fields: Any) -> None:
+        self.log("INFO", message, **fields)
+
+    def warning(self, message: str, **fields: Any) -> None:
+        self.log("WARNING", message, **fields)
+
+    def error(self, message: str, **fields: Any) -> None:
+        self.log("ERROR", message, **fields)
+
+    @contextmanager
+    def step(self, operation: str, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Log one line for a step with its duration; the caller may add fields to the yielded dict."""
+        extra: dict[str, Any] = {}
+        start = time.perf_counter()
+        try:
+            yield extra
+        except BaseException as exc:
+            duration = round((time.perf_counter() - start) * 1000, 2)
+            self.log(
+                "WARNING",
+                f"{operation} failed: {exc}",
+                operation=operation,
+                duration_ms=duration,
+                outcome="error",
+                **fields,
+                **extra,
+            )
+            raise
+        duration = round((time.perf_counter() - start) * 1000, 2)
+        self.log("INFO", f"{operation} done", operation=operation, duration_ms=duration, **fields, **extra)
+
+
+log = Logger()

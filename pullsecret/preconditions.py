@@ -1,0 +1,209 @@
+"""Cluster + adapter statuses → a decision: act, wait (preconditions not met), or leave to deletion.
+
+Pure: no I/O. Raises `TerminalError` subclasses for input that no retry can fix (a cluster without a
+usable project, a namespace outside the configured pattern, malformed placement data).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pullsecret.config import GKE_CLUSTER_RE, Settings
+from pullsecret.errors import TerminalError
+
+_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class InvalidCluster(TerminalError):
+    default_reason = "InvalidCluster"
+
+
+class InvalidPlacement(TerminalError):
+    default_reason = "InvalidPlacement"
+
+
+@dataclass(frozen=True)
+class Placement:
+    management_cluster: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class Act:
+    """Provision: everything needed is known."""
+
+    generation: int
+    project_id: str
+    placement: Placement
+    cluster_pull_secret: Any  # spec.pullSecret.data (object or JSON text), or None
+
+
+@dataclass(frozen=True)
+class NotMet:
+    """Wait: report PreconditionsNotMet and acknowledge; Sentinel will send the event again."""
+
+    generation: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Deleting:
+    """The cluster is soft-deleted: clean up, never provision."""
+
+    generation: int
+    project_id: str | None
+    placement: Placement | None
+
+
+Decision = Act | NotMet | Deleting
+
+
+def cluster_generation(cluster: dict[str, Any]) -> int:
+    """The cluster's generation; raises InvalidCluster when it is missing or not a positive integer."""
+    generation = cluster.get("generation")
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+        raise InvalidCluster("the cluster has no valid generation (an integer >= 1)")
+    return generation
+
+
+def project_id_of(cluster: dict[str, Any]) -> str | None:
+    """GCP project id: typed `spec.platform.gcp.projectID` first, then the older `spec.gcp.projectId`."""
+    spec = cluster.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    platform = spec.get("platform")
+    if isinstance(platform, dict) and isinstance(platform.get("gcp"), dict):
+        value = platform["gcp"].get("projectID")
+        if isinstance(value, str) and value:
+            return value
+    legacy = spec.get("gcp")
+    if isinstance(legacy, dict):
+        value = legacy.get("projectId", legacy.get("projectID"))
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def platform_type_of(cluster: dict[str, Any]) -> str | None:
+    spec = cluster.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    platform = spec.get("platform")
+    if isinstance(platform, dict) and isinstance(platform.get("type"), str):
+        return str(platform["type"]).lower()
+    provider = spec.get("provider")
+    if isinstance(provider, str):
+        return provider.lower()
+    if isinstance(provider, dict) and isinstance(provider.get("type"), str):
+        return str(provider["type"]).lower()
+    return None
+
+
+def cluster_pull_secret_of(cluster: dict[str, Any]) -> Any:
+    spec = cluster.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    pull_secret = spec.get("pullSecret")
+    if isinstance(pull_secret, dict):
+        return pull_secret.get("data")
+    return None
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    for item in conditions:
+        if isinstance(item, dict) and item.get("type") == kind:
+            return item
+    return None
+
+
+def statuses_by_adapter(statuses: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {str(s.get("adapter")): s for s in statuses if isinstance(s, dict) and isinstance(s.get("adapter"), str)}
+
+
+def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Settings) -> Placement:
+    """Management cluster and namespace from the placement adapter's data, else configured defaults."""
+    data: Any = {}
+    placement_status = statuses_by_adapter(statuses).get(settings.placement_adapter)
+    if placement_status is not None:
+        data = placement_status.get("data") or {}
+    if not isinstance(data, dict):
+        raise InvalidPlacement(f"the {settings.placement_adapter} adapter's data is not an object")
+    management = data.get("managementCluster", data.get("management_cluster"))
+    if management is None:
+        management = settings.management_cluster
+    if management is None:
+        raise InvalidPlacement("no management cluster: the placement data names none and MANAGEMENT_CLUSTER is not set")
+    if not isinstance(management, str) or not GKE_CLUSTER_RE.match(management):
+        raise InvalidPlacement("the management cluster must be a GKE name projects/P/locations/L/clusters/C")
+    namespace = data.get("namespace")
+    if namespace is None:
+        namespace = settings.management_namespace_template.format(cluster_id=cluster_id.lower())
+    if not isinstance(namespace, str):
+        raise InvalidPlacement("the placement data's namespace is not a string")
+    shown = namespace[:80]
+    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
+        raise InvalidPlacement(f"namespace {shown!r} is not a valid Kubernetes namespace name")
+    if not settings.management_namespace_pattern.match(namespace):
+        raise InvalidPlacement(
+            f"namespace {shown!r} does not match MANAGEMENT_NAMESPACE_PATTERN "
+            f"{settings.management_namespace_pattern.pattern!r}; refusing to write there",
+            reason="ForbiddenNamespace",
+        )
+    return Placement(management_cluster=management, namespace=namespace)
+
+
+def evaluate(
+    cluster: dict[str, Any], statuses: list[dict[str, Any]], settings: Settings, *, cluster_id: str
+) -> Decision:
+    """Decide what this event may do; raises InvalidCluster / InvalidPlacement for terminal problems."""
+    generation = cluster_generation(cluster)
+    project = settings.secret_project_id or project_id_of(cluster)
+    if cluster.get("deleted_time"):
+        try:
+            placement: Placement | None = placement_of(cluster_id, statuses, settings)
+        except TerminalError:
+            placement = None
+        return Deleting(generation=generation, project_id=project, placement=placement)
+
+    platform = platform_type_of(cluster)
+    if platform is None:
+        return NotMet(generation, "the cluster spec names no platform (spec.platform.type)")
+    if platform != "gcp":
+        raise InvalidCluster(
+            f"the cluster's platform is {platform[:40]!r}; this adapter serves gcp only",
+            reason="UnsupportedPlatform",
+        )
+    if project_id_of(cluster) is None and settings.secret_project_id is None:
+        return NotMet(generation, "the cluster spec has no GCP project id (spec.platform.gcp.projectID)")
+    assert project is not None
+    if not _PROJECT_ID.match(project):
+        raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
+    cluster_secret = cluster_pull_secret_of(cluster)
+    if settings.pull_secret_source is None and cluster_secret is None:
+        return NotMet(
+            generation,
+            "no pull secret source: PULL_SECRET_SOURCE is unset and the cluster has no spec.pullSecret",
+        )
+
+    by_adapter = statuses_by_adapter(statuses)
+    waiting: list[str] = []
+    for adapter in settings.precondition_adapters:
+        status = by_adapter.get(adapter)
+        available = condition(status, "Available") if status else None
+        if status is None or available is None:
+            waiting.append(f"{adapter} (no status)")
+        elif status.get("observed_generation") != generation:
+            waiting.append(f"{adapter} (at generation {status.get('observed_generation')}, cluster at {generation})")
+        elif available.get("status") != "True":
+            waiting.append(f"{adapter} (Available={available.get('status')})")
+    if waiting:
+        return NotMet(generation, "waiting for adapters: " + ", ".join(waiting))
+
+    placement = placement_of(cluster_id, statuses, settings)
+    return Act(generation=generation, project_id=project, placement=placement, cluster_pull_secret=cluster_secret)

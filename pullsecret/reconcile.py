@@ -1,0 +1,229 @@
+"""The one place that knows the order of the steps of a cluster reconcile.
+
+read cluster ‖ statuses → preconditions → pull secret → (Secret Manager ‖ management-cluster client and
+live Secret) → Kubernetes apply → status report. Independent calls overlap on a shared thread pool.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pullsecret import dockerconfig, preconditions, status
+from pullsecret.config import Settings
+from pullsecret.dockerconfig import MergeResult, PullSecret
+from pullsecret.errors import TerminalError
+from pullsecret.hyperfleet import HyperFleetClient
+from pullsecret.kubesecret import DesiredSecret, KubeSecrets
+from pullsecret.kubesecret import label_value as kube_label
+from pullsecret.logs import bind, log, protect
+from pullsecret.management import ManagementClusters
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore import SecretStore, secret_labels
+
+_SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one reconcile did: `result` is the metric label (applied, unchanged, skipped, stale, gone, terminal)."""
+
+    result: str
+    report: status.Report | None = None
+    report_code: int | None = None
+
+
+class Reconciler:
+    """Holds the per-process clients; `run` is safe to call from many threads at once."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        hyperfleet: HyperFleetClient,
+        store: SecretStore,
+        clusters: ManagementClusters,
+        kube: KubeSecrets,
+        pool: ThreadPoolExecutor,
+        identity_email: str | None,
+    ) -> None:
+        self.settings = settings
+        self.hyperfleet = hyperfleet
+        self.store = store
+        self.clusters = clusters
+        self.kube = kube
+        self.pool = pool
+        self.identity_email = identity_email
+
+    # -- entry -----------------------------------------------------------------------------
+    def run(self, cluster_id: str, deadline: Deadline) -> Outcome:
+        """Reconcile one cluster; raises TransientError for redelivery, reports terminal failures itself."""
+        statuses_future = self.pool.submit(self.hyperfleet.list_statuses, cluster_id)
+        try:
+            with log.step("hyperfleet.get_cluster"):
+                cluster = self.hyperfleet.get_cluster(cluster_id)
+        except BaseException:
+            statuses_future.cancel()
+            raise
+        if cluster is None:
+            statuses_future.cancel()
+            log.info(f"cluster {cluster_id} no longer exists; nothing to do", operation="hyperfleet.get_cluster")
+            return Outcome("gone")
+        statuses = statuses_future.result()
+        if isinstance(cluster.get("name"), str):
+            bind(cluster_name=str(cluster["name"])[:63])
+        try:
+            generation = preconditions.cluster_generation(cluster)
+        except TerminalError as exc:
+            # Without a generation no status can be reported (observed_generation >= 1).
+            log.error(
+                f"cluster {cluster_id}: {exc.message}; cannot report a status",
+                operation="preconditions",
+                error_kind="terminal",
+                reason=exc.reason,
+            )
+            return Outcome("terminal")
+        try:
+            decision = preconditions.evaluate(cluster, statuses, self.settings, cluster_id=cluster_id)
+            if isinstance(decision, preconditions.NotMet):
+                log.info(f"preconditions not met: {decision.message}", operation="preconditions")
+                return self._report(cluster_id, "skipped", status.preconditions_not_met(generation, decision.message))
+            if isinstance(decision, preconditions.Deleting):
+                return self._report(
+                    cluster_id,
+                    "skipped",
+                    status.deletion_pending(generation, "the cluster is being deleted; provisioning stopped"),
+                )
+            return self._provision(cluster_id, cluster, decision, deadline)
+        except TerminalError as exc:
+            log.error(
+                f"cluster {cluster_id}: {exc.message}",
+                operation="reconcile",
+                error_kind="terminal",
+                reason=exc.reason,
+                service=exc.service,
+            )
+            return self._report(cluster_id, "terminal", status.terminal_failure(generation, exc.reason, exc.message))
+
+    # -- steps ------------------------------------------------------------------------------
+    def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:
+        with log.step("hyperfleet.report_status", available=report.available) as fields:
+            code = self.hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
+            fields["http_status"] = code
+        if code == 204:
+            log.info(
+                "the API discarded the status as older than the one it holds",
+                operation="hyperfleet.report_status",
+            )
+        return Outcome(result, report, code)
+
+    def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> MergeResult:
+        platform: PullSecret | None = None
+        if self.settings.pull_secret_source:
+            with log.step("secretmanager.read_source"):
+                raw = self.store.read_source(self.settings.pull_secret_source, deadline)
+            platform = dockerconfig.parse(raw, source="PULL_SECRET_SOURCE")
+            protect(platform.sensitive_strings())
+        own: PullSecret | None = None
+        if act.cluster_pull_secret is not None:
+            value = act.cluster_pull_secret
+            if not isinstance(value, (str, dict)):
+                raise dockerconfig.InvalidPullSecret("spec.pullSecret.data must be a JSON object or a JSON string")
+            own = dockerconfig.parse(value, source="spec.pullSecret.data")
+            protect(own.sensitive_strings())
+        merged = dockerconfig.merge(platform, own, precedence=self.settings.merge_precedence)
+        if merged.conflicts:
+            log.warning(
+                f"registries defined by both sources; the {self.settings.merge_precedence} entry wins: "
+                + ", ".join(merged.conflicts[:20]),
+                operation="dockerconfig.merge",
+            )
+        return merged
+
+    def _provision(
+        self, cluster_id: str, cluster: dict[str, Any], act: preconditions.Act, deadline: Deadline
+    ) -> Outcome:
+        settings = self.settings
+        secret_id = settings.secret_id_template.format(cluster_id=cluster_id)
+        if not _SECRET_ID.match(secret_id):
+            raise preconditions.InvalidCluster(
+                f"cluster id {cluster_id[:80]!r} cannot form a Secret Manager secret id ([A-Za-z0-9_-], 255 max)"
+            )
+        kube_name = settings.kubernetes_secret_template.format(cluster_id=cluster_id)
+        if len(kube_name) > 253 or not _DNS_SUBDOMAIN.match(kube_name):
+            raise preconditions.InvalidCluster(
+                f"cluster id {cluster_id[:80]!r} cannot form a Kubernetes Secret name (lowercase DNS subdomain)"
+            )
+        placement = act.placement
+        bind(management_cluster=placement.management_cluster)
+
+        def read_live() -> tuple[Any, dict[str, Any] | None]:
+            api = self.clusters.api_for(placement.management_cluster, deadline)
+            with log.step("kubernetes.read_secret"):
+                return api, self.kube.read(api, placement.namespace, kube_name, deadline)
+
+        live_future: Future[tuple[Any, dict[str, Any] | None]] = self.pool.submit(read_live)
+        try:
+            merged = self._pull_secret(act, deadline)
+            cluster_name = str(cluster.get("name") or cluster_id)
+            with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id) as fields:
+                stored = self.store.store(
+                    project=act.project_id,
+                    secret_id=secret_id,
+                    secret=merged.secret,
+                    generation=act.generation,
+                    labels=secret_labels(
+                        adapter=settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_name
+                    ),
+                    deadline=deadline,
+                )
+                fields.update(written=stored.written, stale=stored.stale)
+            api, live = live_future.result()
+        except BaseException:
+            live_future.cancel()
+            raise
+        data: dict[str, Any] = {
+            "secret_name": f"projects/{act.project_id}/secrets/{secret_id}",
+            "secret_version": stored.version_name,
+            "management_cluster": placement.management_cluster,
+            "kubernetes_namespace": placement.namespace,
+            "kubernetes_secret": kube_name,
+            "fingerprint": merged.secret.short_fingerprint,
+            "registries": list(merged.secret.registries),
+        }
+        if merged.conflicts:
+            data["conflicts"] = list(merged.conflicts)
+        if stored.stale:
+            return self._report(cluster_id, "stale", status.stale(act.generation, stored.recorded_generation, data))
+
+        desired = DesiredSecret(
+            namespace=placement.namespace,
+            name=kube_name,
+            content=merged.secret.canonical,
+            fingerprint=merged.secret.fingerprint,
+            generation=act.generation,
+            source_version=stored.version_name,
+            labels={
+                "managed-by": "hyperfleet",
+                "adapter": kube_label(settings.adapter_name),
+                "cluster-id": kube_label(cluster_id),
+                "cluster-name": kube_label(cluster_name),
+                "hyperfleet-version": "v1",
+            },
+            created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
+        )
+        with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
+            applied = self.kube.apply(api, desired, deadline, live, read_first=False)
+            fields.update(written=applied.written, stale=applied.stale)
+        data["kubernetes_resource_version"] = applied.resource_version
+        if applied.stale:
+            return self._report(cluster_id, "stale", status.stale(act.generation, applied.recorded_generation, data))
+        changed = stored.written or applied.written
+        return self._report(
+            cluster_id,
+            "applied" if changed else "unchanged",
+            status.provisioned(act.generation, changed=changed, data=data),
+        )

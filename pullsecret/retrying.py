@@ -1,0 +1,53 @@
+"""In-process retries: exponential backoff with full jitter (google-api-core's Retry) inside a deadline.
+
+One `Deadline` per event keeps the whole invocation well under the function timeout: every call's
+retries stop when it runs out, and the event goes back to Pub/Sub for redelivery.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from google.api_core import exceptions as gexc
+from google.api_core.retry import Retry
+
+from pullsecret.errors import TransientError
+
+T = TypeVar("T")
+
+
+class Deadline:
+    """A point in monotonic time after which no further attempt is started."""
+
+    def __init__(self, seconds: float) -> None:
+        self._end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        return max(0.0, self._end - time.monotonic())
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0.0
+
+
+def retry_policy(predicate: Callable[[BaseException], bool], deadline: Deadline) -> Retry:
+    """Full-jitter exponential backoff (0.1 s doubling to 5 s) until the deadline."""
+    return Retry(predicate=predicate, initial=0.1, maximum=5.0, multiplier=2.0, timeout=max(deadline.remaining(), 0.01))
+
+
+def call(
+    fn: Callable[[], T],
+    *,
+    predicate: Callable[[BaseException], bool],
+    deadline: Deadline,
+    on_give_up: Callable[[BaseException], Exception],
+) -> T:
+    """Run `fn` with retries on `predicate`; a retryable failure past the deadline becomes `on_give_up(cause)`."""
+    if deadline.expired():
+        raise TransientError("the retry deadline of this invocation has passed", reason="DeadlineExceeded")
+    try:
+        return retry_policy(predicate, deadline)(fn)()
+    except gexc.RetryError as exc:
+        cause = exc.cause if exc.cause is not None else exc
+        raise on_give_up(cause) from cause

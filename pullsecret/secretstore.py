@@ -1,0 +1,379 @@
+"""Secret Manager: ensure the per-cluster secret, add a version only when the content changed, verify it.
+
+Bookkeeping lives in the secret's annotations (Secret Manager annotation keys allow no '/'):
+
+    hyperfleet-fingerprint   SHA-256 of the canonical content of the recorded version
+    hyperfleet-generation    the cluster generation that wrote it
+    hyperfleet-version       the version resource name holding it
+    hyperfleet-claim         "<fingerprint>:<generation>:<unix time>" while a writer adds a version
+
+The claim is taken with the secret's etag (compare-and-swap), so of many concurrent deliveries of
+the same content exactly one adds a version; the others wait for its commit and find the content
+unchanged. A claim older than `CLAIM_LEASE_S` is abandoned (its writer died) and may be taken over.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import google_crc32c
+from google.api_core import exceptions as gexc
+from google.protobuf import field_mask_pb2
+
+from pullsecret import retrying
+from pullsecret.dockerconfig import PullSecret
+from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
+from pullsecret.retrying import Deadline
+
+A_FINGERPRINT = "hyperfleet-fingerprint"
+A_GENERATION = "hyperfleet-generation"
+A_VERSION = "hyperfleet-version"
+A_CLAIM = "hyperfleet-claim"
+CLAIM_LEASE_S = 30.0
+SERVICE = "secretmanager"
+
+_LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
+
+
+class OwnershipConflict(TerminalError):
+    default_reason = "OwnershipConflict"
+
+
+def label_value(value: str) -> str:
+    """Sanitise to Secret Manager's label value rule: [a-z0-9_-]{0,63}."""
+    return _LABEL_VALUE_BAD.sub("-", value.lower())[:63]
+
+
+def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
+    return {
+        "managed-by": "hyperfleet",
+        "adapter": label_value(adapter),
+        "cluster-id": label_value(cluster_id),
+        "cluster-name": label_value(cluster_name),
+        "resource-type": "pull-secret",
+        "hyperfleet-version": "v1",
+    }
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    version_name: str  # the version holding the content (projects/NUMBER/secrets/ID/versions/N)
+    written: bool  # a new version was added by this call
+    stale: bool = False  # a newer generation is recorded; nothing was written
+    recorded_generation: int = 0
+
+
+@dataclass(frozen=True)
+class Claim:
+    fingerprint: str
+    generation: int
+    since: float
+
+    def encode(self) -> str:
+        return f"{self.fingerprint}:{self.generation}:{int(self.since)}"
+
+    @staticmethod
+    def decode(text: str | None) -> Claim | None:
+        if not text:
+            return None
+        parts = text.split(":")
+        if len(parts) != 3:
+            return None
+        try:
+            return Claim(parts[0], int(parts[1]), float(parts[2]))
+        except ValueError:
+            return None
+
+    def live(self, now: float) -> bool:
+        return now - self.since < CLAIM_LEASE_S
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+class SecretStore:
+    """Per-cluster secrets and the platform source, through one shared SecretManagerServiceClient."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        replication_locations: tuple[str, ...] = (),
+        kms_key: str | None = None,
+        source_ttl_s: float = 30.0,
+    ) -> None:
+        self._client = client
+        self._locations = replication_locations
+        self._kms_key = kms_key
+        self._source_ttl_s = source_ttl_s
+        self._source_cache: dict[str, tuple[float, bytes]] = {}
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+        def attempt() -> Any:
+            return fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
+
+        try:
+            return retrying.call(
+                attempt,
+                predicate=is_retryable_google,
+                deadline=deadline,
+                on_give_up=lambda cause: from_google(cause, service=SERVICE, what=what),
+            )
+        except (TerminalError, TransientError):
+            raise
+        except gexc.NotFound:
+            raise
+        except gexc.AlreadyExists:
+            raise
+        except gexc.FailedPrecondition:
+            raise
+        except gexc.GoogleAPICallError as exc:
+            raise from_google(exc, service=SERVICE, what=what) from None
+
+    def _replication(self) -> Any:
+        from google.cloud.secretmanager_v1 import types
+
+        def cmek(location: str | None) -> Any:
+            if not self._kms_key:
+                return None
+            key = self._kms_key.replace("{location}", location or "global")
+            return types.CustomerManagedEncryption(kms_key_name=key)
+
+        if self._locations:
+            replicas = [
+                types.Replication.UserManaged.Replica(location=loc, customer_managed_encryption=cmek(loc))
+                for loc in self._locations
+            ]
+            return types.Replication(user_managed=types.Replication.UserManaged(replicas=replicas))
+        return types.Replication(automatic=types.Replication.Automatic(customer_managed_encryption=cmek(None)))
+
+    # -- the platform source -------------------------------------------------------------------
+    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
+        """The platform pull secret's bytes (cached for a short TTL); raises Terminal/TransientError."""
+        now = time.monotonic()
+        cached = self._source_cache.get(version_name)
+        if cached is not None and now - cached[0] < self._source_ttl_s:
+            return cached[1]
+        what = f"read PULL_SECRET_SOURCE {version_name}"
+        try:
+            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
+        except gexc.NotFound:
+            raise TerminalError(f"{what}: not found", reason="SourceNotFound", service=SERVICE) from None
+        except gexc.FailedPrecondition:
+            raise TerminalError(
+                f"{what}: the version is disabled or destroyed", reason="SourceUnavailable", service=SERVICE
+            ) from None
+        data = bytes(response.payload.data)
+        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
+            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
+        self._source_cache[version_name] = (now, data)
+        return data
+
+    def invalidate_source(self) -> None:
+        self._source_cache.clear()
+
+    # -- the per-cluster secret ----------------------------------------------------------------
+    def store(
+        self,
+        *,
+        project: str,
+        secret_id: str,
+        secret: PullSecret,
+        generation: int,
+        labels: dict[str, str],
+        deadline: Deadline,
+    ) -> StoreResult:
+        """Ensure the secret and a version with `secret`'s content; raises Terminal/TransientError."""
+        from google.cloud.secretmanager_v1 import types
+
+        name = f"projects/{project}/secrets/{secret_id}"
+        fingerprint = secret.fingerprint
+        claimed_etag: str | None = None
+        wait = 0.05
+        while True:
+            if deadline.expired():
+                raise TransientError(
+                    f"secret {secret_id}: another delivery is still writing this content",
+                    reason="WriteInProgress",
+                    service=SERVICE,
+                )
+            current = self._get_or_create(
+                name=name,
+                project=project,
+                secret_id=secret_id,
+                labels=labels,
+                fingerprint=fingerprint,
+                generation=generation,
+                deadline=deadline,
+            )
+            if isinstance(current, tuple):  # we created it, with our claim in place
+                current, claimed_etag = current[0], current[0].etag
+            if current.labels.get("managed-by") != "hyperfleet":
+                raise OwnershipConflict(
+                    f"Secret Manager secret {secret_id} in project {project} exists without the label "
+                    "managed-by=hyperfleet; refusing to adopt or overwrite it",
+                    service=SERVICE,
+                )
+            annotations = dict(current.annotations)
+            recorded_generation = _int(annotations.get(A_GENERATION))
+            recorded_version = annotations.get(A_VERSION)
+            if recorded_generation > generation:
+                return StoreResult(
+                    recorded_version or "", written=False, stale=True, recorded_generation=recorded_generation
+                )
+            if annotations.get(A_FINGERPRINT) == fingerprint and recorded_version:
+                return StoreResult(recorded_version, written=False, recorded_generation=recorded_generation)
+            claim = Claim.decode(annotations.get(A_CLAIM))
+            now = time.time()
+            if claimed_etag is None and claim is not None and claim.live(now):
+                if claim.generation > generation:
+                    return StoreResult(
+                        recorded_version or "",
+                        written=False,
+                        stale=True,
+                        recorded_generation=claim.generation,
+                    )
+                # Someone else is writing (this content or an older generation's): wait for its commit.
+                time.sleep(min(wait, deadline.remaining()))
+                wait = min(wait * 2, 1.0)
+                continue
+            if claimed_etag is None:
+                annotations[A_CLAIM] = Claim(fingerprint, generation, now).encode()
+                try:
+                    updated = self._call(
+                        f"claim secret {secret_id}",
+                        deadline,
+                        self._client.update_secret,
+                        secret=types.Secret(name=current.name, annotations=annotations, etag=current.etag),
+                        update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
+                    )
+                except (gexc.FailedPrecondition, gexc.Aborted):
+                    continue  # lost the race for the claim: re-read
+                except gexc.NotFound:
+                    continue  # deleted under us: create again
+                claimed_etag = updated.etag
+                annotations = dict(updated.annotations)
+            return self._write_version(
+                secret_name=current.name,
+                secret_id=secret_id,
+                secret=secret,
+                generation=generation,
+                annotations=annotations,
+                etag=claimed_etag,
+                deadline=deadline,
+            )
+
+    def _get_or_create(
+        self,
+        *,
+        name: str,
+        project: str,
+        secret_id: str,
+        labels: dict[str, str],
+        fingerprint: str,
+        generation: int,
+        deadline: Deadline,
+    ) -> Any:
+        from google.cloud.secretmanager_v1 import types
+
+        try:
+            return self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+        except gexc.NotFound:
+            pass
+        except gexc.FailedPrecondition as exc:
+            raise from_google(exc, service=SERVICE, what=f"get secret {secret_id}") from None
+        claim = Claim(fingerprint, generation, time.time()).encode()
+        try:
+            created = self._call(
+                f"create secret {secret_id}",
+                deadline,
+                self._client.create_secret,
+                parent=f"projects/{project}",
+                secret_id=secret_id,
+                secret=types.Secret(replication=self._replication(), labels=labels, annotations={A_CLAIM: claim}),
+            )
+        except gexc.AlreadyExists:
+            # A concurrent delivery created it first: that is success; read what it wrote.
+            return self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+        except gexc.NotFound:
+            raise TerminalError(
+                f"create secret {secret_id}: project {project} not found",
+                reason="ProjectNotFound",
+                service=SERVICE,
+            ) from None
+        except gexc.FailedPrecondition as exc:
+            raise from_google(exc, service=SERVICE, what=f"create secret {secret_id}") from None
+        return (created,)
+
+    def _write_version(
+        self,
+        *,
+        secret_name: str,
+        secret_id: str,
+        secret: PullSecret,
+        generation: int,
+        annotations: dict[str, str],
+        etag: str,
+        deadline: Deadline,
+    ) -> StoreResult:
+        from google.cloud.secretmanager_v1 import types
+
+        data = secret.canonical
+        checksum = google_crc32c.value(data)
+        try:
+            version = self._call(
+                f"add version to secret {secret_id}",
+                deadline,
+                self._client.add_secret_version,
+                parent=secret_name,
+                payload=types.SecretPayload(data=data, data_crc32c=checksum),
+            )
+        except (gexc.NotFound, gexc.FailedPrecondition) as exc:
+            raise TransientError(f"add version to secret {secret_id}: {type(exc).__name__}", service=SERVICE) from None
+        self.verify(version.name, data, deadline)
+        annotations.pop(A_CLAIM, None)
+        annotations.update({A_FINGERPRINT: secret.fingerprint, A_GENERATION: str(generation), A_VERSION: version.name})
+        try:
+            self._call(
+                f"record version on secret {secret_id}",
+                deadline,
+                self._client.update_secret,
+                secret=types.Secret(name=secret_name, annotations=annotations, etag=etag),
+                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
+            )
+        except (gexc.FailedPrecondition, gexc.Aborted, gexc.NotFound):
+            # Our claim was taken over (lease expired) or the secret changed: the version exists and is
+            # verified; the next delivery will find the record and settle it.
+            raise TransientError(
+                f"record version on secret {secret_id}: the secret changed while writing",
+                reason="WriteInProgress",
+                service=SERVICE,
+            ) from None
+        return StoreResult(version.name, written=True, recorded_generation=generation)
+
+    def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
+        """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""
+        what = f"verify {version_name}"
+        try:
+            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
+        except (gexc.NotFound, gexc.FailedPrecondition) as exc:
+            raise TransientError(
+                f"{what}: {type(exc).__name__}", reason="VerificationFailed", service=SERVICE
+            ) from None
+        data = bytes(response.payload.data)
+        if data != expected or (
+            response.payload.data_crc32c and response.payload.data_crc32c != google_crc32c.value(data)
+        ):
+            raise TransientError(
+                f"{what}: the stored bytes differ from what was written",
+                reason="VerificationFailed",
+                service=SERVICE,
+            )
