@@ -1,0 +1,217 @@
+# ---------------------------------------------------------------------------
+# The function itself. Terraform owns the deployment (see README.md, "Who deploys"):
+# source archive, build identity, runtime identity, environment, trigger and dead-letter step
+# are all in one reviewed plan. Cloud Build only tests and then runs terraform apply.
+# ---------------------------------------------------------------------------
+
+locals {
+  repository_root = "${path.module}/.."
+  # Exactly what Cloud Functions needs to build and run the function: no tests, emulators, venvs.
+  function_source_files = sort(concat(
+    ["main.py", "requirements.txt"],
+    tolist(fileset(local.repository_root, "pullsecret/**/*.py")),
+  ))
+
+  function_environment = {
+    HYPERFLEET_API_URL            = var.hyperfleet_api_url
+    HYPERFLEET_API_TOKEN_FILE     = "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}"
+    HYPERFLEET_STATUS_METHOD      = var.hyperfleet_status_method
+    ADAPTER_NAME                  = var.adapter_name
+    PRECONDITION_ADAPTERS         = join(",", var.precondition_adapters)
+    PULL_SECRET_SOURCE            = "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"
+    SECRET_PROJECT_ID             = var.pinned_secret_project_id
+    MANAGEMENT_CLUSTER            = var.management_cluster
+    MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
+    MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
+    LOG_LEVEL                     = var.log_level
+    MAX_EVENT_AGE                 = tostring(var.max_event_age_seconds)
+    SECRET_REPLICATION_LOCATIONS  = join(",", var.secret_replication_locations)
+    SECRET_KMS_KEY                = var.secret_kms_key
+    DELETION_POLICY               = var.deletion_policy
+    RETAIN_VERSIONS               = tostring(var.retain_versions)
+    # Set by the platform on every deploy; declared here so plans stay clean.
+    LOG_EXECUTION_ID = "true"
+  }
+}
+
+data "archive_file" "function_source" {
+  type        = "zip"
+  output_path = "${path.module}/.build/function-source.zip"
+
+  dynamic "source" {
+    for_each = toset(local.function_source_files)
+    content {
+      filename = source.value
+      content  = file("${local.repository_root}/${source.value}")
+    }
+  }
+}
+
+resource "google_storage_bucket" "function_source" {
+  # checkov:skip=CKV_GCP_62:Access logging of a bucket that only holds build source archives; Cloud Audit Logs cover who changed it.
+  project                     = var.project_id
+  name                        = "${var.project_id}-${var.function_name}-src"
+  location                    = var.region
+  labels                      = local.labels
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = true
+
+  versioning {
+    enabled = true
+  }
+
+  lifecycle_rule {
+    condition {
+      days_since_noncurrent_time = 30
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_storage_bucket_object" "function_source" {
+  # Content-addressed name: a source change is a new object, hence a new build and revision.
+  name   = "function-source-${data.archive_file.function_source.output_md5}.zip"
+  bucket = google_storage_bucket.function_source.name
+  source = data.archive_file.function_source.output_path
+}
+
+resource "google_artifact_registry_repository" "functions" {
+  # checkov:skip=CKV_GCP_84:Images hold only the open-source function code and its public dependencies; Google-managed encryption suffices.
+  project       = var.project_id
+  location      = var.region
+  repository_id = "${var.function_name}-images"
+  description   = "Images built for ${var.function_name}."
+  format        = "DOCKER"
+  labels        = local.labels
+
+  cleanup_policies {
+    id     = "keep-recent"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 10
+    }
+  }
+
+  cleanup_policies {
+    id     = "delete-old"
+    action = "DELETE"
+    condition {
+      older_than = "2592000s"
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_cloudfunctions2_function" "adapter" {
+  project     = var.project_id
+  location    = var.region
+  name        = var.function_name
+  description = "HyperFleet pull-secret adapter: stores each cluster's pull secret in Secret Manager and on its management cluster."
+  labels      = local.labels
+
+  build_config {
+    runtime           = var.runtime
+    entry_point       = "handle_cluster_event"
+    service_account   = google_service_account.build.id
+    docker_repository = google_artifact_registry_repository.functions.id
+
+    source {
+      storage_source {
+        bucket = google_storage_bucket.function_source.name
+        object = google_storage_bucket_object.function_source.name
+      }
+    }
+  }
+
+  service_config {
+    service_account_email            = google_service_account.runtime.email
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision   = true
+    available_memory                 = var.available_memory
+    available_cpu                    = var.available_cpu
+    timeout_seconds                  = var.timeout_seconds
+    max_instance_request_concurrency = var.max_instance_request_concurrency
+    max_instance_count               = var.max_instance_count
+    min_instance_count               = var.min_instance_count
+    environment_variables            = local.function_environment
+
+    secret_volumes {
+      mount_path = local.hyperfleet_token_mount_path
+      project_id = local.hyperfleet_token_project
+      secret     = local.hyperfleet_token_secret_id
+      versions {
+        version = "latest"
+        path    = local.hyperfleet_token_file_name
+      }
+    }
+  }
+
+  event_trigger {
+    trigger_region        = var.region
+    event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
+    pubsub_topic          = local.cluster_events_topic_id
+    retry_policy          = "RETRY_POLICY_RETRY"
+    service_account_email = google_service_account.trigger.email
+  }
+
+  lifecycle {
+    precondition {
+      condition     = length(local.secret_project_ids) > 0
+      error_message = "Set pinned_secret_project_id or secret_project_ids: the function needs at least one project to store secrets in."
+    }
+    precondition {
+      condition     = split("/", local.cluster_events_topic_id)[1] == var.project_id
+      error_message = "The cluster events topic must be in project_id: Eventarc creates the trigger's subscription beside the trigger."
+    }
+  }
+
+  depends_on = [
+    google_project_service.apis,
+    google_project_iam_member.build_log_writer,
+    google_project_iam_member.build_source_reader,
+    google_artifact_registry_repository_iam_member.build_writer,
+    google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
+    google_service_account_iam_member.pubsub_agent_trigger_token,
+  ]
+}
+
+# ---------------------------------------------------------------------------
+# Dead-lettering on the trigger's subscription.
+# Eventarc creates and owns the push subscription behind the trigger; neither
+# google_cloudfunctions2_function nor google_eventarc_trigger can set its dead-letter policy
+# (hashicorp/terraform-provider-google#17697, #25069). Eventarc documents updating that
+# subscription with gcloud, which is what this step does, re-running whenever the trigger,
+# the dead-letter topic or the attempt count changes. It also grants the Pub/Sub service agent
+# roles/pubsub.subscriber on that one subscription (required for dead-lettering).
+# ---------------------------------------------------------------------------
+
+resource "terraform_data" "trigger_dead_letter" {
+  count = var.configure_dead_letter ? 1 : 0
+
+  triggers_replace = [
+    google_cloudfunctions2_function.adapter.event_trigger[0].trigger,
+    google_pubsub_topic.dead_letter.id,
+    var.dead_letter_max_delivery_attempts,
+  ]
+
+  provisioner "local-exec" {
+    interpreter = ["bash", "-c"]
+    command     = "${path.module}/scripts/configure-trigger-dead-letter.sh"
+    environment = {
+      PROJECT_ID            = var.project_id
+      REGION                = var.region
+      TRIGGER               = google_cloudfunctions2_function.adapter.event_trigger[0].trigger
+      DEAD_LETTER_TOPIC     = google_pubsub_topic.dead_letter.id
+      MAX_DELIVERY_ATTEMPTS = tostring(var.dead_letter_max_delivery_attempts)
+      PUBSUB_SERVICE_AGENT  = local.pubsub_service_agent_member
+    }
+  }
+
+  depends_on = [google_pubsub_topic_iam_member.dead_letter_publisher]
+}

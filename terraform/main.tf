@@ -1,0 +1,72 @@
+locals {
+  labels = merge(var.labels, {
+    managed-by = "terraform"
+    component  = "hyperfleet-pullsecret-adapter"
+  })
+
+  # Projects that hold per-cluster secrets: the pinned one (if any) plus any listed.
+  secret_project_ids = toset(distinct(compact(concat([var.pinned_secret_project_id], var.secret_project_ids))))
+
+  # projects/P/secrets/S -> P and S.
+  pull_secret_source_project = split("/", var.pull_secret_source_secret)[1]
+  pull_secret_source_id      = split("/", var.pull_secret_source_secret)[3]
+  hyperfleet_token_project   = split("/", var.hyperfleet_api_token_secret)[1]
+  hyperfleet_token_secret_id = split("/", var.hyperfleet_api_token_secret)[3]
+
+  management_cluster_project  = split("/", var.management_cluster)[1]
+  management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))
+  hyperfleet_token_mount_path = "/etc/secrets/hyperfleet"
+  hyperfleet_token_file_name  = "api-token"
+  cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.function_name}\""
+  pubsub_service_agent_member = google_project_service_identity.pubsub.member
+  project_number              = data.google_project.this.number
+  secret_manager_name_prefix  = "hyperfleet-"
+}
+
+data "google_project" "this" {
+  project_id = var.project_id
+}
+
+# Every API the function and this configuration use. Disabling an API on destroy would break
+# whatever else in the project uses it, hence disable_on_destroy = false everywhere.
+resource "google_project_service" "apis" {
+  for_each = toset([
+    "secretmanager.googleapis.com",
+    "container.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "eventarc.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
+    "iamcredentials.googleapis.com",
+    "iam.googleapis.com",
+    "storage.googleapis.com",
+  ])
+
+  project            = var.project_id
+  service            = each.value
+  disable_on_destroy = false
+}
+
+# Secret Manager must also be on in every project that holds per-cluster secrets.
+resource "google_project_service" "secret_project_secretmanager" {
+  for_each = setsubtract(local.secret_project_ids, [var.project_id])
+
+  project            = each.value
+  service            = "secretmanager.googleapis.com"
+  disable_on_destroy = false
+}
+
+# The Pub/Sub service agent is created lazily; generating it here lets the IAM grants below
+# (dead-lettering, OIDC tokens for push, CMEK) succeed on a brand-new project.
+resource "google_project_service_identity" "pubsub" {
+  provider = google-beta
+
+  project = var.project_id
+  service = "pubsub.googleapis.com"
+
+  depends_on = [google_project_service.apis]
+}

@@ -1,0 +1,302 @@
+# ---------------------------------------------------------------------------
+# Log-based metrics from the function's structured (Cloud Logging JSON) log lines.
+# Gen2 functions log as their Cloud Run service: resource.type="cloud_run_revision".
+#   end of every reconcile: operation="reconcile", result, duration_ms
+#   API errors:             service (secretmanager|kubernetes|gke|hyperfleet), error_kind, operation
+# ---------------------------------------------------------------------------
+
+locals {
+  metric_prefix = replace(var.function_name, "-", "_")
+  reconcile_log_filter = join(" AND ", [
+    local.cloud_run_log_filter,
+    "jsonPayload.operation=\"reconcile\"",
+    "jsonPayload.result:*",
+  ])
+}
+
+resource "google_logging_metric" "reconciles" {
+  project = var.project_id
+  name    = "${local.metric_prefix}_reconciles"
+  filter  = local.reconcile_log_filter
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Pull-secret reconciles by result"
+
+    labels {
+      key         = "result"
+      value_type  = "STRING"
+      description = "applied, unchanged, skipped, terminal or transient"
+    }
+  }
+
+  label_extractors = {
+    result = "EXTRACT(jsonPayload.result)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "reconcile_duration" {
+  project         = var.project_id
+  name            = "${local.metric_prefix}_reconcile_duration"
+  filter          = "${local.reconcile_log_filter} AND jsonPayload.duration_ms:*"
+  value_extractor = "EXTRACT(jsonPayload.duration_ms)"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "DISTRIBUTION"
+    unit         = "ms"
+    display_name = "Pull-secret reconcile duration"
+
+    labels {
+      key         = "result"
+      value_type  = "STRING"
+      description = "applied, unchanged, skipped, terminal or transient"
+    }
+  }
+
+  label_extractors = {
+    result = "EXTRACT(jsonPayload.result)"
+  }
+
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 24
+      growth_factor      = 2
+      scale              = 10 # 10 ms .. ~23 h
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "slow_reconciles" {
+  project = var.project_id
+  name    = "${local.metric_prefix}_slow_reconciles"
+  filter  = "${local.reconcile_log_filter} AND jsonPayload.duration_ms>=${var.slow_reconcile_threshold_ms}"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Pull-secret reconciles slower than ${var.slow_reconcile_threshold_ms} ms"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "api_errors" {
+  project = var.project_id
+  name    = "${local.metric_prefix}_api_errors"
+  filter = join(" AND ", [
+    local.cloud_run_log_filter,
+    "jsonPayload.error_kind:*",
+    "jsonPayload.service=(\"secretmanager\" OR \"kubernetes\" OR \"gke\" OR \"hyperfleet\")",
+  ])
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Pull-secret adapter API errors"
+
+    labels {
+      key         = "service"
+      value_type  = "STRING"
+      description = "secretmanager, kubernetes, gke or hyperfleet"
+    }
+    labels {
+      key         = "error_kind"
+      value_type  = "STRING"
+      description = "transient or terminal"
+    }
+    labels {
+      key         = "operation"
+      value_type  = "STRING"
+      description = "the API call, e.g. secretmanager.add_version, kubernetes.apply"
+    }
+  }
+
+  label_extractors = {
+    service    = "EXTRACT(jsonPayload.service)"
+    error_kind = "EXTRACT(jsonPayload.error_kind)"
+    operation  = "EXTRACT(jsonPayload.operation)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+# ---------------------------------------------------------------------------
+# Alerts
+# ---------------------------------------------------------------------------
+
+locals {
+  user_metric = "logging.googleapis.com/user"
+}
+
+resource "google_monitoring_alert_policy" "reconcile_failure_rate" {
+  project               = var.project_id
+  display_name          = "${var.function_name}: reconcile failure rate above ${var.failure_rate_threshold * 100}%"
+  combiner              = "OR"
+  notification_channels = var.notification_channel_ids
+  severity              = "ERROR"
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "terminal+transient / all reconciles over 10 min > ${var.failure_rate_threshold}"
+
+    condition_threshold {
+      filter             = "resource.type=\"cloud_run_revision\" AND metric.type=\"${local.user_metric}/${google_logging_metric.reconciles.name}\" AND metric.label.result=monitoring.regex.full_match(\"terminal|transient\")"
+      denominator_filter = "resource.type=\"cloud_run_revision\" AND metric.type=\"${local.user_metric}/${google_logging_metric.reconciles.name}\""
+      comparison         = "COMPARISON_GT"
+      threshold_value    = var.failure_rate_threshold
+      duration           = "0s"
+
+      aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      denominator_aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "3600s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "More than ${var.failure_rate_threshold * 100}% of pull-secret reconciles ended terminal or transient in the last 10 minutes. Look at the function's ERROR logs (labels.cluster_id, jsonPayload.error_kind, jsonPayload.service) and the dead-letter subscription ${google_pubsub_subscription.dead_letter.name}."
+  }
+}
+
+resource "google_monitoring_alert_policy" "api_errors" {
+  project               = var.project_id
+  display_name          = "${var.function_name}: API errors"
+  combiner              = "OR"
+  notification_channels = var.notification_channel_ids
+  severity              = "WARNING"
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Secret Manager / Kubernetes / GKE / HyperFleet API errors per service over 10 min > ${var.api_error_threshold}"
+
+    condition_threshold {
+      filter          = "resource.type=\"cloud_run_revision\" AND metric.type=\"${local.user_metric}/${google_logging_metric.api_errors.name}\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.api_error_threshold
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.service"]
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "3600s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The pull-secret adapter logged more than ${var.api_error_threshold} errors from one backing API in 10 minutes. The metric label `service` names the API; `error_kind=terminal` errors (PERMISSION_DENIED, Forbidden, invalid input) need a human, transient ones are retried."
+  }
+}
+
+resource "google_monitoring_alert_policy" "slow_reconcile" {
+  project               = var.project_id
+  display_name          = "${var.function_name}: reconcile slower than ${var.slow_reconcile_threshold_ms / 60000} min"
+  combiner              = "OR"
+  notification_channels = var.notification_channel_ids
+  severity              = "WARNING"
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "a reconcile took at least ${var.slow_reconcile_threshold_ms} ms"
+
+    condition_threshold {
+      filter          = "resource.type=\"cloud_run_revision\" AND metric.type=\"${local.user_metric}/${google_logging_metric.slow_reconciles.name}\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "3600s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A pull-secret reconcile took at least ${var.slow_reconcile_threshold_ms} ms (function timeout ${var.timeout_seconds} s). Check jsonPayload.duration_ms of operation=reconcile lines and the Secret Manager / GKE latencies."
+  }
+}
+
+resource "google_monitoring_alert_policy" "dead_lettered" {
+  project               = var.project_id
+  display_name          = "${var.function_name}: events dead-lettered"
+  combiner              = "OR"
+  notification_channels = var.notification_channel_ids
+  severity              = "ERROR"
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "messages published to ${google_pubsub_topic.dead_letter.name}"
+
+    condition_threshold {
+      filter          = "resource.type=\"pubsub_topic\" AND resource.label.topic_id=\"${google_pubsub_topic.dead_letter.name}\" AND metric.type=\"pubsub.googleapis.com/topic/send_message_operation_count\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "3600s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "Cluster events exhausted ${var.dead_letter_max_delivery_attempts} delivery attempts. Pull them from subscription ${google_pubsub_subscription.dead_letter.name}, fix the cause, and republish them to the cluster events topic."
+  }
+}

@@ -1,0 +1,99 @@
+output "project_id" {
+  description = "Project hosting the function."
+  value       = var.project_id
+}
+
+output "region" {
+  description = "Region of the function and its trigger."
+  value       = var.region
+}
+
+output "function_name" {
+  description = "Cloud Run function name (for gcloud functions describe/call --gen2 --region)."
+  value       = google_cloudfunctions2_function.adapter.name
+}
+
+output "function_uri" {
+  description = "HTTPS URI of the function (internal ingress only)."
+  value       = google_cloudfunctions2_function.adapter.service_config[0].uri
+}
+
+output "function_service" {
+  description = "The function's Cloud Run service (full resource name)."
+  value       = google_cloudfunctions2_function.adapter.service_config[0].service
+}
+
+output "eventarc_trigger" {
+  description = "The Eventarc trigger delivering cluster events to the function."
+  value       = google_cloudfunctions2_function.adapter.event_trigger[0].trigger
+}
+
+output "cluster_events_topic" {
+  description = "Topic Sentinel publishes cluster reconcile events to (configure Sentinel's broker with it)."
+  value       = local.cluster_events_topic_id
+}
+
+output "dead_letter_topic" {
+  description = "Dead-letter topic of the trigger's subscription."
+  value       = google_pubsub_topic.dead_letter.id
+}
+
+output "dead_letter_subscription" {
+  description = "Pull subscription holding dead-lettered events."
+  value       = google_pubsub_subscription.dead_letter.id
+}
+
+output "dead_letter_max_delivery_attempts" {
+  description = "Delivery attempts before dead-lettering (for scripts/configure-trigger-dead-letter.sh)."
+  value       = var.dead_letter_max_delivery_attempts
+}
+
+output "pubsub_service_agent" {
+  description = "The Pub/Sub service agent (member form), which dead-letters and signs push tokens."
+  value       = local.pubsub_service_agent_member
+}
+
+output "runtime_service_account_email" {
+  description = "Runtime identity of the function; also its Kubernetes user name on management clusters."
+  value       = google_service_account.runtime.email
+}
+
+output "trigger_service_account_email" {
+  description = "Identity Eventarc uses to invoke the function."
+  value       = google_service_account.trigger.email
+}
+
+output "build_service_account_email" {
+  description = "Identity that builds the function image."
+  value       = google_service_account.build.email
+}
+
+output "function_source_bucket" {
+  description = "Bucket holding the function source archives."
+  value       = google_storage_bucket.function_source.name
+}
+
+output "artifact_registry_repository" {
+  description = "Artifact Registry repository of the function images."
+  value       = google_artifact_registry_repository.functions.id
+}
+
+output "secret_manager_custom_roles" {
+  description = "Custom roles granted to the runtime account in each secret project."
+  value = {
+    for p in local.secret_project_ids : p => {
+      managed = google_project_iam_custom_role.secret_manager_managed[p].id
+      creator = google_project_iam_custom_role.secret_manager_creator[p].id
+    }
+  }
+}
+
+output "kubernetes_manifests" {
+  description = "RBAC and ValidatingAdmissionPolicy to apply on every management cluster: terraform output -raw kubernetes_manifests | kubectl apply -f -"
+  value = join("\n---\n", [
+    for f in ["rbac.yaml", "admission-policy.yaml"] : templatefile("${path.module}/kubernetes/${f}", {
+      runtime_sa_email  = google_service_account.runtime.email
+      namespace_pattern = var.management_namespace_pattern
+    })
+  ])
+}

@@ -1,0 +1,78 @@
+locals {
+  create_cluster_events_topic = var.existing_cluster_events_topic == ""
+  cluster_events_topic_id = (
+    local.create_cluster_events_topic
+    ? google_pubsub_topic.cluster_events[0].id
+    : var.existing_cluster_events_topic
+  )
+  pubsub_kms_key_name = var.pubsub_kms_key_name == "" ? null : var.pubsub_kms_key_name
+}
+
+# The topic Sentinel publishes cluster reconcile events to (unless an existing one is given).
+resource "google_pubsub_topic" "cluster_events" {
+  # checkov:skip=CKV_GCP_83:CMEK is optional (pubsub_kms_key_name); Google-managed encryption is the default and the messages carry only cluster ids.
+  count = local.create_cluster_events_topic ? 1 : 0
+
+  project                    = var.project_id
+  name                       = var.cluster_events_topic_name
+  labels                     = local.labels
+  message_retention_duration = var.message_retention_duration
+  kms_key_name               = local.pubsub_kms_key_name
+
+  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+}
+
+# Events that exhausted their delivery attempts land here for inspection and replay.
+resource "google_pubsub_topic" "dead_letter" {
+  # checkov:skip=CKV_GCP_83:CMEK is optional (pubsub_kms_key_name); Google-managed encryption is the default and the messages carry only cluster ids.
+  project                    = var.project_id
+  name                       = "${var.function_name}-dead-letter"
+  labels                     = local.labels
+  message_retention_duration = var.message_retention_duration
+  kms_key_name               = local.pubsub_kms_key_name
+
+  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+}
+
+# A pull subscription so dead-lettered messages are kept (a topic without subscriptions drops them).
+resource "google_pubsub_subscription" "dead_letter" {
+  project                    = var.project_id
+  name                       = "${var.function_name}-dead-letter"
+  topic                      = google_pubsub_topic.dead_letter.id
+  labels                     = local.labels
+  ack_deadline_seconds       = 60
+  message_retention_duration = var.message_retention_duration
+  retain_acked_messages      = false
+
+  expiration_policy {
+    ttl = "" # never expires, even when nobody pulls for a long time
+  }
+}
+
+# Sentinel's identity (and anyone else listed) may publish to the topic this configuration creates.
+resource "google_pubsub_topic_iam_member" "cluster_events_publishers" {
+  for_each = local.create_cluster_events_topic ? toset(var.cluster_events_publishers) : toset([])
+
+  project = var.project_id
+  topic   = google_pubsub_topic.cluster_events[0].name
+  role    = "roles/pubsub.publisher"
+  member  = each.value
+}
+
+# Dead-lettering: the Pub/Sub service agent republishes undeliverable messages to the dead-letter topic.
+# (Its roles/pubsub.subscriber on the trigger's subscription is granted by the dead-letter step in function.tf.)
+resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
+  project = var.project_id
+  topic   = google_pubsub_topic.dead_letter.name
+  role    = "roles/pubsub.publisher"
+  member  = local.pubsub_service_agent_member
+}
+
+# With CMEK, the Pub/Sub service agent must be able to use the key.
+resource "google_kms_crypto_key_iam_member" "pubsub_cmek" {
+  count = var.pubsub_kms_key_name == "" ? 0 : 1
+
+  crypto_key_id = var.pubsub_kms_key_name
+  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+  member        = local.pubsub_service_agent_member
+}

@@ -1,0 +1,474 @@
+# ---------------------------------------------------------------------------
+# Where the function runs
+# ---------------------------------------------------------------------------
+
+variable "project_id" {
+  description = "Project that hosts the function, its topics, service accounts, metrics and alerts."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "The project_id must be a GCP project ID (6-30 chars, lowercase letters, digits, hyphens)."
+  }
+}
+
+variable "region" {
+  description = "Region of the function, its Eventarc trigger and its Artifact Registry repository (e.g. europe-west1)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "The region must be a GCP region name such as us-central1 or europe-west1."
+  }
+}
+
+variable "function_name" {
+  description = "Name of the Cloud Run function (also its Cloud Run service and the prefix of related resources)."
+  type        = string
+  default     = "hyperfleet-pullsecret-adapter"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{2,40}[a-z0-9]$", var.function_name))
+    error_message = "The function_name must be 4-42 chars of lowercase letters, digits and hyphens, starting with a letter."
+  }
+}
+
+variable "labels" {
+  description = "Extra labels put on every labelled resource."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition = alltrue([
+      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
+    ])
+    error_message = "Label keys must match [a-z][a-z0-9_-]{0,62} and values [a-z0-9_-]{0,63}."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Topics
+# ---------------------------------------------------------------------------
+
+variable "existing_cluster_events_topic" {
+  description = "Full id (projects/P/topics/T) of the topic Sentinel already publishes cluster events to. Empty: create one named cluster_events_topic_name."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.existing_cluster_events_topic == "" || can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$", var.existing_cluster_events_topic))
+    error_message = "The existing_cluster_events_topic must be empty or projects/PROJECT/topics/TOPIC."
+  }
+}
+
+variable "cluster_events_topic_name" {
+  description = "Name of the cluster events topic created when existing_cluster_events_topic is empty."
+  type        = string
+  default     = "hyperfleet-cluster-events"
+
+  validation {
+    condition     = can(regex("^[A-Za-z][A-Za-z0-9._~+%-]{2,254}$", var.cluster_events_topic_name)) && !startswith(lower(var.cluster_events_topic_name), "goog")
+    error_message = "The cluster_events_topic_name must be a valid Pub/Sub topic name (3-255 chars, not starting with goog)."
+  }
+}
+
+variable "cluster_events_publishers" {
+  description = "Principals (e.g. serviceAccount:sentinel@P.iam.gserviceaccount.com) granted roles/pubsub.publisher on the created cluster events topic."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition = alltrue([
+      for m in var.cluster_events_publishers : can(regex("^(serviceAccount|group|user|principal|principalSet):", m))
+    ])
+    error_message = "Each publisher must be an IAM member such as serviceAccount:EMAIL; allUsers and allAuthenticatedUsers are not accepted."
+  }
+}
+
+variable "message_retention_duration" {
+  description = "How long the topics keep messages (seconds with an s suffix, 600s to 2678400s)."
+  type        = string
+  default     = "604800s"
+
+  validation {
+    condition = (
+      can(regex("^[0-9]+s$", var.message_retention_duration))
+      && try(tonumber(trimsuffix(var.message_retention_duration, "s")) >= 600, false)
+      && try(tonumber(trimsuffix(var.message_retention_duration, "s")) <= 2678400, false)
+    )
+    error_message = "The message_retention_duration must be between 600s and 2678400s (31 days)."
+  }
+}
+
+variable "pubsub_kms_key_name" {
+  description = "Optional CMEK (projects/P/locations/L/keyRings/R/cryptoKeys/K) for the created topics. Empty: Google-managed encryption."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.pubsub_kms_key_name == "" || can(regex("^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$", var.pubsub_kms_key_name))
+    error_message = "The pubsub_kms_key_name must be empty or a full Cloud KMS crypto key name."
+  }
+}
+
+variable "dead_letter_max_delivery_attempts" {
+  description = "Delivery attempts on the trigger's subscription before an event goes to the dead-letter topic (5-100)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.dead_letter_max_delivery_attempts >= 5 && var.dead_letter_max_delivery_attempts <= 100 && floor(var.dead_letter_max_delivery_attempts) == var.dead_letter_max_delivery_attempts
+    error_message = "The dead_letter_max_delivery_attempts must be an integer between 5 and 100 (the Pub/Sub limits)."
+  }
+}
+
+variable "configure_dead_letter" {
+  description = "Run scripts/configure-trigger-dead-letter.sh (needs gcloud) after the trigger exists, to put the dead-letter policy on the Eventarc-managed subscription."
+  type        = bool
+  default     = true
+}
+
+# ---------------------------------------------------------------------------
+# Where secrets live and come from
+# ---------------------------------------------------------------------------
+
+variable "pinned_secret_project_id" {
+  description = "SECRET_PROJECT_ID: one project that holds every cluster's secret (the MVP's project). Empty: each cluster's spec.platform.gcp.projectID."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.pinned_secret_project_id == "" || can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.pinned_secret_project_id))
+    error_message = "The pinned_secret_project_id must be empty or a GCP project ID."
+  }
+}
+
+variable "secret_project_ids" {
+  description = "Further projects the function may write per-cluster secrets to (customer projects when no project is pinned). The pinned project is added automatically."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.secret_project_ids : can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", p))])
+    error_message = "Every secret_project_ids entry must be a GCP project ID."
+  }
+}
+
+variable "pull_secret_source_secret" {
+  description = "The platform pull secret in Secret Manager, as projects/P/secrets/S (the function reads only this secret)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.pull_secret_source_secret))
+    error_message = "The pull_secret_source_secret must be projects/PROJECT_ID/secrets/SECRET_ID."
+  }
+}
+
+variable "pull_secret_source_version" {
+  description = "Version of the platform pull secret to read: latest or a version number."
+  type        = string
+  default     = "latest"
+
+  validation {
+    condition     = can(regex("^(latest|[1-9][0-9]*)$", var.pull_secret_source_version))
+    error_message = "The pull_secret_source_version must be latest or a positive version number."
+  }
+}
+
+variable "secret_replication_locations" {
+  description = "SECRET_REPLICATION_LOCATIONS: user-managed replication locations for new secrets. Empty: automatic replication."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for l in var.secret_replication_locations : can(regex("^[a-z]+-[a-z]+[0-9]+$", l))])
+    error_message = "Every secret_replication_locations entry must be a region such as europe-west1."
+  }
+}
+
+variable "secret_kms_key" {
+  description = "SECRET_KMS_KEY: optional CMEK for new per-cluster secrets (full crypto key name)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.secret_kms_key == "" || can(regex("^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$", var.secret_kms_key))
+    error_message = "The secret_kms_key must be empty or a full Cloud KMS crypto key name."
+  }
+}
+
+variable "deletion_policy" {
+  description = "DELETION_POLICY: what happens to a cluster's Secret Manager secret when the cluster is deleted."
+  type        = string
+  default     = "DELETE"
+
+  validation {
+    condition     = contains(["DELETE", "DISABLE", "RETAIN"], var.deletion_policy)
+    error_message = "The deletion_policy must be DELETE, DISABLE or RETAIN."
+  }
+}
+
+variable "retain_versions" {
+  description = "RETAIN_VERSIONS: enabled versions kept per secret; older ones are destroyed (they are billed while they exist)."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.retain_versions >= 1 && var.retain_versions <= 100 && floor(var.retain_versions) == var.retain_versions
+    error_message = "The retain_versions must be an integer between 1 and 100."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# HyperFleet API and the management cluster
+# ---------------------------------------------------------------------------
+
+variable "hyperfleet_api_url" {
+  description = "HYPERFLEET_API_URL: base URL of the HyperFleet API (https)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^https://[^\\s/]+(/[^\\s]*)?$", var.hyperfleet_api_url))
+    error_message = "The hyperfleet_api_url must be an https:// URL."
+  }
+}
+
+variable "hyperfleet_api_token_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) holding the HyperFleet API bearer token; mounted as a file, never an env var."
+  type        = string
+
+  validation {
+    condition     = can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.hyperfleet_api_token_secret))
+    error_message = "The hyperfleet_api_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID."
+  }
+}
+
+variable "hyperfleet_status_method" {
+  description = "HYPERFLEET_STATUS_METHOD: PUT (API v0.3.0 and later) or POST (v0.2.1 and earlier)."
+  type        = string
+  default     = "PUT"
+
+  validation {
+    condition     = contains(["PUT", "POST"], var.hyperfleet_status_method)
+    error_message = "The hyperfleet_status_method must be PUT or POST."
+  }
+}
+
+variable "adapter_name" {
+  description = "ADAPTER_NAME: the adapter name reported in statuses."
+  type        = string
+  default     = "pullsecret"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,62}$", var.adapter_name))
+    error_message = "The adapter_name must be lowercase letters, digits and hyphens."
+  }
+}
+
+variable "precondition_adapters" {
+  description = "PRECONDITION_ADAPTERS: adapters whose Available condition must be True before this one acts."
+  type        = list(string)
+  default     = ["validation", "dns", "placement"]
+
+  validation {
+    condition     = alltrue([for a in var.precondition_adapters : can(regex("^[a-z][a-z0-9-]{0,62}$", a))])
+    error_message = "Every precondition adapter must be a lowercase adapter name."
+  }
+}
+
+variable "management_cluster" {
+  description = "MANAGEMENT_CLUSTER: default GKE management cluster, projects/P/locations/L/clusters/C."
+  type        = string
+
+  validation {
+    condition     = can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z0-9-]+/clusters/[a-z][a-z0-9-]{0,38}[a-z0-9]$", var.management_cluster))
+    error_message = "The management_cluster must be projects/PROJECT_ID/locations/LOCATION/clusters/NAME."
+  }
+}
+
+variable "management_cluster_project_ids" {
+  description = "Further projects holding management clusters the placement adapter may name (the default cluster's project is added automatically)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.management_cluster_project_ids : can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", p))])
+    error_message = "Every management_cluster_project_ids entry must be a GCP project ID."
+  }
+}
+
+variable "management_namespace_template" {
+  description = "MANAGEMENT_NAMESPACE_TEMPLATE: namespace of a cluster's Secret on the management cluster; must contain {cluster_id}."
+  type        = string
+  default     = "clusters-{cluster_id}"
+
+  validation {
+    condition     = strcontains(var.management_namespace_template, "{cluster_id}")
+    error_message = "The management_namespace_template must contain {cluster_id}."
+  }
+}
+
+variable "management_namespace_pattern" {
+  description = "MANAGEMENT_NAMESPACE_PATTERN: anchored RE2 pattern every target namespace must match (also enforced by the ValidatingAdmissionPolicy)."
+  type        = string
+  default     = "^clusters-[a-z0-9-]+$"
+
+  validation {
+    condition = (
+      startswith(var.management_namespace_pattern, "^") && endswith(var.management_namespace_pattern, "$")
+      && can(regex(var.management_namespace_pattern, "probe")) && !strcontains(var.management_namespace_pattern, "'")
+    )
+    error_message = "The management_namespace_pattern must be a valid RE2 pattern anchored with ^ and $ and without single quotes."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Function runtime
+# ---------------------------------------------------------------------------
+
+variable "runtime" {
+  description = "Cloud Run functions runtime."
+  type        = string
+  default     = "python311"
+
+  validation {
+    condition     = contains(["python311", "python312", "python313"], var.runtime)
+    error_message = "The runtime must be python311, python312 or python313."
+  }
+}
+
+variable "log_level" {
+  description = "LOG_LEVEL of the function."
+  type        = string
+  default     = "INFO"
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.log_level)
+    error_message = "The log_level must be DEBUG, INFO, WARNING or ERROR."
+  }
+}
+
+variable "max_event_age_seconds" {
+  description = "MAX_EVENT_AGE: events older than this are acknowledged without work (bounds retries of a bug)."
+  type        = number
+  default     = 86400
+
+  validation {
+    condition     = var.max_event_age_seconds >= 60 && var.max_event_age_seconds <= 604800
+    error_message = "The max_event_age_seconds must be between 60 and 604800."
+  }
+}
+
+variable "available_memory" {
+  description = "Memory of each function instance (e.g. 512Mi, 1Gi)."
+  type        = string
+  default     = "512Mi"
+
+  validation {
+    condition     = can(regex("^[1-9][0-9]*(Mi|Gi)$", var.available_memory))
+    error_message = "The available_memory must look like 512Mi or 1Gi."
+  }
+}
+
+variable "available_cpu" {
+  description = "vCPUs of each function instance; concurrency above 1 needs at least 1."
+  type        = string
+  default     = "1"
+
+  validation {
+    condition     = contains(["1", "2", "4", "6", "8"], var.available_cpu)
+    error_message = "The available_cpu must be 1, 2, 4, 6 or 8 (concurrent requests need a whole vCPU)."
+  }
+}
+
+variable "timeout_seconds" {
+  description = "Function timeout; event-driven functions allow at most 540 s."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.timeout_seconds >= 60 && var.timeout_seconds <= 540
+    error_message = "The timeout_seconds must be between 60 and 540."
+  }
+}
+
+variable "max_instance_request_concurrency" {
+  description = "Concurrent events per instance (the function's clients are shared and thread-safe)."
+  type        = number
+  default     = 16
+
+  validation {
+    condition     = var.max_instance_request_concurrency >= 1 && var.max_instance_request_concurrency <= 1000
+    error_message = "The max_instance_request_concurrency must be between 1 and 1000."
+  }
+}
+
+variable "max_instance_count" {
+  description = "Maximum instances; with concurrency this bounds Secret Manager write bursts (600 writes/min per project)."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_instance_count >= 1 && var.max_instance_count <= 100
+    error_message = "The max_instance_count must be between 1 and 100."
+  }
+}
+
+variable "min_instance_count" {
+  description = "Warm instances kept (0 scales to zero)."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.min_instance_count >= 0 && var.min_instance_count <= 10
+    error_message = "The min_instance_count must be between 0 and 10."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Observability
+# ---------------------------------------------------------------------------
+
+variable "notification_channel_ids" {
+  description = "Cloud Monitoring notification channels (projects/P/notificationChannels/N) the alerts notify."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.notification_channel_ids : can(regex("^projects/[^/]+/notificationChannels/[0-9]+$", c))])
+    error_message = "Every notification channel must be projects/PROJECT/notificationChannels/ID."
+  }
+}
+
+variable "failure_rate_threshold" {
+  description = "Alert when the share of reconciles ending terminal or transient over 10 minutes exceeds this (0-1)."
+  type        = number
+  default     = 0.1
+
+  validation {
+    condition     = var.failure_rate_threshold > 0 && var.failure_rate_threshold < 1
+    error_message = "The failure_rate_threshold must be between 0 and 1 (exclusive)."
+  }
+}
+
+variable "api_error_threshold" {
+  description = "Alert when more than this many Secret Manager / Kubernetes / GKE / HyperFleet API errors are logged in 10 minutes."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.api_error_threshold >= 0
+    error_message = "The api_error_threshold must not be negative."
+  }
+}
+
+variable "slow_reconcile_threshold_ms" {
+  description = "A reconcile taking at least this long (milliseconds) raises the slow-reconcile alert."
+  type        = number
+  default     = 300000
+
+  validation {
+    condition     = var.slow_reconcile_threshold_ms >= 1000
+    error_message = "The slow_reconcile_threshold_ms must be at least 1000."
+  }
+}

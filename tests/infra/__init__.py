@@ -1,0 +1,1 @@
+"""Checks of the infrastructure code: Terraform, Cloud Build and the Kubernetes manifests."""
