@@ -1,0 +1,266 @@
+"""The HyperFleet emulator over real HTTP with requests: server rules, validation, seeding, faults."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from emulators.core import FaultBook
+from emulators.hyperfleet import HyperFleetEmulator, rfc3339
+
+API = "/api/hyperfleet/v1"
+
+
+@pytest.fixture
+def book() -> FaultBook:
+    return FaultBook()
+
+
+@pytest.fixture
+def hf(book: FaultBook) -> Iterator[HyperFleetEmulator]:
+    emulator = HyperFleetEmulator(book)
+    emulator.start()
+    emulator.seed_cluster("cls-abc123", {"name": "cluster-abc", "generation": 5, "spec": {"platform": {}}})
+    yield emulator
+    emulator.stop()
+
+
+def status_body(generation: int = 5, **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "adapter": "pullsecret",
+        "observed_generation": generation,
+        "observed_time": rfc3339(),
+        "conditions": [
+            {"type": "Applied", "status": "True", "reason": "SecretsApplied", "message": "ok"},
+            {"type": "Available", "status": "True", "reason": "PullSecretAvailable", "message": "ok"},
+            {"type": "Health", "status": "True", "reason": "Healthy", "message": "ok"},
+        ],
+        "data": {"secret": "projects/123/secrets/x/versions/1"},
+    }
+    body.update(overrides)
+    return body
+
+
+def put_status(
+    hf: HyperFleetEmulator, body: Any, cluster: str = "cls-abc123", method: str = "PUT"
+) -> requests.Response:
+    return requests.request(method, f"{hf.url}{API}/clusters/{cluster}/statuses", json=body, timeout=5)
+
+
+def test_get_cluster_and_list(hf: HyperFleetEmulator) -> None:
+    cluster = requests.get(f"{hf.url}{API}/clusters/cls-abc123", timeout=5).json()
+    assert cluster["kind"] == "Cluster" and cluster["generation"] == 5
+    assert [c["type"] for c in cluster["status"]["conditions"]] == ["Reconciled", "LastKnownReconciled"]
+    listing = requests.get(f"{hf.url}{API}/clusters", params={"search": "name='cluster-abc'"}, timeout=5).json()
+    assert (listing["kind"], listing["total"], listing["page"]) == ("ClusterList", 1, 1)
+    assert requests.get(f"{hf.url}{API}/clusters?search=name='x'", timeout=5).json()["total"] == 0
+    missing = requests.get(f"{hf.url}{API}/clusters/nope", timeout=5)
+    assert missing.status_code == 404
+    assert missing.headers["Content-Type"] == "application/problem+json"
+    assert missing.json()["code"] == "HYPERFLEET-NTF-001"
+    assert hf.violations.list() == []
+
+
+def test_status_write_201_and_aggregation(hf: HyperFleetEmulator) -> None:
+    response = put_status(hf, status_body())
+    assert response.status_code == 201
+    stored = response.json()
+    assert stored["adapter"] == "pullsecret" and stored["last_report_time"]
+    assert all(c["last_transition_time"] for c in stored["conditions"])
+    statuses = requests.get(f"{hf.url}{API}/clusters/cls-abc123/statuses", timeout=5).json()
+    assert statuses["total"] == 1 and statuses["items"][0]["data"] == stored["data"]
+    conditions = {c["type"]: c for c in hf.state()["clusters"]["cls-abc123"]["status"]["conditions"]}
+    assert conditions["PullsecretSuccessful"]["status"] == "True"
+    assert conditions["Reconciled"]["status"] == "True"
+    assert hf.violations.list() == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"conditions": [{"type": "", "status": "True"}]},
+        {"duplicate": True},
+        {"bad_status": "Maybe"},
+        {"drop": "Health"},
+        {"drop": "Applied"},
+        {"observed_generation": 0},
+        {"observed_time": (datetime.now(UTC) - timedelta(minutes=31)).isoformat()},
+        {"observed_time": (datetime.now(UTC) + timedelta(minutes=6)).isoformat()},
+        {"observed_time": "yesterday"},
+    ],
+)
+def test_status_write_400(hf: HyperFleetEmulator, change: dict[str, Any]) -> None:
+    body = status_body()
+    if change.get("duplicate"):
+        body["conditions"].append(dict(body["conditions"][0]))
+    elif "bad_status" in change:
+        body["conditions"][0]["status"] = change["bad_status"]
+    elif "drop" in change:
+        body["conditions"] = [c for c in body["conditions"] if c["type"] != change["drop"]]
+    elif "conditions" in change:
+        body["conditions"] = body["conditions"] + change["conditions"]
+    else:
+        body.update(change)
+    response = put_status(hf, body)
+    assert response.status_code == 400
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.json()["errors"]
+    assert hf.state()["statuses"]["cls-abc123"] == {}
+
+
+def test_status_write_404_and_405(hf: HyperFleetEmulator) -> None:
+    assert put_status(hf, status_body(), cluster="gone").status_code == 404
+    wrong = put_status(hf, status_body(), method="POST")
+    assert wrong.status_code == 405
+    assert wrong.headers["Allow"] == "GET, PUT"
+    assert [v["kind"] for v in hf.violations.list()] == ["request"]  # POST is not in core 1.0.25
+
+
+def test_status_write_204_discards(hf: HyperFleetEmulator) -> None:
+    assert put_status(hf, status_body(generation=6)).status_code == 204  # above cluster generation
+    assert put_status(hf, status_body(generation=5)).status_code == 201
+    assert put_status(hf, status_body(generation=4)).status_code == 204  # below the stored one
+    old = rfc3339(datetime.now(UTC) - timedelta(minutes=1))
+    response = put_status(hf, status_body(observed_time=old))
+    assert response.status_code == 204 and response.content == b""  # older than stored, same generation
+    assert hf.state()["statuses"]["cls-abc123"]["pullsecret"]["observed_generation"] == 5
+    assert hf.violations.list() == []
+    assert {v["status"] for v in hf.expected_violations.list()} == {204}  # the spec omits 204
+
+
+def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
+    token_file = tmp_path / "sub" / "token"
+    hf = HyperFleetEmulator(book, token_file=token_file)
+    hf.start()
+    try:
+        hf.seed_cluster("c1", {"name": "cluster-one"})
+        token = token_file.read_text().strip()
+        assert token == hf.token
+        url = f"{hf.url}{API}/clusters/c1"
+        assert requests.get(url, timeout=5).status_code == 401
+        assert requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5).status_code == 401
+        denied = requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5)
+        assert denied.json()["code"] == "HYPERFLEET-AUT-001"
+        assert requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5).status_code == 200
+        assert hf.violations.list() == []
+    finally:
+        hf.stop()
+
+
+def test_schema_violating_request_is_recorded(hf: HyperFleetEmulator) -> None:
+    body = status_body()
+    body["conditions"][0]["status"] = "Maybe"
+    body["observed_generation"] = "5"
+    assert put_status(hf, body).status_code == 400
+    violations = requests.get(f"{hf.url}/_emulator/violations", timeout=5).json()["violations"]
+    assert len(violations) == 1
+    assert violations[0]["operation"] == "putClusterStatuses" and violations[0]["kind"] == "request"
+    assert "Maybe" in violations[0]["error"]
+    requests.delete(f"{hf.url}/_emulator/violations", timeout=5)
+    assert hf.violations.list() == []
+
+
+def test_seeding_raw_override_and_reports(hf: HyperFleetEmulator) -> None:
+    admin = f"{hf.url}/_emulator"
+    bad = requests.put(f"{admin}/clusters/Bad_Cluster", json={"name": "Bad_Cluster", "generation": 0}, timeout=5)
+    assert bad.json()["schema_errors"]
+    served = requests.get(f"{hf.url}{API}/clusters/Bad_Cluster", timeout=5)
+    assert served.status_code == 200 and served.json()["generation"] == 0  # a broken API is served as is
+    assert hf.violations.list() == [] and hf.expected_violations.list()
+
+    html = {"_raw": {"status": 200, "content_type": "text/html", "body": "<html>login</html>"}}
+    requests.put(f"{admin}/clusters/cls-raw", json=html, timeout=5)
+    raw = requests.get(f"{hf.url}{API}/clusters/cls-raw", timeout=5)
+    assert raw.text == "<html>login</html>" and raw.headers["Content-Type"] == "text/html"
+
+    requests.put(f"{admin}/clusters/cls-del", json={"name": "cluster-del", "deleted_time": rfc3339()}, timeout=5)
+    assert requests.get(f"{hf.url}{API}/clusters/cls-del", timeout=5).json()["deleted_by"]
+    assert requests.delete(f"{admin}/clusters/cls-del", timeout=5).status_code == 200
+    assert requests.get(f"{hf.url}{API}/clusters/cls-del", timeout=5).status_code == 404
+
+    placement = {"data": {"managementCluster": "mc-1", "namespace": "clusters-cls-abc123"}}
+    assert requests.put(f"{admin}/clusters/cls-abc123/statuses/placement", json=placement, timeout=5).ok
+    items = requests.get(f"{hf.url}{API}/clusters/cls-abc123/statuses", timeout=5).json()["items"]
+    assert items[0]["adapter"] == "placement" and items[0]["data"]["namespace"] == "clusters-cls-abc123"
+
+    patched = requests.patch(f"{admin}/clusters/cls-abc123", json={"spec": {"x": 1}}, timeout=5).json()
+    assert patched["generation"] == 6
+    put_status(hf, status_body(generation=6))
+    put_status(hf, status_body(generation=9))
+    reports = requests.get(f"{admin}/reports", timeout=5).json()
+    assert [(r["cluster_id"], r["code"]) for r in reports] == [("cls-abc123", 201), ("cls-abc123", 204)]
+    assert reports[0]["body"]["adapter"] == "pullsecret"
+    requests.delete(f"{admin}/reports", timeout=5)
+    assert hf.handle_admin("GET", "/reports", None) == (200, [])
+    assert hf.handle_admin("POST", "/reset", None)[0] == 200
+    assert hf.state()["clusters"] == {}
+
+
+def test_faults_and_counters(hf: HyperFleetEmulator, book: FaultBook) -> None:
+    url = f"{hf.url}{API}/clusters/cls-abc123"
+    book.add({"service": "hyperfleet", "method": "getClusterById", "code": "503", "count": 2})
+    assert [requests.get(url, timeout=5).status_code for _ in range(3)] == [503, 503, 200]
+    failed = put_status(hf, status_body())
+    assert failed.status_code == 201
+
+    book.add({"service": "hyperfleet", "method": "putClusterStatuses", "code": "429", "rate": 1.0, "seed": 1})
+    limited = put_status(hf, status_body())
+    assert limited.status_code == 429 and limited.json()["status"] == 429
+    book.clear()
+
+    book.add({"service": "hyperfleet", "method": "getClusterById", "code": "reset", "count": 1})
+    with pytest.raises(requests.ConnectionError):
+        requests.get(url, timeout=5)
+    book.add({"service": "hyperfleet", "method": "getClusters", "code": "timeout", "count": 1})
+    with pytest.raises(requests.Timeout):
+        requests.get(f"{hf.url}{API}/clusters", timeout=0.5)
+
+    book.add({"service": "hyperfleet", "method": "getClusterStatuses", "latency_ms": 200})
+    started = time.monotonic()
+    assert requests.get(f"{url}/statuses", timeout=5).ok
+    assert time.monotonic() - started >= 0.2
+
+    calls = book.calls()["hyperfleet"]
+    assert calls["getClusterById"] == 4 and calls["putClusterStatuses"] == 2
+    assert book.faults_injected()["hyperfleet"] == {
+        "getClusterById": 3,
+        "getClusters": 1,
+        "putClusterStatuses": 1,
+    }
+    assert hf.violations.list() == []
+    codes = [r["code"] for r in hf.handle_admin("GET", "/reports", None)[1]]
+    assert codes == [201, 429]
+
+
+def test_post_mode_with_0_1_0_spec(book: FaultBook) -> None:
+    hf = HyperFleetEmulator(book, status_method="POST")
+    hf.start()
+    try:
+        hf.seed_cluster("c1", {"name": "cluster-one", "generation": 2})
+        assert put_status(hf, status_body(generation=2), cluster="c1", method="PUT").status_code == 405
+        assert put_status(hf, status_body(generation=2), cluster="c1", method="POST").status_code == 201
+        cluster = requests.get(f"{hf.url}{API}/clusters/c1", timeout=5).json()
+        types = [c["type"] for c in cluster["status"]["conditions"]]
+        assert types == ["Ready", "Available", "PullsecretSuccessful"]
+        listing = requests.get(f"{hf.url}{API}/clusters/c1/statuses?pageSize=5", timeout=5).json()
+        assert listing["kind"] == "AdapterStatusList"
+        assert [v["operation"] for v in hf.violations.list()] == ["putClusterStatuses"]  # not in 0.1.0
+        assert hf.handle_admin("PUT", "/status_method", {"method": "PUT"}) == (200, {"status_method": "PUT"})
+        conditions = hf.state()["clusters"]["c1"]["status"]["conditions"]
+        assert [c["type"] for c in conditions][:2] == ["Reconciled", "LastKnownReconciled"]
+        assert put_status(hf, status_body(generation=2), cluster="c1", method="PUT").status_code == 201
+    finally:
+        hf.stop()
+
+
+def test_validation_cost_is_small(hf: HyperFleetEmulator) -> None:
+    session = requests.Session()
+    for _ in range(50):
+        session.get(f"{hf.url}{API}/clusters/cls-abc123", timeout=5)
+    assert hf.state()["validation_ms_mean"] < 5.0
