@@ -1,0 +1,64 @@
+"""Settings: defaults, and each bad value failing with the variable's name."""
+
+from __future__ import annotations
+
+import pytest
+
+from pullsecret.config import load
+from pullsecret.errors import ConfigError
+
+BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}
+
+
+def test_defaults() -> None:
+    settings = load(BASE)
+    assert settings.hyperfleet_status_method == "PUT"
+    assert settings.adapter_name == "pullsecret"
+    assert settings.precondition_adapters == ("validation", "dns", "placement")
+    assert settings.management_namespace_template == "clusters-{cluster_id}"
+    assert settings.management_namespace_pattern.pattern == "^clusters-[a-z0-9-]+$"
+    assert settings.max_event_age_s == 3600
+    assert settings.pull_secret_source is None
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        ({}, "HYPERFLEET_API_URL"),
+        ({"HYPERFLEET_API_URL": "ftp://x"}, "HYPERFLEET_API_URL"),
+        ({**BASE, "HYPERFLEET_STATUS_METHOD": "PATCH"}, "HYPERFLEET_STATUS_METHOD"),
+        ({**BASE, "HYPERFLEET_API_TOKEN_FILE": "/nonexistent/token"}, "HYPERFLEET_API_TOKEN_FILE"),
+        ({**BASE, "PULL_SECRET_SOURCE": "projects/p/secrets/s"}, "PULL_SECRET_SOURCE"),
+        ({**BASE, "SECRET_PROJECT_ID": "Bad_Project"}, "SECRET_PROJECT_ID"),
+        ({**BASE, "MANAGEMENT_CLUSTER": "mgmt-1"}, "MANAGEMENT_CLUSTER"),
+        ({**BASE, "MANAGEMENT_NAMESPACE_TEMPLATE": "clusters"}, "MANAGEMENT_NAMESPACE_TEMPLATE"),
+        ({**BASE, "MANAGEMENT_NAMESPACE_PATTERN": "^.*$"}, "MANAGEMENT_NAMESPACE_PATTERN"),
+        ({**BASE, "MANAGEMENT_NAMESPACE_PATTERN": "clusters-.*"}, "MANAGEMENT_NAMESPACE_PATTERN"),
+        ({**BASE, "MANAGEMENT_NAMESPACE_PATTERN": "^(unclosed$"}, "MANAGEMENT_NAMESPACE_PATTERN"),
+        ({**BASE, "SECRET_MANAGER_EMULATOR_HOST": "localhost"}, "SECRET_MANAGER_EMULATOR_HOST"),
+        ({**BASE, "LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
+        ({**BASE, "MAX_EVENT_AGE": "soon"}, "MAX_EVENT_AGE"),
+        ({**BASE, "ADAPTER_NAME": "Pull Secret"}, "ADAPTER_NAME"),
+        ({**BASE, "DELETION_POLICY": "SHRED"}, "DELETION_POLICY"),
+        ({**BASE, "SECRET_KMS_KEY": "key"}, "SECRET_KMS_KEY"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(env)
+    assert variable in str(caught.value)
+
+
+def test_lists_and_numbers() -> None:
+    settings = load(
+        {
+            **BASE,
+            "PRECONDITION_ADAPTERS": " validation , placement ,",
+            "MAX_EVENT_AGE": "60",
+            "PULL_SECRET_SOURCE": "projects/p1/secrets/platform-pull-secret/versions/latest",
+            "HYPERFLEET_STATUS_METHOD": "post",
+        }
+    )
+    assert settings.precondition_adapters == ("validation", "placement")
+    assert settings.max_event_age_s == 60
+    assert settings.hyperfleet_status_method == "POST"

@@ -1,0 +1,107 @@
+"""Validation, canonical form, merge and redaction of dockerconfigjson documents."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from pullsecret.dockerconfig import InvalidPullSecret, merge, parse
+
+AUTH = base64.b64encode(b"robot:s3cr3t-pa55").decode()
+
+
+def doc(**auths: object) -> str:
+    return json.dumps({"auths": auths})
+
+
+def test_valid_forms_and_canonical_bytes() -> None:
+    secret = parse(
+        doc(
+            **{
+                "quay.io": {"auth": AUTH, "email": "a@b.c"},
+                "registry.redhat.io": {"username": "u", "password": "p4ssw0rd"},
+                "gcr.io": {"identitytoken": "tok-123456"},
+            }
+        ),
+        source="test",
+    )
+    assert secret.registries == ("gcr.io", "quay.io", "registry.redhat.io")
+    assert secret.canonical.startswith(b'{"auths":{"gcr.io"')
+    # same content, other key order or whitespace -> same fingerprint
+    again = parse(
+        json.dumps(
+            {
+                "auths": {
+                    "registry.redhat.io": {"password": "p4ssw0rd", "username": "u"},
+                    "gcr.io": {"identitytoken": "tok-123456"},
+                    "quay.io": {"email": "a@b.c", "auth": AUTH},
+                }
+            },
+            indent=4,
+        ),
+        source="t",
+    )
+    assert again.fingerprint == secret.fingerprint
+
+
+def test_unpadded_base64_auth_is_accepted() -> None:
+    parse(doc(**{"quay.io": {"auth": AUTH.rstrip("=")}}), source="t")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("nope", "not valid JSON"),
+        ("[]", "must be a JSON object"),
+        ("{}", "no 'auths' object"),
+        ('{"auths": {}}', "'auths' is empty"),
+        ('{"auths": {"quay.io": "x"}}', "must be a JSON object"),
+        ('{"auths": {"quay.io": {"auth": "***"}}}', "not valid base64"),
+        (doc(**{"quay.io": {"auth": base64.b64encode(b"nocolon").decode()}}), "user:password"),
+        (doc(**{"quay.io": {"auth": base64.b64encode(b":onlypass").decode()}}), "user:password"),
+        (doc(**{"quay.io": {"email": "a@b"}}), "has no credential"),
+        ('{"auths": {"quay.io": {"auth": "' + AUTH + '"}, "quay.io": {"auth": "' + AUTH + '"}}}', "repeats the key"),
+        (doc(**{"quay.io": {"auth": 5}}), "must be a string"),
+        ('{"auths": {"": {"auth": "' + AUTH + '"}}}', "registry key is empty"),
+        ("x" * (64 * 1024 + 1), "over the 64 KiB limit"),
+    ],
+)
+def test_invalid_documents_name_the_rule_not_the_secret(raw: str, message: str) -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(raw, source="spec.pullSecret.data")
+    assert message in caught.value.message
+    assert "spec.pullSecret.data" in caught.value.message
+    assert "s3cr3t" not in str(caught.value) and AUTH not in str(caught.value)
+
+
+def test_repr_is_redacted_and_sensitive_strings_cover_every_form() -> None:
+    secret = parse(doc(**{"quay.io": {"auth": AUTH}, "r.io": {"username": "u", "password": "hunter2pw"}}), source="t")
+    text = repr(secret) + str(secret) + f"{secret}"
+    for leak in (AUTH, "s3cr3t-pa55", "robot:s3cr3t-pa55", "hunter2pw"):
+        assert leak not in text
+        assert leak in secret.sensitive_strings()
+
+
+def test_merge_platform_wins_and_reports_conflicts() -> None:
+    other = base64.b64encode(b"other:pw-other").decode()
+    platform = parse(doc(**{"quay.io": {"auth": AUTH}, "registry.redhat.io": {"auth": AUTH}}), source="p")
+    cluster = parse(doc(**{"quay.io": {"auth": other}, "my.registry": {"auth": other}}), source="c")
+    result = merge(platform, cluster, precedence="platform")
+    merged = result.secret.document()["auths"]
+    assert result.conflicts == ("quay.io",)
+    assert merged["quay.io"]["auth"] == AUTH
+    assert set(merged) == {"quay.io", "registry.redhat.io", "my.registry"}
+    assert merge(platform, cluster, precedence="cluster").secret.document()["auths"]["quay.io"]["auth"] == other
+
+
+def test_merge_without_any_source_is_terminal() -> None:
+    with pytest.raises(InvalidPullSecret, match="no pull secret source"):
+        merge(None, None)
+
+
+def test_registry_fingerprints_are_short_and_secret_free() -> None:
+    secret = parse(doc(**{"quay.io": {"auth": AUTH}}), source="t")
+    prints = secret.registry_fingerprints()
+    assert list(prints) == ["quay.io"] and len(prints["quay.io"]) == 12

@@ -1,0 +1,70 @@
+"""Status bodies (shape the server accepts) and structured log lines (format, trace, redaction)."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+
+from pullsecret import status
+from pullsecret.logs import Logger, event_context, parse_trace, protect
+
+
+def test_every_report_has_the_three_required_conditions_once() -> None:
+    reports = [
+        status.provisioned(2, changed=True, data={"secret_version": "v"}),
+        status.preconditions_not_met(2, "waiting"),
+        status.terminal_failure(2, "InvalidPullSecret", "bad"),
+        status.terminal_failure(2, "UnexpectedError", "bug"),
+        status.stale(2, 3, {}),
+        status.deletion_pending(2, "deleting"),
+        status.finalized(2, "gone", {}),
+    ]
+    for report in reports:
+        body = report.body("pullsecret", now=datetime(2026, 11, 21, 10, 0, tzinfo=UTC))
+        types = [c["type"] for c in body["conditions"]]
+        assert len(types) == len(set(types))
+        assert {"Applied", "Available", "Health"} <= set(types)
+        assert all(c["status"] in ("True", "False", "Unknown") for c in body["conditions"])
+        assert body["observed_generation"] == 2 and body["observed_time"] == "2026-11-21T10:00:00.000Z"
+
+
+def test_not_met_follows_the_hyperfleet_convention() -> None:
+    conditions = {c.type: c for c in status.preconditions_not_met(1, "x").conditions}
+    assert conditions["Applied"].status == "False" and conditions["Applied"].reason == "PreconditionsNotMet"
+    assert conditions["Available"].status == "False" and conditions["Health"].status == "True"
+
+
+def test_health_is_false_only_for_runtime_errors() -> None:
+    business = {c.type: c.status for c in status.terminal_failure(1, "InvalidPullSecret", "m").conditions}
+    runtime = {c.type: c.status for c in status.terminal_failure(1, "UnexpectedError", "m").conditions}
+    assert business["Health"] == "True" and runtime["Health"] == "False"
+
+
+def test_log_line_format_trace_and_redaction() -> None:
+    stream = io.StringIO()
+    logger = Logger(stream, project_id="proj")
+    trace = parse_trace("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    with event_context(labels={"cluster_id": "c1", "event_id": "e1", "adapter": "pullsecret"}, trace=trace):
+        protect(["robot:supersecret", "supersecret"])
+        with logger.step("secretmanager.store"):
+            pass
+        logger.error('oops robot:supersecret and "supersecret"', reason="X")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert lines[0]["operation"] == "secretmanager.store" and "duration_ms" in lines[0]
+    assert lines[1]["severity"] == "ERROR"
+    assert lines[1]["logging.googleapis.com/trace"] == "projects/proj/traces/4bf92f3577b34da6a3ce929d0e0e4736"
+    assert lines[1]["logging.googleapis.com/labels"] == {"cluster_id": "c1", "event_id": "e1", "adapter": "pullsecret"}
+    assert "supersecret" not in stream.getvalue()
+
+
+def test_exceptions_carry_an_error_reporting_stack_trace() -> None:
+    stream = io.StringIO()
+    logger = Logger(stream)
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        logger.log("ERROR", "unexpected", exc=exc)
+    line = json.loads(stream.getvalue())
+    assert line["@type"].endswith("ReportedErrorEvent")
+    assert "Traceback" in line["stack_trace"] and "ValueError: boom" in line["message"]
