@@ -1,0 +1,341 @@
+"""The Cloud SDK's own Pub/Sub emulator, run as a subprocess and driven over its REST API.
+
+Not an imitation: the Java emulator shipped with gcloud (``platform/pubsub-emulator``) does the push
+delivery, ack deadlines and redelivery itself.  It serves gRPC and REST (``/v1/projects/...``) on the same
+port.  This wrapper starts it on a free port in its own process group, waits until it answers and offers the
+few admin calls the tests need, plus `publish_sentinel_event`, which publishes exactly as HyperFleet's
+broker (watermill) does: the whole CloudEvent JSON-encoded as the message data, and the single attribute
+``_watermill_message_uuid`` = the event id.
+
+Not modelled by the SDK emulator (so not by this wrapper): push authentication (OIDC tokens), exactly-once
+delivery, message ordering guarantees, retry policy backoff timings of the real service (the emulator
+redelivers a nacked push quickly), and quotas.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import requests
+
+from emulators.core import FaultBook, ServiceControl
+
+_SCRIPT = Path("platform/pubsub-emulator/bin/cloud-pubsub-emulator")
+_FALLBACK_SDK_ROOT = Path("/usr/lib/google-cloud-sdk")
+_START_TIMEOUT_S = 30.0
+
+
+def _sdk_root() -> Path | None:
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        return None
+    try:
+        out = subprocess.run(
+            [gcloud, "info", "--format=value(installation.sdk_root)"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return Path(out) if out else _FALLBACK_SDK_ROOT
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class PubSubError(RuntimeError):
+    """The emulator answered an admin call with an error."""
+
+
+class PubSubEmulator:
+    """A running ``cloud-pubsub-emulator`` for one project."""
+
+    service: ClassVar[str] = "pubsub"
+    _script_cache: ClassVar[tuple[bool, str, Path | None] | None] = None
+
+    def __init__(self, book: FaultBook, *, project: str = "hf-demo-project") -> None:
+        self.control = ServiceControl(book, self.service)
+        self.project = project
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._host = "127.0.0.1"
+        self._port = 0
+        self._log_path: Path | None = None
+        self.startup_seconds: float | None = None
+        self._session = requests.Session()
+
+    # -- availability ------------------------------------------------------------------------
+    @classmethod
+    def _locate(cls) -> tuple[bool, str, Path | None]:
+        if cls._script_cache is None:
+            root = _sdk_root()
+            if root is None:
+                cls._script_cache = (False, "gcloud is not installed (no Cloud SDK)", None)
+            elif not (root / _SCRIPT).is_file():
+                cls._script_cache = (
+                    False,
+                    f"no Pub/Sub emulator in the Cloud SDK at {root} "
+                    "(install the component: gcloud components install pubsub-emulator, "
+                    "or apt-get install google-cloud-cli-pubsub-emulator)",
+                    None,
+                )
+            elif shutil.which("java") is None:
+                cls._script_cache = (False, "java is not installed (the Pub/Sub emulator needs a JRE)", None)
+            else:
+                cls._script_cache = (True, f"Pub/Sub emulator at {root / _SCRIPT}", root / _SCRIPT)
+        return cls._script_cache
+
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        """Whether the SDK's emulator can run here, and why not when it cannot."""
+        ok, reason, _ = cls._locate()
+        return ok, reason
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Launch the emulator (its own process group) and wait until its REST API answers."""
+        ok, reason, script = self._locate()
+        if not ok or script is None:
+            raise RuntimeError(reason)
+        if self._proc is not None:
+            raise RuntimeError("pubsub emulator already started")
+        self._host = host
+        self._port = port or _free_port(host)
+        fd, log_name = tempfile.mkstemp(prefix="pubsub-emulator-", suffix=".log")
+        self._log_path = Path(log_name)
+        started = time.monotonic()
+        with os.fdopen(fd, "wb") as log:
+            self._proc = subprocess.Popen(
+                [str(script), f"--host={self._host}", f"--port={self._port}"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # own process group: stop() kills the JVM with its wrapper script
+            )
+        deadline = started + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                log_tail = self._log_path.read_text(errors="replace")[-2000:]
+                self._proc = None
+                raise RuntimeError(f"pubsub emulator exited during startup:\n{log_tail}")
+            try:
+                if self._session.get(f"{self.url}/", timeout=1).status_code == 200:
+                    self.startup_seconds = time.monotonic() - started
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"pubsub emulator did not answer within {_START_TIMEOUT_S:.0f} s")
+
+    def stop(self) -> None:
+        """Kill the emulator's process group (SIGTERM, then SIGKILL after 5 s)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+    @property
+    def address(self) -> str:
+        """host:port, the value of PUBSUB_EMULATOR_HOST."""
+        if self._proc is None:
+            raise RuntimeError("pubsub emulator not started")
+        return f"{self._host}:{self._port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    # -- REST helpers ------------------------------------------------------------------------
+    def _call(self, method: str, path: str, body: Any = None, *, allow: tuple[int, ...] = ()) -> Any:
+        response = self._session.request(method, f"{self.url}/v1/{path}", json=body, timeout=10)
+        if response.status_code >= 400 and response.status_code not in allow:
+            raise PubSubError(f"{method} {path}: {response.status_code} {response.text[:500]}")
+        return response.json() if response.content else {}
+
+    def topic_path(self, topic: str) -> str:
+        return topic if topic.startswith("projects/") else f"projects/{self.project}/topics/{topic}"
+
+    def subscription_path(self, sub: str) -> str:
+        return sub if sub.startswith("projects/") else f"projects/{self.project}/subscriptions/{sub}"
+
+    def create_topic(self, name: str) -> dict[str, Any]:
+        """Create a topic (names need 3-255 chars, starting with a letter)."""
+        result: dict[str, Any] = self._call("PUT", self.topic_path(name), {})
+        return result
+
+    def _create_subscription(
+        self,
+        topic: str,
+        sub: str,
+        *,
+        push_endpoint: str | None,
+        ack_deadline: int,
+        dead_letter_topic: str | None,
+        max_delivery_attempts: int | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"topic": self.topic_path(topic), "ackDeadlineSeconds": ack_deadline}
+        if push_endpoint is not None:
+            body["pushConfig"] = {"pushEndpoint": push_endpoint}
+        if dead_letter_topic is not None:
+            body["deadLetterPolicy"] = {
+                "deadLetterTopic": self.topic_path(dead_letter_topic),
+                "maxDeliveryAttempts": max_delivery_attempts or 5,
+            }
+        result: dict[str, Any] = self._call("PUT", self.subscription_path(sub), body)
+        return result
+
+    def create_push_subscription(
+        self,
+        topic: str,
+        sub: str,
+        push_endpoint: str,
+        *,
+        ack_deadline: int = 10,
+        dead_letter_topic: str | None = None,
+        max_delivery_attempts: int | None = None,
+    ) -> dict[str, Any]:
+        """A push subscription (plain Pub/Sub push envelope, no auth) to ``push_endpoint``."""
+        return self._create_subscription(
+            topic,
+            sub,
+            push_endpoint=push_endpoint,
+            ack_deadline=ack_deadline,
+            dead_letter_topic=dead_letter_topic,
+            max_delivery_attempts=max_delivery_attempts,
+        )
+
+    def create_pull_subscription(
+        self,
+        topic: str,
+        sub: str,
+        *,
+        ack_deadline: int = 10,
+        dead_letter_topic: str | None = None,
+        max_delivery_attempts: int | None = None,
+    ) -> dict[str, Any]:
+        return self._create_subscription(
+            topic,
+            sub,
+            push_endpoint=None,
+            ack_deadline=ack_deadline,
+            dead_letter_topic=dead_letter_topic,
+            max_delivery_attempts=max_delivery_attempts,
+        )
+
+    def publish(self, topic: str, data: bytes, attributes: dict[str, str] | None = None) -> str:
+        """Publish one message; returns its message id."""
+        message: dict[str, Any] = {"data": base64.b64encode(data).decode("ascii")}
+        if attributes:
+            message["attributes"] = dict(attributes)
+        result = self._call("POST", f"{self.topic_path(topic)}:publish", {"messages": [message]})
+        return str(result["messageIds"][0])
+
+    def publish_sentinel_event(self, topic: str, event: dict[str, Any]) -> str:
+        """Publish a CloudEvent as HyperFleet's broker does (structured JSON data, watermill uuid attr)."""
+        data = json.dumps(event, separators=(",", ":")).encode("utf-8")
+        return self.publish(topic, data, {"_watermill_message_uuid": str(event["id"])})
+
+    def pull(self, sub: str, max_messages: int = 10, *, ack: bool = True) -> list[dict[str, Any]]:
+        """Pull (and by default acknowledge) up to ``max_messages``; returns receivedMessages."""
+        result = self._call(
+            "POST",
+            f"{self.subscription_path(sub)}:pull",
+            {"maxMessages": max_messages, "returnImmediately": True},
+        )
+        received: list[dict[str, Any]] = result.get("receivedMessages", [])
+        if ack and received:
+            self._call(
+                "POST",
+                f"{self.subscription_path(sub)}:acknowledge",
+                {"ackIds": [m["ackId"] for m in received]},
+            )
+        return received
+
+    # -- stack interface ---------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "running": self._proc is not None,
+            "project": self.project,
+            "address": self.address if self._proc is not None else None,
+            "startup_seconds": self.startup_seconds,
+            "log": str(self._log_path) if self._log_path else None,
+        }
+        if self._proc is not None:
+            state["topics"] = [
+                t["name"] for t in self._call("GET", f"projects/{self.project}/topics").get("topics", [])
+            ]
+            subs = self._call("GET", f"projects/{self.project}/subscriptions").get("subscriptions", [])
+            state["subscriptions"] = subs
+        return state
+
+    def reset(self) -> None:
+        """Delete every subscription and topic of the project."""
+        if self._proc is None:
+            return
+        for sub in self._call("GET", f"projects/{self.project}/subscriptions").get("subscriptions", []):
+            self._call("DELETE", sub["name"], allow=(404,))
+        for topic in self._call("GET", f"projects/{self.project}/topics").get("topics", []):
+            self._call("DELETE", topic["name"], allow=(404,))
+
+    def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """Admin routes relative to /pubsub: state, reset, topics, subscriptions, publish, pull."""
+        route = "/" + path.strip("/")
+        parts = [p for p in route.split("/") if p]
+        payload = body if isinstance(body, dict) else {}
+        try:
+            if method == "GET" and route == "/state":
+                return 200, self.state()
+            if method == "POST" and route == "/reset":
+                self.reset()
+                return 200, {"reset": True}
+            if method == "PUT" and len(parts) == 2 and parts[0] == "topics":
+                return 200, self.create_topic(parts[1])
+            if method == "PUT" and len(parts) == 2 and parts[0] == "subscriptions":
+                topic = str(payload["topic"])
+                if payload.get("push_endpoint"):
+                    return 200, self.create_push_subscription(
+                        topic,
+                        parts[1],
+                        str(payload["push_endpoint"]),
+                        ack_deadline=int(payload.get("ack_deadline", 10)),
+                        dead_letter_topic=payload.get("dead_letter_topic"),
+                        max_delivery_attempts=payload.get("max_delivery_attempts"),
+                    )
+                return 200, self.create_pull_subscription(
+                    topic, parts[1], ack_deadline=int(payload.get("ack_deadline", 10))
+                )
+            if method == "POST" and len(parts) == 3 and parts[0] == "topics" and parts[2] == "sentinel_event":
+                return 200, {"message_id": self.publish_sentinel_event(parts[1], payload)}
+            if method == "POST" and len(parts) == 3 and parts[0] == "topics" and parts[2] == "publish":
+                data = base64.b64decode(str(payload.get("data_base64", "")))
+                return 200, {"message_id": self.publish(parts[1], data, payload.get("attributes"))}
+            if method == "POST" and len(parts) == 3 and parts[0] == "subscriptions" and parts[2] == "pull":
+                return 200, {"received": self.pull(parts[1], int(payload.get("max", 10)))}
+        except (KeyError, ValueError, TypeError) as exc:
+            return 400, {"error": f"bad admin body: {exc}"}
+        except (PubSubError, RuntimeError, requests.RequestException) as exc:
+            return 502, {"error": str(exc)}
+        return 404, {"error": f"no admin route {method} {route}"}
