@@ -238,9 +238,7 @@ class MetadataEmulator(HTTPEmulator):
             status = int(code)
             return _google_error_page(status, "The server encountered a temporary error.")
         if request.header("X-Forwarded-For") is not None:
-            return _google_error_page(
-                403, "Your client does not have permission to get URL from this server."
-            )
+            return _google_error_page(403, "Your client does not have permission to get URL from this server.")
         if path in ("", "/"):
             # The root answers even without the Metadata-Flavor request header, like GCE.
             reply = Reply.text(200, "computeMetadata/\n", "application/text")
@@ -263,14 +261,10 @@ class MetadataEmulator(HTTPEmulator):
         node: Any = self._tree()
         for i, part in enumerate(parts):
             if not isinstance(node, dict) or part not in node:
-                return _google_error_page(
-                    404, f"The requested URL {request.path} was not found on this server."
-                )
+                return _google_error_page(404, f"The requested URL {request.path} was not found on this server.")
             if node[part] is None:  # a dynamic leaf
                 if i != len(parts) - 1:
-                    return _google_error_page(
-                        404, f"The requested URL {request.path} was not found on this server."
-                    )
+                    return _google_error_page(404, f"The requested URL {request.path} was not found on this server.")
                 return self._dynamic(request, parts[i - 1] if i else "", part)
             node = node[part]
         recursive = (request.arg("recursive") or "").lower() == "true"
