@@ -21,6 +21,7 @@ locals {
     PULL_SECRET_SOURCE            = "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"
     SECRET_PROJECT_ID             = var.pinned_secret_project_id
     MANAGEMENT_CLUSTER            = var.management_cluster
+    MANAGEMENT_ENDPOINT           = var.management_endpoint
     MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
     MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
     LOG_LEVEL                     = var.log_level

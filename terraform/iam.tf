@@ -39,18 +39,21 @@ resource "google_service_account" "build" {
 # ---------------------------------------------------------------------------
 
 locals {
+  # Used by the function today or by its RETAIN_VERSIONS / DELETION_POLICY handling.
+  secret_manager_managed_base_permissions = [
+    "secretmanager.secrets.get",      # ownership labels, fingerprint and generation annotations
+    "secretmanager.secrets.update",   # record fingerprint / generation (etag-guarded)
+    "secretmanager.versions.add",     # store a new version only when the content changed
+    "secretmanager.versions.access",  # read back / verify what was stored
+    "secretmanager.versions.list",    # retention: find versions beyond RETAIN_VERSIONS
+    "secretmanager.versions.destroy", # retention: destroy them (disabled versions are still billed)
+    "secretmanager.versions.disable", # DELETION_POLICY=DISABLE
+  ]
+  # Only granted when DELETION_POLICY=DELETE.
+  secret_manager_delete_permissions = ["secretmanager.secrets.delete"]
   secret_manager_managed_permissions = concat(
-    [
-      "secretmanager.secrets.get",      # ownership labels, fingerprint and generation annotations
-      "secretmanager.secrets.update",   # record fingerprint / generation (etag-guarded)
-      "secretmanager.versions.add",     # store a new version only when the content changed
-      "secretmanager.versions.access",  # verify what was stored
-      "secretmanager.versions.get",     # version state
-      "secretmanager.versions.list",    # retention: find versions beyond RETAIN_VERSIONS
-      "secretmanager.versions.destroy", # retention: destroy them (disabled versions are still billed)
-      "secretmanager.versions.disable", # DELETION_POLICY=DISABLE
-    ],
-    var.deletion_policy == "DELETE" ? ["secretmanager.secrets.delete"] : [],
+    local.secret_manager_managed_base_permissions,
+    var.deletion_policy == "DELETE" ? local.secret_manager_delete_permissions : [],
   )
 }
 
@@ -96,7 +99,7 @@ resource "google_project_iam_member" "runtime_secret_manager_managed" {
   condition {
     title       = "hyperfleet-secrets-only"
     description = "Only secrets (and their versions) whose id starts with hyperfleet-."
-    expression  = "resource.name.startsWith(\"projects/${data.google_project.secret_projects[each.value].number}/secrets/${local.secret_manager_name_prefix}\")"
+    expression  = "resource.name.startsWith(\"projects/${data.google_project.secret_projects[each.value].number}/secrets/hyperfleet-\")"
   }
 }
 

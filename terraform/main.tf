@@ -1,4 +1,20 @@
 locals {
+  required_apis = [
+    "secretmanager.googleapis.com",
+    "container.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "eventarc.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
+    "iamcredentials.googleapis.com",
+    "iam.googleapis.com",
+    "storage.googleapis.com",
+  ]
+
   labels = merge(var.labels, {
     managed-by = "terraform"
     component  = "hyperfleet-pullsecret-adapter"
@@ -20,7 +36,6 @@ locals {
   cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.function_name}\""
   pubsub_service_agent_member = google_project_service_identity.pubsub.member
   project_number              = data.google_project.this.number
-  secret_manager_name_prefix  = "hyperfleet-"
 }
 
 data "google_project" "this" {
@@ -30,21 +45,7 @@ data "google_project" "this" {
 # Every API the function and this configuration use. Disabling an API on destroy would break
 # whatever else in the project uses it, hence disable_on_destroy = false everywhere.
 resource "google_project_service" "apis" {
-  for_each = toset([
-    "secretmanager.googleapis.com",
-    "container.googleapis.com",
-    "pubsub.googleapis.com",
-    "run.googleapis.com",
-    "cloudfunctions.googleapis.com",
-    "eventarc.googleapis.com",
-    "cloudbuild.googleapis.com",
-    "artifactregistry.googleapis.com",
-    "logging.googleapis.com",
-    "monitoring.googleapis.com",
-    "iamcredentials.googleapis.com",
-    "iam.googleapis.com",
-    "storage.googleapis.com",
-  ])
+  for_each = toset(local.required_apis)
 
   project            = var.project_id
   service            = each.value

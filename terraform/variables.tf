@@ -297,6 +297,17 @@ variable "management_cluster_project_ids" {
   }
 }
 
+variable "management_endpoint" {
+  description = "MANAGEMENT_ENDPOINT: reach the management cluster's control plane by its ip endpoint (CA from the GKE API) or its dns endpoint."
+  type        = string
+  default     = "ip"
+
+  validation {
+    condition     = contains(["ip", "dns"], var.management_endpoint)
+    error_message = "The management_endpoint must be ip or dns."
+  }
+}
+
 variable "management_namespace_template" {
   description = "MANAGEMENT_NAMESPACE_TEMPLATE: namespace of a cluster's Secret on the management cluster; must contain {cluster_id}."
   type        = string
@@ -351,7 +362,7 @@ variable "log_level" {
 variable "max_event_age_seconds" {
   description = "MAX_EVENT_AGE: events older than this are acknowledged without work (bounds retries of a bug)."
   type        = number
-  default     = 86400
+  default     = 3600
 
   validation {
     condition     = var.max_event_age_seconds >= 60 && var.max_event_age_seconds <= 604800

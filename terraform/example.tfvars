@@ -1,0 +1,28 @@
+# Example variables for the HyperFleet pull-secret adapter. Copy to e.g. prod.tfvars (ignored by git)
+# and adjust. Nothing here is secret: the token and pull secret stay in Secret Manager.
+
+project_id = "hyperfleet-adapters-prod"
+region     = "europe-west1"
+
+# Sentinel's broker publishes to this topic. Leave existing_cluster_events_topic empty to create
+# "hyperfleet-cluster-events", or name the topic Sentinel already uses (same project).
+existing_cluster_events_topic = ""
+cluster_events_publishers     = ["serviceAccount:hyperfleet-sentinel@hyperfleet-adapters-prod.iam.gserviceaccount.com"]
+
+dead_letter_max_delivery_attempts = 10
+
+# Secret Manager: pin one project (MVP) or list the customer projects the function may write to.
+pinned_secret_project_id  = "hyperfleet-secrets-prod"
+pull_secret_source_secret = "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret"
+
+hyperfleet_api_url          = "https://hyperfleet.example.com"
+hyperfleet_api_token_secret = "projects/hyperfleet-adapters-prod/secrets/hyperfleet-api-token"
+hyperfleet_status_method    = "PUT"
+
+management_cluster           = "projects/hyperfleet-mgmt-prod/locations/europe-west1/clusters/mc-eu-1"
+management_namespace_pattern = "^clusters-[a-z0-9-]+$"
+
+deletion_policy = "DELETE"
+retain_versions = 3
+
+notification_channel_ids = ["projects/hyperfleet-adapters-prod/notificationChannels/1234567890"]

@@ -1,0 +1,457 @@
+"""Static checks of terraform/: parse the HCL (python-hcl2) and assert what the platform team relies on."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+from hcl2 import SerializationOptions
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+TERRAFORM_DIR = REPOSITORY_ROOT / "terraform"
+OPTIONS = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
+
+REQUIRED_APIS = {
+    "secretmanager.googleapis.com",
+    "container.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "eventarc.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
+    "iamcredentials.googleapis.com",
+}
+FUNCTION_ENVIRONMENT = {
+    "HYPERFLEET_API_URL",
+    "HYPERFLEET_API_TOKEN_FILE",
+    "HYPERFLEET_STATUS_METHOD",
+    "ADAPTER_NAME",
+    "PRECONDITION_ADAPTERS",
+    "PULL_SECRET_SOURCE",
+    "SECRET_PROJECT_ID",
+    "MANAGEMENT_CLUSTER",
+    "MANAGEMENT_NAMESPACE_TEMPLATE",
+    "MANAGEMENT_NAMESPACE_PATTERN",
+    "LOG_LEVEL",
+    "MAX_EVENT_AGE",
+    "SECRET_REPLICATION_LOCATIONS",
+    "SECRET_KMS_KEY",
+    "DELETION_POLICY",
+    "RETAIN_VERSIONS",
+}
+SECRET_MANAGER_PERMISSIONS = {
+    "secretmanager.secrets.get",
+    "secretmanager.secrets.update",
+    "secretmanager.versions.add",
+    "secretmanager.versions.access",
+    "secretmanager.versions.list",
+    "secretmanager.versions.destroy",
+    "secretmanager.versions.disable",
+}
+IAM_RESOURCE_SUFFIXES = ("_iam_member", "_iam_binding", "_iam_policy")
+
+
+class Config:
+    """All .tf files of one directory, merged: resources keyed by (type, name)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.resources: dict[tuple[str, str], dict[str, Any]] = {}
+        self.data: dict[tuple[str, str], dict[str, Any]] = {}
+        self.variables: dict[str, dict[str, Any]] = {}
+        self.outputs: dict[str, dict[str, Any]] = {}
+        self.locals: dict[str, Any] = {}
+        self.terraform: list[dict[str, Any]] = []
+        self.text: dict[str, str] = {}
+        for path in sorted(directory.glob("*.tf")):
+            self.text[path.name] = path.read_text()
+            with path.open() as handle:
+                parsed = hcl2.load(handle, serialization_options=OPTIONS)
+            for block in parsed.get("resource", []):
+                for kind, named in block.items():
+                    for name, body in named.items():
+                        assert (kind, name) not in self.resources, f"duplicate resource {kind}.{name}"
+                        self.resources[(kind, name)] = body
+            for block in parsed.get("data", []):
+                for kind, named in block.items():
+                    for name, body in named.items():
+                        self.data[(kind, name)] = body
+            for block in parsed.get("variable", []):
+                self.variables.update(block)
+            for block in parsed.get("output", []):
+                self.outputs.update(block)
+            for block in parsed.get("locals", []):
+                self.locals.update(block)
+            self.terraform.extend(parsed.get("terraform", []))
+
+    def resource(self, kind: str, name: str) -> dict[str, Any]:
+        assert (kind, name) in self.resources, f"missing resource {kind}.{name}"
+        return self.resources[(kind, name)]
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {name: body for (k, name), body in self.resources.items() if k == kind}
+
+    def iam_resources(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        for (kind, name), body in self.resources.items():
+            if kind.endswith(IAM_RESOURCE_SUFFIXES):
+                yield kind, name, body
+
+    @property
+    def all_text(self) -> str:
+        return "\n".join(self.text.values())
+
+
+@pytest.fixture(scope="module")
+def config() -> Config:
+    return Config(TERRAFORM_DIR)
+
+
+def block(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """The single nested block NAME of a resource body."""
+    value = body[name]
+    assert isinstance(value, list) and len(value) == 1, f"expected one {name} block, got {value!r}"
+    result = value[0]
+    assert isinstance(result, dict)
+    return result
+
+
+def test_expected_files_exist() -> None:
+    for name in ("versions.tf", "variables.tf", "main.tf", "iam.tf", "outputs.tf", "README.md", "example.tfvars"):
+        assert (TERRAFORM_DIR / name).is_file(), name
+
+
+def test_google_provider_and_gcs_backend(config: Config) -> None:
+    providers = {}
+    backends = []
+    for block_ in config.terraform:
+        for entry in block_.get("required_providers", []):
+            providers.update(entry)
+        backends.extend(block_.get("backend", []))
+    assert providers["google"]["source"] == "hashicorp/google"
+    assert any("gcs" in backend for backend in backends)
+
+
+def test_every_required_api_is_enabled_and_kept_on_destroy(config: Config) -> None:
+    assert REQUIRED_APIS <= set(config.locals["required_apis"])
+    apis = config.resource("google_project_service", "apis")
+    assert apis["for_each"] == "${toset(local.required_apis)}"
+    assert apis["service"] == "${each.value}"
+    for name, body in config.of_type("google_project_service").items():
+        assert body["disable_on_destroy"] is False, name
+
+
+def test_cluster_events_topic_is_created_or_taken_from_a_variable(config: Config) -> None:
+    topic = config.resource("google_pubsub_topic", "cluster_events")
+    assert topic["count"] == "${local.create_cluster_events_topic ? 1 : 0}"
+    assert "existing_cluster_events_topic" in config.variables
+    assert config.locals["create_cluster_events_topic"] == '${var.existing_cluster_events_topic == ""}'
+    assert "var.existing_cluster_events_topic" in config.locals["cluster_events_topic_id"]
+    for name in ("cluster_events", "dead_letter"):
+        body = config.resource("google_pubsub_topic", name)
+        assert body["message_retention_duration"] == "${var.message_retention_duration}"
+        assert body["kms_key_name"] == "${local.pubsub_kms_key_name}"
+    dead_letter_sub = config.resource("google_pubsub_subscription", "dead_letter")
+    assert dead_letter_sub["topic"] == "${google_pubsub_topic.dead_letter.id}"
+
+
+def test_identities_exist_and_no_keys_anywhere(config: Config) -> None:
+    accounts = config.of_type("google_service_account")
+    assert {"runtime", "trigger"} <= set(accounts)
+    assert not config.of_type("google_service_account_key")
+    assert "google_service_account_key" not in config.all_text
+
+
+def test_no_primitive_admin_or_public_grants(config: Config) -> None:
+    roles = []
+    for kind, name, body in config.iam_resources():
+        assert kind.endswith("_iam_member"), f"{kind}.{name}: use additive *_iam_member, never authoritative"
+        role = body["role"]
+        roles.append(role)
+        assert role not in {"roles/owner", "roles/editor", "roles/viewer"}, f"{kind}.{name}"
+        assert not role.endswith(".admin") and "Admin" not in role, f"{kind}.{name}: {role}"
+        assert body["member"] not in {"allUsers", "allAuthenticatedUsers"}, f"{kind}.{name}"
+    assert "roles/secretmanager.admin" not in roles
+    for file_name, text in config.text.items():
+        if file_name == "variables.tf":  # only mentions them to say they are refused
+            continue
+        assert "allUsers" not in text and "allAuthenticatedUsers" not in text, file_name
+    # Publishers come from a variable: its validation must refuse public principals.
+    condition = config.variables["cluster_events_publishers"]["validation"][0]["condition"]
+    ((pattern,),) = [re.findall(r'regex\(\\?"((?:[^"\\]|\\.)*?)\\?"', condition)]
+    for public in ("allUsers", "allAuthenticatedUsers"):
+        assert not re.search(hcl_unescape(pattern), public)
+    assert re.search(hcl_unescape(pattern), "serviceAccount:sentinel@p.iam.gserviceaccount.com")
+
+
+def test_secret_manager_custom_role_has_exactly_the_functions_permissions(config: Config) -> None:
+    assert set(config.locals["secret_manager_managed_base_permissions"]) == SECRET_MANAGER_PERMISSIONS
+    assert config.locals["secret_manager_delete_permissions"] == ["secretmanager.secrets.delete"]
+    managed = config.resource("google_project_iam_custom_role", "secret_manager_managed")
+    assert managed["permissions"] == "${local.secret_manager_managed_permissions}"
+    creator = config.resource("google_project_iam_custom_role", "secret_manager_creator")
+    assert creator["permissions"] == ["secretmanager.secrets.create"]
+    for body in (managed, creator):
+        assert body["for_each"] == "${local.secret_project_ids}"
+        assert body["project"] == "${each.value}"
+
+
+def test_secret_manager_bindings_are_conditioned_on_the_hyperfleet_prefix(config: Config) -> None:
+    managed = config.resource("google_project_iam_member", "runtime_secret_manager_managed")
+    assert managed["role"] == "${google_project_iam_custom_role.secret_manager_managed[each.value].id}"
+    assert managed["member"] == "${google_service_account.runtime.member}"
+    expression = block(managed, "condition")["expression"]
+    assert re.fullmatch(
+        r'resource\.name\.startsWith\(\\?"projects/\$\{data\.google_project\.secret_projects\[each\.value\]'
+        r'\.number\}/secrets/hyperfleet-\\?"\)',
+        expression,
+    ), expression
+    creator = config.resource("google_project_iam_member", "runtime_secret_manager_creator")
+    assert "condition" not in creator
+    # The unconditioned create grant must say why, next to it.
+    iam_text = config.text["iam.tf"]
+    assert re.search(r"secretmanager\.secrets\.create is checked against the parent project", iam_text)
+
+
+def test_secret_accessor_only_on_the_named_secrets(config: Config) -> None:
+    accessors = [
+        (kind, name, body)
+        for kind, name, body in config.iam_resources()
+        if body["role"] == "roles/secretmanager.secretAccessor"
+    ]
+    assert {name for _, name, _ in accessors} == {"runtime_pull_secret_source", "runtime_hyperfleet_token"}
+    for kind, _, body in accessors:
+        assert kind == "google_secret_manager_secret_iam_member"
+        assert body["member"] == "${google_service_account.runtime.member}"
+    source = config.resource("google_secret_manager_secret_iam_member", "runtime_pull_secret_source")
+    assert source["secret_id"] == "${local.pull_secret_source_id}"
+
+
+def test_gke_access_is_cluster_viewer_on_management_projects(config: Config) -> None:
+    viewer = config.resource("google_project_iam_member", "runtime_cluster_viewer")
+    assert viewer["role"] == "roles/container.clusterViewer"
+    assert viewer["for_each"] == "${local.management_cluster_projects}"
+    assert viewer["member"] == "${google_service_account.runtime.member}"
+
+
+def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config) -> None:
+    runtime_roles = sorted(
+        body["role"]
+        for kind, _, body in config.iam_resources()
+        if body["member"] == "${google_service_account.runtime.member}"
+    )
+    assert runtime_roles == sorted(
+        [
+            "${google_project_iam_custom_role.secret_manager_managed[each.value].id}",
+            "${google_project_iam_custom_role.secret_manager_creator[each.value].id}",
+            "roles/secretmanager.secretAccessor",
+            "roles/secretmanager.secretAccessor",
+            "roles/container.clusterViewer",
+        ]
+    )
+
+
+def test_trigger_identity_may_only_invoke_the_function(config: Config) -> None:
+    trigger_grants = [
+        (kind, body)
+        for kind, _, body in config.iam_resources()
+        if body["member"] == "${google_service_account.trigger.member}"
+    ]
+    assert len(trigger_grants) == 1
+    kind, body = trigger_grants[0]
+    assert kind == "google_cloud_run_v2_service_iam_member"
+    assert body["role"] == "roles/run.invoker"
+    assert body["name"] == "${google_cloudfunctions2_function.adapter.service_config[0].service}"
+    invokers = [b for _, _, b in config.iam_resources() if b["role"] == "roles/run.invoker"]
+    assert len(invokers) == 1
+
+
+def test_pubsub_service_agent_can_dead_letter(config: Config) -> None:
+    publisher = config.resource("google_pubsub_topic_iam_member", "dead_letter_publisher")
+    assert publisher["role"] == "roles/pubsub.publisher"
+    assert publisher["topic"] == "${google_pubsub_topic.dead_letter.name}"
+    assert publisher["member"] == "${local.pubsub_service_agent_member}"
+    token = config.resource("google_service_account_iam_member", "pubsub_agent_trigger_token")
+    assert token["service_account_id"] == "${google_service_account.trigger.name}"
+    assert token["role"] == "roles/iam.serviceAccountTokenCreator"
+    script = (TERRAFORM_DIR / "scripts" / "configure-trigger-dead-letter.sh").read_text()
+    assert '--role="roles/pubsub.subscriber"' in script
+
+
+def test_function_trigger_ingress_identities_and_sizing(config: Config) -> None:
+    function = config.resource("google_cloudfunctions2_function", "adapter")
+    build = block(function, "build_config")
+    assert build["entry_point"] == "handle_cluster_event"
+    assert build["runtime"] == "${var.runtime}"
+    assert config.variables["runtime"]["default"] == "python311"
+    service = block(function, "service_config")
+    assert service["ingress_settings"] == "ALLOW_INTERNAL_ONLY"
+    assert service["service_account_email"] == "${google_service_account.runtime.email}"
+    for key, variable in {
+        "available_memory": "available_memory",
+        "timeout_seconds": "timeout_seconds",
+        "max_instance_request_concurrency": "max_instance_request_concurrency",
+        "max_instance_count": "max_instance_count",
+    }.items():
+        assert service[key] == "${var.%s}" % variable, key
+    assert config.variables["timeout_seconds"]["default"] <= 540
+    trigger = block(function, "event_trigger")
+    assert trigger["retry_policy"] == "RETRY_POLICY_RETRY"
+    assert trigger["event_type"] == "google.cloud.pubsub.topic.v1.messagePublished"
+    assert trigger["pubsub_topic"] == "${local.cluster_events_topic_id}"
+    assert trigger["service_account_email"] == "${google_service_account.trigger.email}"
+
+
+def test_function_environment_comes_from_variables_and_token_is_a_secret_file(config: Config) -> None:
+    function = config.resource("google_cloudfunctions2_function", "adapter")
+    service = block(function, "service_config")
+    assert service["environment_variables"] == "${local.function_environment}"
+    environment = config.locals["function_environment"]
+    assert set(environment) >= FUNCTION_ENVIRONMENT
+    for key, value in environment.items():
+        if key in {"LOG_EXECUTION_ID"}:
+            continue
+        assert "var." in value or "local." in value, f"{key} is hard-coded: {value}"
+    volume = block(service, "secret_volumes")
+    assert volume["secret"] == "${local.hyperfleet_token_secret_id}"
+    version = block(volume, "versions")
+    mount = config.locals["hyperfleet_token_mount_path"]
+    file_name = config.locals["hyperfleet_token_file_name"]
+    assert environment["HYPERFLEET_API_TOKEN_FILE"] == (
+        "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}"
+    )
+    assert volume["mount_path"] == "${local.hyperfleet_token_mount_path}"
+    assert version["path"] == "${local.hyperfleet_token_file_name}"
+    assert mount.startswith("/etc/secrets") and file_name
+    assert "secret_environment_variables" not in service
+
+
+def test_dead_letter_policy_step_targets_the_triggers_subscription(config: Config) -> None:
+    step = config.resource("terraform_data", "trigger_dead_letter")
+    assert "${google_cloudfunctions2_function.adapter.event_trigger[0].trigger}" in step["triggers_replace"]
+    exec_ = step["provisioner"][0]["local-exec"]
+    assert exec_["command"] == "${path.module}/scripts/configure-trigger-dead-letter.sh"
+    env = exec_["environment"]
+    assert env["DEAD_LETTER_TOPIC"] == "${google_pubsub_topic.dead_letter.id}"
+    assert env["MAX_DELIVERY_ATTEMPTS"] == "${tostring(var.dead_letter_max_delivery_attempts)}"
+    script_path = TERRAFORM_DIR / "scripts" / "configure-trigger-dead-letter.sh"
+    assert os.access(script_path, os.X_OK)
+    script = script_path.read_text()
+    for flag in ("--dead-letter-topic=", "--max-delivery-attempts=", "transport.pubsub.subscription"):
+        assert flag in script
+    subprocess.run(["bash", "-n", str(script_path)], check=True)
+
+
+def test_dead_letter_script_refuses_to_run_without_its_inputs(tmp_path: Path) -> None:
+    script_path = TERRAFORM_DIR / "scripts" / "configure-trigger-dead-letter.sh"
+    env = {"PATH": os.environ["PATH"], "PROJECT_ID": "p"}
+    result = subprocess.run(["bash", str(script_path)], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "REGION is not set" in result.stderr
+
+
+def test_every_variable_is_described_and_validated(config: Config) -> None:
+    for name, body in config.variables.items():
+        assert body.get("description"), f"variable {name} has no description"
+        if body.get("type") in ("bool", "${bool}"):
+            continue
+        assert body.get("validation"), f"variable {name} has no validation block"
+
+
+def test_outputs_cover_what_a_deploy_step_needs(config: Config) -> None:
+    needed = {
+        "function_name",
+        "function_uri",
+        "region",
+        "project_id",
+        "cluster_events_topic",
+        "dead_letter_topic",
+        "eventarc_trigger",
+        "runtime_service_account_email",
+        "trigger_service_account_email",
+        "kubernetes_manifests",
+    }
+    assert needed <= set(config.outputs)
+    for name, body in config.outputs.items():
+        assert body.get("description"), f"output {name} has no description"
+
+
+def test_log_metrics_are_built_on_the_structured_log_fields(config: Config) -> None:
+    metrics = config.of_type("google_logging_metric")
+    assert {"reconciles", "reconcile_duration", "slow_reconciles", "api_errors"} <= set(metrics)
+    reconcile_filter = config.locals["reconcile_log_filter"]
+    assert 'jsonPayload.operation=\\"reconcile\\"' in reconcile_filter or (
+        'jsonPayload.operation="reconcile"' in reconcile_filter
+    )
+    assert metrics["reconciles"]["label_extractors"]["result"] == "EXTRACT(jsonPayload.result)"
+    assert metrics["reconcile_duration"]["value_extractor"] == "EXTRACT(jsonPayload.duration_ms)"
+    assert "jsonPayload.duration_ms>=${var.slow_reconcile_threshold_ms}" in metrics["slow_reconciles"]["filter"]
+    assert metrics["api_errors"]["label_extractors"]["service"] == "EXTRACT(jsonPayload.service)"
+    assert "cloud_run_revision" in config.locals["cloud_run_log_filter"]
+
+
+def test_alert_policies_match_the_design(config: Config) -> None:
+    alerts = config.of_type("google_monitoring_alert_policy")
+    assert {"reconcile_failure_rate", "api_errors", "slow_reconcile"} <= set(alerts)
+    for name, body in alerts.items():
+        assert body["notification_channels"] == "${var.notification_channel_ids}", name
+    failure = block(block(alerts["reconcile_failure_rate"], "conditions"), "condition_threshold")
+    assert failure["threshold_value"] == "${var.failure_rate_threshold}"
+    assert config.variables["failure_rate_threshold"]["default"] == 0.1
+    assert block(failure, "aggregations")["alignment_period"] == "600s"
+    assert "denominator_filter" in failure and "terminal|transient" in failure["filter"]
+    slow = block(block(alerts["slow_reconcile"], "conditions"), "condition_threshold")
+    assert "slow_reconciles" in slow["filter"]
+    assert config.variables["slow_reconcile_threshold_ms"]["default"] == 300000
+
+
+def test_function_source_files_exist() -> None:
+    for name in ("main.py", "requirements.txt"):
+        assert (REPOSITORY_ROOT / name).is_file(), name
+    assert list((REPOSITORY_ROOT / "pullsecret").glob("*.py"))
+
+
+# --- example.tfvars against the variables' own validation rules --------------------------------
+
+REGEX_CHECK = re.compile(r'can\(regex\(\\?"((?:[^"\\]|\\.)*?)\\?", var\.(\w+)\)\)')
+
+
+def hcl_unescape(text: str) -> str:
+    return text.replace('\\"', '"').replace("\\\\", "\\")
+
+
+def test_example_tfvars_sets_every_required_variable_and_passes_validation(config: Config) -> None:
+    with (TERRAFORM_DIR / "example.tfvars").open() as handle:
+        example = hcl2.load(handle, serialization_options=OPTIONS)
+    example.pop("__comments__", None)
+    unknown = set(example) - set(config.variables)
+    assert not unknown, f"example.tfvars sets undeclared variables: {unknown}"
+    required = {name for name, body in config.variables.items() if "default" not in body}
+    assert required <= set(example), f"example.tfvars misses {required - set(example)}"
+    checked = 0
+    for name, body in config.variables.items():
+        for validation in body.get("validation", []):
+            for pattern, target in REGEX_CHECK.findall(validation["condition"]):
+                if target != name or name not in example or not isinstance(example[name], str):
+                    continue
+                value = example[name]
+                if value == "" and '== ""' in validation["condition"]:
+                    continue
+                assert re.search(hcl_unescape(pattern), value), f"{name}={value!r} fails {pattern}"
+                checked += 1
+    assert checked >= 6, "the regex validations were not found; the parser output changed?"
+
+
+def test_regex_validation_extraction_rejects_a_bad_value(config: Config) -> None:
+    condition = config.variables["management_cluster"]["validation"][0]["condition"]
+    ((pattern, target),) = REGEX_CHECK.findall(condition)
+    assert target == "management_cluster"
+    assert re.search(hcl_unescape(pattern), "projects/my-project/locations/europe-west1/clusters/mc-1")
+    assert not re.search(hcl_unescape(pattern), "projects/my-project/clusters/mc-1")
