@@ -231,7 +231,7 @@ def invalid(kind: str, name: str, errors: list[FieldError], group: str = "") -> 
 
 def fault_error(code: str) -> ApiError:
     """The Status a real server (or its front end) sends for an overload or failure code."""
-    status = int(code)
+    status = int(code) if code.isdigit() else 500  # a non-HTTP code is a misconfigured rule
     if status == 429:
         return ApiError(
             429,

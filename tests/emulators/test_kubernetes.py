@@ -23,6 +23,8 @@ from emulators.kubernetes import KubernetesEmulator
 SA = "adapter@proj.iam.gserviceaccount.com"
 TOKEN = "ya29.adapter-token"
 NS = "clusters-abc"
+# The generated models make every attribute Optional; the tests read them as plain values.
+Api = Any
 DOCKERCONFIG = json.dumps({"auths": {"quay.io": {"auth": base64.b64encode(b"u:p").decode()}}})
 
 
@@ -55,7 +57,7 @@ def book(server: tuple[KubernetesEmulator, FaultBook]) -> FaultBook:
     return server[1]
 
 
-def make_api(emu: KubernetesEmulator, tmp_path: Path, token: str = TOKEN, **kw: Any) -> client.CoreV1Api:
+def make_api(emu: KubernetesEmulator, tmp_path: Path, token: str = TOKEN, **kw: Any) -> Api:
     ca = tmp_path / "ca.pem"
     ca.write_bytes(emu.ca_pem)
     config = client.Configuration(
@@ -68,7 +70,7 @@ def make_api(emu: KubernetesEmulator, tmp_path: Path, token: str = TOKEN, **kw: 
 
 
 @pytest.fixture
-def api(emu: KubernetesEmulator, tmp_path: Path) -> client.CoreV1Api:
+def api(emu: KubernetesEmulator, tmp_path: Path) -> Api:
     return make_api(emu, tmp_path)
 
 
@@ -81,12 +83,13 @@ def pull_secret(name: str = "cls-abc-pull-secret", **labels: str) -> client.V1Se
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
+    assert exc.body is not None
     body: dict[str, Any] = json.loads(exc.body)
     return body
 
 
 # -- CRUD ---------------------------------------------------------------------------------------
-def test_create_get_and_server_fields(api: client.CoreV1Api, emu: KubernetesEmulator) -> None:
+def test_create_get_and_server_fields(api: Api, emu: KubernetesEmulator) -> None:
     created = api.create_namespaced_secret(NS, pull_secret())
     assert created.metadata.uid and created.metadata.creation_timestamp
     assert int(created.metadata.resource_version) > 0
@@ -101,14 +104,14 @@ def test_create_get_and_server_fields(api: client.CoreV1Api, emu: KubernetesEmul
     assert stored is not None and stored["kind"] == "Secret" and stored["apiVersion"] == "v1"
 
 
-def test_string_data_is_folded_and_type_defaults(api: client.CoreV1Api) -> None:
+def test_string_data_is_folded_and_type_defaults(api: Api) -> None:
     body = client.V1Secret(metadata=client.V1ObjectMeta(name="plain"), string_data={"a": "b"})
     created = api.create_namespaced_secret(NS, body)
     assert created.data == {"a": b64("b")} and created.string_data is None
     assert created.type == "Opaque"
 
 
-def test_create_twice_is_already_exists(api: client.CoreV1Api) -> None:
+def test_create_twice_is_already_exists(api: Api) -> None:
     api.create_namespaced_secret(NS, pull_secret())
     with pytest.raises(ApiException) as err:
         api.create_namespaced_secret(NS, pull_secret())
@@ -118,7 +121,7 @@ def test_create_twice_is_already_exists(api: client.CoreV1Api) -> None:
     assert status["message"] == 'secrets "cls-abc-pull-secret" already exists'
 
 
-def test_create_in_missing_namespace_is_namespace_not_found(api: client.CoreV1Api, emu: KubernetesEmulator) -> None:
+def test_create_in_missing_namespace_is_namespace_not_found(api: Api, emu: KubernetesEmulator) -> None:
     emu.grant(SA)
     with pytest.raises(ApiException) as err:
         api.create_namespaced_secret("nope", pull_secret())
@@ -128,7 +131,7 @@ def test_create_in_missing_namespace_is_namespace_not_found(api: client.CoreV1Ap
     assert status["details"] == {"name": "nope", "kind": "namespaces"}
 
 
-def test_get_missing_is_not_found(api: client.CoreV1Api) -> None:
+def test_get_missing_is_not_found(api: Api) -> None:
     with pytest.raises(ApiException) as err:
         api.read_namespaced_secret("missing", NS)
     status = status_of(err.value)
@@ -145,14 +148,14 @@ def test_get_missing_is_not_found(api: client.CoreV1Api) -> None:
     }
 
 
-def test_namespace_get(api: client.CoreV1Api) -> None:
+def test_namespace_get(api: Api) -> None:
     assert api.read_namespace(NS).status.phase == "Active"
     with pytest.raises(ApiException) as err:
         api.read_namespace("other")
     assert err.value.status == 403  # no right outside the granted namespace
 
 
-def test_list_with_label_selectors(api: client.CoreV1Api) -> None:
+def test_list_with_label_selectors(api: Api) -> None:
     api.create_namespaced_secret(NS, pull_secret("a", app="x", tier="web"))
     api.create_namespaced_secret(NS, pull_secret("b", app="y"))
     api.create_namespaced_secret(NS, pull_secret("c", tier="db"))
@@ -175,7 +178,7 @@ def test_list_with_label_selectors(api: client.CoreV1Api) -> None:
     assert err.value.status == 400
 
 
-def test_list_pages_with_limit_and_continue(api: client.CoreV1Api) -> None:
+def test_list_pages_with_limit_and_continue(api: Api) -> None:
     for name in ("a", "b", "c"):
         api.create_namespaced_secret(NS, pull_secret(name))
     first = api.list_namespaced_secret(NS, limit=2)
@@ -184,7 +187,7 @@ def test_list_pages_with_limit_and_continue(api: client.CoreV1Api) -> None:
     assert [s.metadata.name for s in rest.items] == ["c"] and rest.metadata._continue is None
 
 
-def test_replace_with_stale_resource_version_conflicts(api: client.CoreV1Api) -> None:
+def test_replace_with_stale_resource_version_conflicts(api: Api) -> None:
     created = api.create_namespaced_secret(NS, pull_secret())
     created.metadata.labels["x"] = "1"
     updated = api.replace_namespaced_secret(created.metadata.name, NS, created)
@@ -202,7 +205,7 @@ def test_replace_with_stale_resource_version_conflicts(api: client.CoreV1Api) ->
     assert status["details"] == {"name": "cls-abc-pull-secret", "kind": "secrets"}
 
 
-def test_replace_missing_and_name_mismatch(api: client.CoreV1Api) -> None:
+def test_replace_missing_and_name_mismatch(api: Api) -> None:
     with pytest.raises(ApiException) as err:
         api.replace_namespaced_secret("cls-abc-pull-secret", NS, pull_secret())
     assert err.value.status == 404
@@ -212,7 +215,7 @@ def test_replace_missing_and_name_mismatch(api: client.CoreV1Api) -> None:
     assert "does not match the name on the URL" in status_of(err.value)["message"]
 
 
-def test_unchanged_writes_do_not_bump_resource_version(api: client.CoreV1Api) -> None:
+def test_unchanged_writes_do_not_bump_resource_version(api: Api) -> None:
     created = api.create_namespaced_secret(NS, pull_secret())
     rv = created.metadata.resource_version
     again = api.replace_namespaced_secret(created.metadata.name, NS, created)
@@ -223,7 +226,7 @@ def test_unchanged_writes_do_not_bump_resource_version(api: client.CoreV1Api) ->
     assert patched.metadata.resource_version == rv
 
 
-def test_delete_and_preconditions(api: client.CoreV1Api) -> None:
+def test_delete_and_preconditions(api: Api) -> None:
     created = api.create_namespaced_secret(NS, pull_secret())
     with pytest.raises(ApiException) as err:
         api.delete_namespaced_secret(
@@ -239,13 +242,13 @@ def test_delete_and_preconditions(api: client.CoreV1Api) -> None:
     assert err.value.status == 404
 
 
-def test_dry_run_create_stores_nothing(api: client.CoreV1Api, emu: KubernetesEmulator) -> None:
+def test_dry_run_create_stores_nothing(api: Api, emu: KubernetesEmulator) -> None:
     api.create_namespaced_secret(NS, pull_secret(), dry_run="All")
     assert emu.get_secret(NS, "cls-abc-pull-secret") is None
 
 
 # -- patches -------------------------------------------------------------------------------------
-def test_strategic_merge_patch_is_the_client_default_for_dicts(api: client.CoreV1Api) -> None:
+def test_strategic_merge_patch_is_the_client_default_for_dicts(api: Api) -> None:
     api.create_namespaced_secret(NS, pull_secret())
     patched = api.patch_namespaced_secret(
         "cls-abc-pull-secret", NS, {"metadata": {"labels": {"extra": "1", "managed-by": None}}}
@@ -257,7 +260,7 @@ def test_strategic_merge_patch_is_the_client_default_for_dicts(api: client.CoreV
     assert replaced.metadata.labels == {"only": "me"}
 
 
-def test_merge_patch(api: client.CoreV1Api) -> None:
+def test_merge_patch(api: Api) -> None:
     api.create_namespaced_secret(NS, pull_secret())
     patched = api.patch_namespaced_secret(
         "cls-abc-pull-secret",
@@ -269,7 +272,7 @@ def test_merge_patch(api: client.CoreV1Api) -> None:
     assert patched.metadata.annotations == {"a": "b"}
 
 
-def test_json_patch(api: client.CoreV1Api) -> None:
+def test_json_patch(api: Api) -> None:
     api.create_namespaced_secret(NS, pull_secret())
     ops = [
         {"op": "test", "path": "/type", "value": "kubernetes.io/dockerconfigjson"},
@@ -283,7 +286,7 @@ def test_json_patch(api: client.CoreV1Api) -> None:
     assert err.value.status == 422
 
 
-def test_patch_with_stale_resource_version_conflicts(api: client.CoreV1Api) -> None:
+def test_patch_with_stale_resource_version_conflicts(api: Api) -> None:
     created = api.create_namespaced_secret(NS, pull_secret())
     api.patch_namespaced_secret(created.metadata.name, NS, {"metadata": {"labels": {"x": "1"}}})
     with pytest.raises(ApiException) as err:
@@ -307,7 +310,7 @@ def apply_body(name: str = "cls-abc-pull-secret", **data: str) -> dict[str, Any]
     }
 
 
-def apply(api: client.CoreV1Api, body: dict[str, Any], manager: str = "pullsecret", force: bool = False) -> Any:
+def apply(api: Api, body: dict[str, Any], manager: str = "pullsecret", force: bool = False) -> Any:
     return api.patch_namespaced_secret(
         body["metadata"]["name"],
         NS,
@@ -318,7 +321,7 @@ def apply(api: client.CoreV1Api, body: dict[str, Any], manager: str = "pullsecre
     )
 
 
-def test_apply_creates_then_is_idempotent(api: client.CoreV1Api) -> None:
+def test_apply_creates_then_is_idempotent(api: Api) -> None:
     first = apply(api, apply_body())
     [entry] = first.metadata.managed_fields
     assert (entry.manager, entry.operation) == ("pullsecret", "Apply")
@@ -331,7 +334,7 @@ def test_apply_creates_then_is_idempotent(api: client.CoreV1Api) -> None:
     assert again.metadata.resource_version == first.metadata.resource_version
 
 
-def test_apply_conflicts_with_another_manager(api: client.CoreV1Api) -> None:
+def test_apply_conflicts_with_another_manager(api: Api) -> None:
     apply(api, apply_body(x="1"), manager="other-manager")
     with pytest.raises(ApiException) as err:
         apply(api, apply_body(x="2"))
@@ -350,7 +353,7 @@ def test_apply_conflicts_with_another_manager(api: client.CoreV1Api) -> None:
     assert "f:x" not in owners["other-manager"]["f:data"]
 
 
-def test_apply_conflicts_with_an_update_manager(api: client.CoreV1Api, emu: KubernetesEmulator) -> None:
+def test_apply_conflicts_with_an_update_manager(api: Api, emu: KubernetesEmulator) -> None:
     seeded = apply_body(x="1")
     emu.put_secret(seeded, manager="kubectl-edit")
     with pytest.raises(ApiException) as err:
@@ -360,13 +363,13 @@ def test_apply_conflicts_with_an_update_manager(api: client.CoreV1Api, emu: Kube
     )
 
 
-def test_apply_drops_fields_the_manager_no_longer_applies(api: client.CoreV1Api) -> None:
+def test_apply_drops_fields_the_manager_no_longer_applies(api: Api) -> None:
     apply(api, apply_body(x="1"))
     dropped = apply(api, apply_body())
     assert set(dropped.data) == {".dockerconfigjson"}
 
 
-def test_apply_needs_field_manager(api: client.CoreV1Api) -> None:
+def test_apply_needs_field_manager(api: Api) -> None:
     with pytest.raises(ApiException) as err:
         api.patch_namespaced_secret(
             "cls-abc-pull-secret", NS, apply_body(), _content_type="application/apply-patch+yaml"
@@ -377,7 +380,7 @@ def test_apply_needs_field_manager(api: client.CoreV1Api) -> None:
     )
 
 
-def test_apply_type_is_immutable(api: client.CoreV1Api) -> None:
+def test_apply_type_is_immutable(api: Api) -> None:
     apply(api, {**apply_body(), "type": "Opaque"})
     with pytest.raises(ApiException) as err:
         apply(api, apply_body())
@@ -433,9 +436,7 @@ def test_apply_type_is_immutable(api: client.CoreV1Api) -> None:
         ),
     ],
 )
-def test_invalid_secrets_are_422(
-    api: client.CoreV1Api, secret: client.V1Secret, message: str | None, field: str
-) -> None:
+def test_invalid_secrets_are_422(api: Api, secret: client.V1Secret, message: str | None, field: str) -> None:
     with pytest.raises(ApiException) as err:
         api.create_namespaced_secret(NS, secret)
     status = status_of(err.value)
@@ -446,14 +447,14 @@ def test_invalid_secrets_are_422(
         assert status["message"] == message
 
 
-def test_invalid_base64_is_bad_request(api: client.CoreV1Api) -> None:
+def test_invalid_base64_is_bad_request(api: Api) -> None:
     with pytest.raises(ApiException) as err:
         api.create_namespaced_secret(NS, client.V1Secret(metadata=client.V1ObjectMeta(name="x"), data={"k": "!!"}))
     assert err.value.status == 400
     assert "illegal base64 data at input byte 0" in status_of(err.value)["message"]
 
 
-def test_type_is_immutable_on_replace(api: client.CoreV1Api) -> None:
+def test_type_is_immutable_on_replace(api: Api) -> None:
     created = api.create_namespaced_secret(NS, pull_secret())
     created.type = "Opaque"
     with pytest.raises(ApiException) as err:
@@ -515,13 +516,13 @@ def test_certificate_names_localhost(emu: KubernetesEmulator, tmp_path: Path) ->
     ("code", "reason"),
     [("429", "TooManyRequests"), ("500", "InternalError"), ("503", "ServiceUnavailable"), ("504", "Timeout")],
 )
-def test_injected_status_faults(api: client.CoreV1Api, book: FaultBook, code: str, reason: str) -> None:
+def test_injected_status_faults(api: Api, book: FaultBook, code: str, reason: str) -> None:
     book.add({"service": "kubernetes", "method": "get.secrets", "code": code, "count": 1})
     with pytest.raises(ApiException) as err:
         api.read_namespaced_secret("x", NS)
     assert err.value.status == int(code) and status_of(err.value)["reason"] == reason
     if code == "429":
-        assert err.value.headers["Retry-After"] == "1"
+        assert err.value.headers is not None and err.value.headers["Retry-After"] == "1"
     with pytest.raises(ApiException) as err:
         api.read_namespaced_secret("x", NS)
     assert err.value.status == 404  # the rule is spent
@@ -529,14 +530,21 @@ def test_injected_status_faults(api: client.CoreV1Api, book: FaultBook, code: st
     assert book.faults_injected()["kubernetes"]["get.secrets"] == 1
 
 
-def test_injected_reset_drops_the_connection(api: client.CoreV1Api, book: FaultBook) -> None:
+def test_injected_apf_style_429_is_plain_text(api: Api, book: FaultBook) -> None:
+    book.add({"service": "kubernetes", "method": "get.secrets", "code": "429-text", "count": 1})
+    with pytest.raises(ApiException) as err:
+        api.read_namespaced_secret("x", NS)
+    assert err.value.status == 429 and str(err.value.body).startswith("Too many requests")
+
+
+def test_injected_reset_drops_the_connection(api: Api, book: FaultBook) -> None:
     book.add({"service": "kubernetes", "method": "create.secrets", "code": "reset", "count": 1})
     with pytest.raises(urllib3.exceptions.HTTPError):
         api.create_namespaced_secret(NS, pull_secret())
     assert api.create_namespaced_secret(NS, pull_secret()).metadata.uid
 
 
-def test_injected_timeout_hangs_until_the_client_gives_up(api: client.CoreV1Api, book: FaultBook) -> None:
+def test_injected_timeout_hangs_until_the_client_gives_up(api: Api, book: FaultBook) -> None:
     book.add({"service": "kubernetes", "method": "list.secrets", "code": "timeout", "count": 1})
     started = time.monotonic()
     with pytest.raises(urllib3.exceptions.HTTPError):
@@ -566,7 +574,7 @@ def test_concurrent_clients(emu: KubernetesEmulator, tmp_path: Path) -> None:
 
 
 # -- admin routes ---------------------------------------------------------------------------------
-def test_admin_routes(emu: KubernetesEmulator, api: client.CoreV1Api) -> None:
+def test_admin_routes(emu: KubernetesEmulator, api: Api) -> None:
     assert emu.handle_admin("PUT", "/namespaces/extra", None)[0] == 200
     code, _ = emu.handle_admin("PUT", "/rbac", {"identity": SA, "namespace": "extra", "verbs": ["get"]})
     assert code == 200
