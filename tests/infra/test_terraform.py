@@ -140,7 +140,7 @@ def test_google_provider_and_gcs_backend(config: Config) -> None:
 
 
 def test_every_required_api_is_enabled_and_kept_on_destroy(config: Config) -> None:
-    assert REQUIRED_APIS <= set(config.locals["required_apis"])
+    assert set(config.locals["required_apis"]) >= REQUIRED_APIS
     apis = config.resource("google_project_service", "apis")
     assert apis["for_each"] == "${toset(local.required_apis)}"
     assert apis["service"] == "${each.value}"
@@ -294,13 +294,8 @@ def test_function_trigger_ingress_identities_and_sizing(config: Config) -> None:
     service = block(function, "service_config")
     assert service["ingress_settings"] == "ALLOW_INTERNAL_ONLY"
     assert service["service_account_email"] == "${google_service_account.runtime.email}"
-    for key, variable in {
-        "available_memory": "available_memory",
-        "timeout_seconds": "timeout_seconds",
-        "max_instance_request_concurrency": "max_instance_request_concurrency",
-        "max_instance_count": "max_instance_count",
-    }.items():
-        assert service[key] == "${var.%s}" % variable, key
+    for key in ("available_memory", "timeout_seconds", "max_instance_request_concurrency", "max_instance_count"):
+        assert service[key] == "${var." + key + "}", key
     assert config.variables["timeout_seconds"]["default"] <= 540
     trigger = block(function, "event_trigger")
     assert trigger["retry_policy"] == "RETRY_POLICY_RETRY"

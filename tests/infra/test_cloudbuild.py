@@ -1,0 +1,98 @@
+"""cloudbuild.yaml: parses, tests with `make test` first, then deploys; substitutions are declared."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+CLOUDBUILD = REPOSITORY_ROOT / "cloudbuild.yaml"
+# Substitutions Cloud Build provides itself (https://cloud.google.com/build/docs/configuring-builds/substitute-variable-values).
+BUILT_INS = {
+    "PROJECT_ID",
+    "PROJECT_NUMBER",
+    "BUILD_ID",
+    "LOCATION",
+    "TRIGGER_NAME",
+    "COMMIT_SHA",
+    "SHORT_SHA",
+    "REVISION_ID",
+    "REPO_NAME",
+    "REPO_FULL_NAME",
+    "BRANCH_NAME",
+    "TAG_NAME",
+    "REF_NAME",
+    "TRIGGER_BUILD_CONFIG_PATH",
+    "SERVICE_ACCOUNT_EMAIL",
+    "SERVICE_ACCOUNT",
+}
+# $$ escapes a dollar for the shell; anything else starting with $ is a substitution.
+SUBSTITUTION = re.compile(r"(?<!\$)\$(?:\{(\w+)\}|(\w+))")
+
+
+@pytest.fixture(scope="module")
+def build() -> dict[str, Any]:
+    loaded = yaml.safe_load(CLOUDBUILD.read_text())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def step_command(step: dict[str, Any]) -> str:
+    return " ".join([str(step.get("entrypoint", "")), *map(str, step.get("args", [])), str(step.get("script", ""))])
+
+
+def strip_escaped(text: str) -> str:
+    return text.replace("$$", "")
+
+
+def test_first_step_runs_make_test(build: dict[str, Any]) -> None:
+    first = build["steps"][0]
+    assert re.search(r"\bmake\b.*\btest\b", step_command(first)), step_command(first)
+    makefile = (REPOSITORY_ROOT / "Makefile").read_text()
+    assert re.search(r"^test:", makefile, re.MULTILINE)
+
+
+def test_deploy_runs_terraform_apply_after_the_tests(build: dict[str, Any]) -> None:
+    steps = build["steps"]
+    deploy = next(s for s in steps if s.get("id") == "deploy")
+    assert "terraform apply" in step_command(deploy)
+    assert steps.index(deploy) > 0
+    assert "test" in deploy.get("waitFor", ["test"])
+    ids = [s.get("id") for s in steps]
+    for dependency in deploy.get("waitFor", []):
+        assert dependency in ids, dependency
+        assert ids.index(dependency) < ids.index("deploy")
+
+
+def test_substitutions_are_declared_and_region_style(build: dict[str, Any]) -> None:
+    declared = set(build.get("substitutions", {}))
+    assert "_REGION" in declared
+    assert all(re.fullmatch(r"_[A-Z][A-Z0-9_]*", name) for name in declared), declared
+    used = set()
+    for step in build["steps"]:
+        for braced, bare in SUBSTITUTION.findall(strip_escaped(yaml.safe_dump(step))):
+            used.add(braced or bare)
+    unknown = used - declared - BUILT_INS
+    assert not unknown, f"undeclared substitutions (escape shell variables as $$VAR): {unknown}"
+    assert {"_REGION", "_TF_STATE_BUCKET", "_TFVARS_URI"} <= used
+
+
+def test_substitution_scanner_flags_an_unescaped_shell_variable() -> None:
+    used = {a or b for a, b in SUBSTITUTION.findall(strip_escaped("echo $PATH $$HOME ${_REGION}"))}
+    assert used == {"PATH", "_REGION"}
+
+
+def test_build_identity_roles_are_documented() -> None:
+    text = CLOUDBUILD.read_text()
+    for role in ("roles/cloudfunctions.developer", "roles/iam.serviceAccountUser", "roles/pubsub.admin"):
+        assert role in text, role
+    assert build_logging_is_user_sa_compatible(yaml.safe_load(text))
+
+
+def build_logging_is_user_sa_compatible(build: dict[str, Any]) -> bool:
+    # A build that runs as a user-specified service account must choose where its logs go.
+    return build.get("options", {}).get("logging") in {"CLOUD_LOGGING_ONLY", "GCS_ONLY", "NONE"}

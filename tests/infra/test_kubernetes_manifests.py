@@ -1,0 +1,103 @@
+"""Management-cluster manifests: rendered like Terraform renders them, validated against Kubernetes schemas."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+MANIFEST_DIR = REPOSITORY_ROOT / "terraform" / "kubernetes"
+TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
+# ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from 1.30.
+KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
+RUNTIME_EMAIL = "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com"
+NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
+PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+def render(name: str) -> list[dict[str, Any]]:
+    """Substitute the templatefile() variables the way outputs.tf does, and parse the documents."""
+    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN}
+    text = PLACEHOLDER.sub(lambda m: values[m.group(1)], (MANIFEST_DIR / name).read_text())
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+@pytest.fixture(scope="module")
+def documents() -> dict[str, dict[str, Any]]:
+    docs = {}
+    for name in TEMPLATES:
+        for doc in render(name):
+            docs[doc["kind"]] = doc
+    return docs
+
+
+def test_templates_use_only_the_variables_terraform_passes() -> None:
+    outputs = (REPOSITORY_ROOT / "terraform" / "outputs.tf").read_text()
+    for name in TEMPLATES:
+        assert f'"{name}"' in outputs, f"{name} is not rendered by the kubernetes_manifests output"
+        used = set(PLACEHOLDER.findall((MANIFEST_DIR / name).read_text()))
+        for variable in used:
+            assert re.search(rf"^\s*{variable}\s*=", outputs, re.MULTILINE), variable
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_manifests_validate_against_kubernetes_schemas(name: str, version: str) -> None:
+    docs = render(name)
+    assert docs
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_validator_rejects_an_invalid_manifest() -> None:
+    broken = render("rbac.yaml")[0]
+    broken["rules"][0]["verbs"] = "create"  # must be a list
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, "1.30.0", strict=True)
+
+
+def test_rbac_grants_only_secret_verbs_to_the_runtime_user(documents: dict[str, dict[str, Any]]) -> None:
+    role = documents["ClusterRole"]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "get", "patch", "delete"]}
+    ]
+    binding = documents["ClusterRoleBinding"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": RUNTIME_EMAIL}]
+
+
+def test_admission_policy_confines_the_runtime_user(documents: dict[str, dict[str, Any]]) -> None:
+    policy = documents["ValidatingAdmissionPolicy"]
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    rule = spec["matchConstraints"]["resourceRules"][0]
+    assert rule["resources"] == ["secrets"]
+    assert set(rule["operations"]) == {"CREATE", "UPDATE", "DELETE"}
+    (condition,) = spec["matchConditions"]
+    assert condition["expression"] == f"request.userInfo.username == '{RUNTIME_EMAIL}'"
+    expressions = [v["expression"] for v in spec["validations"]]
+    assert f"request.namespace.matches(r'{NAMESPACE_PATTERN}')" in expressions
+    variables = {v["name"]: v["expression"] for v in spec["variables"]}
+    for name, subject in (("newManaged", "object"), ("oldManaged", "oldObject")):
+        assert f"{subject}.metadata.labels['managed-by'] == 'hyperfleet'" in variables[name]
+    assert any("variables.newManaged" in e and "variables.oldManaged" in e for e in expressions)
+    binding = documents["ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+
+
+def test_namespace_pattern_accepts_hosted_cluster_namespaces_only() -> None:
+    # The same RE2-compatible pattern the policy embeds (and the function enforces).
+    pattern = re.compile(NAMESPACE_PATTERN)
+    assert pattern.search("clusters-cls-abc123")
+    for namespace in ("kube-system", "default", "clusters-", "xclusters-a", "clusters-a/b"):
+        assert not pattern.search(namespace), namespace
