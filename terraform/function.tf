@@ -50,8 +50,9 @@ data "archive_file" "function_source" {
 
 resource "google_storage_bucket" "function_source" {
   # checkov:skip=CKV_GCP_62:Access logging of a bucket that only holds build source archives; Cloud Audit Logs cover who changed it.
-  project                     = var.project_id
-  name                        = "${var.project_id}-${var.function_name}-src"
+  project = var.project_id
+  # Bucket names are at most 63 characters.
+  name                        = "${substr("${var.project_id}-${var.function_name}", 0, 59)}-src"
   location                    = var.region
   labels                      = local.labels
   uniform_bucket_level_access = true

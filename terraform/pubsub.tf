@@ -36,12 +36,13 @@ resource "google_pubsub_topic" "dead_letter" {
 
 # A pull subscription so dead-lettered messages are kept (a topic without subscriptions drops them).
 resource "google_pubsub_subscription" "dead_letter" {
-  project                    = var.project_id
-  name                       = "${var.function_name}-dead-letter"
-  topic                      = google_pubsub_topic.dead_letter.id
-  labels                     = local.labels
-  ack_deadline_seconds       = 60
-  message_retention_duration = var.message_retention_duration
+  project              = var.project_id
+  name                 = "${var.function_name}-dead-letter"
+  topic                = google_pubsub_topic.dead_letter.id
+  labels               = local.labels
+  ack_deadline_seconds = 60
+  # Subscriptions keep messages at most 7 days (topics up to 31).
+  message_retention_duration = "${min(tonumber(trimsuffix(var.message_retention_duration, "s")), 604800)}s"
   retain_acked_messages      = false
 
   expiration_policy {

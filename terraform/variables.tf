@@ -393,9 +393,9 @@ variable "available_cpu" {
 }
 
 variable "timeout_seconds" {
-  description = "Function timeout; event-driven functions allow at most 540 s."
+  description = "Function timeout; event-driven functions allow at most 540 s (the 5-minute slow-reconcile alert needs more than 300)."
   type        = number
-  default     = 300
+  default     = 540
 
   validation {
     condition     = var.timeout_seconds >= 60 && var.timeout_seconds <= 540

@@ -413,6 +413,16 @@ def test_function_source_files_exist() -> None:
     assert list((REPOSITORY_ROOT / "pullsecret").glob("*.py"))
 
 
+def test_fmt_check_fails_on_unformatted_hcl_and_passes_on_formatted(tmp_path: Path) -> None:
+    from tests.infra import terraform_fmt
+
+    (tmp_path / "main.tf").write_text("locals {\n  a = 1\n  bb = 2\n}\n")
+    assert terraform_fmt.main([str(tmp_path)]) == 1
+    (tmp_path / "main.tf").write_text("locals {\n  a  = 1\n  bb = 2\n}\n")
+    assert terraform_fmt.main([str(tmp_path)]) == 0
+    assert terraform_fmt.main([str(tmp_path / "missing")]) == 2
+
+
 # --- example.tfvars against the variables' own validation rules --------------------------------
 
 REGEX_CHECK = re.compile(r'can\(regex\(\\?"((?:[^"\\]|\\.)*?)\\?", var\.(\w+)\)\)')
