@@ -66,9 +66,7 @@ class GkeEmulator(GrpcEmulator):
         return {"GetCluster": self.unary("GetCluster", self._get_cluster, t.GetClusterRequest, t.Cluster)}
 
     # -- configuration ------------------------------------------------------------------
-    def add_cluster(
-        self, name: str, *, endpoint: str, ca_pem: bytes, dns_endpoint: str | None = None
-    ) -> None:
+    def add_cluster(self, name: str, *, endpoint: str, ca_pem: bytes, dns_endpoint: str | None = None) -> None:
         """Register `projects/P/locations/L/clusters/C`; raises AdminError on malformed input."""
         match = _CLUSTER_NAME.match(name)
         if not match:
@@ -155,9 +153,7 @@ class GkeEmulator(GrpcEmulator):
             )
         return t.Cluster(
             name=spec.cluster,
-            id=hashlib.sha256(f"{spec.project_number}/{spec.location}/{spec.cluster}".encode()).hexdigest()[
-                :32
-            ],
+            id=hashlib.sha256(f"{spec.project_number}/{spec.location}/{spec.cluster}".encode()).hexdigest()[:32],
             location=spec.location,
             zone=spec.location,
             self_link=(

@@ -142,9 +142,7 @@ class GrpcEmulator:
         if self._server is not None:
             raise RuntimeError(f"{self.service} emulator already started")
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix=self.service))
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(self.grpc_service, self.handlers()),)
-        )
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(self.grpc_service, self.handlers()),))
         creds = grpc.local_server_credentials(grpc.LocalConnectionType.LOCAL_TCP)
         bound = server.add_secure_port(f"{host}:{port}", creds)
         if not bound:
@@ -178,9 +176,7 @@ class GrpcEmulator:
         except ValueError as exc:
             fail(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
 
-    def authorize(
-        self, identity: str | None, project_number: str, permission: str, message: str | None = None
-    ) -> None:
+    def authorize(self, identity: str | None, project_number: str, permission: str, message: str | None = None) -> None:
         """PERMISSION_DENIED unless the caller may act on the project (no check without auth)."""
         if identity is None or self.authenticate is None:
             return

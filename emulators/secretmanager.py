@@ -290,9 +290,7 @@ class SecretManagerEmulator(GrpcEmulator):
             fail(INVALID, f"The provided Secret name [{name}] is invalid; expected projects/*/secrets/*.")
         number = self._project(match.group(1), identity, permission, rpc)
         if not _SECRET_ID.match(match.group(2)):
-            fail(
-                INVALID, f"The provided Secret ID [{match.group(2)}] does not match [[a-zA-Z_0-9-]{{1,255}}]."
-            )
+            fail(INVALID, f"The provided Secret ID [{match.group(2)}] does not match [[a-zA-Z_0-9-]{{1,255}}].")
         return number, match.group(2)
 
     def _find(self, number: str, secret_id: str, *, for_access: bool = False) -> _Secret:
@@ -309,8 +307,7 @@ class SecretManagerEmulator(GrpcEmulator):
         if not match:
             fail(
                 INVALID,
-                f"The provided Secret Version name [{name}] is invalid; "
-                "expected projects/*/secrets/*/versions/*.",
+                f"The provided Secret Version name [{name}] is invalid; expected projects/*/secrets/*/versions/*.",
             )
         number = self._project(match.group(1), identity, permission, rpc)
         secret_id, ref = match.group(2), match.group(3)
@@ -431,9 +428,7 @@ class SecretManagerEmulator(GrpcEmulator):
                 fail(INVALID, f"The field [{path}] cannot be updated (immutable or unknown field).")
         secret = self._find(number, secret_id)
         if req.secret.etag and req.secret.etag != secret.etag:
-            fail(
-                FAILED_PRECONDITION, f"The etag provided [{req.secret.etag}] does not match the current etag."
-            )
+            fail(FAILED_PRECONDITION, f"The etag provided [{req.secret.etag}] does not match the current etag.")
         merged = t.Secret.deserialize(t.Secret.serialize(secret.meta))
         mask = field_mask_pb2.FieldMask(paths=paths)
         mask.MergeMessage(
@@ -457,9 +452,7 @@ class SecretManagerEmulator(GrpcEmulator):
         return self._secret_pb(secret)
 
     def _delete_secret(self, req: t.DeleteSecretRequest, identity: str | None) -> Any:
-        number, secret_id = self._parse_secret(
-            req.name, identity, "secretmanager.secrets.delete", "DeleteSecret"
-        )
+        number, secret_id = self._parse_secret(req.name, identity, "secretmanager.secrets.delete", "DeleteSecret")
         secret = self._find(number, secret_id)
         if req.etag and req.etag != secret.etag:
             fail(FAILED_PRECONDITION, f"The etag provided [{req.etag}] does not match the current etag.")
@@ -472,11 +465,7 @@ class SecretManagerEmulator(GrpcEmulator):
             fail(INVALID, f"The provided parent [{req.parent}] is invalid; expected projects/*.")
         number = self._project(match.group(1), identity, "secretmanager.secrets.list", "ListSecrets")
         keep = _compile_filter(req.filter)
-        items = [
-            s
-            for (p, _), s in self._secrets.items()
-            if p == number and keep(functools.partial(_secret_field, s))
-        ]
+        items = [s for (p, _), s in self._secrets.items() if p == number and keep(functools.partial(_secret_field, s))]
         page, token = _page(items, req.page_size, req.page_token)
         return t.ListSecretsResponse(
             secrets=[self._secret_pb(s) for s in page], next_page_token=token, total_size=len(items)
@@ -484,9 +473,7 @@ class SecretManagerEmulator(GrpcEmulator):
 
     # -- versions -----------------------------------------------------------------------
     def _add_version(self, req: t.AddSecretVersionRequest, identity: str | None) -> t.SecretVersion:
-        number, secret_id = self._parse_secret(
-            req.parent, identity, "secretmanager.versions.add", "AddSecretVersion"
-        )
+        number, secret_id = self._parse_secret(req.parent, identity, "secretmanager.versions.add", "AddSecretVersion")
         secret = self._find(number, secret_id)
         data = req.payload.data
         if not data:
@@ -500,9 +487,7 @@ class SecretManagerEmulator(GrpcEmulator):
         version = self._append(secret, data, identity, client_checksum=sent)
         return self._version_pb(secret, version)
 
-    def _append(
-        self, secret: _Secret, data: bytes, identity: str | None, *, client_checksum: bool
-    ) -> _Version:
+    def _append(self, secret: _Secret, data: bytes, identity: str | None, *, client_checksum: bool) -> _Version:
         version = _Version(
             number=secret.next_version,
             state=ENABLED,
@@ -523,9 +508,7 @@ class SecretManagerEmulator(GrpcEmulator):
         )
         return self._version_pb(secret, version)
 
-    def _access_version(
-        self, req: t.AccessSecretVersionRequest, identity: str | None
-    ) -> t.AccessSecretVersionResponse:
+    def _access_version(self, req: t.AccessSecretVersionRequest, identity: str | None) -> t.AccessSecretVersionResponse:
         secret, version = self._parse_version(
             req.name, identity, "secretmanager.versions.access", "AccessSecretVersion", allow_alias=True
         )
@@ -536,9 +519,7 @@ class SecretManagerEmulator(GrpcEmulator):
             name=name, payload=t.SecretPayload(data=version.payload, data_crc32c=version.crc32c)
         )
 
-    def _list_versions(
-        self, req: t.ListSecretVersionsRequest, identity: str | None
-    ) -> t.ListSecretVersionsResponse:
+    def _list_versions(self, req: t.ListSecretVersionsRequest, identity: str | None) -> t.ListSecretVersionsResponse:
         number, secret_id = self._parse_secret(
             req.parent, identity, "secretmanager.versions.list", "ListSecretVersions"
         )
@@ -701,9 +682,7 @@ class SecretManagerEmulator(GrpcEmulator):
             "annotations": dict(pb.annotations),
             "replication": replication,
             "version_destroy_ttl_s": (
-                pb.version_destroy_ttl.ToTimedelta().total_seconds()
-                if pb.HasField("version_destroy_ttl")
-                else None
+                pb.version_destroy_ttl.ToTimedelta().total_seconds() if pb.HasField("version_destroy_ttl") else None
             ),
             "etag": secret.etag,
             "create_time": _iso(secret.create_time),
@@ -804,9 +783,7 @@ def _quota_status(project_number: str) -> Any:
     )
     detail = any_pb2.Any()
     detail.Pack(info)
-    return status_pb2.Status(
-        code=code_pb2.RESOURCE_EXHAUSTED, message=_quota_message(project_number), details=[detail]
-    )
+    return status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message=_quota_message(project_number), details=[detail])
 
 
 def _page(items: list[Any], page_size: int, page_token: str) -> tuple[list[Any], str]:

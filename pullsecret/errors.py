@@ -104,7 +104,8 @@ def is_retryable_google(exc: BaseException) -> bool:
 def kube_status(exc: BaseException) -> tuple[int, str] | None:
     """(HTTP status, Status reason) of a kubernetes ApiException, else None."""
     status = getattr(exc, "status", None)
-    if type(exc).__name__ != "ApiException" or not isinstance(status, int):
+    # kubernetes>=35 raises ApiException subclasses (NotFoundException, ...), all from kubernetes.client.
+    if not type(exc).__module__.startswith("kubernetes.") or not isinstance(status, int):
         return None
     return status, kube_reason(exc)
 

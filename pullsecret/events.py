@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cloudevents import exceptions as ce_exceptions
-from cloudevents.http import from_json as cloudevent_from_json
+from cloudevents.http import from_dict as cloudevent_from_dict
 
 from pullsecret.logs import TraceContext, parse_trace
 
@@ -136,19 +136,24 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
         return _from_sentinel(inner_attributes, payload, delivery=delivery, trace=trace, published_at=published)
 
     try:
-        inner = cloudevent_from_json(payload)
+        structured = json.loads(payload)
+        if not isinstance(structured, dict):
+            raise ValueError("not an object")
+        inner = cloudevent_from_dict(structured)
     except (ce_exceptions.GenericException, UnicodeDecodeError, ValueError, TypeError, AttributeError):
         return SkippedEvent(
             "the Pub/Sub message data is not a structured-mode CloudEvent", message_id, "", delivery, trace
         )
     inner_attributes = dict(inner.get_attributes())
     inner_trace = parse_trace(_str_or_none(inner_attributes.get("traceparent"))) or trace
+    # The SDK stamps a missing `time` with "now"; Sentinel sets none, so only a time it sent counts.
+    sent_time = _parse_time(structured.get("time"))
     return _from_sentinel(
         inner_attributes,
         inner.get_data(),
         delivery=delivery,
         trace=inner_trace,
-        published_at=_parse_time(inner_attributes.get("time")) or published,
+        published_at=sent_time or published,
     )
 
 

@@ -6,10 +6,12 @@ live Secret) → Kubernetes apply → status report. Independent calls overlap o
 
 from __future__ import annotations
 
+import contextvars
 import re
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pullsecret import dockerconfig, preconditions, status
 from pullsecret.config import Settings
@@ -22,6 +24,8 @@ from pullsecret.logs import bind, log, protect
 from pullsecret.management import ManagementClusters
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore, secret_labels
+
+T = TypeVar("T")
 
 _SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -58,10 +62,15 @@ class Reconciler:
         self.pool = pool
         self.identity_email = identity_email
 
+    def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Run on the shared pool with this event's log context (labels, trace, redaction)."""
+        context = contextvars.copy_context()
+        return self.pool.submit(context.run, fn, *args)
+
     # -- entry -----------------------------------------------------------------------------
     def run(self, cluster_id: str, deadline: Deadline) -> Outcome:
         """Reconcile one cluster; raises TransientError for redelivery, reports terminal failures itself."""
-        statuses_future = self.pool.submit(self.hyperfleet.list_statuses, cluster_id)
+        statuses_future = self._submit(self.hyperfleet.list_statuses, cluster_id)
         try:
             with log.step("hyperfleet.get_cluster"):
                 cluster = self.hyperfleet.get_cluster(cluster_id)
@@ -165,7 +174,7 @@ class Reconciler:
             with log.step("kubernetes.read_secret"):
                 return api, self.kube.read(api, placement.namespace, kube_name, deadline)
 
-        live_future: Future[tuple[Any, dict[str, Any] | None]] = self.pool.submit(read_live)
+        live_future: Future[tuple[Any, dict[str, Any] | None]] = self._submit(read_live)
         try:
             merged = self._pull_secret(act, deadline)
             cluster_name = str(cluster.get("name") or cluster_id)

@@ -14,6 +14,7 @@ unchanged. A claim older than `CLAIM_LEASE_S` is abandoned (its writer died) and
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from google.protobuf import field_mask_pb2
 
 from pullsecret import retrying
 from pullsecret.dockerconfig import PullSecret
-from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
+from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.retrying import Deadline
 
 A_FINGERPRINT = "hyperfleet-fingerprint"
@@ -261,15 +262,20 @@ class SecretStore:
                     continue  # deleted under us: create again
                 claimed_etag = updated.etag
                 annotations = dict(updated.annotations)
-            return self._write_version(
-                secret_name=current.name,
-                secret_id=secret_id,
-                secret=secret,
-                generation=generation,
-                annotations=annotations,
-                etag=claimed_etag,
-                deadline=deadline,
-            )
+            try:
+                return self._write_version(
+                    secret_name=current.name,
+                    secret_id=secret_id,
+                    secret=secret,
+                    generation=generation,
+                    annotations=dict(annotations),
+                    etag=claimed_etag,
+                    deadline=deadline,
+                )
+            except AdapterError:
+                # Let the next delivery write at once instead of waiting out the lease.
+                self._release_claim(current.name, annotations, claimed_etag)
+                raise
 
     def _get_or_create(
         self,
@@ -358,6 +364,19 @@ class SecretStore:
                 service=SERVICE,
             ) from None
         return StoreResult(version.name, written=True, recorded_generation=generation)
+
+    def _release_claim(self, secret_name: str, annotations: dict[str, str], etag: str) -> None:
+        """Best effort: drop our claim; if this fails too, the lease (CLAIM_LEASE_S) frees it."""
+        from google.cloud.secretmanager_v1 import types
+
+        released = {k: v for k, v in annotations.items() if k != A_CLAIM}
+        with contextlib.suppress(gexc.GoogleAPICallError):
+            self._client.update_secret(
+                secret=types.Secret(name=secret_name, annotations=released, etag=etag),
+                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
+                retry=None,
+                timeout=2.0,
+            )
 
     def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
         """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""

@@ -50,9 +50,7 @@ def book() -> FaultBook:
 def emulator(book: FaultBook) -> Iterator[GkeEmulator]:
     emu = GkeEmulator(book)
     emu.add_project(PROJECT, NUMBER)
-    emu.add_cluster(
-        NAME, endpoint="127.0.0.1:6443", ca_pem=CA_PEM, dns_endpoint="gke-abc.us-central1.gke.goog"
-    )
+    emu.add_cluster(NAME, endpoint="127.0.0.1:6443", ca_pem=CA_PEM, dns_endpoint="gke-abc.us-central1.gke.goog")
     emu.start()
     yield emu
     emu.stop()
@@ -67,9 +65,7 @@ def test_get_cluster_gives_endpoint_ca_and_dns_endpoint(client: container_v1.Clu
     cluster = client.get_cluster(name=NAME)
     assert cluster.endpoint == "127.0.0.1:6443"
     assert base64.b64decode(cluster.master_auth.cluster_ca_certificate) == CA_PEM
-    assert (
-        cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint == "gke-abc.us-central1.gke.goog"
-    )
+    assert cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint == "gke-abc.us-central1.gke.goog"
     assert cluster.status == container_v1.Cluster.Status.RUNNING
     assert cluster.location == "us-central1" and cluster.name == "mgmt-1"
     assert cluster.self_link.endswith(f"/projects/{PROJECT}/locations/us-central1/clusters/mgmt-1")
@@ -84,12 +80,8 @@ def test_project_number_and_legacy_fields(client: container_v1.ClusterManagerCli
     assert legacy.id == by_number.id
 
 
-def test_no_dns_endpoint_when_not_configured(
-    emulator: GkeEmulator, client: container_v1.ClusterManagerClient
-) -> None:
-    emulator.add_cluster(
-        f"projects/{PROJECT}/locations/us-east1-b/clusters/zonal", endpoint="10.0.0.1", ca_pem=CA_PEM
-    )
+def test_no_dns_endpoint_when_not_configured(emulator: GkeEmulator, client: container_v1.ClusterManagerClient) -> None:
+    emulator.add_cluster(f"projects/{PROJECT}/locations/us-east1-b/clusters/zonal", endpoint="10.0.0.1", ca_pem=CA_PEM)
     cluster = client.get_cluster(name=f"projects/{PROJECT}/locations/us-east1-b/clusters/zonal")
     assert "dns_endpoint_config" not in cluster.control_plane_endpoints_config
     assert "/zones/us-east1-b/" in cluster.self_link
@@ -152,9 +144,7 @@ def test_admin_routes(emulator: GkeEmulator, client: container_v1.ClusterManager
     assert client.get_cluster(name=f"projects/{PROJECT}/locations/europe-west1/clusters/mgmt-2").endpoint == (
         "127.0.0.1:7443"
     )
-    assert (
-        emulator.handle_admin("PUT", "/clusters", {"name": "bad", "endpoint": "x", "ca_pem": "x"})[0] == 400
-    )
+    assert emulator.handle_admin("PUT", "/clusters", {"name": "bad", "endpoint": "x", "ca_pem": "x"})[0] == 400
     assert emulator.handle_admin("PUT", "/clusters", {"name": name})[0] == 400
     assert emulator.handle_admin("GET", "/clusters", None)[1][0]["ca_pem"] == CA_PEM.decode()
     assert emulator.handle_admin("POST", "/iam", {"project": PROJECT, "identity": SA})[0] == 200

@@ -34,16 +34,12 @@ TOKENS = {"tok-a": SA_A, "tok-b": SA_B}
 ClientFactory = Callable[..., sm.SecretManagerServiceClient]
 
 
-def make_client(
-    address: str, token: str | None = None, *, insecure: bool = False
-) -> sm.SecretManagerServiceClient:
+def make_client(address: str, token: str | None = None, *, insecure: bool = False) -> sm.SecretManagerServiceClient:
     """The production recipe: local channel credentials plus google-auth's per-call bearer token."""
     if insecure:
         channel = grpc.insecure_channel(address)
     elif token is None:
-        channel = grpc.secure_channel(
-            address, grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
-        )
+        channel = grpc.secure_channel(address, grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP))
     else:
         plugin = google.auth.transport.grpc.AuthMetadataPlugin(  # type: ignore[no-untyped-call]
             Credentials(token=token),  # type: ignore[no-untyped-call]
@@ -114,9 +110,7 @@ def test_create_answers_with_project_number_and_accepts_id_or_number(
     assert by_id.name == by_number.name == secret.name
     assert dict(by_id.labels) == {"managed-by": "hyperfleet"}
     with pytest.raises(gexc.AlreadyExists):
-        client.create_secret(
-            parent=f"projects/{NUMBER}", secret_id="s1", secret=sm.Secret({"replication": AUTO})
-        )
+        client.create_secret(parent=f"projects/{NUMBER}", secret_id="s1", secret=sm.Secret({"replication": AUTO}))
 
 
 def test_projects_are_separate_namespaces(emulator: SecretManagerEmulator) -> None:
@@ -215,18 +209,14 @@ def test_list_secrets_with_label_filter_and_pages(client: sm.SecretManagerServic
         create(client, f"s{i}", labels={"managed-by": "hyperfleet" if i % 2 == 0 else "other"})
     names = [s.name for s in client.list_secrets(parent=f"projects/{PROJECT}")]
     assert len(names) == 5
-    mine = client.list_secrets(
-        request={"parent": f"projects/{NUMBER}", "filter": "labels.managed-by=hyperfleet"}
-    )
+    mine = client.list_secrets(request={"parent": f"projects/{NUMBER}", "filter": "labels.managed-by=hyperfleet"})
     assert [s.name.rsplit("/", 1)[1] for s in mine] == ["s0", "s2", "s4"]
     page = client.list_secrets(request={"parent": f"projects/{PROJECT}", "page_size": 2})
     first = next(iter(page.pages))
     assert len(first.secrets) == 2 and first.next_page_token
     assert len(list(page)) == 5
     with pytest.raises(gexc.InvalidArgument):
-        client.list_secrets(
-            request={"parent": f"projects/{PROJECT}", "page_token": "garbage!"}
-        ).pages.__next__()
+        client.list_secrets(request={"parent": f"projects/{PROJECT}", "page_token": "garbage!"}).pages.__next__()
 
 
 def test_crc32c_matches_the_reference_vector() -> None:
@@ -265,9 +255,9 @@ def test_add_version_rejections(client: sm.SecretManagerServiceClient) -> None:
         client.add_secret_version(
             parent=f"projects/{PROJECT}/secrets/missing", payload=sm.SecretPayload({"data": b"x"})
         )
-    assert client.add_secret_version(
-        parent=parent, payload=sm.SecretPayload({"data": b"x" * 64 * 1024})
-    ).name.endswith("/1")
+    assert client.add_secret_version(parent=parent, payload=sm.SecretPayload({"data": b"x" * 64 * 1024})).name.endswith(
+        "/1"
+    )
 
 
 def test_latest_is_newest_version_whatever_its_state(client: sm.SecretManagerServiceClient) -> None:
@@ -278,9 +268,7 @@ def test_latest_is_newest_version_whatever_its_state(client: sm.SecretManagerSer
     with pytest.raises(gexc.FailedPrecondition, match="is in DISABLED state"):
         client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/latest", retry=NO_RETRY)
     assert client.get_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/latest").name == two.name
-    assert (
-        client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/1").payload.data == b"one"
-    )
+    assert client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/1").payload.data == b"one"
     with pytest.raises(gexc.NotFound):
         client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/3", retry=NO_RETRY)
 
@@ -354,30 +342,22 @@ def test_concurrent_adds_get_distinct_versions_and_state_is_json(
 
 
 # -- quota, faults, counters -----------------------------------------------------------------------
-def test_write_quota_per_project(
-    client: sm.SecretManagerServiceClient, emulator: SecretManagerEmulator
-) -> None:
+def test_write_quota_per_project(client: sm.SecretManagerServiceClient, emulator: SecretManagerEmulator) -> None:
     assert emulator.handle_admin("PUT", "/quota", {"writes_per_minute": 2, "window_s": 60})[0] == 200
     create(client)
     add(client, b"1")
-    with pytest.raises(
-        gexc.ResourceExhausted, match="Quota exceeded for quota metric 'Write requests'"
-    ) as info:
+    with pytest.raises(gexc.ResourceExhausted, match="Quota exceeded for quota metric 'Write requests'") as info:
         add(client, b"2")
     assert any(getattr(d, "reason", "") == "RATE_LIMIT_EXCEEDED" for d in info.value.details)
     # reads are not write-limited; another project has its own budget
     assert client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/1").payload.data == b"1"
-    client.create_secret(
-        parent="projects/other-project", secret_id="s1", secret=sm.Secret({"replication": AUTO})
-    )
+    client.create_secret(parent="projects/other-project", secret_id="s1", secret=sm.Secret({"replication": AUTO}))
     assert emulator.quota.rejected == 1
     emulator.quota.configure(None)
     add(client, b"2")
 
 
-def test_fault_count_rate_latency_and_counters(
-    client: sm.SecretManagerServiceClient, book: FaultBook
-) -> None:
+def test_fault_count_rate_latency_and_counters(client: sm.SecretManagerServiceClient, book: FaultBook) -> None:
     create(client)
     add(client, b"x")
     name = f"projects/{PROJECT}/secrets/s1/versions/latest"
@@ -409,9 +389,7 @@ def test_fault_count_rate_latency_and_counters(
     assert time.monotonic() - start >= 0.15
 
 
-def test_timeout_fault_hangs_until_the_client_deadline(
-    client: sm.SecretManagerServiceClient, book: FaultBook
-) -> None:
+def test_timeout_fault_hangs_until_the_client_deadline(client: sm.SecretManagerServiceClient, book: FaultBook) -> None:
     create(client)
     book.add({"service": "secretmanager", "method": "GetSecret", "code": "timeout", "count": 1})
     start = time.monotonic()
@@ -466,9 +444,7 @@ def test_admin_routes(emulator: SecretManagerEmulator, client: sm.SecretManagerS
     assert len(emulator.handle_admin("GET", "/secrets", None)[1]) == 1
     assert emulator.handle_admin("POST", "/iam", {"project": PROJECT, "identity": SA_A})[0] == 200
     assert emulator.state()["iam"] == {NUMBER: [SA_A]}
-    assert (
-        emulator.handle_admin("POST", "/projects", {"project_id": "p2", "number": "222222222222"})[0] == 200
-    )
+    assert emulator.handle_admin("POST", "/projects", {"project_id": "p2", "number": "222222222222"})[0] == 200
     assert emulator.projects.number("p2") == "222222222222"
     assert emulator.handle_admin("PUT", "/quota", {"writes_per_minute": 5})[1]["limit"] == 5
     assert emulator.handle_admin("POST", "/reset", None)[0] == 200

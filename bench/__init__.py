@@ -1,0 +1,1 @@
+"""Benchmarks of the pull-secret adapter against the local emulators (`make bench`)."""

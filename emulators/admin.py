@@ -1,0 +1,76 @@
+"""The stack's one HTTP admin API (documented in emulators/README.md).
+
+GET    /                      endpoints and env
+GET    /state                 every emulator's state
+POST   /reset                 drop all state, faults and counters (defaults re-seeded)
+GET    /calls                 calls served, {service: {method: n}}; DELETE /calls zeroes them
+GET    /faults                fault rules and what they injected; POST /faults adds one (or a list);
+                              DELETE /faults removes all
+*      /{service}/...         that emulator's own admin routes (secretmanager, gke, kubernetes,
+                              metadata, hyperfleet, pubsub)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from emulators.httpbase import HTTPEmulator, Reply, Request
+
+if TYPE_CHECKING:
+    from emulators.stack import Stack
+
+
+class AdminServer(HTTPEmulator):
+    service: ClassVar[str] = "admin"
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__()
+        self.stack = stack
+
+    def handle(self, request: Request) -> Reply:
+        try:
+            body = request.json() if request.body else None
+        except ValueError:
+            return Reply.json(400, {"error": "the body is not JSON"})
+        status, payload = self.route(request.method, request.path, body)
+        return Reply.json(status, payload)
+
+    def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        stack = self.stack
+        book = stack.book
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            return 200, stack.endpoints()
+        head = parts[0]
+        if head == "state" and method == "GET":
+            return 200, {name: emulator.state() for name, emulator in stack.emulators.items()}
+        if head == "reset" and method == "POST":
+            stack.reset()
+            return 200, {"reset": True}
+        if head == "calls":
+            if method == "GET":
+                return 200, {"calls": book.calls(), "faults_injected": book.faults_injected()}
+            if method == "DELETE":
+                book.reset_counters()
+                return 200, {"reset": True}
+        if head == "faults":
+            if method == "GET":
+                return 200, {"rules": book.rules(), "faults_injected": book.faults_injected()}
+            if method == "POST":
+                specs = body if isinstance(body, list) else [body]
+                try:
+                    added = [book.add(spec).to_json() for spec in specs if isinstance(spec, dict)]
+                except (ValueError, TypeError) as exc:
+                    return 400, {"error": str(exc)}
+                if len(added) != len(specs):
+                    return 400, {"error": "each fault must be a JSON object"}
+                return 201, {"added": added}
+            if method == "DELETE":
+                book.clear()
+                return 200, {"cleared": True}
+        emulator = stack.emulators.get(head)
+        if emulator is not None:
+            rest = "/" + "/".join(parts[1:])
+            status, payload = emulator.handle_admin(method, rest, body)
+            return status, payload
+        return 404, {"error": f"no admin route {method} {path}"}

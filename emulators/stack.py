@@ -1,0 +1,149 @@
+"""The whole emulator stack: every service the function calls, wired together, plus one admin API.
+
+    stack = Stack(); stack.start(); stack.env()  # the environment a function process needs
+    ...; stack.stop()
+
+Wiring: the metadata server issues the runtime identity's access tokens; Secret Manager, GKE and the
+Kubernetes API accept exactly those (expired tokens are refused). GKE's default management cluster
+points at the Kubernetes emulator's endpoint and CA. The HyperFleet API requires the bearer token it
+writes into `token_file`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from emulators.admin import AdminServer
+from emulators.core import FaultBook
+from emulators.gke import GkeEmulator
+from emulators.hyperfleet import HyperFleetEmulator
+from emulators.kubernetes import KubernetesEmulator
+from emulators.metadata import MetadataEmulator
+from emulators.pubsub import PubSubEmulator
+from emulators.secretmanager import SecretManagerEmulator
+
+PROJECT_ID = "hf-demo-project"
+PROJECT_NUMBER = "123456789012"
+RUNTIME_SA = f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"
+MANAGEMENT_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1"
+MANAGEMENT_DNS = "gke-mgmt-1.us-central1.gke.goog"
+
+
+class Stack:
+    """All emulators on free loopback ports, sharing one FaultBook (faults and call counters)."""
+
+    def __init__(
+        self,
+        *,
+        pubsub: bool = False,
+        status_method: str = "PUT",
+        token_lifetime_s: int = 3600,
+        grant_all_namespaces: bool = True,
+    ) -> None:
+        self.book = FaultBook()
+        self.workdir = tempfile.mkdtemp(prefix="hf-emulators-")
+        self.token_file = os.path.join(self.workdir, "hyperfleet-token")
+        self.metadata = MetadataEmulator(
+            self.book,
+            project_id=PROJECT_ID,
+            project_number=PROJECT_NUMBER,
+            service_account=RUNTIME_SA,
+            token_lifetime_s=token_lifetime_s,
+        )
+        authenticate = self.metadata.identity_for_token
+        self.secretmanager = SecretManagerEmulator(self.book, authenticate=authenticate)
+        self.gke = GkeEmulator(self.book, authenticate=authenticate)
+        self.kubernetes = KubernetesEmulator(self.book, authenticate=authenticate)
+        self.hyperfleet = HyperFleetEmulator(self.book, status_method=status_method, token_file=self.token_file)
+        self.pubsub: PubSubEmulator | None = None
+        self._want_pubsub = pubsub
+        self._grant_all = grant_all_namespaces
+        self.admin = AdminServer(self)
+
+    @property
+    def emulators(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "metadata": self.metadata,
+            "secretmanager": self.secretmanager,
+            "gke": self.gke,
+            "kubernetes": self.kubernetes,
+            "hyperfleet": self.hyperfleet,
+        }
+        if self.pubsub is not None:
+            found["pubsub"] = self.pubsub
+        return found
+
+    def start(self) -> Stack:
+        self.metadata.start()
+        self.secretmanager.add_project(PROJECT_ID, PROJECT_NUMBER)
+        self.secretmanager.start()
+        self.gke.start()
+        self.kubernetes.start()
+        self.hyperfleet.start()
+        if self._want_pubsub:
+            available, _reason = PubSubEmulator.available()
+            if available:
+                self.pubsub = PubSubEmulator(self.book, project=PROJECT_ID)
+                self.pubsub.start()
+        self.seed_defaults()
+        self.admin.start()
+        return self
+
+    def seed_defaults(self) -> None:
+        """The default management cluster and the runtime identity's Kubernetes rights."""
+        self.gke.add_cluster(
+            MANAGEMENT_CLUSTER,
+            endpoint=self.kubernetes.address,
+            ca_pem=self.kubernetes.ca_pem,
+            dns_endpoint=MANAGEMENT_DNS,
+        )
+        if self._grant_all:
+            self.kubernetes.grant(RUNTIME_SA, "*")
+
+    def reset(self) -> None:
+        """Drop all state, faults and counters; re-seed the defaults."""
+        self.book.clear()
+        self.book.reset_counters()
+        for emulator in self.emulators.values():
+            if emulator is not self.pubsub:
+                emulator.reset()
+        self.secretmanager.quota.configure(None)
+        self.seed_defaults()
+
+    def stop(self) -> None:
+        self.admin.stop()
+        for emulator in reversed(list(self.emulators.values())):
+            emulator.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def env(self) -> dict[str, str]:
+        """Exactly the environment a function process needs to use this stack."""
+        env = {
+            "SECRET_MANAGER_EMULATOR_HOST": self.secretmanager.address,
+            "GKE_EMULATOR_HOST": self.gke.address,
+            "GCE_METADATA_HOST": self.metadata.address,
+            "GCE_METADATA_IP": self.metadata.address,
+            "HYPERFLEET_API_URL": self.hyperfleet.url,
+            "HYPERFLEET_API_TOKEN_FILE": self.token_file,
+        }
+        if self.pubsub is not None:
+            env["PUBSUB_EMULATOR_HOST"] = self.pubsub.address
+        return env
+
+    def endpoints(self) -> dict[str, Any]:
+        return {
+            "metadata": self.metadata.url,
+            "secretmanager": self.secretmanager.address,
+            "gke": self.gke.address,
+            "kubernetes": f"https://{self.kubernetes.address}",
+            "hyperfleet": self.hyperfleet.url,
+            "pubsub": self.pubsub.address if self.pubsub is not None else None,
+            "admin": self.admin.url,
+            "management_cluster": MANAGEMENT_CLUSTER,
+            "project_id": PROJECT_ID,
+            "runtime_service_account": RUNTIME_SA,
+            "env": self.env(),
+        }

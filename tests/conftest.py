@@ -1,0 +1,62 @@
+"""Fixtures: the emulator stack (one per session), a clean world per test, the function's environment."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import PLATFORM_PULL_SECRET, PLATFORM_SOURCE_SECRET, Admin
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Any]:
+    from emulators.stack import Stack
+
+    running = Stack().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def admin(stack: Any) -> Admin:
+    return Admin(stack.admin.url, stack.hyperfleet.url)
+
+
+@pytest.fixture
+def world(stack: Any, admin: Admin) -> Iterator[Any]:
+    """A clean stack with the platform pull secret seeded; fails the test on any HyperFleet contract violation."""
+    stack.reset()
+    payload = base64.b64encode(json.dumps(PLATFORM_PULL_SECRET).encode()).decode()
+    admin.call(
+        "PUT",
+        f"/secretmanager/projects/hf-demo-project/secrets/{PLATFORM_SOURCE_SECRET}",
+        {"labels": {"owner": "platform"}, "versions": [payload]},
+    )
+    yield stack
+    violations = admin.violations()
+    assert violations == [], f"HyperFleet API contract violations: {json.dumps(violations, indent=1)[:3000]}"
+
+
+@pytest.fixture
+def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    """The function process environment pointing at the stack (no ADC file may shadow the metadata server)."""
+    env = {
+        **world.env(),
+        "PULL_SECRET_SOURCE": f"projects/hf-demo-project/secrets/{PLATFORM_SOURCE_SECRET}/versions/latest",
+        "MANAGEMENT_CLUSTER": "projects/hf-demo-project/locations/us-central1/clusters/mgmt-1",
+        "RETRY_DEADLINE": "8",
+        "LOG_LEVEL": "INFO",
+        "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
+        "GOOGLE_CLOUD_PROJECT": "hf-demo-project",
+    }
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env

@@ -1,0 +1,150 @@
+"""Test helpers: the admin API client, event builders and world seeding shared by the suites."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+
+import requests
+
+PLATFORM_SOURCE_SECRET = "platform-pull-secret"
+PLATFORM_USER = "platform-robot"
+PLATFORM_PASSWORD = "Pl4tform-S3cret-Passw0rd"  # a fake credential whose leaks the tests look for
+PLATFORM_AUTH = base64.b64encode(f"{PLATFORM_USER}:{PLATFORM_PASSWORD}".encode()).decode()
+PLATFORM_PULL_SECRET = {
+    "auths": {
+        "registry.redhat.io": {"auth": PLATFORM_AUTH, "email": "ops@example.com"},
+        "quay.io": {"auth": PLATFORM_AUTH},
+    }
+}
+CLUSTER_PASSWORD = "Clu5ter-0wn-Passw0rd"
+CLUSTER_AUTH = base64.b64encode(f"cluster-robot:{CLUSTER_PASSWORD}".encode()).decode()
+SENSITIVE = (
+    PLATFORM_PASSWORD,
+    PLATFORM_AUTH,
+    f"{PLATFORM_USER}:{PLATFORM_PASSWORD}",
+    CLUSTER_PASSWORD,
+    CLUSTER_AUTH,
+    PLATFORM_AUTH.rstrip("="),
+)
+
+
+class Admin:
+    """The emulator stack's admin API, over HTTP, as another process would use it."""
+
+    def __init__(self, url: str, hyperfleet_url: str) -> None:
+        self.url = url.rstrip("/")
+        self.hf = hyperfleet_url.rstrip("/") + "/_emulator"
+        self.session = requests.Session()
+
+    def _ok(self, response: requests.Response) -> Any:
+        assert response.status_code < 300, (
+            f"{response.request.method} {response.url}: {response.status_code} {response.text}"
+        )
+        return response.json() if response.content else None
+
+    def get(self, path: str) -> Any:
+        return self._ok(self.session.get(self.url + path, timeout=10))
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        return self._ok(self.session.request(method, self.url + path, json=body, timeout=10))
+
+    # HyperFleet, through its own /_emulator routes
+    def seed_cluster(self, cluster_id: str, body: dict[str, Any]) -> Any:
+        return self._ok(self.session.put(f"{self.hf}/clusters/{cluster_id}", json=body, timeout=10))
+
+    def patch_cluster(self, cluster_id: str, body: dict[str, Any]) -> Any:
+        return self._ok(self.session.patch(f"{self.hf}/clusters/{cluster_id}", json=body, timeout=10))
+
+    def delete_cluster(self, cluster_id: str) -> Any:
+        return self._ok(self.session.delete(f"{self.hf}/clusters/{cluster_id}", timeout=10))
+
+    def seed_status(self, cluster_id: str, adapter: str, body: dict[str, Any]) -> Any:
+        return self._ok(self.session.put(f"{self.hf}/clusters/{cluster_id}/statuses/{adapter}", json=body, timeout=10))
+
+    def reports(self) -> list[dict[str, Any]]:
+        body = self._ok(self.session.get(f"{self.hf}/reports", timeout=10))
+        return list(body["reports"] if isinstance(body, dict) else body)
+
+    def violations(self) -> list[dict[str, Any]]:
+        body = self._ok(self.session.get(f"{self.hf}/violations", timeout=10))
+        return list(body["violations"] if isinstance(body, dict) else body)
+
+    def calls(self) -> dict[str, dict[str, int]]:
+        return dict(self.get("/calls")["calls"])
+
+    def fault(self, **spec: Any) -> Any:
+        return self.call("POST", "/faults", spec)
+
+
+def sentinel_event(cluster_id: str, generation: int = 1, *, event_id: str | None = None) -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "type": "com.redhat.hyperfleet.cluster.reconcile",
+        "source": "hyperfleet-sentinel",
+        "id": event_id or str(uuid.uuid4()),
+        "datacontenttype": "application/json",
+        "data": {
+            "id": cluster_id,
+            "kind": "Cluster",
+            "href": f"/api/hyperfleet/v1/clusters/{cluster_id}",
+            "generation": generation,
+        },
+    }
+
+
+def pubsub_envelope(
+    event: dict[str, Any], *, message_id: str | None = None, publish_time: str = "2099-01-01T00:00:00Z"
+) -> dict[str, Any]:
+    """A push envelope as Pub/Sub sends it: the structured CloudEvent, base64, as the message data."""
+    mid = message_id or str(uuid.uuid4().int)[:16]
+    return {
+        "message": {
+            "data": base64.b64encode(json.dumps(event).encode()).decode(),
+            "attributes": {"_watermill_message_uuid": event["id"]},
+            "messageId": mid,
+            "publishTime": publish_time,
+        },
+        "subscription": "projects/hf-demo-project/subscriptions/pullsecret-push",
+    }
+
+
+def eventarc_attributes(message_id: str = "m-1") -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "id": message_id,
+        "type": "google.cloud.pubsub.topic.v1.messagePublished",
+        "source": "//pubsub.googleapis.com/projects/hf-demo-project/topics/hyperfleet-cluster-events",
+    }
+
+
+def gcp_cluster(
+    cluster_id: str, *, generation: int = 1, project: str = "hf-demo-project", **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": cluster_id,
+        "generation": generation,
+        "spec": {"platform": {"type": "gcp", "gcp": {"projectID": project, "region": "us-central1"}}},
+    }
+    body.update(extra)
+    return body
+
+
+def seed_ready_cluster(
+    admin: Admin,
+    cluster_id: str,
+    *,
+    generation: int = 1,
+    namespace: bool = True,
+    placement_data: dict[str, Any] | None = None,
+    **extra: Any,
+) -> None:
+    """A gcp cluster whose validation, dns and placement adapters are Available at its generation."""
+    admin.seed_cluster(cluster_id, gcp_cluster(cluster_id, generation=generation, **extra))
+    for adapter in ("validation", "dns"):
+        admin.seed_status(cluster_id, adapter, {"observed_generation": generation})
+    admin.seed_status(cluster_id, "placement", {"observed_generation": generation, "data": placement_data or {}})
+    if namespace:
+        admin.call("PUT", f"/kubernetes/namespaces/clusters-{cluster_id}")
