@@ -59,4 +59,8 @@ def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    # google-auth reads GCE_METADATA_HOST once, at import; a function process has it set before then.
+    from google.auth.compute_engine import _metadata
+
+    monkeypatch.setattr(_metadata, "_GCE_METADATA_HOST", env["GCE_METADATA_HOST"])
     return env
