@@ -64,8 +64,12 @@ class RuntimeIdentity:
 
     @property
     def email(self) -> str | None:
+        """The service account's email; compute credentials only learn it ("default" before) on refresh."""
         email = getattr(self.credentials, "service_account_email", None)
-        return email if isinstance(email, str) else None
+        if email == "default":
+            self.token()
+            email = getattr(self.credentials, "service_account_email", None)
+        return email if isinstance(email, str) and email != "default" else None
 
 
 def emulator_channel(host: str, identity: RuntimeIdentity) -> Any:

@@ -364,3 +364,10 @@ def test_concurrent_duplicates_write_one_version(adapter: Adapter, admin: Admin,
     assert results.count("applied") >= 1 and set(results) <= {"applied", "unchanged"}
     assert len(versions(world)) == 1
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is not None
+
+
+def test_kubernetes_secret_names_the_runtime_identity(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    kube = world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)
+    assert kube["metadata"]["annotations"]["hyperfleet.io/created-by"] == world.metadata.service_account

@@ -1,0 +1,241 @@
+"""`make demo`: the function end to end on the local emulators, then the same event again.
+
+Starts the emulator stack (with the Cloud SDK's Pub/Sub emulator when present), runs the function under
+functions-framework, seeds a cluster, publishes a Sentinel event as HyperFleet's broker does, and shows
+what happened: the Secret Manager secret and versions (no payload), the Kubernetes Secret's metadata,
+the status reported. Exit 0 on success, 1 with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from emulators.functionproc import FunctionProcess
+from emulators.pubsub import PubSubEmulator
+from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
+
+CLUSTER_ID = "cls-demo01"
+TOPIC = "hyperfleet-cluster-events"
+SOURCE_SECRET = "platform-pull-secret"
+# A made-up credential: the demo never prints it, and checks that the function's logs do not either.
+DEMO_PASSWORD = "demo-Pa55w0rd-not-real"
+DEMO_PULL_SECRET = {
+    "auths": {
+        "registry.redhat.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
+        "quay.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
+    }
+}
+
+
+class DemoFailure(Exception):
+    pass
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def sentinel_event(generation: int) -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "type": "com.redhat.hyperfleet.cluster.reconcile",
+        "source": "hyperfleet-sentinel",
+        "id": str(uuid.uuid4()),
+        "datacontenttype": "application/json",
+        "data": {
+            "id": CLUSTER_ID,
+            "kind": "Cluster",
+            "href": f"/api/hyperfleet/v1/clusters/{CLUSTER_ID}",
+            "generation": generation,
+        },
+    }
+
+
+def seed(stack: Stack) -> None:
+    admin = stack.admin.url
+    hf = stack.hyperfleet.url + "/_emulator"
+    payload = base64.b64encode(json.dumps(DEMO_PULL_SECRET).encode()).decode()
+    calls = [
+        (
+            "PUT",
+            f"{admin}/secretmanager/projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}",
+            {"labels": {"owner": "platform"}, "versions": [payload]},
+        ),
+        (
+            "PUT",
+            f"{hf}/clusters/{CLUSTER_ID}",
+            {
+                "name": CLUSTER_ID,
+                "generation": 1,
+                "spec": {"platform": {"type": "gcp", "gcp": {"projectID": PROJECT_ID, "region": "us-central1"}}},
+            },
+        ),
+        ("PUT", f"{hf}/clusters/{CLUSTER_ID}/statuses/validation", {"observed_generation": 1}),
+        ("PUT", f"{hf}/clusters/{CLUSTER_ID}/statuses/dns", {"observed_generation": 1}),
+        (
+            "PUT",
+            f"{hf}/clusters/{CLUSTER_ID}/statuses/placement",
+            {
+                "observed_generation": 1,
+                "data": {"managementCluster": MANAGEMENT_CLUSTER, "namespace": f"clusters-{CLUSTER_ID}"},
+            },
+        ),
+        ("PUT", f"{admin}/kubernetes/namespaces/clusters-{CLUSTER_ID}", {}),
+    ]
+    for method, url, body in calls:
+        response = requests.request(method, url, json=body, timeout=10)
+        if response.status_code >= 300:
+            raise DemoFailure(f"seeding {url} failed: {response.status_code} {response.text[:300]}")
+
+
+def reports(stack: Stack) -> list[dict[str, Any]]:
+    body = requests.get(stack.hyperfleet.url + "/_emulator/reports", timeout=10).json()
+    return list(body["reports"] if isinstance(body, dict) else body)
+
+
+def wait_for_report(stack: Stack, count: int, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [r for r in reports(stack) if r.get("cluster_id") == CLUSTER_ID]
+        if len(found) >= count:
+            return found[count - 1]
+        time.sleep(0.1)
+    raise DemoFailure(f"no status report #{count} arrived within {timeout:.0f} s")
+
+
+def deliver(stack: Stack, function: FunctionProcess, event: dict[str, Any]) -> str:
+    if stack.pubsub is not None:
+        stack.pubsub.publish_sentinel_event(TOPIC, event)
+        return "published to the Pub/Sub emulator, pushed to the function"
+    envelope = {
+        "message": {
+            "data": base64.b64encode(json.dumps(event).encode()).decode(),
+            "attributes": {"_watermill_message_uuid": event["id"]},
+            "messageId": str(uuid.uuid4().int)[:16],
+            "publishTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+        "subscription": f"projects/{PROJECT_ID}/subscriptions/pullsecret-push",
+    }
+    response = requests.post(function.url, json=envelope, timeout=60)
+    if response.status_code != 200:
+        raise DemoFailure(f"the function answered {response.status_code}: {response.text[:300]}")
+    return "pushed directly to the function (Pub/Sub emulator absent)"
+
+
+def show(stack: Stack, report: dict[str, Any]) -> list[dict[str, Any]]:
+    secret_id = f"hyperfleet-{CLUSTER_ID}-pull-secret"
+    secret = stack.secretmanager.secret(PROJECT_ID, secret_id)
+    if secret is None:
+        raise DemoFailure(f"Secret Manager has no secret {secret_id}")
+    versions = list(secret["versions"])
+    say(f"  Secret Manager  {secret['name']}")
+    say(f"    labels        {json.dumps(secret['labels'], sort_keys=True)}")
+    for version in versions:
+        say(
+            f"    version {version['version']}     state={version['state']} created_by={version['created_by']}"
+            f" crc32c={version['crc32c']}"
+        )
+    kube = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
+    if kube is None:
+        raise DemoFailure("the Kubernetes Secret does not exist")
+    meta = kube["metadata"]
+    say(
+        f"  Kubernetes      {meta['namespace']}/{meta['name']}  type={kube['type']}"
+        f"  resourceVersion={meta['resourceVersion']}  keys={sorted(kube.get('data', {}))}"
+    )
+    for key, value in sorted(meta.get("annotations", {}).items()):
+        say(f"    {key} = {value}")
+    body = report["body"]
+    say(f"  Status          {report['method']} -> {report['code']}  observed_generation={body['observed_generation']}")
+    for condition in body["conditions"]:
+        say(f"    {condition['type']:<10} {condition['status']:<6} {condition['reason']}: {condition['message']}")
+    say(f"    data          {json.dumps(body.get('data', {}), sort_keys=True)}")
+    return versions
+
+
+def check_available(report: dict[str, Any]) -> None:
+    conditions = {c["type"]: c for c in report["body"]["conditions"]}
+    if report["code"] != 201 or conditions["Available"]["status"] != "True":
+        raise DemoFailure(f"the status is not Available=True: {json.dumps(report['body']['conditions'])}")
+
+
+def run(workdir: Path) -> None:
+    want_pubsub, why = PubSubEmulator.available()
+    say("Starting the emulators" + ("" if want_pubsub else f" (no Pub/Sub emulator: {why})") + " ...")
+    stack = Stack(pubsub=want_pubsub).start()
+    function: FunctionProcess | None = None
+    try:
+        seed(stack)
+        env = {
+            **stack.env(),
+            "PULL_SECRET_SOURCE": f"projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}/versions/latest",
+            "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
+            "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
+            "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
+        }
+        function = FunctionProcess(env, workdir / "function.log")
+        ready = function.start()
+        say(f"Function serving at {function.url} (functions-framework, ready in {ready:.2f} s)")
+        if stack.pubsub is not None:
+            stack.pubsub.create_topic(TOPIC)
+            stack.pubsub.create_push_subscription(TOPIC, "pullsecret-push", function.url)
+
+        say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + deliver(stack, function, sentinel_event(1)))
+        first = wait_for_report(stack, 1)
+        versions = show(stack, first)
+        check_available(first)
+        if len(versions) != 1:
+            raise DemoFailure(f"expected one version after the first event, found {len(versions)}")
+
+        resource_version = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
+        say("\n2. The same event delivered again: " + deliver(stack, function, sentinel_event(1)))
+        second = wait_for_report(stack, 2)
+        versions_after = show(stack, second)
+        check_available(second)
+        if len(versions_after) != 1:
+            raise DemoFailure(f"the repeat wrote a new version ({len(versions_after)} now)")
+        kube_after = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
+        if (
+            resource_version is None
+            or kube_after is None
+            or (kube_after["metadata"]["resourceVersion"] != resource_version["metadata"]["resourceVersion"])
+        ):
+            raise DemoFailure("the repeat rewrote the Kubernetes Secret")
+        say("   -> no new Secret Manager version, Kubernetes Secret not rewritten.")
+
+        log = function.output()
+        if DEMO_PASSWORD in log:
+            raise DemoFailure("the credential appeared in the function's logs")
+        outcomes = [json.loads(line) for line in log.splitlines() if line.startswith("{") and '"reconcile"' in line]
+        say("\nThe function's reconcile log lines:")
+        for line in outcomes:
+            if line.get("operation") == "reconcile":
+                say(f"  {line['severity']:<7} {line['message']}  ({line.get('duration_ms')} ms)")
+        say("\nDemo succeeded.")
+    finally:
+        if function is not None:
+            function.stop()
+        stack.stop()
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="pullsecret-demo-") as workdir:
+        try:
+            run(Path(workdir))
+        except (DemoFailure, RuntimeError, requests.RequestException) as exc:
+            say(f"\nDemo FAILED: {exc}")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

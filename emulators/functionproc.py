@@ -1,0 +1,103 @@
+"""Run the function as Cloud Run does: a functions-framework (gunicorn) process serving main.py.
+
+Used by `make demo` and the end-to-end tests; the environment is the stack's plus the function's
+settings, and the process's stdout (the function's JSON log lines) goes to a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class FunctionProcess:
+    """`functions-framework --target handle_cluster_event --signature-type cloudevent` on a free port."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, *, threads: int = 8) -> None:
+        self.port = free_port()
+        self.log_path = log_path
+        self._env = {
+            k: v for k, v in os.environ.items() if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "PYTHONSTARTUP")
+        }
+        self._env.update(env)
+        self._env.update({"PORT": str(self.port), "THREADS": str(threads), "WORKERS": "1"})
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 30.0) -> float:
+        """Start and wait until it answers; returns the seconds that took."""
+        executable = Path(sys.executable).parent / "functions-framework"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        started = time.monotonic()
+        self._proc = subprocess.Popen(
+            [
+                str(executable),
+                "--target",
+                "handle_cluster_event",
+                "--source",
+                str(ROOT / "main.py"),
+                "--signature-type",
+                "cloudevent",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            cwd=ROOT,
+            env=self._env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        while time.monotonic() - started < timeout:
+            if self._proc.poll() is not None:
+                raise RuntimeError(
+                    f"the function process exited with {self._proc.returncode}:\n{self.output()[-3000:]}"
+                )
+            with contextlib.suppress(requests.RequestException):
+                # A GET is no CloudEvent: functions-framework answers 4xx/405 once it serves.
+                requests.get(self.url, timeout=0.5)
+                return time.monotonic() - started
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"the function did not answer within {timeout:.0f} s:\n{self.output()[-3000:]}")
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
