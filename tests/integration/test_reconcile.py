@@ -371,3 +371,24 @@ def test_kubernetes_secret_names_the_runtime_identity(adapter: Adapter, admin: A
     deliver(adapter)
     kube = world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)
     assert kube["metadata"]["annotations"]["hyperfleet.io/created-by"] == world.metadata.service_account
+
+
+def test_replication_locations_and_checksum_are_sent(
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SECRET_REPLICATION_LOCATIONS", "us-central1,us-east1")
+    adapter = Adapter.from_environment()
+    seed_ready_cluster(admin, CID)
+    assert deliver(adapter).result == "applied"
+    secret = world.secretmanager.secret(PROJECT, SECRET_ID)
+    assert secret["replication"] == {"user_managed": {"locations": ["us-central1", "us-east1"]}}
+    version = versions(world)[0]
+    assert version["client_specified_payload_checksum"] is True  # data_crc32c was sent and verified
+
+
+def test_management_cluster_credentials_are_fetched_once(adapter: Adapter, admin: Admin, world: Any) -> None:
+    for index in range(3):
+        seed_ready_cluster(admin, f"cls-{index}")
+    for index in range(3):
+        assert deliver(adapter, cluster_id=f"cls-{index}").result == "applied"
+    assert admin.calls()["gke"] == {"GetCluster": 1}
