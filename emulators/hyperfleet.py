@@ -38,7 +38,10 @@ from emulators.httpbase import HTTPEmulator, Reply, Request
 
 BASE = "/api/hyperfleet/v1"
 ADMIN_PREFIX = "/_emulator"
-CONTRACTS = Path(os.environ.get("HYPERFLEET_CONTRACTS_DIR", "/work/shared/contracts"))
+# The project's shared/ folder sits beside the repository (CI clones it that way too).
+CONTRACTS = Path(
+    os.environ.get("HYPERFLEET_CONTRACTS_DIR", Path(__file__).resolve().parent.parent.parent / "shared" / "contracts")
+)
 SPEC_FILES = {
     "PUT": "hyperfleet-api-core-1.0.25.openapi.yaml",
     "POST": "hyperfleet-api-0.1.0.openapi.yaml",
