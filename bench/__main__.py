@@ -1,0 +1,243 @@
+"""`make bench`: every performance figure of the adapter and of the seed design, side by side, in one run.
+
+Prints a table and writes bench/results/latest.json. See bench/README.md for what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import inproc, server
+from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment
+
+RESULTS = ROOT / "bench" / "results" / "latest.json"
+FLOWS = ("product", "seed")
+CONCURRENCY = (1, 8, 32, 80)
+
+
+@dataclass(frozen=True)
+class Plan:
+    latency_ms: float = 25.0
+    path_events: int = 10
+    cpu_first_events: int = 100
+    cpu_clusters: int = 50
+    cpu_rounds: int = 4
+    throughput_clusters: int = 200
+    throughput_seconds: float = 4.0
+    burst_clusters: int = 2000
+    burst_writes: int = 400
+    burst_window_s: float = 2.0
+    burst_concurrency: int = 64
+
+
+QUICK = Plan(
+    path_events=4,
+    cpu_first_events=20,
+    cpu_clusters=20,
+    cpu_rounds=2,
+    throughput_clusters=40,
+    throughput_seconds=1.5,
+    burst_clusters=200,
+    burst_writes=100,
+)
+
+
+def machine() -> dict[str, Any]:
+    cpu_model = ""
+    mem_kib = 0
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem_kib = int(line.split()[1])
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_model": cpu_model,
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def names(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}-{i:04d}" for i in range(n)]
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -> dict[str, Any]:
+    """Figures 1-6 for one flow (the product or the replayed seed design)."""
+    tag = flow[0]
+    stack.reset()
+    path_ids = names(f"{tag}-path", plan.path_events)
+    cpu_first_ids = names(f"{tag}-cpu1", plan.cpu_first_events)
+    cpu_ids = names(f"{tag}-cpu", plan.cpu_clusters)
+    tp_ids = names(f"{tag}-tp", plan.throughput_clusters)
+    stack.seed_clusters([f"{tag}-warm", *path_ids, *cpu_first_ids, *cpu_ids, *tp_ids])
+    handler = inproc.FACTORIES[flow](env)
+    inproc.provision(handler, [f"{tag}-warm"])  # clients built, management cluster known
+
+    log(f"{flow}: calls per event and critical path (L = {plan.latency_ms:g} ms)")
+    phases = inproc.calls_and_critical_path(stack, handler, path_ids, plan.latency_ms)
+    log(f"{flow}: CPU per event (L = 0)")
+    cpu_first = inproc.cpu_ms_first(handler, cpu_first_ids)
+    inproc.provision(handler, cpu_ids)
+    cpu_steady = inproc.cpu_ms_per_event(handler, cpu_ids, plan.cpu_rounds)
+    inproc.provision(handler, tp_ids)
+
+    log(f"{flow}: import time and cold start")
+    import_s = server.import_seconds(flow, env)
+    top = server.import_top(flow, env)
+    threads = server.deployment_concurrency()
+    srv = server.start(flow, env, threads)
+    try:
+        cold = server.cold_start(srv, tp_ids[0])
+        stack.latency(plan.latency_ms)
+        tput: dict[str, dict[str, float]] = {}
+        for concurrency in CONCURRENCY:
+            log(f"{flow}: throughput at concurrency {concurrency}")
+            tput[str(concurrency)] = server.throughput(srv.url, tp_ids, concurrency, plan.throughput_seconds)
+        rss = srv.peak_rss_mib()
+    finally:
+        stack.latency(0)
+        srv.stop()
+    first, steady = phases["first"], phases["steady"]
+    return {
+        "calls_per_event": {
+            "first": first.calls_per_event,
+            "steady": steady.calls_per_event,
+            "by_method": {"first": first.by_method, "steady": steady.by_method},
+        },
+        "critical_path_L": {"first": first.critical_path_L, "steady": steady.critical_path_L},
+        "wall_ms_per_event": {"first": first.wall_ms, "steady": steady.wall_ms},
+        "cpu_ms_per_event": cpu_steady,
+        "cpu_ms_per_event_first": cpu_first,
+        "throughput_eps": {k: v["eps"] for k, v in tput.items()},
+        "throughput_detail": tput,
+        "server_threads": threads,
+        "cold_start_s": round(cold, 3),
+        "import_s": import_s,
+        "import_top_s": top,
+        "peak_rss_mib": rss["total"],
+        "peak_rss_by_process_mib": rss,
+    }
+
+
+def measure_burst(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, dict[str, Any]]:
+    """Figure 7 for both flows: every cluster needs a new version (the platform source rotated)."""
+    stack.reset()
+    ids = names("burst", plan.burst_clusters)
+    log(f"burst: seeding and provisioning {len(ids)} clusters")
+    stack.seed_clusters(ids)
+    inproc.provision(inproc.product_handler(env), ids)
+    rotated = {**env, "PULL_SECRET_SOURCE": env["PULL_SECRET_SOURCE"].replace("platform-pull-secret", ROTATED_SOURCE_SECRET)}
+    out: dict[str, dict[str, Any]] = {}
+    for flow in FLOWS:
+        log(f"burst: {flow}")
+        handler = inproc.FACTORIES[flow](rotated)
+        out[flow] = inproc.burst(
+            stack,
+            handler,
+            ids,
+            writes=plan.burst_writes,
+            window_s=plan.burst_window_s,
+            concurrency=plan.burst_concurrency,
+            latency_ms=plan.latency_ms,
+        )
+    return out
+
+
+def ratio(a: Any, b: Any) -> float | None:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+        return round(a / b, 2)
+    return None
+
+
+ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("calls/event first", ("calls_per_event", "first")),
+    ("calls/event steady", ("calls_per_event", "steady")),
+    ("critical path first (L)", ("critical_path_L", "first")),
+    ("critical path steady (L)", ("critical_path_L", "steady")),
+    ("CPU ms/event steady", ("cpu_ms_per_event",)),
+    ("CPU ms/event first", ("cpu_ms_per_event_first",)),
+    *((f"events/s at concurrency {c}", ("throughput_eps", str(c))) for c in CONCURRENCY),
+    ("cold start (s)", ("cold_start_s",)),
+    ("import (s)", ("import_s",)),
+    ("peak RSS at c=80 (MiB)", ("peak_rss_mib",)),
+    ("burst seconds", ("burst", "seconds")),
+    ("burst quota bound (s)", ("burst", "quota_bound_seconds")),
+    ("burst / bound", ("burst", "ratio_to_bound")),
+    ("burst writes/cluster", ("burst", "writes_per_cluster")),
+    ("burst terminal failures", ("burst", "terminal_failures")),
+    ("burst redeliveries", ("burst", "redeliveries")),
+)
+
+
+def dig(data: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = data
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def table(results: dict[str, Any]) -> str:
+    seed = results["seed_flow"]
+    lines = [f"{'figure':<28} {'product':>10} {'seed':>10} {'product/seed':>13}", "-" * 64]
+    for label, path in ROWS:
+        mine, theirs = dig(results, path), dig(seed, path)
+        r = ratio(mine, theirs)
+        lines.append(f"{label:<28} {mine!s:>10} {theirs!s:>10} {'' if r is None else r:>13}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="small numbers, for trying the bench out")
+    parser.add_argument("--only", choices=("flows", "burst"), help="run one part only")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else Plan()
+    began = time.perf_counter()
+    stack = Emulators()
+    try:
+        env = stack.function_env()
+        apply_environment(env)
+        flows = {flow: measure_flow(stack, env, flow, plan) for flow in FLOWS} if args.only != "burst" else {}
+        bursts = measure_burst(stack, env, plan) if args.only != "flows" else {}
+    finally:
+        stack.stop()
+    results: dict[str, Any] = {"machine": machine(), "latency_ms": plan.latency_ms, "plan": asdict(plan)}
+    results.update(flows.get("product", {}))
+    results["burst"] = bursts.get("product", {})
+    results["seed_flow"] = {**flows.get("seed", {}), "burst": bursts.get("seed", {})}
+    results["ratios_product_over_seed"] = {
+        label: ratio(dig(results, path), dig(results["seed_flow"], path)) for label, path in ROWS
+    }
+    results["bench_seconds"] = round(time.perf_counter() - began, 1)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(table(results))
+    print(f"\n{results['machine']['cpu_model']} × {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
+          f"server threads {results.get('server_threads')}; bench took {results['bench_seconds']} s; "
+          f"written {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

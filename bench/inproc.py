@@ -1,0 +1,228 @@
+"""Measurements with the handler in this process: calls per event, critical path, CPU per event, burst.
+
+The process must already point at the stack (`env.apply_environment`) before anything here builds a
+handler: google-auth reads the metadata host at import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.env import Emulators
+from tests.support import eventarc_attributes, pubsub_envelope, sentinel_event
+
+Handler = Callable[[Mapping[str, Any], Any], str]
+SM_WRITES = ("CreateSecret", "UpdateSecret", "DeleteSecret", "AddSecretVersion", "DestroySecretVersion")
+
+
+def product_handler(env: Mapping[str, str]) -> Handler:
+    from pullsecret.handler import Adapter
+
+    adapter = Adapter.from_environment(env)
+
+    def handle(attributes: Mapping[str, Any], data: Any) -> str:
+        return adapter.handle(attributes, data).result
+
+    return handle
+
+
+def seed_handler(env: Mapping[str, str]) -> Handler:
+    from bench.seedflow import SeedFlow
+    from pullsecret import config
+
+    return SeedFlow(config.load(env)).handle
+
+
+FACTORIES: dict[str, Callable[[Mapping[str, str]], Handler]] = {"product": product_handler, "seed": seed_handler}
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """The function's log lines go to /dev/null (still formatted and written: that is part of its CPU)."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
+def deliver(handler: Handler, cluster_id: str) -> str:
+    return handler(eventarc_attributes(), pubsub_envelope(sentinel_event(cluster_id)))
+
+
+def diff_calls(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Calls made between two counter snapshots, as {"service.Method": n}."""
+    out: dict[str, int] = {}
+    for service, methods in after.items():
+        for method, n in methods.items():
+            delta = n - before.get(service, {}).get(method, 0)
+            if delta:
+                out[f"{service}.{method}"] = delta
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class PhaseFigures:
+    calls_per_event: float
+    by_method: dict[str, float]
+    critical_path_L: float  # noqa: N815 - the figure's name in the results
+    wall_ms: float
+
+
+def run_phase(stack: Emulators, handler: Handler, clusters: list[str], latency_ms: float) -> PhaseFigures:
+    """Deliver one event per cluster, sequentially; calls from the counters, wall time per event."""
+    before = stack.calls()
+    walls: list[float] = []
+    for cluster_id in clusters:
+        start = time.perf_counter()
+        result = deliver(handler, cluster_id)
+        walls.append(time.perf_counter() - start)
+        assert result in ("applied", "unchanged"), f"{cluster_id}: {result}"
+    calls = diff_calls(before, stack.calls())
+    n = len(clusters)
+    wall = sum(walls) / n
+    return PhaseFigures(
+        calls_per_event=round(sum(calls.values()) / n, 2),
+        by_method={k: round(v / n, 2) for k, v in calls.items()},
+        critical_path_L=round(wall * 1000 / latency_ms, 2) if latency_ms else 0.0,
+        wall_ms=round(wall * 1000, 1),
+    )
+
+
+def calls_and_critical_path(
+    stack: Emulators, handler: Handler, clusters: list[str], latency_ms: float
+) -> dict[str, PhaseFigures]:
+    """First provisioning, then steady state (content unchanged), each event alone, with latency L."""
+    stack.latency(latency_ms)
+    try:
+        with quiet():
+            first = run_phase(stack, handler, clusters, latency_ms)
+            steady = run_phase(stack, handler, clusters, latency_ms)
+    finally:
+        stack.latency(0)
+    return {"first": first, "steady": steady}
+
+
+def cpu_ms_per_event(handler: Handler, clusters: list[str], rounds: int) -> float:
+    """Process CPU time per event (all threads), steady state, L = 0, events one at a time."""
+    with quiet():
+        for cluster_id in clusters[:5]:
+            deliver(handler, cluster_id)
+        start = time.process_time()
+        for _ in range(rounds):
+            for cluster_id in clusters:
+                deliver(handler, cluster_id)
+        spent = time.process_time() - start
+    return round(spent * 1000 / (rounds * len(clusters)), 3)
+
+
+def cpu_ms_first(handler: Handler, clusters: list[str]) -> float:
+    """Process CPU time per first-provisioning event, L = 0."""
+    with quiet():
+        start = time.process_time()
+        for cluster_id in clusters:
+            deliver(handler, cluster_id)
+        spent = time.process_time() - start
+    return round(spent * 1000 / len(clusters), 3)
+
+
+def provision(handler: Handler, clusters: list[str], workers: int = 32) -> None:
+    """Bring clusters to steady state quickly (concurrently, L = 0), retrying transient failures."""
+
+    def one(cluster_id: str) -> None:
+        for _ in range(10):
+            try:
+                deliver(handler, cluster_id)
+                return
+            except Exception:  # noqa: BLE001 - setup: retry like a redelivery
+                time.sleep(0.2)
+        raise RuntimeError(f"could not provision {cluster_id}")
+
+    with quiet(), ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, clusters))
+
+
+# -- burst ------------------------------------------------------------------------------------
+@dataclass
+class BurstTally:
+    redeliveries: int = 0
+    terminal: int = 0
+    undelivered: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, **counts: int) -> None:
+        with self.lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+
+
+def deliver_until_acked(handler: Handler, cluster_id: str, tally: BurstTally, max_attempts: int = 30) -> None:
+    """Deliver like a Pub/Sub push subscription: an exception is a nack, redelivered after a backoff."""
+    backoff = 0.25
+    event = sentinel_event(cluster_id)
+    for attempt in range(max_attempts):
+        if attempt:
+            tally.add(redeliveries=1)
+        try:
+            result = handler(eventarc_attributes(), pubsub_envelope(event))
+        except Exception:  # noqa: BLE001 - any raise is a nack
+            time.sleep(backoff * random.uniform(0.5, 1.0))
+            backoff = min(backoff * 2, 4.0)
+            continue
+        if result == "terminal":
+            tally.add(terminal=1)
+        return
+    tally.add(undelivered=1)
+
+
+def burst(
+    stack: Emulators,
+    handler: Handler,
+    clusters: list[str],
+    *,
+    writes: int,
+    window_s: float,
+    concurrency: int,
+    latency_ms: float,
+) -> dict[str, Any]:
+    """Every cluster needs a new version at once; Secret Manager enforces `writes` per `window_s`."""
+    stack.latency(latency_ms)
+    stack.quota(writes, window_s)
+    before = stack.calls()
+    tally = BurstTally()
+    start = time.perf_counter()
+    try:
+        with quiet(), ThreadPoolExecutor(max_workers=concurrency) as pool:
+            list(pool.map(lambda cid: deliver_until_acked(handler, cid, tally), clusters))
+        seconds = time.perf_counter() - start
+        rejected = int(stack.quota_state().get("rejected", 0))
+    finally:
+        stack.quota(None, 60.0)
+        stack.latency(0)
+    calls = diff_calls(before, stack.calls())
+    write_calls = sum(n for k, n in calls.items() if k.split(".", 1)[1] in SM_WRITES and k.startswith("secretmanager"))
+    accepted = write_calls - rejected
+    rate = writes / window_s
+    return {
+        "clusters": len(clusters),
+        "seconds": round(seconds, 2),
+        # The lower bound: one write (AddSecretVersion) per cluster at the quota's rate.
+        "quota_bound_seconds": round(len(clusters) / rate, 2),
+        # The bound for the writes this flow chose to make (accepted writes at the quota's rate).
+        "own_writes_bound_seconds": round(accepted / rate, 2),
+        "ratio_to_bound": round(seconds / (len(clusters) / rate), 2),
+        "terminal_failures": tally.terminal + tally.undelivered,
+        "redeliveries": tally.redeliveries,
+        "writes_accepted": accepted,
+        "writes_per_cluster": round(accepted / len(clusters), 2),
+        "writes_rejected": rejected,
+        "quota": {"writes": writes, "window_s": window_s, "writes_per_s": rate},
+        "concurrency": concurrency,
+        "latency_ms": latency_ms,
+        "calls": calls,
+    }
