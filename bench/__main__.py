@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import inproc, server
-from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment
+from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment, source_version
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
 FLOWS = ("product", "seed")
@@ -113,7 +113,13 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
         tput: dict[str, dict[str, float]] = {}
         for concurrency in CONCURRENCY:
             log(f"{flow}: throughput at concurrency {concurrency}")
-            tput[str(concurrency)] = server.throughput(srv.url, tp_ids, concurrency, plan.throughput_seconds)
+            pids = srv.pids()
+            cpu_before = (server.cpu_seconds(pids), server.cpu_seconds([stack.proc.pid]), time.perf_counter())
+            figures = server.throughput(srv.url, tp_ids, concurrency, plan.throughput_seconds)
+            elapsed = time.perf_counter() - cpu_before[2]
+            figures["function_cpu_util"] = round((server.cpu_seconds(pids) - cpu_before[0]) / elapsed, 2)
+            figures["emulators_cpu_util"] = round((server.cpu_seconds([stack.proc.pid]) - cpu_before[1]) / elapsed, 2)
+            tput[str(concurrency)] = figures
         rss = srv.peak_rss_mib()
     finally:
         stack.latency(0)
@@ -147,7 +153,7 @@ def measure_burst(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str
     log(f"burst: seeding and provisioning {len(ids)} clusters")
     stack.seed_clusters(ids)
     inproc.provision(inproc.product_handler(env), ids)
-    rotated = {**env, "PULL_SECRET_SOURCE": env["PULL_SECRET_SOURCE"].replace("platform-pull-secret", ROTATED_SOURCE_SECRET)}
+    rotated = {**env, "PULL_SECRET_SOURCE": source_version(ROTATED_SOURCE_SECRET)}
     out: dict[str, dict[str, Any]] = {}
     for flow in FLOWS:
         log(f"burst: {flow}")
@@ -233,9 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
-    print(f"\n{results['machine']['cpu_model']} × {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
-          f"server threads {results.get('server_threads')}; bench took {results['bench_seconds']} s; "
-          f"written {RESULTS.relative_to(ROOT)}")
+    print(
+        f"\n{results['machine']['cpu_model']} x {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
+        f"server threads {results.get('server_threads')}; bench took {results['bench_seconds']} s; "
+        f"written {RESULTS.relative_to(ROOT)}"
+    )
     return 0
 
 

@@ -70,7 +70,7 @@ def diff_calls(before: dict[str, dict[str, int]], after: dict[str, dict[str, int
 class PhaseFigures:
     calls_per_event: float
     by_method: dict[str, float]
-    critical_path_L: float  # noqa: N815 - the figure's name in the results
+    critical_path_L: float
     wall_ms: float
 
 

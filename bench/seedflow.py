@@ -96,7 +96,9 @@ class SeedFlow:
             self.sm.create_secret(
                 parent=f"projects/{project}",
                 secret_id=secret_id,
-                secret=types.Secret(replication=types.Replication(automatic=types.Replication.Automatic()), labels=labels),
+                secret=types.Secret(
+                    replication=types.Replication(automatic=types.Replication.Automatic()), labels=labels
+                ),
             )
         added = self.sm.add_secret_version(parent=name, payload=types.SecretPayload(data=content))
         latest = self.sm.access_secret_version(name=f"{name}/versions/latest")
@@ -117,7 +119,9 @@ class SeedFlow:
         conf.api_key["authorization"] = f"Bearer {self.identity.token()}"
         return CoreV1Api(ApiClient(conf)), ca_file
 
-    def apply(self, placement: preconditions.Placement, name: str, cluster_id: str, content: bytes, version: str) -> None:
+    def apply(
+        self, placement: preconditions.Placement, name: str, cluster_id: str, content: bytes, version: str
+    ) -> None:
         from kubernetes.client.exceptions import ApiException
 
         api, ca_file = self.kube_api()
@@ -126,7 +130,11 @@ class SeedFlow:
             body: dict[str, Any] = {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": {"name": name, "namespace": namespace, "annotations": {"hyperfleet.io/gcp-secret-path": version}},
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": {"hyperfleet.io/gcp-secret-path": version},
+                },
                 "type": "kubernetes.io/dockerconfigjson",
                 "data": {KEY: base64.b64encode(content).decode()},
             }

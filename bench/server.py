@@ -1,6 +1,6 @@
 """One function process served as on Cloud Run: functions-framework → gunicorn gthread worker.
 
-functions-framework runs gunicorn (1 worker, `THREADS` threads; default 4 × CPUs) unless --debug.
+functions-framework runs gunicorn (1 worker, `THREADS` threads; default 4 x CPUs) unless --debug.
 The deployment sets `max_instance_request_concurrency` (terraform/variables.tf); the bench runs the
 server with that many threads so each admitted request has a thread, as Cloud Run would send them.
 """
@@ -8,11 +8,13 @@ server with that many threads so each admitted request has a thread, as Cloud Ru
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +47,7 @@ def free_port() -> int:
 def server_env(function_env: dict[str, str], threads: int, port: int) -> dict[str, str]:
     return {
         "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
-        "HOME": "/tmp",
+        "HOME": tempfile.gettempdir(),
         "PYTHONPATH": str(ROOT),
         **function_env,
         "THREADS": str(threads),
@@ -177,7 +179,7 @@ def import_seconds(flow: str, function_env: dict[str, str], repeat: int = 3) -> 
 
 
 def import_top(flow: str, function_env: dict[str, str], top: int = 12) -> list[tuple[str, float]]:
-    """The slowest top-level packages by cumulative import time (`python -X importtime`), in seconds."""
+    """Import time by top-level package (self times summed, `python -X importtime`), in seconds."""
     env = server_env(function_env, 1, 0)
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {IMPORTS[flow]}"],
@@ -189,9 +191,22 @@ def import_top(flow: str, function_env: dict[str, str], top: int = 12) -> list[t
     )
     totals: dict[str, float] = {}
     for line in done.stderr.splitlines():
-        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
-        if match and len(match.group(2)) <= 1:  # top level: nothing indented under another import
-            package = match.group(3).split(".")[0]
+        match = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
+        if match:
+            package = match.group(2).split(".")[0]
             totals[package] = totals.get(package, 0.0) + int(match.group(1)) / 1e6
     ranked = sorted(totals.items(), key=lambda kv: kv[1], reverse=True)[:top]
     return [(name, round(seconds, 3)) for name, seconds in ranked]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of processes (all their threads), from /proc/PID/stat."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
