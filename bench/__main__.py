@@ -109,18 +109,10 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     srv = server.start(flow, env, threads)
     try:
         cold = server.cold_start(srv, tp_ids[0])
+        server.warm(srv.url, tp_ids, threads)
         stack.latency(plan.latency_ms)
-        tput: dict[str, dict[str, float]] = {}
-        for concurrency in CONCURRENCY:
-            log(f"{flow}: throughput at concurrency {concurrency}")
-            pids = srv.pids()
-            cpu_before = (server.cpu_seconds(pids), server.cpu_seconds([stack.proc.pid]), time.perf_counter())
-            figures = server.throughput(srv.url, tp_ids, concurrency, plan.throughput_seconds)
-            elapsed = time.perf_counter() - cpu_before[2]
-            figures["function_cpu_util"] = round((server.cpu_seconds(pids) - cpu_before[0]) / elapsed, 2)
-            figures["emulators_cpu_util"] = round((server.cpu_seconds([stack.proc.pid]) - cpu_before[1]) / elapsed, 2)
-            tput[str(concurrency)] = figures
-        rss = srv.peak_rss_mib()
+        tput = {str(c): throughput_at(stack, srv, tp_ids, c, plan.throughput_seconds) for c in CONCURRENCY}
+        memory = srv.memory_mib()
     finally:
         stack.latency(0)
         srv.stop()
@@ -138,12 +130,34 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
         "throughput_eps": {k: v["eps"] for k, v in tput.items()},
         "throughput_detail": tput,
         "server_threads": threads,
-        "cold_start_s": round(cold, 3),
+        "cold_start_s": cold["first_event_s"],
+        "cold_start_listening_s": cold["listening_s"],
         "import_s": import_s,
         "import_top_s": top,
-        "peak_rss_mib": rss["total"],
-        "peak_rss_by_process_mib": rss,
+        "peak_rss_mib": memory["worker_vmhwm"],
+        "memory_mib": memory,
     }
+
+
+def throughput_at(
+    stack: Emulators, srv: server.Server, clusters: list[str], concurrency: int, seconds: float
+) -> dict[str, Any]:
+    """Events per second at one concurrency, with the CPU each party used and the calls per event."""
+    log(f"throughput at concurrency {concurrency}")
+    pids = srv.pids()
+    calls_before = stack.calls()
+    cpu_before = (server.cpu_seconds(pids), server.cpu_seconds([stack.proc.pid]), time.process_time())
+    began = time.perf_counter()
+    figures: dict[str, Any] = dict(server.throughput(srv.url, clusters, concurrency, seconds))
+    elapsed = time.perf_counter() - began
+    events = max(figures["eps"] * elapsed, 1.0)
+    calls = inproc.diff_calls(calls_before, stack.calls())
+    figures["calls_per_event"] = round(sum(calls.values()) / events, 2)
+    figures["function_cpu_util"] = round((server.cpu_seconds(pids) - cpu_before[0]) / elapsed, 2)
+    figures["function_cpu_ms_per_event"] = round((server.cpu_seconds(pids) - cpu_before[0]) * 1000 / events, 2)
+    figures["emulators_cpu_util"] = round((server.cpu_seconds([stack.proc.pid]) - cpu_before[1]) / elapsed, 2)
+    figures["load_generator_cpu_util"] = round((time.process_time() - cpu_before[2]) / elapsed, 2)
+    return figures
 
 
 def measure_burst(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, dict[str, Any]]:
@@ -185,8 +199,11 @@ ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("CPU ms/event first", ("cpu_ms_per_event_first",)),
     *((f"events/s at concurrency {c}", ("throughput_eps", str(c))) for c in CONCURRENCY),
     ("cold start (s)", ("cold_start_s",)),
+    ("  of which listening (s)", ("cold_start_listening_s",)),
     ("import (s)", ("import_s",)),
-    ("peak RSS at c=80 (MiB)", ("peak_rss_mib",)),
+    ("peak RSS worker c=80 (MiB)", ("peak_rss_mib",)),
+    ("PSS arbiter+worker (MiB)", ("memory_mib", "pss_sum")),
+    ("server CPU ms/event c=80", ("throughput_detail", "80", "function_cpu_ms_per_event")),
     ("burst seconds", ("burst", "seconds")),
     ("burst quota bound (s)", ("burst", "quota_bound_seconds")),
     ("burst / bound", ("burst", "ratio_to_bound")),

@@ -76,15 +76,26 @@ class Server:
             found += [int(p) for p in path.read_text().split()]
         return found
 
-    def peak_rss_mib(self) -> dict[str, float]:
-        """VmHWM (peak resident set) of every process of the server, and their sum."""
-        out: dict[str, float] = {}
-        for pid in self.pids():
-            match = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
-            if match:
-                out[str(pid)] = round(int(match.group(1)) / 1024, 1)
-        out["total"] = round(sum(out.values()), 1)
-        return out
+    def memory_mib(self) -> dict[str, float]:
+        """Peak RSS (VmHWM) of the arbiter and the worker, and the proportional set size (Pss) of both now.
+
+        The worker inherits the arbiter's pages copy-on-write, so the VmHWM sum counts shared pages
+        twice; the Pss sum is what the instance's memory holds for the two processes.
+        """
+        pids = self.pids()
+        hwm = [_kib(pid, "status", "VmHWM") for pid in pids]
+        pss = [_kib(pid, "smaps_rollup", "Pss") for pid in pids]
+        return {
+            "arbiter_vmhwm": round(hwm[0] / 1024, 1),
+            "worker_vmhwm": round(max(hwm[1:], default=0) / 1024, 1),
+            "vmhwm_sum": round(sum(hwm) / 1024, 1),
+            "pss_sum": round(sum(pss) / 1024, 1),
+        }
+
+
+def _kib(pid: int, table: str, key: str) -> int:
+    match = re.search(rf"^{key}:\s+(\d+) kB", Path(f"/proc/{pid}/{table}").read_text(), re.M)
+    return int(match.group(1)) if match else 0
 
 
 def start(flow: str, function_env: dict[str, str], threads: int) -> Server:
@@ -119,16 +130,35 @@ def post(session: requests.Session, url: str, cluster_id: str) -> int:
     return response.status_code
 
 
-def cold_start(server: Server, cluster_id: str, limit_s: float = 30.0) -> float:
-    """Seconds from process spawn until the first event is answered 200."""
+def cold_start(server: Server, cluster_id: str, limit_s: float = 30.0) -> dict[str, float]:
+    """Seconds from process spawn until the server accepts a connection, and until the first event is answered 200."""
     session = requests.Session()
+    listening: float | None = None
     while time.perf_counter() - server.started < limit_s:
         try:
-            if post(session, server.url, cluster_id) == 200:
-                return time.perf_counter() - server.started
-        except requests.ConnectionError:
-            time.sleep(0.005)
-    raise RuntimeError("the function did not answer within the limit")
+            with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1].strip("/"))), timeout=1):
+                listening = time.perf_counter() - server.started
+            break
+        except OSError:
+            time.sleep(0.002)
+    if listening is None:
+        raise RuntimeError("the function did not listen within the limit")
+    code = post(session, server.url, cluster_id)
+    if code != 200:
+        raise RuntimeError(f"the first event was answered {code}")
+    return {"listening_s": round(listening, 3), "first_event_s": round(time.perf_counter() - server.started, 3)}
+
+
+def warm(url: str, clusters: list[str], concurrency: int) -> None:
+    """One event per cluster, so the process has seen every cluster once (per-process caches warm)."""
+
+    def one(cluster_id: str) -> int:
+        return post(requests.Session(), url, cluster_id)
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        codes = list(pool.map(one, clusters))
+    if any(code != 200 for code in codes):
+        raise RuntimeError(f"warm-up answers: {sorted(set(codes))}")
 
 
 def throughput(url: str, clusters: list[str], concurrency: int, seconds: float) -> dict[str, float]:
