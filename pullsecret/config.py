@@ -19,6 +19,7 @@ GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]
 PROJECT_ID_RE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 HOSTPORT_RE = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
+TOPIC_RE = re.compile(r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$")
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
@@ -56,6 +57,10 @@ class Settings:
     retry_deadline_s: float = 60.0
     deletion_policy: str = "DELETE"
     retain_versions: int = 3
+    version_check_interval_s: float = 3600.0
+    merge_canonical_registries: bool = False
+    adapter_topic: str | None = None
+    rotation_publish_rate: float = 20.0
 
     @property
     def status_path_method(self) -> str:
@@ -178,6 +183,13 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     if policy not in DELETION_POLICIES:
         raise ConfigError(f"DELETION_POLICY must be one of {DELETION_POLICIES}, got {policy!r}")
 
+    canonical = (_get(env, "MERGE_CANONICAL_REGISTRIES") or "false").lower()
+    if canonical not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(f"MERGE_CANONICAL_REGISTRIES must be true or false, got {canonical!r}")
+    topic = _get(env, "ADAPTER_TOPIC")
+    if topic is not None and not TOPIC_RE.match(topic):
+        raise ConfigError(f"ADAPTER_TOPIC must be projects/P/topics/T, got {topic!r}")
+
     return Settings(
         hyperfleet_api_url=url.rstrip("/"),
         hyperfleet_api_token_file=token_file,
@@ -206,4 +218,8 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         retry_deadline_s=_number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
         deletion_policy=policy,
         retain_versions=int(_number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
+        version_check_interval_s=_number(env, "VERSION_CHECK_INTERVAL", 3600.0, minimum=0, maximum=7 * 86400),
+        merge_canonical_registries=canonical in ("true", "1", "yes"),
+        adapter_topic=topic,
+        rotation_publish_rate=_number(env, "ROTATION_PUBLISH_RATE", 20.0, minimum=0.1, maximum=1000),
     )

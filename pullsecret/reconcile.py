@@ -7,16 +7,17 @@ live Secret) → Kubernetes apply → status report. Independent calls overlap o
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import re
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import dockerconfig, preconditions, status
+from pullsecret import dockerconfig, kubesecret, lineage, preconditions, secretstore, status
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import MergeResult, PullSecret
-from pullsecret.errors import TerminalError
+from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.kubesecret import label_value as kube_label
@@ -101,11 +102,7 @@ class Reconciler:
                 log.info(f"preconditions not met: {decision.message}", operation="preconditions")
                 return self._report(cluster_id, "skipped", status.preconditions_not_met(generation, decision.message))
             if isinstance(decision, preconditions.Deleting):
-                return self._report(
-                    cluster_id,
-                    "skipped",
-                    status.deletion_pending(generation, "the cluster is being deleted; provisioning stopped"),
-                )
+                return self._finalize(cluster_id, decision, deadline)
             return self._provision(cluster_id, cluster, decision, deadline)
         except TerminalError as exc:
             log.error(
@@ -152,9 +149,8 @@ class Reconciler:
             )
         return merged
 
-    def _provision(
-        self, cluster_id: str, cluster: dict[str, Any], act: preconditions.Act, deadline: Deadline
-    ) -> Outcome:
+    def names(self, cluster_id: str) -> tuple[str, str]:
+        """(Secret Manager secret id, Kubernetes Secret name) of a cluster; raises InvalidCluster."""
         settings = self.settings
         secret_id = settings.secret_id_template.format(cluster_id=cluster_id)
         if not _SECRET_ID.match(secret_id):
@@ -166,6 +162,63 @@ class Reconciler:
             raise preconditions.InvalidCluster(
                 f"cluster id {cluster_id[:80]!r} cannot form a Kubernetes Secret name (lowercase DNS subdomain)"
             )
+        return secret_id, kube_name
+
+    def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:
+        """Deletion: our Kubernetes Secret first, then the Secret Manager secret per DELETION_POLICY.
+
+        Idempotent: what is already gone counts as done, so a repeat reports Finalized=True again.
+        Objects that are not ours (no managed-by=hyperfleet) are left in place and named in `data`.
+        """
+        settings = self.settings
+        secret_id, kube_name = self.names(cluster_id)
+        data: dict[str, Any] = {"deletion_policy": settings.deletion_policy}
+        placement = deleting.placement
+        if placement is None:
+            data["kubernetes_cleanup"] = "placement unknown; nothing to delete"
+        else:
+            bind(management_cluster=placement.management_cluster)
+            data.update(
+                management_cluster=placement.management_cluster,
+                kubernetes_namespace=placement.namespace,
+                kubernetes_secret_name=kube_name,
+            )
+            api = self.clusters.api_for(placement.management_cluster, deadline)
+            with log.step("kubernetes.delete_secret", namespace=placement.namespace, name=kube_name) as fields:
+                try:
+                    deleted = self.kube.delete(api, placement.namespace, kube_name, deadline)
+                    data["kubernetes_cleanup"] = "deleted" if deleted else "absent"
+                except kubesecret.OwnershipConflict as exc:
+                    log.warning(exc.message, operation="kubernetes.delete_secret")
+                    data["kubernetes_cleanup"] = "not managed by hyperfleet; left in place"
+                fields["result"] = data["kubernetes_cleanup"]
+        if deleting.project_id is None:
+            data["secretmanager_cleanup"] = "no GCP project known; nothing to delete"
+        else:
+            data["secret_name"] = f"projects/{deleting.project_id}/secrets/{secret_id}"
+            with log.step("secretmanager.delete_secret", secret_id=secret_id, policy=settings.deletion_policy) as f:
+                try:
+                    data["secretmanager_cleanup"] = self.store.delete_secret(
+                        project=deleting.project_id,
+                        secret_id=secret_id,
+                        policy=settings.deletion_policy,
+                        deadline=deadline,
+                    )
+                except secretstore.OwnershipConflict as exc:
+                    log.warning(exc.message, operation="secretmanager.delete_secret")
+                    data["secretmanager_cleanup"] = "not managed by hyperfleet; left in place"
+                f["result"] = data["secretmanager_cleanup"]
+        message = (
+            f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
+            f"Secret Manager secret {data['secretmanager_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
+        )
+        return self._report(cluster_id, "finalized", status.finalized(deleting.generation, message, data))
+
+    def _provision(
+        self, cluster_id: str, cluster: dict[str, Any], act: preconditions.Act, deadline: Deadline
+    ) -> Outcome:
+        settings = self.settings
+        secret_id, kube_name = self.names(cluster_id)
         placement = act.placement
         bind(management_cluster=placement.management_cluster)
 
@@ -224,15 +277,89 @@ class Reconciler:
             },
             created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
         )
+        if not stored.written and self._recorded_version_unusable(stored.version_name, live, desired, deadline):
+            log.warning(
+                f"Secret Manager version {stored.version_name} is disabled or destroyed; writing a fresh version",
+                operation="secretmanager.store",
+            )
+            with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id, repair=True) as fields:
+                stored = self.store.store(
+                    project=act.project_id,
+                    secret_id=secret_id,
+                    secret=merged.secret,
+                    generation=act.generation,
+                    labels=secret_labels(
+                        adapter=settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_name
+                    ),
+                    deadline=deadline,
+                    replace_version=stored.version_name,
+                )
+                fields.update(written=stored.written, stale=stored.stale)
+            if stored.stale:
+                return self._report(cluster_id, "stale", status.stale(act.generation, stored.recorded_generation, data))
+            desired = dataclasses.replace(desired, source_version=stored.version_name)
+            data["secret_version"] = stored.version_name
+            data["repaired"] = "secret_manager_version"
         with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
             applied = self.kube.apply(api, desired, deadline, live, read_first=False)
             fields.update(written=applied.written, stale=applied.stale)
         data["kubernetes_resource_version"] = applied.resource_version
         if applied.stale:
             return self._report(cluster_id, "stale", status.stale(act.generation, applied.recorded_generation, data))
+        if applied.written and not stored.written and live is not None:
+            data.setdefault("repaired", "kubernetes_secret")
+        elif applied.written and live is None and not stored.written:
+            data.setdefault("repaired", "kubernetes_secret_recreated")
+        data["lineage"] = lineage.report(
+            stored.lineage, secret_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+        )
+        if stored.written:
+            data["retention"] = self._retention(stored.version_name, desired.source_version)
         changed = stored.written or applied.written
         return self._report(
             cluster_id,
             "applied" if changed else "unchanged",
             status.provisioned(act.generation, changed=changed, data=data),
         )
+
+    def _recorded_version_unusable(
+        self, version_name: str, live: dict[str, Any] | None, desired: DesiredSecret, deadline: Deadline
+    ) -> bool:
+        """Drift check of the recorded Secret Manager version, without a call in steady state.
+
+        The version's state is read (one AccessSecretVersion) when the Kubernetes Secret is about to be
+        written (it must not point at a dead version), and otherwise at most once per
+        VERSION_CHECK_INTERVAL per version per process (0: only on writes).
+        """
+        if live is None or kubesecret.differs(live, desired):
+            max_age: float | None = None
+        elif self.settings.version_check_interval_s > 0:
+            max_age = self.settings.version_check_interval_s
+        else:
+            return False
+        with log.step("secretmanager.check_version") as fields:
+            usable = self.store.version_usable(version_name, deadline, max_age_s=max_age)
+            fields["usable"] = usable
+        return not usable
+
+    def _retention(self, version_name: str, kubernetes_points_at: str) -> dict[str, Any]:
+        """Best effort after a successful write: failures are logged, the next write tries again.
+
+        Runs after the Kubernetes apply succeeded, so the Secret points at `kubernetes_points_at` now;
+        that version is never destroyed, whatever its age.
+        """
+        protected = {version_name, kubernetes_points_at}
+        secret_name = version_name.rsplit("/versions/", 1)[0]
+        try:
+            with log.step("secretmanager.retention", keep=self.settings.retain_versions) as fields:
+                result = self.store.apply_retention(
+                    secret_name,
+                    keep=self.settings.retain_versions,
+                    protected=protected,
+                    deadline=Deadline(min(10.0, self.settings.retry_deadline_s)),
+                )
+                fields["destroyed"] = len(result.destroyed)
+        except AdapterError as exc:
+            log.warning(f"version retention skipped: {exc.message}", operation="secretmanager.retention")
+            return {"keep": self.settings.retain_versions, "error": exc.reason}
+        return {"keep": self.settings.retain_versions, "destroyed": list(result.destroyed)}

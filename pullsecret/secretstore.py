@@ -17,14 +17,14 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import google_crc32c
 from google.api_core import exceptions as gexc
 from google.protobuf import field_mask_pb2
 
-from pullsecret import retrying
+from pullsecret import lineage, retrying
 from pullsecret.dockerconfig import PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.retrying import Deadline
@@ -34,6 +34,7 @@ A_GENERATION = "hyperfleet-generation"
 A_VERSION = "hyperfleet-version"
 A_CLAIM = "hyperfleet-claim"
 CLAIM_LEASE_S = 30.0
+CHECKED_CACHE_MAX = 50_000
 SERVICE = "secretmanager"
 
 _LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
@@ -65,6 +66,7 @@ class StoreResult:
     written: bool  # a new version was added by this call
     stale: bool = False  # a newer generation is recorded; nothing was written
     recorded_generation: int = 0
+    lineage: dict[str, Any] = field(default_factory=dict)  # see pullsecret.lineage
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,7 @@ class SecretStore:
         self._kms_key = kms_key
         self._source_ttl_s = source_ttl_s
         self._source_cache: dict[str, tuple[float, bytes]] = {}
+        self._checked: dict[str, float] = {}  # version name -> monotonic time it was last seen ENABLED
 
     # -- plumbing ------------------------------------------------------------------------------
     def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
@@ -191,8 +194,13 @@ class SecretStore:
         generation: int,
         labels: dict[str, str],
         deadline: Deadline,
+        replace_version: str | None = None,
     ) -> StoreResult:
-        """Ensure the secret and a version with `secret`'s content; raises Terminal/TransientError."""
+        """Ensure the secret and a version with `secret`'s content; raises Terminal/TransientError.
+
+        `replace_version`: the recorded version is unusable (disabled or destroyed by hand), so equal
+        content still gets a fresh version, unless another delivery already recorded a different one.
+        """
         from google.cloud.secretmanager_v1 import types
 
         name = f"projects/{project}/secrets/{secret_id}"
@@ -226,12 +234,26 @@ class SecretStore:
             annotations = dict(current.annotations)
             recorded_generation = _int(annotations.get(A_GENERATION))
             recorded_version = annotations.get(A_VERSION)
+            recorded_lineage = lineage.decode(annotations.get(lineage.A_LINEAGE))
             if recorded_generation > generation:
                 return StoreResult(
-                    recorded_version or "", written=False, stale=True, recorded_generation=recorded_generation
+                    recorded_version or "",
+                    written=False,
+                    stale=True,
+                    recorded_generation=recorded_generation,
+                    lineage=recorded_lineage,
                 )
-            if annotations.get(A_FINGERPRINT) == fingerprint and recorded_version:
-                return StoreResult(recorded_version, written=False, recorded_generation=recorded_generation)
+            if (
+                annotations.get(A_FINGERPRINT) == fingerprint
+                and recorded_version
+                and recorded_version != replace_version
+            ):
+                return StoreResult(
+                    recorded_version,
+                    written=False,
+                    recorded_generation=recorded_generation,
+                    lineage=recorded_lineage,
+                )
             claim = Claim.decode(annotations.get(A_CLAIM))
             now = time.time()
             if claimed_etag is None and claim is not None and claim.live(now):
@@ -345,7 +367,20 @@ class SecretStore:
         except (gexc.NotFound, gexc.FailedPrecondition) as exc:
             raise TransientError(f"add version to secret {secret_id}: {type(exc).__name__}", service=SERVICE) from None
         self.verify(version.name, data, deadline)
+        self._remember_usable(version.name)
         annotations.pop(A_CLAIM, None)
+        advanced = lineage.advance(
+            lineage.decode(annotations.get(lineage.A_LINEAGE)),
+            fingerprints=secret.registry_fingerprints(),
+            version_name=version.name,
+            previous_version=annotations.get(A_VERSION),
+            now=int(time.time()),
+        )
+        encoded = lineage.encode(advanced)
+        if encoded is None:
+            annotations.pop(lineage.A_LINEAGE, None)
+        else:
+            annotations[lineage.A_LINEAGE] = encoded
         annotations.update({A_FINGERPRINT: secret.fingerprint, A_GENERATION: str(generation), A_VERSION: version.name})
         try:
             self._call(
@@ -363,7 +398,9 @@ class SecretStore:
                 reason="WriteInProgress",
                 service=SERVICE,
             ) from None
-        return StoreResult(version.name, written=True, recorded_generation=generation)
+        return StoreResult(
+            version.name, written=True, recorded_generation=generation, lineage=advanced if encoded else {}
+        )
 
     def _release_claim(self, secret_name: str, annotations: dict[str, str], etag: str) -> None:
         """Best effort: drop our claim; if this fails too, the lease (CLAIM_LEASE_S) frees it."""
@@ -396,3 +433,198 @@ class SecretStore:
                 reason="VerificationFailed",
                 service=SERVICE,
             )
+
+    # -- drift, retention and deletion ---------------------------------------------------------
+    def version_usable(self, version_name: str, deadline: Deadline, *, max_age_s: float | None) -> bool:
+        """True when the version is ENABLED (checked at most every `max_age_s` per process; None forces).
+
+        Uses AccessSecretVersion (the 90,000/min access quota, not the 600/min read quota): a
+        disabled or destroyed version answers FAILED_PRECONDITION, a missing one NOT_FOUND.
+        Raises TransientError / TerminalError for other failures.
+        """
+        now = time.monotonic()
+        checked = self._checked.get(version_name)
+        if max_age_s is not None and checked is not None and now - checked < max_age_s:
+            return True
+        try:
+            self._call(f"check {version_name}", deadline, self._client.access_secret_version, name=version_name)
+        except (gexc.NotFound, gexc.FailedPrecondition):
+            self._checked.pop(version_name, None)
+            return False
+        self._remember_usable(version_name)
+        return True
+
+    def _remember_usable(self, version_name: str) -> None:
+        if len(self._checked) >= CHECKED_CACHE_MAX:
+            self._checked.clear()  # crude bound; a cleared entry costs one extra read, never a wrong answer
+        self._checked[version_name] = time.monotonic()
+
+    def apply_retention(
+        self, secret_name: str, *, keep: int, protected: set[str], deadline: Deadline
+    ) -> RetentionResult:
+        """Destroy versions older than the newest `keep` enabled ones, never one in `protected`.
+
+        With a `version_destroy_ttl` on the secret the service only schedules destruction (the version
+        is disabled until then); versions already scheduled are left alone. Raises TransientError /
+        TerminalError when listing fails; a single destroy that fails is skipped (the next write retries).
+        """
+        from google.cloud.secretmanager_v1 import types
+
+        what = f"list versions of {secret_name}"
+        pager = self._call(
+            what,
+            deadline,
+            self._client.list_secret_versions,
+            request=types.ListSecretVersionsRequest(parent=secret_name, page_size=100),
+        )
+        versions = list(pager)
+        # Newest first, whatever order the answer had (version ids are increasing integers).
+        versions.sort(key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
+        enabled = types.SecretVersion.State.ENABLED
+        destroyed_state = types.SecretVersion.State.DESTROYED
+        protected_ids = {p.rsplit("/", 1)[-1] for p in protected if p}
+        kept = 0
+        destroyed: list[str] = []
+        for version in versions:
+            number = version.name.rsplit("/", 1)[-1]
+            if version.state == destroyed_state or _has_schedule(version):
+                continue
+            if number in protected_ids:
+                kept += version.state == enabled
+                continue
+            if kept < keep:
+                # Inside the window: keep enabled versions; leave disabled ones (someone disabled them on
+                # purpose, and they are not older than what we keep).
+                kept += version.state == enabled
+                continue
+            try:
+                self._call(
+                    f"destroy {version.name}",
+                    deadline,
+                    self._client.destroy_secret_version,
+                    request=types.DestroySecretVersionRequest(name=version.name, etag=version.etag),
+                )
+            except (gexc.FailedPrecondition, gexc.NotFound):
+                continue  # changed or destroyed concurrently
+            except (TransientError, TerminalError):
+                continue
+            destroyed.append(number)
+            self._checked.pop(version.name, None)
+        return RetentionResult(kept=kept, destroyed=tuple(destroyed))
+
+    def delete_secret(self, *, project: str, secret_id: str, policy: str, deadline: Deadline) -> str:
+        """Apply the deletion policy to the cluster's secret; returns what happened (for the status).
+
+        DELETE: delete with the secret's etag, only if labelled managed-by=hyperfleet. DISABLE: disable
+        every enabled version. RETAIN: touch nothing. Raises OwnershipConflict (foreign secret, DELETE or
+        DISABLE), TransientError, TerminalError.
+        """
+        from google.cloud.secretmanager_v1 import types
+
+        name = f"projects/{project}/secrets/{secret_id}"
+        if policy == "RETAIN":
+            return "retained"
+        for _ in range(5):
+            try:
+                current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+            except gexc.NotFound:
+                return "absent"
+            except gexc.FailedPrecondition as exc:
+                raise from_google(exc, service=SERVICE, what=f"get secret {secret_id}") from None
+            if current.labels.get("managed-by") != "hyperfleet":
+                raise OwnershipConflict(
+                    f"Secret Manager secret {secret_id} in project {project} is not labelled managed-by=hyperfleet; "
+                    "not deleting or disabling it",
+                    service=SERVICE,
+                )
+            if policy == "DISABLE":
+                return self._disable_all(current.name, secret_id, deadline)
+            try:
+                self._call(
+                    f"delete secret {secret_id}",
+                    deadline,
+                    self._client.delete_secret,
+                    request=types.DeleteSecretRequest(name=current.name, etag=current.etag),
+                )
+            except gexc.NotFound:
+                return "absent"
+            except (gexc.FailedPrecondition, gexc.Aborted):
+                continue  # changed since we read it (etag): read again and decide again
+            self._checked.clear()
+            return "deleted"
+        raise TransientError(
+            f"delete secret {secret_id}: it kept changing while deleting", reason="WriteConflict", service=SERVICE
+        )
+
+    def _disable_all(self, secret_name: str, secret_id: str, deadline: Deadline) -> str:
+        from google.cloud.secretmanager_v1 import types
+
+        pager = self._call(
+            f"list versions of secret {secret_id}",
+            deadline,
+            self._client.list_secret_versions,
+            request=types.ListSecretVersionsRequest(parent=secret_name, filter="state:ENABLED", page_size=100),
+        )
+        count = 0
+        for version in list(pager):
+            try:
+                self._call(
+                    f"disable {version.name}",
+                    deadline,
+                    self._client.disable_secret_version,
+                    request=types.DisableSecretVersionRequest(name=version.name, etag=version.etag),
+                )
+            except (gexc.FailedPrecondition, gexc.NotFound):
+                raise TransientError(
+                    f"disable {version.name}: it changed while disabling", reason="WriteConflict", service=SERVICE
+                ) from None
+            self._checked.pop(version.name, None)
+            count += 1
+        return f"disabled {count} version(s)" if count else "all versions disabled"
+
+    def describe(self, *, project: str, secret_id: str, deadline: Deadline) -> dict[str, Any] | None:
+        """Metadata of the cluster's secret and its versions, never a payload (for `inspect`)."""
+        name = f"projects/{project}/secrets/{secret_id}"
+        try:
+            secret = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+        except gexc.NotFound:
+            return None
+        pager = self._call(
+            f"list versions of secret {secret_id}", deadline, self._client.list_secret_versions, parent=name
+        )
+        versions = sorted(pager, key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
+        return {
+            "name": secret.name,
+            "labels": dict(secret.labels),
+            "annotations": {k: v for k, v in secret.annotations.items() if k != A_CLAIM},
+            "versions": [
+                {
+                    "name": v.name,
+                    "state": v.state.name,
+                    "create_time": _iso(v.create_time),
+                }
+                for v in versions
+            ],
+        }
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(value.isoformat())
+    except AttributeError:
+        return str(value)
+
+
+def _has_schedule(version: Any) -> bool:
+    try:
+        return "scheduled_destroy_time" in version and bool(version.scheduled_destroy_time)
+    except TypeError:
+        return bool(getattr(version, "scheduled_destroy_time", None))
+
+
+@dataclass(frozen=True)
+class RetentionResult:
+    kept: int
+    destroyed: tuple[str, ...]  # version ids destroyed (or scheduled for destruction) by this call

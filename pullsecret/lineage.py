@@ -1,0 +1,93 @@
+"""Lineage of a cluster's pull secret: which credential per registry, since which version, what changed.
+
+Pure. Recorded as one compact JSON annotation on the Secret Manager secret when a version is written
+(no extra call: the annotation update that records the version carries it), and reported in the status
+`data`. It holds registry names and 12-hex-digit fingerprints (SHA-256 of the canonical entry) only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+A_LINEAGE = "hyperfleet-lineage"
+MAX_ANNOTATION_CHARS = 8000  # Secret Manager allows < 16 KiB of annotations in total; leave room
+
+
+def version_id(version_name: str | None) -> str:
+    return (version_name or "").rsplit("/", 1)[-1]
+
+
+def decode(text: str | None) -> dict[str, Any]:
+    """The recorded lineage, or {} when absent or unreadable (never raises)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def advance(
+    previous: dict[str, Any], *, fingerprints: dict[str, str], version_name: str, previous_version: str | None, now: int
+) -> dict[str, Any]:
+    """The lineage after writing `version_name` with these per-registry fingerprints."""
+    before = previous.get("registries") if isinstance(previous.get("registries"), dict) else {}
+    assert isinstance(before, dict)
+    new_id = version_id(version_name)
+    registries: dict[str, list[Any]] = {}
+    for registry, fingerprint in sorted(fingerprints.items()):
+        old = before.get(registry)
+        if isinstance(old, list) and len(old) == 3 and old[0] == fingerprint:
+            registries[registry] = old
+        else:
+            registries[registry] = [fingerprint, new_id, now]
+    old_fps = {r: v[0] for r, v in before.items() if isinstance(v, list) and v}
+    return {
+        "version": new_id,
+        "previous_version": version_id(previous_version) or None,
+        "added": sorted(set(fingerprints) - set(old_fps)),
+        "changed": sorted(r for r in fingerprints if r in old_fps and old_fps[r] != fingerprints[r]),
+        "removed": sorted(set(old_fps) - set(fingerprints)),
+        "registries": registries,
+    }
+
+
+def encode(lineage: dict[str, Any]) -> str | None:
+    """Compact JSON for the annotation, or None when it would not fit (then no lineage is recorded)."""
+    text = json.dumps(lineage, separators=(",", ":"), sort_keys=True)
+    return text if len(text) <= MAX_ANNOTATION_CHARS else None
+
+
+def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:
+    """The status `data.lineage` object: per registry its fingerprint and the version/time since when."""
+    registries = lineage.get("registries") if isinstance(lineage.get("registries"), dict) else {}
+    assert isinstance(registries, dict)
+    out: dict[str, Any] = {
+        "secret_version": secret_version,
+        "kubernetes_resource_version": kubernetes_resource_version,
+    }
+    if not lineage:
+        out["recorded"] = False
+        return out
+    out.update(
+        previous_version=lineage.get("previous_version"),
+        added=list(lineage.get("added") or []),
+        changed=list(lineage.get("changed") or []),
+        removed=list(lineage.get("removed") or []),
+        registries={
+            registry: {"fingerprint": value[0], "since_version": value[1], "since": _rfc3339(value[2])}
+            for registry, value in registries.items()
+            if isinstance(value, list) and len(value) == 3
+        },
+    )
+    return out
+
+
+def _rfc3339(epoch: Any) -> str | None:
+    from datetime import UTC, datetime
+
+    if not isinstance(epoch, int):
+        return None
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,395 @@
+"""Deletion, drift repair, version retention and lineage, end to end against the emulators.
+
+Outcomes asserted: objects in the Secret Manager and Kubernetes emulators, the statuses the HyperFleet
+API received, and the calls each service counted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from pullsecret.handler import Adapter
+from pullsecret.retrying import Deadline
+from tests.support import (
+    CLUSTER_AUTH,
+    SENSITIVE,
+    Admin,
+    eventarc_attributes,
+    pubsub_envelope,
+    seed_ready_cluster,
+    sentinel_event,
+)
+
+CID = "cls-life01"
+PROJECT = "hf-demo-project"
+PROJECT_NUMBER = "123456789012"
+SECRET_ID = f"hyperfleet-{CID}-pull-secret"
+NAMESPACE = f"clusters-{CID}"
+KUBE_NAME = f"{CID}-pull-secret"
+
+
+def deliver(adapter: Adapter, generation: int = 1) -> Any:
+    return adapter.handle(eventarc_attributes(), pubsub_envelope(sentinel_event(CID, generation)))
+
+
+def reports(admin: Admin) -> list[dict[str, Any]]:
+    return [r for r in admin.reports() if r.get("cluster_id") == CID]
+
+
+def conditions(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in report["body"]["conditions"]}
+
+
+def versions(world: Any) -> list[dict[str, Any]]:
+    return list(world.secretmanager.versions(PROJECT, SECRET_ID))
+
+
+def states(world: Any) -> dict[int, str]:
+    return {int(v["name"].rsplit("/", 1)[-1]): str(v["state"]) for v in versions(world)}
+
+
+def kube_secret(world: Any) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)
+    return found
+
+
+def new_generation(admin: Admin, generation: int, auths: dict[str, Any] | None) -> None:
+    """The cluster at `generation` with its own pull secret `auths` (None: none), adapters caught up."""
+    spec: dict[str, Any] = {"platform": {"type": "gcp", "gcp": {"projectID": PROJECT}}}
+    if auths is not None:
+        spec["pullSecret"] = {"data": {"auths": auths}}
+    admin.patch_cluster(CID, {"generation": generation, "spec": spec})
+    for adapter_name in ("validation", "dns", "placement"):
+        admin.seed_status(CID, adapter_name, {"observed_generation": generation})
+
+
+def own_registry(n: int) -> dict[str, Any]:
+    return {f"r{n}.registry.example": {"auth": CLUSTER_AUTH}}
+
+
+def delete_cluster(admin: Admin, generation: int) -> None:
+    admin.patch_cluster(
+        CID, {"generation": generation, "deleted_time": "2026-01-01T00:00:00Z", "deleted_by": "ops@example.com"}
+    )
+
+
+def sm_client(adapter: Adapter) -> Any:
+    """The official Secret Manager client the adapter built (acting 'by hand' as an operator would)."""
+    return adapter.reconciler().store._client
+
+
+def env_adapter(monkeypatch: pytest.MonkeyPatch, **env: str) -> Adapter:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return Adapter.from_environment()
+
+
+@pytest.fixture
+def adapter(function_env: dict[str, str]) -> Adapter:
+    return Adapter.from_environment()
+
+
+# --- 1. deletion ---------------------------------------------------------------------------------------------
+
+
+def test_deletion_removes_both_secrets_and_reports_finalized_idempotently(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    assert deliver(adapter).result == "applied"
+    assert kube_secret(world) is not None
+    delete_cluster(admin, 2)
+
+    assert deliver(adapter, 2).result == "finalized"
+    assert kube_secret(world) is None
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+    first = reports(admin)[-1]
+    conds = conditions(first)
+    assert conds["Finalized"]["status"] == "True" and conds["Finalized"]["reason"] == "CleanupConfirmed"
+    assert conds["Applied"]["status"] == "False" and conds["Available"]["status"] == "False"
+    assert conds["Health"]["status"] == "True"
+    assert first["body"]["data"]["kubernetes_cleanup"] == "deleted"
+    assert first["body"]["data"]["secretmanager_cleanup"] == "deleted"
+    assert first["body"]["observed_generation"] == 2
+
+    # A repeat (redelivery, or Sentinel's next cycle) finds nothing and confirms again.
+    assert deliver(adapter, 2).result == "finalized"
+    again = reports(admin)[-1]
+    assert conditions(again)["Finalized"]["status"] == "True"
+    assert again["body"]["data"]["kubernetes_cleanup"] == "absent"
+    assert again["body"]["data"]["secretmanager_cleanup"] == "absent"
+
+
+def test_deletion_of_a_cluster_never_provisioned_is_finalized(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    delete_cluster(admin, 2)
+    assert deliver(adapter, 2).result == "finalized"
+    conds = conditions(reports(admin)[-1])
+    assert conds["Finalized"]["status"] == "True"
+    assert "secretmanager" not in admin.calls() or set(admin.calls()["secretmanager"]) == {"GetSecret"}
+
+
+def test_deletion_policy_disable_keeps_the_secret_with_every_version_disabled(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    adapter = env_adapter(monkeypatch, DELETION_POLICY="DISABLE")
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    new_generation(admin, 2, own_registry(2))
+    deliver(adapter, 2)
+    assert set(states(world).values()) == {"ENABLED"} and len(states(world)) == 2
+    delete_cluster(admin, 3)
+
+    assert deliver(adapter, 3).result == "finalized"
+    assert set(states(world).values()) == {"DISABLED"}
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is not None
+    assert kube_secret(world) is None
+    assert reports(admin)[-1]["body"]["data"]["secretmanager_cleanup"] == "disabled 2 version(s)"
+    assert deliver(adapter, 3).result == "finalized"
+    assert conditions(reports(admin)[-1])["Finalized"]["status"] == "True"
+    assert set(states(world).values()) == {"DISABLED"}
+
+
+def test_deletion_policy_retain_touches_no_version(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    adapter = env_adapter(monkeypatch, DELETION_POLICY="RETAIN")
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    delete_cluster(admin, 2)
+    admin.call("DELETE", "/calls")
+    assert deliver(adapter, 2).result == "finalized"
+    assert states(world) == {1: "ENABLED"}
+    assert kube_secret(world) is None
+    assert "secretmanager" not in admin.calls()
+    assert reports(admin)[-1]["body"]["data"]["secretmanager_cleanup"] == "retained"
+
+
+def test_deletion_leaves_objects_that_are_not_ours(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": KUBE_NAME, "namespace": NAMESPACE},
+        "type": "Opaque",
+        "data": {"x": base64.b64encode(b"theirs").decode()},
+    }
+    admin.call("PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", foreign)
+    admin.call(
+        "PUT",
+        f"/secretmanager/projects/{PROJECT}/secrets/{SECRET_ID}",
+        {"labels": {"owner": "someone-else"}, "versions": [base64.b64encode(b"theirs").decode()]},
+    )
+    delete_cluster(admin, 2)
+    assert deliver(adapter, 2).result == "finalized"
+    assert kube_secret(world) is not None and kube_secret(world)["data"] == foreign["data"]  # type: ignore[index]
+    assert states(world) == {1: "ENABLED"}
+    data = reports(admin)[-1]["body"]["data"]
+    assert data["kubernetes_cleanup"] == data["secretmanager_cleanup"] == "not managed by hyperfleet; left in place"
+
+
+def test_deletion_retries_when_the_secret_changes_under_it(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    delete_cluster(admin, 2)
+    admin.fault(service="secretmanager", method="DeleteSecret", code="UNAVAILABLE", count=2)
+    assert deliver(adapter, 2).result == "finalized"
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+
+
+# --- 3. drift repair -----------------------------------------------------------------------------------------
+
+
+def test_kubernetes_secret_edited_by_someone_else_is_restored(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    original = kube_secret(world)
+    assert original is not None
+    edited = json.loads(json.dumps(original))
+    edited["data"][".dockerconfigjson"] = base64.b64encode(b'{"auths":{"evil.example":{"auth":"eDp5"}}}').decode()
+    edited["metadata"].pop("resourceVersion", None)
+    edited["metadata"].pop("managedFields", None)
+    admin.call("PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", edited)
+    admin.call("DELETE", "/calls")
+
+    assert deliver(adapter).result == "applied"
+    restored = kube_secret(world)
+    assert restored is not None and restored["data"] == original["data"]
+    assert len(versions(world)) == 1  # the content in Secret Manager did not change
+    report = reports(admin)[-1]
+    assert report["body"]["data"]["repaired"] == "kubernetes_secret"
+    assert conditions(report)["Available"]["status"] == "True"
+    # Before pointing the Secret at the version again, its state was checked once.
+    assert admin.calls()["secretmanager"].get("AccessSecretVersion") == 1
+
+
+def test_kubernetes_secret_deleted_by_someone_else_is_recreated(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    admin.call("DELETE", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}")
+    assert kube_secret(world) is None
+    assert deliver(adapter).result == "applied"
+    assert kube_secret(world) is not None
+    assert reports(admin)[-1]["body"]["data"]["repaired"] == "kubernetes_secret_recreated"
+
+
+@pytest.mark.parametrize("how", ["disable", "destroy"])
+def test_secret_manager_version_disabled_or_destroyed_by_hand_gets_a_fresh_version(
+    function_env: dict[str, str], admin: Admin, world: Any, how: str
+) -> None:
+    seed_ready_cluster(admin, CID)
+    writer = Adapter.from_environment()
+    deliver(writer)
+    name = versions(world)[0]["name"]
+    client = sm_client(writer)
+    getattr(client, f"{how}_secret_version")(name=name)
+
+    # A process that has not checked this version yet (a new instance, or after VERSION_CHECK_INTERVAL).
+    fresh = Adapter.from_environment()
+    assert deliver(fresh).result == "applied"
+    assert len(versions(world)) == 2
+    assert states(world)[2] == "ENABLED"
+    kube = kube_secret(world)
+    assert kube is not None
+    assert kube["metadata"]["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/versions/2")
+    data = reports(admin)[-1]["body"]["data"]
+    assert data["repaired"] == "secret_manager_version" and data["secret_version"].endswith("/versions/2")
+    # and then it is steady again
+    assert deliver(fresh).result == "unchanged"
+    assert len(versions(world)) == 2
+
+
+def test_steady_state_costs_five_calls_and_no_version_check(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    admin.call("DELETE", "/calls")
+    for _ in range(3):
+        assert deliver(adapter).result == "unchanged"
+    calls = admin.calls()
+    total = sum(sum(m.values()) for s, m in calls.items() if s != "metadata")
+    assert total == 15, calls
+    assert set(calls["secretmanager"]) == {"GetSecret"}
+
+
+def test_version_check_interval_zero_checks_only_before_writes(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    adapter = env_adapter(monkeypatch, VERSION_CHECK_INTERVAL="0")
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    sm_client(adapter).disable_secret_version(name=versions(world)[0]["name"])
+    fresh = Adapter.from_environment()
+    assert deliver(fresh).result == "unchanged"  # the documented trade-off: no check in steady state
+    assert len(versions(world)) == 1
+    # ... until the Kubernetes side needs a write: then the dead version is noticed and replaced.
+    admin.call("DELETE", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}")
+    assert deliver(fresh).result == "applied"
+    assert len(versions(world)) == 2
+    kube = kube_secret(world)
+    assert kube is not None and kube["metadata"]["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/2")
+
+
+# --- 2. retention --------------------------------------------------------------------------------------------
+
+
+def test_retention_keeps_the_newest_versions_and_destroys_older_ones(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    adapter = env_adapter(monkeypatch, RETAIN_VERSIONS="2")
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    for generation in (2, 3, 4):
+        new_generation(admin, generation, own_registry(generation))
+        assert deliver(adapter, generation).result == "applied"
+    assert states(world) == {1: "DESTROYED", 2: "DESTROYED", 3: "ENABLED", 4: "ENABLED"}
+    assert reports(admin)[-1]["body"]["data"]["retention"] == {"keep": 2, "destroyed": ["2"]}
+    kube = kube_secret(world)
+    assert kube is not None and kube["metadata"]["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/4")
+    # Steady state never lists or destroys.
+    admin.call("DELETE", "/calls")
+    assert deliver(adapter, 4).result == "unchanged"
+    assert set(admin.calls()["secretmanager"]) == {"GetSecret"}
+
+
+def test_retention_never_destroys_a_protected_version(function_env: dict[str, str], admin: Admin, world: Any) -> None:
+    adapter = Adapter.from_environment()
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    for generation in (2, 3):
+        new_generation(admin, generation, own_registry(generation))
+        deliver(adapter, generation)
+    store = adapter.reconciler().store
+    secret_name = f"projects/{PROJECT_NUMBER}/secrets/{SECRET_ID}"
+    result = store.apply_retention(secret_name, keep=1, protected={f"{secret_name}/versions/1"}, deadline=Deadline(10))
+    assert result.destroyed == ("2",)
+    assert states(world) == {1: "ENABLED", 2: "DESTROYED", 3: "ENABLED"}
+
+
+def test_retention_respects_version_destroy_ttl(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    from google.cloud.secretmanager_v1 import types
+    from google.protobuf import field_mask_pb2
+
+    adapter = env_adapter(monkeypatch, RETAIN_VERSIONS="1")
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    sm_client(adapter).update_secret(
+        secret=types.Secret(name=f"projects/{PROJECT}/secrets/{SECRET_ID}", version_destroy_ttl=timedelta(days=1)),
+        update_mask=field_mask_pb2.FieldMask(paths=["version_destroy_ttl"]),
+    )
+    new_generation(admin, 2, own_registry(2))
+    deliver(adapter, 2)
+    stored = {int(v["name"].rsplit("/", 1)[-1]): v for v in versions(world)}
+    assert stored[1]["state"] == "DISABLED" and stored[1]["scheduled_destroy_time"]  # scheduled, not destroyed
+    assert stored[2]["state"] == "ENABLED"
+    admin.call("DELETE", "/calls")
+    new_generation(admin, 3, own_registry(3))
+    deliver(adapter, 3)
+    # version 1 is already scheduled: only version 2 is destroyed this time
+    assert admin.calls()["secretmanager"].get("DestroySecretVersion") == 1
+    assert reports(admin)[-1]["body"]["data"]["retention"]["destroyed"] == ["2"]
+
+
+# --- 6. lineage ----------------------------------------------------------------------------------------------
+
+
+def test_lineage_answers_which_credential_since_when_without_revealing_it(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    first = reports(admin)[-1]["body"]["data"]["lineage"]
+    assert first["added"] == ["quay.io", "registry.redhat.io"] and first["previous_version"] is None
+    assert first["registries"]["quay.io"]["since_version"] == "1"
+
+    new_generation(admin, 2, own_registry(7))
+    deliver(adapter, 2)
+    second = reports(admin)[-1]["body"]["data"]["lineage"]
+    kube = kube_secret(world)
+    assert kube is not None
+    assert second["secret_version"].endswith("/versions/2")
+    assert second["kubernetes_resource_version"] == kube["metadata"]["resourceVersion"]
+    assert second["previous_version"] == "1"
+    assert second["added"] == ["r7.registry.example"] and second["changed"] == [] and second["removed"] == []
+    assert second["registries"]["quay.io"] == first["registries"]["quay.io"]  # unchanged since version 1
+    assert second["registries"]["r7.registry.example"]["since_version"] == "2"
+    assert len(second["registries"]["quay.io"]["fingerprint"]) == 12
+
+    new_generation(admin, 3, None)
+    deliver(adapter, 3)
+    third = reports(admin)[-1]["body"]["data"]["lineage"]
+    assert third["removed"] == ["r7.registry.example"] and third["previous_version"] == "2"
+
+    # Steady state reports the same lineage from the annotations it already reads.
+    assert deliver(adapter, 3).result == "unchanged"
+    steady = reports(admin)[-1]["body"]["data"]["lineage"]
+    assert steady["registries"] == third["registries"] and steady["removed"] == ["r7.registry.example"]
+    text = json.dumps(admin.reports())
+    for secret in SENSITIVE:
+        assert secret not in text
