@@ -71,6 +71,7 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "memory_gib": round(mem_kib / 1024 / 1024, 1),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "loadavg": os.getloadavg(),
     }
 
 
@@ -87,15 +88,16 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     tag = flow[0]
     stack.reset()
     path_ids = names(f"{tag}-path", plan.path_events)
+    base_ids = names(f"{tag}-base", plan.path_events)
     cpu_first_ids = names(f"{tag}-cpu1", plan.cpu_first_events)
     cpu_ids = names(f"{tag}-cpu", plan.cpu_clusters)
     tp_ids = names(f"{tag}-tp", plan.throughput_clusters)
-    stack.seed_clusters([f"{tag}-warm", *path_ids, *cpu_first_ids, *cpu_ids, *tp_ids])
+    stack.seed_clusters([f"{tag}-warm", *path_ids, *base_ids, *cpu_first_ids, *cpu_ids, *tp_ids])
     handler = inproc.FACTORIES[flow](env)
     inproc.provision(handler, [f"{tag}-warm"])  # clients built, management cluster known
 
     log(f"{flow}: calls per event and critical path (L = {plan.latency_ms:g} ms)")
-    phases = inproc.calls_and_critical_path(stack, handler, path_ids, plan.latency_ms)
+    phases = inproc.calls_and_critical_path(stack, handler, path_ids, base_ids, plan.latency_ms)
     log(f"{flow}: CPU per event (L = 0)")
     cpu_first = inproc.cpu_ms_first(handler, cpu_first_ids)
     inproc.provision(handler, cpu_ids)
@@ -124,7 +126,17 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
             "by_method": {"first": first.by_method, "steady": steady.by_method},
         },
         "critical_path_L": {"first": first.critical_path_L, "steady": steady.critical_path_L},
-        "wall_ms_per_event": {"first": first.wall_ms, "steady": steady.wall_ms},
+        # Round trips on the critical path: (wall at L - wall at L = 0) / L.
+        "critical_path_round_trips": {
+            "first": round((first.wall_ms - phases["first_L0"].wall_ms) / plan.latency_ms, 2),
+            "steady": round((steady.wall_ms - phases["steady_L0"].wall_ms) / plan.latency_ms, 2),
+        },
+        "wall_ms_per_event": {
+            "first": first.wall_ms,
+            "steady": steady.wall_ms,
+            "first_L0": phases["first_L0"].wall_ms,
+            "steady_L0": phases["steady_L0"].wall_ms,
+        },
         "cpu_ms_per_event": cpu_steady,
         "cpu_ms_per_event_first": cpu_first,
         "throughput_eps": {k: v["eps"] for k, v in tput.items()},
@@ -195,6 +207,8 @@ ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("calls/event steady", ("calls_per_event", "steady")),
     ("critical path first (L)", ("critical_path_L", "first")),
     ("critical path steady (L)", ("critical_path_L", "steady")),
+    ("  round trips first", ("critical_path_round_trips", "first")),
+    ("  round trips steady", ("critical_path_round_trips", "steady")),
     ("CPU ms/event steady", ("cpu_ms_per_event",)),
     ("CPU ms/event first", ("cpu_ms_per_event_first",)),
     *((f"events/s at concurrency {c}", ("throughput_eps", str(c))) for c in CONCURRENCY),
@@ -237,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else Plan()
     began = time.perf_counter()
+    load_at_start = os.getloadavg()
     stack = Emulators()
     try:
         env = stack.function_env()
@@ -246,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stack.stop()
     results: dict[str, Any] = {"machine": machine(), "latency_ms": plan.latency_ms, "plan": asdict(plan)}
+    results["machine"]["loadavg_at_start"] = load_at_start
     results.update(flows.get("product", {}))
     results["burst"] = bursts.get("product", {})
     results["seed_flow"] = {**flows.get("seed", {}), "burst": bursts.get("seed", {})}
@@ -258,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     print(
         f"\n{results['machine']['cpu_model']} x {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
-        f"server threads {results.get('server_threads')}; bench took {results['bench_seconds']} s; "
+        f"server threads {results.get('server_threads')}; load average {load_at_start[0]:.1f} at start; "
+        f"bench took {results['bench_seconds']} s; "
         f"written {RESULTS.relative_to(ROOT)}"
     )
     return 0

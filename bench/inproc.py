@@ -95,9 +95,16 @@ def run_phase(stack: Emulators, handler: Handler, clusters: list[str], latency_m
 
 
 def calls_and_critical_path(
-    stack: Emulators, handler: Handler, clusters: list[str], latency_ms: float
+    stack: Emulators, handler: Handler, clusters: list[str], baseline: list[str], latency_ms: float
 ) -> dict[str, PhaseFigures]:
-    """First provisioning, then steady state (content unchanged), each event alone, with latency L."""
+    """First provisioning, then steady state (content unchanged), each event alone, with latency L.
+
+    The same two phases on `baseline` clusters with L = 0 give the local time per event (CPU and
+    loopback), so "first_L0"/"steady_L0" let (wall - wall at L = 0) / L count round trips alone.
+    """
+    with quiet():
+        first_l0 = run_phase(stack, handler, baseline, 0)
+        steady_l0 = run_phase(stack, handler, baseline, 0)
     stack.latency(latency_ms)
     try:
         with quiet():
@@ -105,7 +112,7 @@ def calls_and_critical_path(
             steady = run_phase(stack, handler, clusters, latency_ms)
     finally:
         stack.latency(0)
-    return {"first": first, "steady": steady}
+    return {"first": first, "steady": steady, "first_L0": first_l0, "steady_L0": steady_l0}
 
 
 def cpu_ms_per_event(handler: Handler, clusters: list[str], rounds: int) -> float:
