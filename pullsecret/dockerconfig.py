@@ -131,7 +131,8 @@ def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
             ) from None
         except UnicodeDecodeError:
             raise InvalidPullSecret(f"{source}: the pull secret is not UTF-8 text") from None
-        except ValueError:
+        except (ValueError, RecursionError):
+            # RecursionError: nesting deeper than the JSON parser's stack; no pull secret looks like that.
             raise InvalidPullSecret(f"{source}: the pull secret is not valid JSON") from None
     if not isinstance(document, dict):
         raise InvalidPullSecret(f"{source}: the pull secret must be a JSON object with an 'auths' object")
@@ -179,23 +180,114 @@ def _validate_entry(registry: Any, entry: Any, source: str) -> None:
     )
 
 
+DOCKER_HUB = "docker.io"
+_DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
+def canonical_registry(key: str) -> str:
+    """The canonical form of a registry key: no scheme, no trailing slash, lower case, Docker Hub as docker.io.
+
+    `https://index.docker.io/v1/`, `registry-1.docker.io` and `docker.io` all become `docker.io` (the
+    path of a Docker Hub key is the legacy API version, not a repository). Other paths are kept
+    (a key may scope a credential to a repository namespace).
+    """
+    text = key.strip().lower()
+    for scheme in ("https://", "http://"):
+        if text.startswith(scheme):
+            text = text[len(scheme) :]
+            break
+    text = text.rstrip("/")
+    host, _, _path = text.partition("/")
+    if host in _DOCKER_HUB_ALIASES:
+        return DOCKER_HUB
+    return text
+
+
+def _entry_fingerprint(entry: Any) -> str:
+    return hashlib.sha256(canonical_bytes(entry)).hexdigest()[:12]
+
+
+def canonicalize(auths: dict[str, Any], *, source: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Fold registry keys to their canonical form; returns (auths, shadowed duplicates).
+
+    When several keys of one source fold to the same registry, the key already in canonical form wins,
+    else the first key in sorted order; the others are reported as shadowed (names and fingerprints only).
+    """
+    groups: dict[str, list[str]] = {}
+    for key in sorted(auths):
+        groups.setdefault(canonical_registry(key), []).append(key)
+    folded: dict[str, Any] = {}
+    shadowed: list[dict[str, Any]] = []
+    for registry, keys in sorted(groups.items()):
+        kept = registry if registry in keys else keys[0]
+        folded[registry] = auths[kept]
+        for other in keys:
+            if other == kept:
+                continue
+            shadowed.append(
+                {
+                    "source": source,
+                    "registry": _safe_name(registry),
+                    "kept": _safe_name(kept),
+                    "shadowed": _safe_name(other),
+                    "kept_fingerprint": _entry_fingerprint(auths[kept]),
+                    "shadowed_fingerprint": _entry_fingerprint(auths[other]),
+                    "same_credential": auths[kept] == auths[other],
+                }
+            )
+    return folded, shadowed
+
+
 @dataclass(frozen=True)
 class MergeResult:
     secret: PullSecret
     conflicts: tuple[str, ...]  # registries defined by both sources with different entries
+    # per conflict: registry, both sides' short fingerprints, the winning side (never a credential)
+    conflict_details: tuple[dict[str, str], ...] = ()
+    # keys of one source that fold to the same canonical registry (canonical_keys=True only)
+    shadowed: tuple[dict[str, Any], ...] = ()
 
 
-def merge(platform: PullSecret | None, cluster: PullSecret | None, *, precedence: str = "platform") -> MergeResult:
-    """Merge per registry; on a conflicting registry the `precedence` side wins and the conflict is listed."""
+def merge(
+    platform: PullSecret | None,
+    cluster: PullSecret | None,
+    *,
+    precedence: str = "platform",
+    canonical_keys: bool = False,
+) -> MergeResult:
+    """Merge per registry; on a conflicting registry the `precedence` side wins and the conflict is listed.
+
+    With `canonical_keys`, registry keys are compared and written in canonical form (see
+    `canonical_registry`), so `https://quay.io/` and `quay.io` are one registry. Raises InvalidPullSecret.
+    """
     if platform is None and cluster is None:
         raise InvalidPullSecret("no pull secret source: neither PULL_SECRET_SOURCE nor spec.pullSecret is set")
-    if platform is None or cluster is None:
+    sides: dict[str, dict[str, Any]] = {}
+    shadowed: list[dict[str, Any]] = []
+    for name, secret in (("platform", platform), ("cluster", cluster)):
+        if secret is None:
+            continue
+        auths = secret.document()["auths"]
+        if canonical_keys:
+            auths, hidden = canonicalize(auths, source=name)
+            shadowed.extend(hidden)
+        sides[name] = auths
+    if len(sides) == 1 and not canonical_keys:
         only = platform or cluster
         assert only is not None
         return MergeResult(only, ())
-    base = platform.document()["auths"]
-    other = cluster.document()["auths"]
+    base = sides.get("platform", {})
+    other = sides.get("cluster", {})
     conflicts = tuple(sorted(r for r in set(base) & set(other) if base[r] != other[r]))
+    details = tuple(
+        {
+            "registry": _safe_name(r),
+            "platform": _entry_fingerprint(base[r]),
+            "cluster": _entry_fingerprint(other[r]),
+            "winner": precedence,
+        }
+        for r in conflicts
+    )
     winner, loser = (base, other) if precedence == "platform" else (other, base)
     merged = dict(loser)
     merged.update(winner)
@@ -203,4 +295,6 @@ def merge(platform: PullSecret | None, cluster: PullSecret | None, *, precedence
     canonical = canonical_bytes(doc)
     if len(canonical) > MAX_PAYLOAD_BYTES:
         raise InvalidPullSecret(f"merged pull secret is {len(canonical)} bytes, over the 64 KiB limit")
-    return MergeResult(PullSecret(canonical=canonical, registries=tuple(sorted(merged))), conflicts)
+    return MergeResult(
+        PullSecret(canonical=canonical, registries=tuple(sorted(merged))), conflicts, details, tuple(shadowed)
+    )

@@ -140,7 +140,18 @@ class Reconciler:
                 raise dockerconfig.InvalidPullSecret("spec.pullSecret.data must be a JSON object or a JSON string")
             own = dockerconfig.parse(value, source="spec.pullSecret.data")
             protect(own.sensitive_strings())
-        merged = dockerconfig.merge(platform, own, precedence=self.settings.merge_precedence)
+        merged = dockerconfig.merge(
+            platform,
+            own,
+            precedence=self.settings.merge_precedence,
+            canonical_keys=self.settings.merge_canonical_registries,
+        )
+        if merged.shadowed:
+            log.warning(
+                "registry keys that fold to the same registry (the first kept, the others ignored): "
+                + ", ".join(f"{d['shadowed']} -> {d['registry']} ({d['source']})" for d in merged.shadowed[:20]),
+                operation="dockerconfig.merge",
+            )
         if merged.conflicts:
             log.warning(
                 f"registries defined by both sources; the {self.settings.merge_precedence} entry wins: "
@@ -258,6 +269,9 @@ class Reconciler:
         }
         if merged.conflicts:
             data["conflicts"] = list(merged.conflicts)
+            data["conflict_details"] = [dict(d) for d in merged.conflict_details[:50]]
+        if merged.shadowed:
+            data["shadowed"] = [dict(d) for d in merged.shadowed[:50]]
         if stored.stale:
             return self._report(cluster_id, "stale", status.stale(act.generation, stored.recorded_generation, data))
 

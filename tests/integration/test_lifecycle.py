@@ -393,3 +393,25 @@ def test_lineage_answers_which_credential_since_when_without_revealing_it(
     text = json.dumps(admin.reports())
     for secret in SENSITIVE:
         assert secret not in text
+
+
+# --- 5. merge rules ------------------------------------------------------------------------------------------
+
+
+def test_canonical_registry_keys_and_conflicts_reach_the_status(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    adapter = env_adapter(monkeypatch, MERGE_CANONICAL_REGISTRIES="true", MERGE_PRECEDENCE="cluster")
+    seed_ready_cluster(admin, CID)
+    new_generation(admin, 1, {"https://Quay.io/": {"auth": CLUSTER_AUTH}, "quay.io/": {"auth": CLUSTER_AUTH}})
+    assert deliver(adapter).result == "applied"
+    payload = json.loads(base64.b64decode(versions(world)[0]["payload_b64"]))
+    assert set(payload["auths"]) == {"quay.io", "registry.redhat.io"}
+    assert payload["auths"]["quay.io"]["auth"] == CLUSTER_AUTH  # the cluster side wins by configuration
+    data = reports(admin)[-1]["body"]["data"]
+    assert data["conflicts"] == ["quay.io"]
+    assert data["conflict_details"][0]["winner"] == "cluster"
+    # neither key is canonical: the first in sorted order is kept, the other reported
+    assert [(d["registry"], d["shadowed"]) for d in data["shadowed"]] == [("quay.io", "quay.io/")]
+    for secret in SENSITIVE:
+        assert secret not in json.dumps(data)
