@@ -106,6 +106,26 @@ class Adapter:
             )
             return outcome
 
+    def reconcile_cluster(self, cluster_id: str, *, event_id: str = "cli") -> Outcome:
+        """One reconcile of `cluster_id` outside any event (the operator CLI); raises TransientError."""
+        request = events.ReconcileRequest(
+            cluster_id=cluster_id, generation=None, event_id=event_id, event_type="manual", delivery="cli"
+        )
+        labels = {"adapter": self.settings.adapter_name, "event_id": event_id}
+        with logs.event_context(labels=labels, trace=None):
+            logs.bind(cluster_id=cluster_id)
+            start = time.perf_counter()
+            outcome = self._run(request)
+            log.info(
+                f"reconcile of cluster {cluster_id}: {outcome.result}",
+                operation="reconcile",
+                result=outcome.result,
+                duration_ms=round((time.perf_counter() - start) * 1000, 2),
+                generation=outcome.report.generation if outcome.report else None,
+                delivery="cli",
+            )
+            return outcome
+
     def _run(self, request: events.ReconcileRequest) -> Outcome:
         deadline = Deadline(self.settings.retry_deadline_s)
         try:

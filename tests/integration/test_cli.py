@@ -1,0 +1,104 @@
+"""The operator CLI, run as a real process (`python -m pullsecret`) against the emulator stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from tests.support import SENSITIVE, Admin, seed_ready_cluster
+
+CID = "cls-cli001"
+NAMESPACE = f"clusters-{CID}"
+KUBE_NAME = f"{CID}-pull-secret"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "pullsecret", *args],
+        check=False,
+        cwd=ROOT,
+        env=env if env is not None else dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    for secret in SENSITIVE:
+        assert secret not in result.stdout + result.stderr, "a credential reached the CLI output"
+    return result
+
+
+def test_reconcile_runs_the_function_code_and_reports(function_env: dict[str, str], admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    first = cli("reconcile", CID)
+    assert first.returncode == 0, first.stderr
+    assert f"cluster {CID}: applied" in first.stdout and "Available=True" in first.stdout
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is not None
+    reports = [r for r in admin.reports() if r.get("cluster_id") == CID]
+    assert len(reports) == 1 and reports[0]["code"] == 201
+    # same structured logs as the function, with the delivery named
+    lines = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    assert any(line.get("delivery") == "cli" and line.get("result") == "applied" for line in lines)
+
+    again = cli("reconcile", CID)
+    assert again.returncode == 0 and f"cluster {CID}: unchanged" in again.stdout
+
+
+def test_reconcile_exit_codes(function_env: dict[str, str], admin: Admin, world: Any) -> None:
+    gone = cli("reconcile", "cls-nowhere")
+    assert gone.returncode == 4 and "does not know this cluster" in gone.stderr
+
+    admin.seed_cluster(CID, {"name": CID, "generation": 1, "spec": {"platform": {"type": "gcp"}}})
+    waiting = cli("reconcile", CID)
+    assert waiting.returncode == 4 and "PreconditionsNotMet" in waiting.stderr
+
+    seed_ready_cluster(admin, CID, placement_data={"namespace": "kube-system"})
+    refused = cli("reconcile", CID)
+    assert refused.returncode == 1 and "ForbiddenNamespace" in refused.stderr
+
+    seed_ready_cluster(admin, CID)
+    admin.fault(service="hyperfleet", method="getClusterById", code="503", rate=1.0)
+    retry = cli("reconcile", CID, env={**os.environ, "RETRY_DEADLINE": "1"})
+    assert retry.returncode == 3 and "try again" in retry.stderr
+
+
+def test_usage_and_configuration_errors_exit_2(function_env: dict[str, str]) -> None:
+    assert cli().returncode == 2
+    assert cli("reconcile", "../etc").returncode == 2
+    env = {k: v for k, v in os.environ.items() if k != "HYPERFLEET_API_URL"}
+    missing = cli("reconcile", CID, env=env)
+    assert missing.returncode == 2 and "HYPERFLEET_API_URL is required" in missing.stderr
+
+
+def test_inspect_prints_redacted_lineage_across_the_three_systems(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    assert cli("reconcile", CID).returncode == 0
+    result = cli("inspect", CID)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["in_sync"] is True
+    assert report["hyperfleet"]["generation"] == 1
+    assert {c["type"]: c["status"] for c in report["hyperfleet"]["status"]["conditions"]}["Available"] == "True"
+    assert report["hyperfleet"]["status"]["lineage"]["secret_version"].endswith("/versions/1")
+    sm = report["secret_manager"]
+    assert [v["state"] for v in sm["versions"]] == ["ENABLED"]
+    assert sm["annotations"]["hyperfleet-lineage"]["registries"]["quay.io"][1] == "1"
+    kube = report["kubernetes"]
+    assert kube["exists"] is True and kube["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/versions/1")
+    assert set(kube["registries"]) == {"quay.io", "registry.redhat.io"}
+    assert "data" not in kube and "payload" not in json.dumps(sm)
+
+    # Someone edits the Kubernetes Secret: inspect says it is out of sync.
+    admin.call("DELETE", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}")
+    after = json.loads(cli("inspect", CID).stdout)
+    assert after["in_sync"] is False and after["kubernetes"]["exists"] is False
+
+
+def test_inspect_unknown_cluster_exits_4(function_env: dict[str, str], world: Any) -> None:
+    result = cli("inspect", "cls-nowhere")
+    assert result.returncode == 4 and "not found" in result.stderr
