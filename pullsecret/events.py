@@ -209,3 +209,56 @@ def event_age_s(request: ReconcileRequest, now: datetime | None = None) -> float
         return None
     now = now or datetime.now(UTC)
     return (now - request.published_at).total_seconds()
+
+
+# -- Secret Manager event notifications (source rotation, see pullsecret.rotation) ---------------------------
+_SECRET_NAME = re.compile(r"^projects/[^/\s]{1,100}/secrets/[A-Za-z0-9_-]{1,255}$")
+
+
+@dataclass(frozen=True)
+class SecretVersionAdded:
+    """A Secret Manager notification: a version was added to `secret` (projects/P/secrets/S)."""
+
+    secret: str
+    version: str
+    event_id: str
+    delivery: str
+    trace: TraceContext | None = None
+
+
+def parse_notification(
+    attributes: Mapping[str, Any], data: Any, *, cloud_trace_context: str | None = None
+) -> SecretVersionAdded | SkippedEvent | None:
+    """A Secret Manager notification inside a Pub/Sub delivery, or None when this is not one; never raises.
+
+    Notifications carry the message attributes `eventType` and `secretId` (data is the Secret resource).
+    """
+    if str(attributes.get("type") or "") != PUBSUB_MESSAGE_PUBLISHED:
+        return None
+    try:
+        envelope = _as_object(data)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    message = envelope.get("message") if isinstance(envelope, dict) else None
+    message_attributes = message.get("attributes") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or not isinstance(message_attributes, dict):
+        return None
+    event_type = message_attributes.get("eventType")
+    secret = message_attributes.get("secretId")
+    if not isinstance(event_type, str) or not isinstance(secret, str):
+        return None
+    event_id = str(message.get("messageId") or attributes.get("id") or "")
+    trace = parse_trace(_str_or_none(attributes.get("traceparent")), cloud_trace_context)
+    if event_type != "SECRET_VERSION_ADD":
+        reason = f"Secret Manager {event_type[:40]} notifications need no action"
+        return SkippedEvent(reason, event_id, event_type[:40], "pubsub", trace)
+    if not _SECRET_NAME.match(secret):
+        return SkippedEvent("the notification names no valid secret", event_id, event_type, "pubsub", trace)
+    version = message_attributes.get("versionId")
+    return SecretVersionAdded(
+        secret=secret,
+        version=version if isinstance(version, str) else "",
+        event_id=event_id,
+        delivery="pubsub",
+        trace=trace,
+    )

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pullsecret import config, events, logs, status
+from pullsecret import config, events, logs, rotation, status
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
@@ -37,6 +37,7 @@ class Adapter:
         self.identity = identity or RuntimeIdentity()
         self._lock = threading.Lock()
         self._reconciler: Reconciler | None = None
+        self._publisher: rotation.Publisher | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Adapter:
@@ -72,7 +73,11 @@ class Adapter:
 
     def handle(self, attributes: Mapping[str, Any], data: Any, *, cloud_trace_context: str | None = None) -> Outcome:
         """Handle one delivered CloudEvent; raises TransientError to have it redelivered."""
-        parsed = events.parse_event(attributes, data, cloud_trace_context=cloud_trace_context)
+        parsed: events.ParsedEvent | events.SecretVersionAdded | None = events.parse_notification(
+            attributes, data, cloud_trace_context=cloud_trace_context
+        )
+        if parsed is None:
+            parsed = events.parse_event(attributes, data, cloud_trace_context=cloud_trace_context)
         labels = {"adapter": self.settings.adapter_name, "event_id": parsed.event_id[:128]}
         with logs.event_context(labels=labels, trace=parsed.trace):
             start = time.perf_counter()
@@ -85,6 +90,8 @@ class Adapter:
                     delivery=parsed.delivery,
                 )
                 return Outcome("ignored")
+            if isinstance(parsed, events.SecretVersionAdded):
+                return self._rotate(parsed)
             logs.bind(cluster_id=parsed.cluster_id)
             age = events.event_age_s(parsed)
             if self.settings.max_event_age_s and age is not None and age > self.settings.max_event_age_s:
@@ -105,6 +112,28 @@ class Adapter:
                 delivery=parsed.delivery,
             )
             return outcome
+
+    def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
+        """A new platform pull secret version: fan out reconcile events (pullsecret.rotation)."""
+        reconciler = self.reconciler()
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = rotation.Publisher(self.identity.credentials)
+        result, published = rotation.fan_out(
+            self.settings,
+            notification,
+            hyperfleet=reconciler.hyperfleet,
+            store=reconciler.store,
+            publisher=self._publisher,
+            deadline=Deadline(max(self.settings.retry_deadline_s, 300.0)),
+        )
+        log.info(
+            f"Secret Manager notification for {notification.secret[:200]}: {result}",
+            operation="rotation",
+            result=result,
+            published=published,
+        )
+        return Outcome(result)
 
     def reconcile_cluster(self, cluster_id: str, *, event_id: str = "cli") -> Outcome:
         """One reconcile of `cluster_id` outside any event (the operator CLI); raises TransientError."""

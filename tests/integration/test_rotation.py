@@ -1,0 +1,146 @@
+"""Source rotation through the real Pub/Sub emulator: a SECRET_VERSION_ADD fans out reconcile events."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from emulators.pubsub import PubSubEmulator
+from pullsecret.handler import Adapter
+from tests.support import (
+    CLUSTER_AUTH,
+    PLATFORM_SOURCE_SECRET,
+    Admin,
+    eventarc_attributes,
+    seed_ready_cluster,
+)
+
+AVAILABLE, REASON = PubSubEmulator.available()
+pytestmark = [pytest.mark.pubsub, pytest.mark.skipif(not AVAILABLE, reason=REASON)]
+PROJECT = "hf-demo-project"
+TOPIC = "pullsecret-reconcile"
+SUB = "pullsecret-reconcile-pull"
+
+
+@pytest.fixture(scope="module")
+def pubsub(stack: Any) -> Iterator[PubSubEmulator]:
+    emulator = PubSubEmulator(stack.book, project=PROJECT)
+    emulator.start()
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture
+def rotation_env(
+    function_env: dict[str, str], pubsub: PubSubEmulator, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    pubsub.reset()
+    pubsub.create_topic(TOPIC)
+    pubsub.create_pull_subscription(TOPIC, SUB)
+    env = {
+        "PUBSUB_EMULATOR_HOST": pubsub.address,
+        "ADAPTER_TOPIC": f"projects/{PROJECT}/topics/{TOPIC}",
+        "ROTATION_PUBLISH_RATE": "5",
+        "PULL_SECRET_SOURCE_TTL": "3600",  # only the notification may refresh the cached source
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return {**function_env, **env}
+
+
+def notification(secret_id: str = PLATFORM_SOURCE_SECRET, event_type: str = "SECRET_VERSION_ADD") -> dict[str, Any]:
+    """What Secret Manager publishes (names use the project number), as the trigger delivers it."""
+    secret = f"projects/123456789012/secrets/{secret_id}"
+    return {
+        "message": {
+            "data": base64.b64encode(json.dumps({"name": secret}).encode()).decode(),
+            "attributes": {
+                "eventType": event_type,
+                "secretId": secret,
+                "versionId": f"{secret}/versions/2",
+                "dataFormat": "JSON_API_V1",
+                "timestamp": "2026-11-21T10:00:00Z",
+            },
+            "messageId": "9001",
+            "publishTime": "2099-01-01T00:00:00Z",
+        },
+        "subscription": "projects/hf-demo-project/subscriptions/source-rotation",
+    }
+
+
+def new_platform_version(admin: Admin) -> None:
+    rotated = {"auths": {"quay.io": {"auth": CLUSTER_AUTH}, "registry.redhat.io": {"auth": CLUSTER_AUTH}}}
+    current = admin.get(f"/secretmanager/projects/{PROJECT}/secrets/{PLATFORM_SOURCE_SECRET}")
+    payloads = [v["payload_b64"] for v in current["versions"]]
+    payloads.append(base64.b64encode(json.dumps(rotated).encode()).decode())
+    admin.call("PUT", f"/secretmanager/projects/{PROJECT}/secrets/{PLATFORM_SOURCE_SECRET}", {"versions": payloads})
+
+
+def test_source_rotation_reaches_every_live_cluster_at_a_bounded_rate(
+    rotation_env: dict[str, str], pubsub: PubSubEmulator, admin: Admin, world: Any
+) -> None:
+    adapter = Adapter.from_environment()
+    clusters = ["cls-rot1", "cls-rot2", "cls-rot3"]
+    for cid in clusters:
+        seed_ready_cluster(admin, cid)
+        assert adapter.handle(eventarc_attributes(), _reconcile_envelope(cid)).result == "applied"
+    seed_ready_cluster(admin, "cls-rotdel")
+    admin.patch_cluster("cls-rotdel", {"generation": 2, "deleted_time": "2026-01-01T00:00:00Z"})
+    new_platform_version(admin)
+
+    started = time.monotonic()
+    outcome = adapter.handle(eventarc_attributes("n-1"), notification())
+    elapsed = time.monotonic() - started
+    assert outcome.result == "rotated"
+    assert elapsed >= (len(clusters) - 1) / 5 - 0.05  # ROTATION_PUBLISH_RATE=5/s
+
+    received = pubsub.pull(SUB, 10)
+    events = [json.loads(base64.b64decode(m["message"]["data"])) for m in received]
+    assert sorted(e["data"]["id"] for e in events) == clusters  # the deleted cluster is skipped
+    for message, event in zip(received, events, strict=True):
+        assert event["type"] == "com.redhat.hyperfleet.cluster.reconcile" and event["data"]["kind"] == "Cluster"
+        assert message["message"]["attributes"] == {"_watermill_message_uuid": event["id"]}
+
+    # Delivering the published events as the trigger would: every cluster gets the new content at once,
+    # although the source cache TTL is an hour (the notification dropped it).
+    for message in received:
+        envelope = {"message": message["message"], "subscription": f"projects/{PROJECT}/subscriptions/{SUB}"}
+        assert adapter.handle(eventarc_attributes(), envelope).result == "applied"
+    for cid in clusters:
+        stored = world.secretmanager.versions(PROJECT, f"hyperfleet-{cid}-pull-secret")
+        assert len(stored) == 2
+        payload = json.loads(base64.b64decode(stored[-1]["payload_b64"]))
+        assert payload["auths"]["quay.io"]["auth"] == CLUSTER_AUTH
+
+
+def test_other_notifications_publish_nothing(
+    rotation_env: dict[str, str], pubsub: PubSubEmulator, admin: Admin, world: Any
+) -> None:
+    adapter = Adapter.from_environment()
+    seed_ready_cluster(admin, "cls-rot1")
+    assert adapter.handle(eventarc_attributes(), notification("some-other-secret")).result == "ignored"
+    assert adapter.handle(eventarc_attributes(), notification(event_type="SECRET_UPDATE")).result == "ignored"
+    assert pubsub.pull(SUB, 10) == []
+
+
+def test_publish_failure_is_transient(
+    rotation_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    from pullsecret.errors import TransientError
+
+    monkeypatch.setenv("ADAPTER_TOPIC", f"projects/{PROJECT}/topics/no-such-topic")
+    adapter = Adapter.from_environment()
+    seed_ready_cluster(admin, "cls-rot1")
+    with pytest.raises(TransientError, match="publishing reconcile events failed"):
+        adapter.handle(eventarc_attributes(), notification())
+
+
+def _reconcile_envelope(cluster_id: str) -> dict[str, Any]:
+    from tests.support import pubsub_envelope, sentinel_event
+
+    return pubsub_envelope(sentinel_event(cluster_id))
