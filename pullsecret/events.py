@@ -110,7 +110,7 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
 
     try:
         envelope = _as_object(data)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return skip("the Pub/Sub event data is not JSON")
     message = envelope.get("message") if isinstance(envelope, dict) else None
     if not isinstance(message, dict):
@@ -140,7 +140,7 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
         if not isinstance(structured, dict):
             raise ValueError("not an object")
         inner = cloudevent_from_dict(structured)
-    except (ce_exceptions.GenericException, UnicodeDecodeError, ValueError, TypeError, AttributeError):
+    except (ce_exceptions.GenericException, UnicodeDecodeError, ValueError, TypeError, AttributeError, RecursionError):
         return SkippedEvent(
             "the Pub/Sub message data is not a structured-mode CloudEvent", message_id, "", delivery, trace
         )
@@ -171,7 +171,7 @@ def _from_sentinel(
     def skip(reason: str) -> SkippedEvent:
         return SkippedEvent(reason, event_id, event_type, delivery, trace)
 
-    match = _SENTINEL_TYPE.match(event_type)
+    match = _SENTINEL_TYPE.fullmatch(event_type)
     if match is None:
         return skip(f"event type {event_type[:120]!r} is not a HyperFleet reconcile event")
     kind = match.group(1).lower()
@@ -179,7 +179,8 @@ def _from_sentinel(
         return skip(f"{match.group(1)} events are not handled by this adapter (clusters only)")
     try:
         body = _as_object(data)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        # RecursionError: JSON nested deeper than the parser's stack (a hostile or broken body).
         return skip("the Sentinel event data is not JSON")
     if not isinstance(body, dict):
         return skip("the Sentinel event data is not a JSON object")
@@ -187,7 +188,7 @@ def _from_sentinel(
     if data_kind is not None and (not isinstance(data_kind, str) or data_kind.lower() != "cluster"):
         return skip(f"the event data names kind {str(data_kind)[:60]!r}, not Cluster")
     cluster_id = body.get("id", body.get("resource_id"))
-    if not isinstance(cluster_id, str) or not _CLUSTER_ID.match(cluster_id):
+    if not isinstance(cluster_id, str) or not _CLUSTER_ID.fullmatch(cluster_id):
         return skip("the event data has no usable cluster id ('id' or 'resource_id')")
     generation = body.get("generation")
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:

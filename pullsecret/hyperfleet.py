@@ -112,7 +112,7 @@ class HyperFleetClient:
         content_type = response.headers.get("Content-Type", "")
         try:
             return response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             # A 2xx that is not JSON is a proxy or a broken deployment, not the cluster's fault.
             raise TransientError(
                 f"{what}: HyperFleet API returned a non-JSON body ({content_type[:60] or 'no content type'})",

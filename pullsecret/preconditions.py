@@ -11,10 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.config import GKE_CLUSTER_RE, Settings
+from pullsecret.dockerconfig import InvalidPullSecret
 from pullsecret.errors import TerminalError
 
 _PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# GKE_CLUSTER_RE admits any character but "/" in a segment; a name with whitespace or control characters
+# (a trailing newline from a templated value) is no GKE cluster and must not reach the GKE API.
+_NO_SPACE = re.compile(r"[^\s\x00-\x1f\x7f]+")
 
 
 class InvalidCluster(TerminalError):
@@ -107,9 +111,12 @@ def cluster_pull_secret_of(cluster: dict[str, Any]) -> Any:
     if not isinstance(spec, dict):
         return None
     pull_secret = spec.get("pullSecret")
-    if isinstance(pull_secret, dict):
-        return pull_secret.get("data")
-    return None
+    if pull_secret is None:
+        return None
+    if not isinstance(pull_secret, dict):
+        # Ignoring it would silently provision the platform secret alone.
+        raise InvalidPullSecret("spec.pullSecret must be an object holding the pull secret in 'data'")
+    return pull_secret.get("data")
 
 
 def condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -131,7 +138,10 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
     data: Any = {}
     placement_status = statuses_by_adapter(statuses).get(settings.placement_adapter)
     if placement_status is not None:
-        data = placement_status.get("data") or {}
+        # Only an absent or null `data` means "use the defaults"; [], "" or false are wrong types.
+        data = placement_status.get("data")
+        if data is None:
+            data = {}
     if not isinstance(data, dict):
         raise InvalidPlacement(f"the {settings.placement_adapter} adapter's data is not an object")
     management = data.get("managementCluster", data.get("management_cluster"))
@@ -139,7 +149,11 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
         management = settings.management_cluster
     if management is None:
         raise InvalidPlacement("no management cluster: the placement data names none and MANAGEMENT_CLUSTER is not set")
-    if not isinstance(management, str) or not GKE_CLUSTER_RE.match(management):
+    if (
+        not isinstance(management, str)
+        or not GKE_CLUSTER_RE.fullmatch(management)
+        or not _NO_SPACE.fullmatch(management)
+    ):
         raise InvalidPlacement("the management cluster must be a GKE name projects/P/locations/L/clusters/C")
     namespace = data.get("namespace")
     if namespace is None:
@@ -147,9 +161,9 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
     if not isinstance(namespace, str):
         raise InvalidPlacement("the placement data's namespace is not a string")
     shown = namespace[:80]
-    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
+    if len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace):
         raise InvalidPlacement(f"namespace {shown!r} is not a valid Kubernetes namespace name")
-    if not settings.management_namespace_pattern.match(namespace):
+    if not settings.management_namespace_pattern.fullmatch(namespace):
         raise InvalidPlacement(
             f"namespace {shown!r} does not match MANAGEMENT_NAMESPACE_PATTERN "
             f"{settings.management_namespace_pattern.pattern!r}; refusing to write there",
@@ -182,7 +196,7 @@ def evaluate(
     if project_id_of(cluster) is None and settings.secret_project_id is None:
         return NotMet(generation, "the cluster spec has no GCP project id (spec.platform.gcp.projectID)")
     assert project is not None
-    if not _PROJECT_ID.match(project):
+    if not _PROJECT_ID.fullmatch(project):
         raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
     cluster_secret = cluster_pull_secret_of(cluster)
     if settings.pull_secret_source is None and cluster_secret is None:

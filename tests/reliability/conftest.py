@@ -1,0 +1,84 @@
+"""Fixtures of the reliability suites and the report table printed at the end of the session.
+
+`RELIABILITY_FULL=1` (set by `make reliability`) runs the large campaigns; without it the suites run
+their fast subset (the whole corpus, small fault campaigns) as part of `make test`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pullsecret.handler import Adapter
+from tests.reliability import harness
+
+_ran = False
+
+
+@pytest.fixture
+def adapter_factory(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Build adapters from the function environment, with overrides (e.g. a short RETRY_DEADLINE)."""
+
+    def build(**overrides: str | None) -> Adapter:
+        for key, value in overrides.items():
+            if value is None:
+                monkeypatch.delenv(key, raising=False)
+            else:
+                monkeypatch.setenv(key, value)
+        return Adapter.from_environment()
+
+    yield build
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    global _ran  # noqa: PLW0603 - whether this session ran any reliability test
+    _ran = _ran or any("tests/reliability/" in item.nodeid for item in items)
+
+
+def report_rows() -> list[tuple[str, int]]:
+    return list(harness.figures().items())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not _ran:
+        return
+    figures = harness.figures()
+    target = os.environ.get("RELIABILITY_REPORT")
+    if target:
+        Path(target).write_text(
+            json.dumps(
+                {
+                    "full": harness.FULL,
+                    "figures": figures,
+                    "texts_scanned_for_leaks": harness.texts_scanned(),
+                    "leaks": harness.leak_details(),
+                },
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+    if any(figures[name] for name in harness.MUST_BE_ZERO):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _ran:
+        return
+    figures = harness.figures()
+    mode = "full" if harness.FULL else "fast subset"
+    terminalreporter.section(f"reliability report ({mode})")
+    width = max(len(name) for name in figures)
+    for name, value in figures.items():
+        flag = ""
+        if name in harness.MUST_BE_ZERO:
+            flag = "  FAIL (must be 0)" if value else "  ok (must be 0)"
+        terminalreporter.write_line(f"{name:<{width}}  {value:>8}{flag}")
+    terminalreporter.write_line(f"{'texts scanned for leaks':<{width}}  {harness.texts_scanned():>8}")
+    for detail in harness.leak_details()[:20]:
+        terminalreporter.write_line(f"leak: {detail}")
