@@ -58,7 +58,14 @@ def assert_provisioned(admin: Admin, world: Any) -> None:
 
 
 @pytest.fixture
-def client(function_env: dict[str, str]) -> Any:
+def delivery_env(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The golden payloads carry a fixed publish time; event age has its own test (test_reconcile)."""
+    monkeypatch.setenv("MAX_EVENT_AGE", "0")
+    return {**function_env, "MAX_EVENT_AGE": "0"}
+
+
+@pytest.fixture
+def client(delivery_env: dict[str, str]) -> Any:
     from functions_framework import create_app
 
     from pullsecret import handler
@@ -132,8 +139,8 @@ def test_transient_failure_answers_500_for_redelivery(
 
 
 @pytest.fixture
-def function_process(function_env: dict[str, str], tmp_path: Path) -> Iterator[FunctionProcess]:
-    process = FunctionProcess(function_env, tmp_path / "function.log")
+def function_process(delivery_env: dict[str, str], tmp_path: Path) -> Iterator[FunctionProcess]:
+    process = FunctionProcess(delivery_env, tmp_path / "function.log")
     process.start()
     yield process
     process.stop()
