@@ -51,7 +51,7 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 reliability: $(STAMP)
-	$(PY) -m pytest tests/reliability -m "reliability or not reliability" --reliability-full $(PYTEST_FLAGS)
+	RELIABILITY_FULL=1 RELIABILITY_REPORT=$${RELIABILITY_REPORT:-/tmp/pullsecret-reliability-report.json} $(PY) -m pytest tests/reliability -p no:cacheprovider $(PYTEST_FLAGS)
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -62,7 +62,12 @@ def test_fifty_concurrent_deliveries_of_one_event_write_once(
 # Every order of deliveries of N and N+1 (length 2 to 4), with the API at the generation delivered:
 # a delivery of N after N+1 stands for an invocation that read the cluster before N+1 existed.
 ORDERS = sorted(
-    {order for n in (2, 3, 4) for order in itertools.product((1, 2), repeat=n) if 1 in order and 2 in order}
+    {
+        order
+        for n in ((2, 3, 4) if harness.FULL else (2, 3))
+        for order in itertools.product((1, 2), repeat=n)
+        if 1 in order and 2 in order
+    }
 )
 
 
