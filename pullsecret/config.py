@@ -57,7 +57,6 @@ class Settings:
     retry_deadline_s: float = 60.0
     deletion_policy: str = "DELETE"
     retain_versions: int = 3
-    version_check_interval_s: float = 3600.0
     merge_canonical_registries: bool = False
     adapter_topic: str | None = None
     rotation_publish_rate: float = 20.0
@@ -218,7 +217,6 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         retry_deadline_s=_number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
         deletion_policy=policy,
         retain_versions=int(_number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
-        version_check_interval_s=_number(env, "VERSION_CHECK_INTERVAL", 3600.0, minimum=0, maximum=7 * 86400),
         merge_canonical_registries=canonical in ("true", "1", "yes"),
         adapter_topic=topic,
         rotation_publish_rate=_number(env, "ROTATION_PUBLISH_RATE", 20.0, minimum=0.1, maximum=1000),

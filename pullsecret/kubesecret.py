@@ -28,6 +28,7 @@ A_CREATED_BY = "hyperfleet.io/created-by"
 A_CREATED_AT = "hyperfleet.io/created-at"
 A_FINGERPRINT = "hyperfleet.io/fingerprint"
 A_GENERATION = "hyperfleet.io/generation"
+A_LINEAGE = "hyperfleet.io/lineage"  # compact JSON: registry names and short fingerprints only
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
 MAX_ATTEMPTS = 8
 
@@ -52,24 +53,34 @@ class DesiredSecret:
     source_version: str
     labels: dict[str, str]
     created_by: str
+    lineage: str | None = None  # None: keep what the live object records (this event computed none)
 
     def annotations(self) -> dict[str, str]:
-        return {
+        annotations = {
             A_SOURCE: self.source_version,
             A_CREATED_BY: self.created_by,
             A_FINGERPRINT: self.fingerprint,
             A_GENERATION: str(self.generation),
         }
+        if self.lineage is not None:
+            annotations[A_LINEAGE] = self.lineage
+        return annotations
 
     def data(self) -> dict[str, str]:
         return {KEY: base64.b64encode(self.content).decode("ascii")}
 
-    def manifest(self, created_at: str, resource_version: str | None = None) -> dict[str, Any]:
+    def manifest(
+        self, created_at: str, resource_version: str | None = None, kept_lineage: str | None = None
+    ) -> dict[str, Any]:
         metadata: dict[str, Any] = {
             "name": self.name,
             "namespace": self.namespace,
             "labels": dict(self.labels),
-            "annotations": {**self.annotations(), A_CREATED_AT: created_at},
+            "annotations": {
+                **({A_LINEAGE: kept_lineage} if kept_lineage is not None and self.lineage is None else {}),
+                **self.annotations(),
+                A_CREATED_AT: created_at,
+            },
         }
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
@@ -194,7 +205,11 @@ class KubeSecrets:
                     service="kubernetes",
                 )
             created_at = annotations.get(A_CREATED_AT) or _now()
-            body = desired.manifest(created_at, resource_version=str(metadata.get("resourceVersion", "")))
+            body = desired.manifest(
+                created_at,
+                resource_version=str(metadata.get("resourceVersion", "")),
+                kept_lineage=annotations.get(A_LINEAGE),
+            )
             what = f"apply Secret {ns}/{name}"
             try:
                 response = self._call(

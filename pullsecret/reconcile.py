@@ -291,32 +291,29 @@ class Reconciler:
             },
             created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
         )
-        if not stored.written and self._recorded_version_unusable(stored.version_name, live, desired, deadline):
+        if stored.written:
+            encoded = lineage.encode(stored.lineage)
+            desired = dataclasses.replace(desired, lineage=encoded)
+            recorded = stored.lineage
+        else:
+            live_annotations = ((live or {}).get("metadata") or {}).get("annotations") or {}
+            recorded = lineage.decode(live_annotations.get(kubesecret.A_LINEAGE))
+        if stored.repaired:
             log.warning(
-                f"Secret Manager version {stored.version_name} is disabled or destroyed; writing a fresh version",
+                f"the newest Secret Manager version of {secret_id} had been disabled or destroyed; wrote a fresh one",
                 operation="secretmanager.store",
             )
-            with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id, repair=True) as fields:
-                stored = self.store.store(
-                    project=act.project_id,
-                    secret_id=secret_id,
-                    secret=merged.secret,
-                    generation=act.generation,
-                    labels=secret_labels(
-                        adapter=settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_name
-                    ),
-                    deadline=deadline,
-                    replace_version=stored.version_name,
-                )
-                fields.update(written=stored.written, stale=stored.stale)
-            if stored.stale:
-                return self._report(cluster_id, "stale", status.stale(act.generation, stored.recorded_generation, data))
-            desired = dataclasses.replace(desired, source_version=stored.version_name)
-            data["secret_version"] = stored.version_name
             data["repaired"] = "secret_manager_version"
-        with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
-            applied = self.kube.apply(api, desired, deadline, live, read_first=False)
-            fields.update(written=applied.written, stale=applied.stale)
+        # The read-back of a new version overlaps the Kubernetes apply; both must succeed before Available.
+        verified = self._submit(stored.verify) if stored.verify is not None else None
+        try:
+            with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
+                applied = self.kube.apply(api, desired, deadline, live, read_first=False)
+                fields.update(written=applied.written, stale=applied.stale)
+        finally:
+            if verified is not None:
+                with log.step("secretmanager.verify_version", version=stored.version_name):
+                    verified.result()
         data["kubernetes_resource_version"] = applied.resource_version
         if applied.stale:
             return self._report(cluster_id, "stale", status.stale(act.generation, applied.recorded_generation, data))
@@ -325,7 +322,7 @@ class Reconciler:
         elif applied.written and live is None and not stored.written:
             data.setdefault("repaired", "kubernetes_secret_recreated")
         data["lineage"] = lineage.report(
-            stored.lineage, secret_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+            recorded, secret_version=stored.version_name, kubernetes_resource_version=applied.resource_version
         )
         if stored.written:
             data["retention"] = self._retention(stored.version_name, desired.source_version)
@@ -336,26 +333,6 @@ class Reconciler:
             status.provisioned(act.generation, changed=changed, data=data),
         )
 
-    def _recorded_version_unusable(
-        self, version_name: str, live: dict[str, Any] | None, desired: DesiredSecret, deadline: Deadline
-    ) -> bool:
-        """Drift check of the recorded Secret Manager version, without a call in steady state.
-
-        The version's state is read (one AccessSecretVersion) when the Kubernetes Secret is about to be
-        written (it must not point at a dead version), and otherwise at most once per
-        VERSION_CHECK_INTERVAL per version per process (0: only on writes).
-        """
-        if live is None or kubesecret.differs(live, desired):
-            max_age: float | None = None
-        elif self.settings.version_check_interval_s > 0:
-            max_age = self.settings.version_check_interval_s
-        else:
-            return False
-        with log.step("secretmanager.check_version") as fields:
-            usable = self.store.version_usable(version_name, deadline, max_age_s=max_age)
-            fields["usable"] = usable
-        return not usable
-
     def _retention(self, version_name: str, kubernetes_points_at: str) -> dict[str, Any]:
         """Best effort after a successful write: failures are logged, the next write tries again.
 
@@ -364,6 +341,9 @@ class Reconciler:
         """
         protected = {version_name, kubernetes_points_at}
         secret_name = version_name.rsplit("/versions/", 1)[0]
+        newest = lineage.version_id(version_name)
+        if newest.isdigit() and int(newest) <= self.settings.retain_versions:
+            return {"keep": self.settings.retain_versions, "destroyed": []}  # nothing can be older: no list call
         try:
             with log.step("secretmanager.retention", keep=self.settings.retain_versions) as fields:
                 result = self.store.apply_retention(

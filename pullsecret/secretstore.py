@@ -1,15 +1,22 @@
-"""Secret Manager: ensure the per-cluster secret, add a version only when the content changed, verify it.
+"""Secret Manager: the per-cluster secret's newest version holds the cluster's pull secret, written only on change.
 
-Bookkeeping lives in the secret's annotations (Secret Manager annotation keys allow no '/'):
+Steady state reads the newest version's content with AccessSecretVersion (the 90,000/min access quota, not
+the 600/min read quota) and compares bytes: equal content costs that one call, and a newest version that
+was disabled or destroyed by hand shows up at once (FAILED_PRECONDITION) and gets a fresh version.
 
-    hyperfleet-fingerprint   SHA-256 of the canonical content of the recorded version
-    hyperfleet-generation    the cluster generation that wrote it
-    hyperfleet-version       the version resource name holding it
-    hyperfleet-claim         "<fingerprint>:<generation>:<unix time>" while a writer adds a version
+A write is claimed before it is made. The claim is the secret's annotations, set with the secret's etag
+(compare-and-swap) or by CreateSecret itself:
 
-The claim is taken with the secret's etag (compare-and-swap), so of many concurrent deliveries of
-the same content exactly one adds a version; the others wait for its commit and find the content
-unchanged. A claim older than `CLAIM_LEASE_S` is abandoned (its writer died) and may be taken over.
+    hyperfleet-fingerprint   SHA-256 of the canonical content being written
+    hyperfleet-generation    the cluster generation writing it (older generations never write over it)
+    hyperfleet-version       the version resource name the write produces
+    hyperfleet-claim         "<fingerprint>:<generation>:<unix time>"
+    hyperfleet-lineage       per-registry fingerprints and since-when (pullsecret.lineage)
+
+Of many concurrent deliveries of the same content exactly one wins the claim and adds the version (two
+writes in all); the others see a live claim and wait until the newest version holds the claimed content.
+A claim whose content never appears within `CLAIM_LEASE_S` was abandoned (its writer died) and may be
+taken over.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +42,6 @@ A_GENERATION = "hyperfleet-generation"
 A_VERSION = "hyperfleet-version"
 A_CLAIM = "hyperfleet-claim"
 CLAIM_LEASE_S = 30.0
-CHECKED_CACHE_MAX = 50_000
 SERVICE = "secretmanager"
 
 _LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
@@ -66,7 +73,52 @@ class StoreResult:
     written: bool  # a new version was added by this call
     stale: bool = False  # a newer generation is recorded; nothing was written
     recorded_generation: int = 0
-    lineage: dict[str, Any] = field(default_factory=dict)  # see pullsecret.lineage
+    lineage: dict[str, Any] = field(default_factory=dict)  # see pullsecret.lineage; set when written
+    repaired: bool = False  # the newest version had been disabled or destroyed by hand
+    verify: Callable[[], None] | None = field(default=None, repr=False)  # read-back of a new version
+
+
+@dataclass(frozen=True)
+class Latest:
+    """The newest version: its resolved name and content when ENABLED."""
+
+    name: str | None
+    data: bytes | None = field(repr=False)
+    state: str  # "enabled" | "unusable" (disabled/destroyed) | "missing" (no secret or no versions)
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    """This writer holds the claim recorded on the secret (etag after the claim)."""
+
+    secret_name: str
+    etag: str
+    annotations: dict[str, str]
+    version_id: str  # the version number AddSecretVersion is expected to give
+    repaired: bool
+
+
+class _Exists:
+    """CreateSecret found the secret already there (without versions, or created concurrently)."""
+
+
+_EXISTS = _Exists()
+
+
+def _record(
+    secret: PullSecret, generation: int, now: float, advanced: dict[str, Any], version_name: str
+) -> dict[str, str]:
+    """The annotations a write records, in the same call that claims it (`version_name`: what it will produce)."""
+    record = {
+        A_FINGERPRINT: secret.fingerprint,
+        A_GENERATION: str(generation),
+        A_VERSION: version_name,
+        A_CLAIM: Claim(secret.fingerprint, generation, now).encode(),
+    }
+    encoded = lineage.encode(advanced)
+    if encoded is not None:
+        record[lineage.A_LINEAGE] = encoded
+    return record
 
 
 @dataclass(frozen=True)
@@ -117,7 +169,6 @@ class SecretStore:
         self._kms_key = kms_key
         self._source_ttl_s = source_ttl_s
         self._source_cache: dict[str, tuple[float, bytes]] = {}
-        self._checked: dict[str, float] = {}  # version name -> monotonic time it was last seen ENABLED
 
     # -- plumbing ------------------------------------------------------------------------------
     def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
@@ -185,6 +236,22 @@ class SecretStore:
         self._source_cache.clear()
 
     # -- the per-cluster secret ----------------------------------------------------------------
+    def latest(self, secret_name: str, deadline: Deadline) -> Latest:
+        """The newest version's content (AccessSecretVersion: the 90,000/min access quota, not the read quota)."""
+        what = f"read {secret_name}/versions/latest"
+        try:
+            response = self._call(
+                what, deadline, self._client.access_secret_version, name=f"{secret_name}/versions/latest"
+            )
+        except gexc.NotFound:
+            return Latest(None, None, "missing")  # no secret, or a secret without versions
+        except gexc.FailedPrecondition:
+            return Latest(None, None, "unusable")  # disabled or destroyed (by hand): drift to repair
+        data = bytes(response.payload.data)
+        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
+            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
+        return Latest(str(response.name), data, "enabled")
+
     def store(
         self,
         *,
@@ -194,19 +261,16 @@ class SecretStore:
         generation: int,
         labels: dict[str, str],
         deadline: Deadline,
-        replace_version: str | None = None,
     ) -> StoreResult:
-        """Ensure the secret and a version with `secret`'s content; raises Terminal/TransientError.
+        """Ensure the secret's newest version holds `secret`; raises OwnershipConflict / Terminal/TransientError.
 
-        `replace_version`: the recorded version is unusable (disabled or destroyed by hand), so equal
-        content still gets a fresh version, unless another delivery already recorded a different one.
+        Unchanged content costs one AccessSecretVersion. A change costs GetSecret, one claim (the etag-guarded
+        annotation update, or the CreateSecret itself) and AddSecretVersion: two writes. The returned
+        `verify` reads the new version back; the caller runs it beside the Kubernetes apply.
         """
-        from google.cloud.secretmanager_v1 import types
-
         name = f"projects/{project}/secrets/{secret_id}"
-        fingerprint = secret.fingerprint
-        claimed_etag: str | None = None
         wait = 0.05
+        exists = False
         while True:
             if deadline.expired():
                 raise TransientError(
@@ -214,202 +278,217 @@ class SecretStore:
                     reason="WriteInProgress",
                     service=SERVICE,
                 )
-            current = self._get_or_create(
+            latest = self.latest(name, deadline)
+            if latest.data == secret.canonical and latest.name:
+                return StoreResult(latest.name, written=False)
+            claimed = self._claim(
                 name=name,
                 project=project,
                 secret_id=secret_id,
-                labels=labels,
-                fingerprint=fingerprint,
+                secret=secret,
                 generation=generation,
+                labels=labels,
+                latest=latest,
                 deadline=deadline,
+                created_before=exists,
             )
-            if isinstance(current, tuple):  # we created it, with our claim in place
-                current, claimed_etag = current[0], current[0].etag
-            if current.labels.get("managed-by") != "hyperfleet":
-                raise OwnershipConflict(
-                    f"Secret Manager secret {secret_id} in project {project} exists without the label "
-                    "managed-by=hyperfleet; refusing to adopt or overwrite it",
-                    service=SERVICE,
-                )
-            annotations = dict(current.annotations)
-            recorded_generation = _int(annotations.get(A_GENERATION))
-            recorded_version = annotations.get(A_VERSION)
-            recorded_lineage = lineage.decode(annotations.get(lineage.A_LINEAGE))
-            if recorded_generation > generation:
-                return StoreResult(
-                    recorded_version or "",
-                    written=False,
-                    stale=True,
-                    recorded_generation=recorded_generation,
-                    lineage=recorded_lineage,
-                )
-            if (
-                annotations.get(A_FINGERPRINT) == fingerprint
-                and recorded_version
-                and recorded_version != replace_version
-            ):
-                return StoreResult(
-                    recorded_version,
-                    written=False,
-                    recorded_generation=recorded_generation,
-                    lineage=recorded_lineage,
-                )
-            claim = Claim.decode(annotations.get(A_CLAIM))
-            now = time.time()
-            if claimed_etag is None and claim is not None and claim.live(now):
-                if claim.generation > generation:
-                    return StoreResult(
-                        recorded_version or "",
-                        written=False,
-                        stale=True,
-                        recorded_generation=claim.generation,
-                    )
-                # Someone else is writing (this content or an older generation's): wait for its commit.
-                time.sleep(min(wait, deadline.remaining()))
+            if isinstance(claimed, _Exists):
+                exists = True
+                continue
+            if isinstance(claimed, StoreResult):
+                return claimed  # stale: a newer generation is recorded
+            if claimed is None:
+                time.sleep(min(wait, deadline.remaining()))  # another writer holds a live claim
                 wait = min(wait * 2, 1.0)
                 continue
-            if claimed_etag is None:
-                annotations[A_CLAIM] = Claim(fingerprint, generation, now).encode()
-                try:
-                    updated = self._call(
-                        f"claim secret {secret_id}",
-                        deadline,
-                        self._client.update_secret,
-                        secret=types.Secret(name=current.name, annotations=annotations, etag=current.etag),
-                        update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
-                    )
-                except (gexc.FailedPrecondition, gexc.Aborted):
-                    continue  # lost the race for the claim: re-read
-                except gexc.NotFound:
-                    continue  # deleted under us: create again
-                claimed_etag = updated.etag
-                annotations = dict(updated.annotations)
             try:
-                return self._write_version(
-                    secret_name=current.name,
-                    secret_id=secret_id,
-                    secret=secret,
-                    generation=generation,
-                    annotations=dict(annotations),
-                    etag=claimed_etag,
-                    deadline=deadline,
-                )
+                return self._add_version(claimed, secret=secret, secret_id=secret_id, deadline=deadline)
             except AdapterError:
                 # Let the next delivery write at once instead of waiting out the lease.
-                self._release_claim(current.name, annotations, claimed_etag)
+                self._release_claim(claimed)
                 raise
 
-    def _get_or_create(
+    def _claim(
         self,
         *,
         name: str,
         project: str,
         secret_id: str,
-        labels: dict[str, str],
-        fingerprint: str,
-        generation: int,
-        deadline: Deadline,
-    ) -> Any:
-        from google.cloud.secretmanager_v1 import types
-
-        try:
-            return self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
-        except gexc.NotFound:
-            pass
-        except gexc.FailedPrecondition as exc:
-            raise from_google(exc, service=SERVICE, what=f"get secret {secret_id}") from None
-        claim = Claim(fingerprint, generation, time.time()).encode()
-        try:
-            created = self._call(
-                f"create secret {secret_id}",
-                deadline,
-                self._client.create_secret,
-                parent=f"projects/{project}",
-                secret_id=secret_id,
-                secret=types.Secret(replication=self._replication(), labels=labels, annotations={A_CLAIM: claim}),
-            )
-        except gexc.AlreadyExists:
-            # A concurrent delivery created it first: that is success; read what it wrote.
-            return self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
-        except gexc.NotFound:
-            raise TerminalError(
-                f"create secret {secret_id}: project {project} not found",
-                reason="ProjectNotFound",
-                service=SERVICE,
-            ) from None
-        except gexc.FailedPrecondition as exc:
-            raise from_google(exc, service=SERVICE, what=f"create secret {secret_id}") from None
-        return (created,)
-
-    def _write_version(
-        self,
-        *,
-        secret_name: str,
-        secret_id: str,
         secret: PullSecret,
         generation: int,
-        annotations: dict[str, str],
-        etag: str,
+        labels: dict[str, str],
+        latest: Latest,
         deadline: Deadline,
-    ) -> StoreResult:
+        created_before: bool = False,
+    ) -> _Claimed | StoreResult | _Exists | None:
+        """Take the write claim: a _Claimed, a stale StoreResult, None (someone else is writing: wait) or _EXISTS."""
+        from google.cloud.secretmanager_v1 import types
+
+        now = time.time()
+        fingerprints = secret.registry_fingerprints()
+        current: Any = None
+        # A missing newest version usually means a missing secret: try to create it first (one round trip
+        # fewer on first provisioning); AlreadyExists (a secret without versions, or a race) reads it.
+        if latest.state != "missing" or created_before:
+            try:
+                current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+            except gexc.NotFound:
+                current = None
+            except gexc.FailedPrecondition as exc:
+                raise from_google(exc, service=SERVICE, what=f"get secret {secret_id}") from None
+        if current is None:
+            advanced = lineage.advance(
+                {}, fingerprints=fingerprints, version_name="1", previous_version=None, now=int(now)
+            )
+            record = _record(secret, generation, now, advanced, f"{name}/versions/1")
+            try:
+                created = self._call(
+                    f"create secret {secret_id}",
+                    deadline,
+                    self._client.create_secret,
+                    parent=f"projects/{project}",
+                    secret_id=secret_id,
+                    secret=types.Secret(replication=self._replication(), labels=labels, annotations=record),
+                )
+            except gexc.AlreadyExists:
+                return _EXISTS  # it exists (without versions, or created concurrently): read it
+            except gexc.NotFound:
+                raise TerminalError(
+                    f"create secret {secret_id}: project {project} not found", reason="ProjectNotFound", service=SERVICE
+                ) from None
+            except gexc.FailedPrecondition as exc:
+                raise from_google(exc, service=SERVICE, what=f"create secret {secret_id}") from None
+            return _Claimed(created.name, created.etag, dict(created.annotations), "1", repaired=False)
+
+        if current.labels.get("managed-by") != "hyperfleet":
+            raise OwnershipConflict(
+                f"Secret Manager secret {secret_id} in project {project} exists without the label "
+                "managed-by=hyperfleet; refusing to adopt or overwrite it",
+                service=SERVICE,
+            )
+        annotations = dict(current.annotations)
+        recorded_generation = _int(annotations.get(A_GENERATION))
+        if recorded_generation > generation:
+            return StoreResult(
+                latest.name or annotations.get(A_VERSION, ""),
+                written=False,
+                stale=True,
+                recorded_generation=recorded_generation,
+            )
+        claim = Claim.decode(annotations.get(A_CLAIM))
+        newest = self._newest_version_id(name, latest, deadline)
+        if claim is not None and claim.live(now):
+            # The claim names the version its write produces: once that number exists, the write is done.
+            expected = lineage.version_id(annotations.get(A_VERSION))
+            finished = newest is not None and expected.isdigit() and newest >= int(expected)
+            if not finished:
+                if claim.generation > generation:
+                    return StoreResult(
+                        latest.name or "", written=False, stale=True, recorded_generation=claim.generation
+                    )
+                return None
+        next_id = str((newest or 0) + 1)
+        previous = lineage.decode(annotations.get(lineage.A_LINEAGE))
+        advanced = lineage.advance(
+            previous,
+            fingerprints=fingerprints,
+            version_name=next_id,
+            previous_version=latest.name or annotations.get(A_VERSION),
+            now=int(now),
+        )
+        annotations.update(_record(secret, generation, now, advanced, f"{current.name}/versions/{next_id}"))
+        try:
+            updated = self._call(
+                f"claim secret {secret_id}",
+                deadline,
+                self._client.update_secret,
+                secret=types.Secret(name=current.name, annotations=annotations, etag=current.etag),
+                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
+            )
+        except (gexc.FailedPrecondition, gexc.Aborted, gexc.NotFound):
+            return None  # lost the race for the claim (or deleted under us): read again
+        return _Claimed(
+            updated.name, updated.etag, dict(updated.annotations), next_id, repaired=latest.state == "unusable"
+        )
+
+    def _newest_version_id(self, name: str, latest: Latest, deadline: Deadline) -> int | None:
+        """The newest version's number, whatever its state; None when the secret has no versions."""
+        if latest.name:
+            return int(lineage.version_id(latest.name))
+        if latest.state == "missing":
+            return None
+        try:  # the newest version is disabled or destroyed: its metadata still carries the number
+            newest = self._call(
+                f"get {name}/versions/latest", deadline, self._client.get_secret_version, name=f"{name}/versions/latest"
+            )
+        except (gexc.NotFound, gexc.FailedPrecondition):
+            return None
+        return int(lineage.version_id(str(newest.name)))
+
+    def _add_version(self, claimed: _Claimed, *, secret: PullSecret, secret_id: str, deadline: Deadline) -> StoreResult:
         from google.cloud.secretmanager_v1 import types
 
         data = secret.canonical
-        checksum = google_crc32c.value(data)
         try:
             version = self._call(
                 f"add version to secret {secret_id}",
                 deadline,
                 self._client.add_secret_version,
-                parent=secret_name,
-                payload=types.SecretPayload(data=data, data_crc32c=checksum),
+                parent=claimed.secret_name,
+                payload=types.SecretPayload(data=data, data_crc32c=google_crc32c.value(data)),
             )
         except (gexc.NotFound, gexc.FailedPrecondition) as exc:
             raise TransientError(f"add version to secret {secret_id}: {type(exc).__name__}", service=SERVICE) from None
-        self.verify(version.name, data, deadline)
-        self._remember_usable(version.name)
-        annotations.pop(A_CLAIM, None)
-        advanced = lineage.advance(
-            lineage.decode(annotations.get(lineage.A_LINEAGE)),
-            fingerprints=secret.registry_fingerprints(),
-            version_name=version.name,
-            previous_version=annotations.get(A_VERSION),
-            now=int(time.time()),
-        )
-        encoded = lineage.encode(advanced)
-        if encoded is None:
-            annotations.pop(lineage.A_LINEAGE, None)
-        else:
-            annotations[lineage.A_LINEAGE] = encoded
-        annotations.update({A_FINGERPRINT: secret.fingerprint, A_GENERATION: str(generation), A_VERSION: version.name})
-        try:
-            self._call(
-                f"record version on secret {secret_id}",
-                deadline,
-                self._client.update_secret,
-                secret=types.Secret(name=secret_name, annotations=annotations, etag=etag),
-                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
-            )
-        except (gexc.FailedPrecondition, gexc.Aborted, gexc.NotFound):
-            # Our claim was taken over (lease expired) or the secret changed: the version exists and is
-            # verified; the next delivery will find the record and settle it.
-            raise TransientError(
-                f"record version on secret {secret_id}: the secret changed while writing",
-                reason="WriteInProgress",
-                service=SERVICE,
-            ) from None
+        recorded = lineage.decode(claimed.annotations.get(lineage.A_LINEAGE))
+        actual_id = lineage.version_id(version.name)
+        if actual_id != claimed.version_id:
+            # Someone added a version by hand between our claim and our add: correct the record.
+            recorded = self._correct_record(claimed, version.name, recorded, deadline)
+        version_name = str(version.name)
         return StoreResult(
-            version.name, written=True, recorded_generation=generation, lineage=advanced if encoded else {}
+            version_name,
+            written=True,
+            recorded_generation=_int(claimed.annotations.get(A_GENERATION)),
+            lineage=recorded,
+            repaired=claimed.repaired,
+            verify=lambda: self.verify(version_name, data, deadline),
         )
 
-    def _release_claim(self, secret_name: str, annotations: dict[str, str], etag: str) -> None:
+    def _correct_record(
+        self, claimed: _Claimed, version_name: str, recorded: dict[str, Any], deadline: Deadline
+    ) -> dict[str, Any]:
+        from google.cloud.secretmanager_v1 import types
+
+        actual = lineage.version_id(version_name)
+        registries = recorded.get("registries") if isinstance(recorded.get("registries"), dict) else {}
+        assert isinstance(registries, dict)
+        for value in registries.values():
+            if isinstance(value, list) and len(value) == 3 and value[1] == claimed.version_id:
+                value[1] = actual
+        recorded["version"] = actual
+        annotations = dict(claimed.annotations)
+        annotations[A_VERSION] = version_name
+        encoded = lineage.encode(recorded)
+        if encoded is not None:
+            annotations[lineage.A_LINEAGE] = encoded
+        with contextlib.suppress(gexc.GoogleAPICallError, AdapterError):
+            self._call(
+                f"correct the record on {claimed.secret_name}",
+                deadline,
+                self._client.update_secret,
+                secret=types.Secret(name=claimed.secret_name, annotations=annotations, etag=claimed.etag),
+                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
+            )
+        return recorded
+
+    def _release_claim(self, claimed: _Claimed) -> None:
         """Best effort: drop our claim; if this fails too, the lease (CLAIM_LEASE_S) frees it."""
         from google.cloud.secretmanager_v1 import types
 
-        released = {k: v for k, v in annotations.items() if k != A_CLAIM}
+        released = {k: v for k, v in claimed.annotations.items() if k != A_CLAIM}
         with contextlib.suppress(gexc.GoogleAPICallError):
             self._client.update_secret(
-                secret=types.Secret(name=secret_name, annotations=released, etag=etag),
+                secret=types.Secret(name=claimed.secret_name, annotations=released, etag=claimed.etag),
                 update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
                 retry=None,
                 timeout=2.0,
@@ -434,31 +513,7 @@ class SecretStore:
                 service=SERVICE,
             )
 
-    # -- drift, retention and deletion ---------------------------------------------------------
-    def version_usable(self, version_name: str, deadline: Deadline, *, max_age_s: float | None) -> bool:
-        """True when the version is ENABLED (checked at most every `max_age_s` per process; None forces).
-
-        Uses AccessSecretVersion (the 90,000/min access quota, not the 600/min read quota): a
-        disabled or destroyed version answers FAILED_PRECONDITION, a missing one NOT_FOUND.
-        Raises TransientError / TerminalError for other failures.
-        """
-        now = time.monotonic()
-        checked = self._checked.get(version_name)
-        if max_age_s is not None and checked is not None and now - checked < max_age_s:
-            return True
-        try:
-            self._call(f"check {version_name}", deadline, self._client.access_secret_version, name=version_name)
-        except (gexc.NotFound, gexc.FailedPrecondition):
-            self._checked.pop(version_name, None)
-            return False
-        self._remember_usable(version_name)
-        return True
-
-    def _remember_usable(self, version_name: str) -> None:
-        if len(self._checked) >= CHECKED_CACHE_MAX:
-            self._checked.clear()  # crude bound; a cleared entry costs one extra read, never a wrong answer
-        self._checked[version_name] = time.monotonic()
-
+    # -- retention and deletion ----------------------------------------------------------------
     def apply_retention(
         self, secret_name: str, *, keep: int, protected: set[str], deadline: Deadline
     ) -> RetentionResult:
@@ -509,7 +564,6 @@ class SecretStore:
             except (TransientError, TerminalError):
                 continue
             destroyed.append(number)
-            self._checked.pop(version.name, None)
         return RetentionResult(kept=kept, destroyed=tuple(destroyed))
 
     def delete_secret(self, *, project: str, secret_id: str, policy: str, deadline: Deadline) -> str:
@@ -550,7 +604,6 @@ class SecretStore:
                 return "absent"
             except (gexc.FailedPrecondition, gexc.Aborted):
                 continue  # changed since we read it (etag): read again and decide again
-            self._checked.clear()
             return "deleted"
         raise TransientError(
             f"delete secret {secret_id}: it kept changing while deleting", reason="WriteConflict", service=SERVICE
@@ -578,7 +631,6 @@ class SecretStore:
                 raise TransientError(
                     f"disable {version.name}: it changed while disabling", reason="WriteConflict", service=SERVICE
                 ) from None
-            self._checked.pop(version.name, None)
             count += 1
         return f"disabled {count} version(s)" if count else "all versions disabled"
 

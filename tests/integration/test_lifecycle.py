@@ -224,7 +224,7 @@ def test_kubernetes_secret_edited_by_someone_else_is_restored(adapter: Adapter, 
     report = reports(admin)[-1]
     assert report["body"]["data"]["repaired"] == "kubernetes_secret"
     assert conditions(report)["Available"]["status"] == "True"
-    # Before pointing the Secret at the version again, its state was checked once.
+    # One read of the newest version (content and state), the same call steady state makes.
     assert admin.calls()["secretmanager"].get("AccessSecretVersion") == 1
 
 
@@ -249,7 +249,6 @@ def test_secret_manager_version_disabled_or_destroyed_by_hand_gets_a_fresh_versi
     client = sm_client(writer)
     getattr(client, f"{how}_secret_version")(name=name)
 
-    # A process that has not checked this version yet (a new instance, or after VERSION_CHECK_INTERVAL).
     fresh = Adapter.from_environment()
     assert deliver(fresh).result == "applied"
     assert len(versions(world)) == 2
@@ -264,7 +263,9 @@ def test_secret_manager_version_disabled_or_destroyed_by_hand_gets_a_fresh_versi
     assert len(versions(world)) == 2
 
 
-def test_steady_state_costs_five_calls_and_no_version_check(adapter: Adapter, admin: Admin, world: Any) -> None:
+def test_steady_state_costs_five_calls_one_of_them_on_the_access_quota(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
     seed_ready_cluster(admin, CID)
     deliver(adapter)
     admin.call("DELETE", "/calls")
@@ -273,23 +274,17 @@ def test_steady_state_costs_five_calls_and_no_version_check(adapter: Adapter, ad
     calls = admin.calls()
     total = sum(sum(m.values()) for s, m in calls.items() if s != "metadata")
     assert total == 15, calls
-    assert set(calls["secretmanager"]) == {"GetSecret"}
+    # AccessSecretVersion(latest) counts against the 90,000/min access quota, not the 600/min read quota.
+    assert calls["secretmanager"] == {"AccessSecretVersion": 3}
 
 
-def test_version_check_interval_zero_checks_only_before_writes(
-    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
-) -> None:
-    adapter = env_adapter(monkeypatch, VERSION_CHECK_INTERVAL="0")
+def test_a_disabled_version_is_noticed_by_the_very_next_event(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
     deliver(adapter)
     sm_client(adapter).disable_secret_version(name=versions(world)[0]["name"])
-    fresh = Adapter.from_environment()
-    assert deliver(fresh).result == "unchanged"  # the documented trade-off: no check in steady state
-    assert len(versions(world)) == 1
-    # ... until the Kubernetes side needs a write: then the dead version is noticed and replaced.
-    admin.call("DELETE", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}")
-    assert deliver(fresh).result == "applied"
-    assert len(versions(world)) == 2
+    # The same process, steady state otherwise: the newest version's state is part of the one read it makes.
+    assert deliver(adapter).result == "applied"
+    assert states(world) == {1: "DISABLED", 2: "ENABLED"}
     kube = kube_secret(world)
     assert kube is not None and kube["metadata"]["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/2")
 
@@ -313,7 +308,7 @@ def test_retention_keeps_the_newest_versions_and_destroys_older_ones(
     # Steady state never lists or destroys.
     admin.call("DELETE", "/calls")
     assert deliver(adapter, 4).result == "unchanged"
-    assert set(admin.calls()["secretmanager"]) == {"GetSecret"}
+    assert admin.calls()["secretmanager"] == {"AccessSecretVersion": 1}
 
 
 def test_retention_never_destroys_a_protected_version(function_env: dict[str, str], admin: Admin, world: Any) -> None:
