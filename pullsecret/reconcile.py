@@ -291,10 +291,14 @@ class Reconciler:
             },
             created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
         )
-        if stored.written:
-            encoded = lineage.encode(stored.lineage)
-            desired = dataclasses.replace(desired, lineage=encoded)
-            recorded = stored.lineage
+        carried = stored.lineage
+        if not stored.written and not carried and live is None:
+            # Creating the Kubernetes Secret without having written a version (a repair, or a race with the
+            # writer): take the lineage the write recorded, so every creator writes the same object.
+            carried = self.store.recorded_lineage(data["secret_name"], secret_id, deadline)
+        if stored.written or carried:
+            desired = dataclasses.replace(desired, lineage=lineage.encode(carried))
+            recorded = carried
         else:
             live_annotations = ((live or {}).get("metadata") or {}).get("annotations") or {}
             recorded = lineage.decode(live_annotations.get(kubesecret.A_LINEAGE))

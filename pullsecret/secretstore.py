@@ -98,6 +98,13 @@ class _Claimed:
     repaired: bool
 
 
+@dataclass(frozen=True)
+class _Wait:
+    """Another delivery holds a live claim: wait for its version (its record's lineage is the one to carry)."""
+
+    lineage: dict[str, Any]
+
+
 class _Exists:
     """CreateSecret found the secret already there (without versions, or created concurrently)."""
 
@@ -271,6 +278,7 @@ class SecretStore:
         name = f"projects/{project}/secrets/{secret_id}"
         wait = 0.05
         exists = False
+        carried: dict[str, Any] = {}
         while True:
             if deadline.expired():
                 raise TransientError(
@@ -280,7 +288,11 @@ class SecretStore:
                 )
             latest = self.latest(name, deadline)
             if latest.data == secret.canonical and latest.name:
-                return StoreResult(latest.name, written=False)
+                # A delivery that raced another's write carries that write's lineage, so that both
+                # describe the Kubernetes Secret identically (one write there, not two).
+                if exists and not carried:
+                    carried = self.recorded_lineage(name, secret_id, deadline)
+                return StoreResult(latest.name, written=False, lineage=carried)
             claimed = self._claim(
                 name=name,
                 project=project,
@@ -297,7 +309,8 @@ class SecretStore:
                 continue
             if isinstance(claimed, StoreResult):
                 return claimed  # stale: a newer generation is recorded
-            if claimed is None:
+            if isinstance(claimed, _Wait):
+                carried = claimed.lineage or carried
                 time.sleep(min(wait, deadline.remaining()))  # another writer holds a live claim
                 wait = min(wait * 2, 1.0)
                 continue
@@ -320,7 +333,7 @@ class SecretStore:
         latest: Latest,
         deadline: Deadline,
         created_before: bool = False,
-    ) -> _Claimed | StoreResult | _Exists | None:
+    ) -> _Claimed | StoreResult | _Exists | _Wait:
         """Take the write claim: a _Claimed, a stale StoreResult, None (someone else is writing: wait) or _EXISTS."""
         from google.cloud.secretmanager_v1 import types
 
@@ -386,7 +399,7 @@ class SecretStore:
                     return StoreResult(
                         latest.name or "", written=False, stale=True, recorded_generation=claim.generation
                     )
-                return None
+                return _Wait(lineage.decode(annotations.get(lineage.A_LINEAGE)))
         next_id = str((newest or 0) + 1)
         previous = lineage.decode(annotations.get(lineage.A_LINEAGE))
         advanced = lineage.advance(
@@ -406,10 +419,18 @@ class SecretStore:
                 update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
             )
         except (gexc.FailedPrecondition, gexc.Aborted, gexc.NotFound):
-            return None  # lost the race for the claim (or deleted under us): read again
+            return _Wait({})  # lost the race for the claim (or deleted under us): read again
         return _Claimed(
             updated.name, updated.etag, dict(updated.annotations), next_id, repaired=latest.state == "unusable"
         )
+
+    def recorded_lineage(self, name: str, secret_id: str, deadline: Deadline) -> dict[str, Any]:
+        """The lineage recorded on the secret ({} when none); one GetSecret (read quota), so only off steady state."""
+        try:
+            current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+        except (gexc.NotFound, gexc.FailedPrecondition):
+            return {}
+        return lineage.decode(dict(current.annotations).get(lineage.A_LINEAGE))
 
     def _newest_version_id(self, name: str, latest: Latest, deadline: Deadline) -> int | None:
         """The newest version's number, whatever its state; None when the secret has no versions."""

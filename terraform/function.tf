@@ -30,6 +30,8 @@ locals {
     SECRET_KMS_KEY                = var.secret_kms_key
     DELETION_POLICY               = var.deletion_policy
     RETAIN_VERSIONS               = tostring(var.retain_versions)
+    # functions-framework's gunicorn thread count: one thread per concurrent request Cloud Run sends.
+    THREADS = tostring(var.max_instance_request_concurrency)
     # Set by the platform on every deploy; declared here so plans stay clean.
     LOG_EXECUTION_ID = "true"
   }
