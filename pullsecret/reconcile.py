@@ -239,9 +239,15 @@ class Reconciler:
                 return api, self.kube.read(api, placement.namespace, kube_name, deadline)
 
         live_future: Future[tuple[Any, dict[str, Any] | None]] = self._submit(read_live)
+        secret_name = f"projects/{act.project_id}/secrets/{secret_id}"
+        latest_future = self._submit(self.store.latest, secret_name, deadline)
         try:
             merged = self._pull_secret(act, deadline)
             cluster_name = str(cluster.get("name") or cluster_id)
+            # Every read first (the management cluster, the live Secret, the newest version), so that a
+            # terminal problem on one side leaves nothing written on the other.
+            latest = latest_future.result()
+            api, live = live_future.result()
             with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id) as fields:
                 stored = self.store.store(
                     project=act.project_id,
@@ -252,14 +258,15 @@ class Reconciler:
                         adapter=settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_name
                     ),
                     deadline=deadline,
+                    latest=latest,
                 )
                 fields.update(written=stored.written, stale=stored.stale)
-            api, live = live_future.result()
         except BaseException:
             live_future.cancel()
+            latest_future.cancel()
             raise
         data: dict[str, Any] = {
-            "secret_name": f"projects/{act.project_id}/secrets/{secret_id}",
+            "secret_name": secret_name,
             "secret_version": stored.version_name,
             "management_cluster": placement.management_cluster,
             "kubernetes_namespace": placement.namespace,

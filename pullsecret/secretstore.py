@@ -268,8 +268,12 @@ class SecretStore:
         generation: int,
         labels: dict[str, str],
         deadline: Deadline,
+        latest: Latest | None = None,
     ) -> StoreResult:
         """Ensure the secret's newest version holds `secret`; raises OwnershipConflict / Terminal/TransientError.
+
+        `latest`: the newest version as already read (`self.latest`), so callers can overlap that read
+        with others and still make no write before every read succeeded.
 
         Unchanged content costs one AccessSecretVersion. A change costs GetSecret, one claim (the etag-guarded
         annotation update, or the CreateSecret itself) and AddSecretVersion: two writes. The returned
@@ -286,7 +290,8 @@ class SecretStore:
                     reason="WriteInProgress",
                     service=SERVICE,
                 )
-            latest = self.latest(name, deadline)
+            if latest is None:
+                latest = self.latest(name, deadline)
             if latest.data == secret.canonical and latest.name:
                 # A delivery that raced another's write carries that write's lineage, so that both
                 # describe the Kubernetes Secret identically (one write there, not two).
@@ -304,6 +309,7 @@ class SecretStore:
                 deadline=deadline,
                 created_before=exists,
             )
+            latest = None  # read again on the next round
             if isinstance(claimed, _Exists):
                 exists = True
                 continue
