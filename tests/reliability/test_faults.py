@@ -105,6 +105,8 @@ def test_faults_on_every_dependency_converge(
 ) -> None:
     clusters = [f"cls-fault-{kind}-{i}" for i in range(12 if harness.FULL else 3)]
     rate = 0.5 if harness.FULL else 0.3
+    if kind == "timeout":  # each injected hang lasts up to 30 s: a few of them suffice
+        clusters, rate = clusters[:4], 0.03
     # Fast subset: a deadline long enough that in-process retries absorb most faults (see the known bug above).
     adapter = adapter_factory(RETRY_DEADLINE="2" if harness.FULL else "8", HYPERFLEET_TIMEOUT="1")
     _faults(admin, grpc_code, http_code, rate, seed=sum(map(ord, kind)))
