@@ -51,6 +51,8 @@ class HyperFleetClient:
         )
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=retry)
         self._session = requests.Session()
+        # No proxy or .netrc lookups per request: the API URL is configuration (saves ~0.1-1 ms per call).
+        self._session.trust_env = False
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._session.headers.update({"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"})
