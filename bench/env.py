@@ -34,7 +34,7 @@ class Emulators:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.stackproc"],
+            [sys.executable, "-m", "emulators", "up", "--no-pubsub", "--no-validate"],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

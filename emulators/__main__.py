@@ -19,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
     up.add_argument("--status-method", choices=("PUT", "POST"), default="PUT")
     up.add_argument("--token-lifetime", type=int, default=3600, help="access token lifetime in seconds")
+    up.add_argument(
+        "--no-validate", action="store_true", help="do not validate HyperFleet traffic against the OpenAPI contract"
+    )
     args = parser.parse_args(argv)
 
     want_pubsub = not args.no_pubsub
@@ -27,7 +30,12 @@ def main(argv: list[str] | None = None) -> int:
         if not available:
             print(f"Pub/Sub emulator not started: {reason}", file=sys.stderr)
             want_pubsub = False
-    stack = Stack(pubsub=want_pubsub, status_method=args.status_method, token_lifetime_s=args.token_lifetime)
+    stack = Stack(
+        pubsub=want_pubsub,
+        status_method=args.status_method,
+        token_lifetime_s=args.token_lifetime,
+        validate_contract=not args.no_validate,
+    )
     stack.start()
     print(json.dumps(stack.endpoints()), flush=True)
     stopped = threading.Event()

@@ -42,6 +42,7 @@ class Stack:
         status_method: str = "PUT",
         token_lifetime_s: int = 3600,
         grant_all_namespaces: bool = True,
+        validate_contract: bool = True,
     ) -> None:
         self.book = FaultBook()
         self.workdir = tempfile.mkdtemp(prefix="hf-emulators-")
@@ -57,7 +58,11 @@ class Stack:
         self.secretmanager = SecretManagerEmulator(self.book, authenticate=authenticate)
         self.gke = GkeEmulator(self.book, authenticate=authenticate)
         self.kubernetes = KubernetesEmulator(self.book, authenticate=authenticate)
-        self.hyperfleet = HyperFleetEmulator(self.book, status_method=status_method, token_file=self.token_file)
+        # Contract validation (openapi-core) costs the emulator tens of CPU ms per call: the tests keep it on,
+        # the benchmark turns it off so that it measures the function, not the emulator.
+        self.hyperfleet = HyperFleetEmulator(
+            self.book, status_method=status_method, token_file=self.token_file, validate=validate_contract
+        )
         self.pubsub: PubSubEmulator | None = None
         self._want_pubsub = pubsub
         self._grant_all = grant_all_namespaces
