@@ -11,6 +11,12 @@ cluster_events_publishers     = ["serviceAccount:hyperfleet-sentinel@hyperfleet-
 
 dead_letter_max_delivery_attempts = 10
 
+# Source rotation: a new version of the platform pull secret is fanned out to every cluster (README.md,
+# "Source rotation"). configure_source_topics = false when the platform team adds the topic to their secret.
+enable_source_rotation  = true
+configure_source_topics = true
+rotation_publish_rate   = 20
+
 # Secret Manager: pin one project (MVP) or list the customer projects the function may write to.
 pinned_secret_project_id  = "hyperfleet-secrets-prod"
 pull_secret_source_secret = "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret"

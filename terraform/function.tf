@@ -30,6 +30,10 @@ locals {
     SECRET_KMS_KEY                = var.secret_kms_key
     DELETION_POLICY               = var.deletion_policy
     RETAIN_VERSIONS               = tostring(var.retain_versions)
+    # Source rotation (rotation.tf): where the fan-out publishes one reconcile event per cluster
+    # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
+    ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
+    ROTATION_PUBLISH_RATE = tostring(var.rotation_publish_rate)
     # functions-framework's gunicorn thread count: one thread per concurrent request Cloud Run sends.
     THREADS = tostring(var.max_instance_request_concurrency)
     # Set by the platform on every deploy; declared here so plans stay clean.
@@ -182,6 +186,7 @@ resource "google_cloudfunctions2_function" "adapter" {
     google_artifact_registry_repository_iam_member.build_writer,
     google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
     google_service_account_iam_member.pubsub_agent_trigger_token,
+    google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
   ]
 }
 

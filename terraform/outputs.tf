@@ -48,6 +48,21 @@ output "dead_letter_max_delivery_attempts" {
   value       = var.dead_letter_max_delivery_attempts
 }
 
+output "source_rotation_topic" {
+  description = "Topic Secret Manager notifies when the platform pull secret changes (null when enable_source_rotation is false); it must be in the source secret's topics."
+  value       = var.enable_source_rotation ? google_pubsub_topic.source_rotation[0].id : null
+}
+
+output "source_rotation_trigger" {
+  description = "The Eventarc trigger delivering source rotation notifications to the function (null when enable_source_rotation is false)."
+  value       = var.enable_source_rotation ? google_eventarc_trigger.source_rotation[0].name : null
+}
+
+output "secret_manager_service_agent" {
+  description = "Secret Manager service agent of the source secret's project (member form), publisher on the rotation topic (null when enable_source_rotation is false)."
+  value       = var.enable_source_rotation ? google_project_service_identity.secretmanager[0].member : null
+}
+
 output "pubsub_service_agent" {
   description = "The Pub/Sub service agent (member form), which dead-letters and signs push tokens."
   value       = local.pubsub_service_agent_member

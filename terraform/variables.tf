@@ -129,6 +129,33 @@ variable "configure_dead_letter" {
 }
 
 # ---------------------------------------------------------------------------
+# Source rotation (rotation.tf)
+# ---------------------------------------------------------------------------
+
+variable "enable_source_rotation" {
+  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, runtime publisher grant on the cluster events topic, ADAPTER_TOPIC. False: clusters pick up a new source on Sentinel's next cycle only."
+  type        = bool
+  default     = true
+}
+
+variable "configure_source_topics" {
+  description = "Run scripts/configure-source-rotation-topic.sh (needs gcloud and secretmanager.secrets.update on the source secret) to add the notification topic to the source secret's topics. False: the platform team adds it (see README.md, Source rotation)."
+  type        = bool
+  default     = true
+}
+
+variable "rotation_publish_rate" {
+  description = "ROTATION_PUBLISH_RATE: reconcile events per second the rotation fan-out publishes (0.1-1000). Each may add a secret version (600 Secret Manager writes/min per project), and clusters / rate must stay well under timeout_seconds."
+  type        = number
+  default     = 20
+
+  validation {
+    condition     = var.rotation_publish_rate >= 0.1 && var.rotation_publish_rate <= 1000
+    error_message = "The rotation_publish_rate must be between 0.1 and 1000 events per second."
+  }
+}
+
+# ---------------------------------------------------------------------------
 # Where secrets live and come from
 # ---------------------------------------------------------------------------
 

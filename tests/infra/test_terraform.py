@@ -47,6 +47,8 @@ FUNCTION_ENVIRONMENT = {
     "SECRET_KMS_KEY",
     "DELETION_POLICY",
     "RETAIN_VERSIONS",
+    "ADAPTER_TOPIC",
+    "ROTATION_PUBLISH_RATE",
 }
 SECRET_MANAGER_PERMISSIONS = {
     "secretmanager.secrets.get",
@@ -254,6 +256,7 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
             "roles/secretmanager.secretAccessor",
             "roles/secretmanager.secretAccessor",
             "roles/container.clusterViewer",
+            "roles/pubsub.publisher",
         ]
     )
 
@@ -372,6 +375,8 @@ def test_outputs_cover_what_a_deploy_step_needs(config: Config) -> None:
         "runtime_service_account_email",
         "trigger_service_account_email",
         "kubernetes_manifests",
+        "source_rotation_topic",
+        "source_rotation_trigger",
     }
     assert needed <= set(config.outputs)
     for name, body in config.outputs.items():
@@ -460,3 +465,182 @@ def test_regex_validation_extraction_rejects_a_bad_value(config: Config) -> None
     assert target == "management_cluster"
     assert re.search(hcl_unescape(pattern), "projects/my-project/locations/europe-west1/clusters/mc-1")
     assert not re.search(hcl_unescape(pattern), "projects/my-project/clusters/mc-1")
+
+
+# --- source rotation (rotation.tf) ---------------------------------------------------------------
+
+ROTATION_SCRIPT = TERRAFORM_DIR / "scripts" / "configure-source-rotation-topic.sh"
+ROTATION_COUNT = "${var.enable_source_rotation ? 1 : 0}"
+
+
+def test_source_rotation_variables_default_on_and_validated(config: Config) -> None:
+    for name in ("enable_source_rotation", "configure_source_topics"):
+        variable = config.variables[name]
+        assert variable["type"] in ("bool", "${bool}"), name
+        assert variable["default"] is True, name
+        assert variable["description"], name
+    rate = config.variables["rotation_publish_rate"]
+    assert rate["default"] == 20
+    condition = rate["validation"][0]["condition"]
+    assert "var.rotation_publish_rate >= 0.1" in condition and "var.rotation_publish_rate <= 1000" in condition
+
+
+def test_source_rotation_topic_is_like_the_other_topics(config: Config) -> None:
+    topic = config.resource("google_pubsub_topic", "source_rotation")
+    assert topic["count"] == ROTATION_COUNT
+    assert topic["project"] == "${var.project_id}"
+    assert topic["message_retention_duration"] == "${var.message_retention_duration}"
+    assert topic["kms_key_name"] == "${local.pubsub_kms_key_name}"
+    assert topic["labels"] == "${local.labels}"
+
+
+def test_secret_manager_agent_of_the_source_project_publishes_to_the_rotation_topic_only(config: Config) -> None:
+    identity = config.resource("google_project_service_identity", "secretmanager")
+    assert identity["service"] == "secretmanager.googleapis.com"
+    assert identity["project"] == "${local.pull_secret_source_project}"
+    assert identity["provider"] == "${google-beta}" or identity["provider"] == "google-beta"
+    assert identity["count"] == ROTATION_COUNT
+    agent = "${google_project_service_identity.secretmanager[0].member}"
+    grants = [(kind, name, body) for kind, name, body in config.iam_resources() if body["member"] == agent]
+    assert len(grants) == 1, grants
+    kind, name, body = grants[0]
+    assert (kind, name) == ("google_pubsub_topic_iam_member", "source_rotation_secretmanager_publisher")
+    assert body["role"] == "roles/pubsub.publisher"
+    assert body["topic"] == "${google_pubsub_topic.source_rotation[0].name}"
+    assert body["count"] == ROTATION_COUNT
+
+
+def test_runtime_account_publishes_to_the_cluster_events_topic_only(config: Config) -> None:
+    runtime = "${google_service_account.runtime.member}"
+    pubsub_grants = [
+        (kind, name, body)
+        for kind, name, body in config.iam_resources()
+        if body["member"] == runtime and "pubsub" in (kind + body["role"])
+    ]
+    assert len(pubsub_grants) == 1, pubsub_grants
+    kind, name, body = pubsub_grants[0]
+    assert (kind, name) == ("google_pubsub_topic_iam_member", "runtime_cluster_events_publisher")
+    assert body["role"] == "roles/pubsub.publisher"
+    assert body["topic"] == "${local.cluster_events_topic_id}"
+    assert body["count"] == ROTATION_COUNT
+    # Nothing project-level about Pub/Sub for the runtime account (nor for anyone else).
+    for name, project_grant in config.of_type("google_project_iam_member").items():
+        assert "pubsub" not in project_grant["role"], name
+
+
+def test_rotation_trigger_routes_the_notification_topic_to_the_function(config: Config) -> None:
+    trigger = config.resource("google_eventarc_trigger", "source_rotation")
+    assert trigger["count"] == ROTATION_COUNT
+    assert trigger["location"] == "${var.region}"
+    assert trigger["service_account"] == "${google_service_account.trigger.email}"
+    assert trigger["labels"] == "${local.labels}"
+    criteria = block(trigger, "matching_criteria")
+    assert criteria == {"attribute": "type", "value": "google.cloud.pubsub.topic.v1.messagePublished"}
+    assert block(block(trigger, "transport"), "pubsub")["topic"] == "${google_pubsub_topic.source_rotation[0].id}"
+    run = block(block(trigger, "destination"), "cloud_run_service")
+    assert run["service"] == "${local.function_service_name}"
+    assert run["region"] == "${var.region}"
+    # The short name of the function's own Cloud Run service (the one the trigger account may invoke).
+    service_name = config.locals["function_service_name"]
+    assert "google_cloudfunctions2_function.adapter.service_config[0].service" in service_name
+    invoker = config.resource("google_cloud_run_v2_service_iam_member", "trigger_invoker")
+    assert invoker["name"] == "${google_cloudfunctions2_function.adapter.service_config[0].service}"
+    assert "${google_cloud_run_v2_service_iam_member.trigger_invoker}" in trigger["depends_on"]
+
+
+def test_function_environment_wires_the_fan_out(config: Config) -> None:
+    environment = config.locals["function_environment"]
+    assert environment["ADAPTER_TOPIC"] == '${var.enable_source_rotation ? local.cluster_events_topic_id : ""}'
+    assert environment["ROTATION_PUBLISH_RATE"] == "${tostring(var.rotation_publish_rate)}"
+    # cluster_events_topic_id is a full projects/P/topics/T id in both branches (what ADAPTER_TOPIC needs).
+    assert config.locals["cluster_events_topic_id"].count("google_pubsub_topic.cluster_events[0].id") == 1
+    function = config.resource("google_cloudfunctions2_function", "adapter")
+    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in function["depends_on"]
+
+
+def test_source_topic_step_runs_the_script_after_the_publisher_grant(config: Config) -> None:
+    step = config.resource("terraform_data", "source_rotation_topic")
+    assert step["count"] == "${var.enable_source_rotation && var.configure_source_topics ? 1 : 0}"
+    assert step["input"]["topic"] == "${google_pubsub_topic.source_rotation[0].id}"
+    assert "${google_pubsub_topic.source_rotation[0].id}" in step["triggers_replace"]
+    assert "${var.pull_secret_source_secret}" in step["triggers_replace"]
+    assert step["input"]["secret"] == "${local.pull_secret_source_id}"
+    assert step["input"]["secret_project"] == "${local.pull_secret_source_project}"
+    assert step["input"]["script"] == "${path.module}/scripts/configure-source-rotation-topic.sh"
+    assert "${google_pubsub_topic_iam_member.source_rotation_secretmanager_publisher}" in step["depends_on"]
+    assert "${google_eventarc_trigger.source_rotation}" in step["depends_on"]
+    create, destroy = (p["local-exec"] for p in step["provisioner"])
+    assert create["environment"]["ACTION"] == "add" and "when" not in create
+    assert destroy["environment"]["ACTION"] == "remove"
+    assert destroy["when"] in ("destroy", "${destroy}")
+    assert os.access(ROTATION_SCRIPT, os.X_OK)
+    script = ROTATION_SCRIPT.read_text()
+    for needle in ("gcloud secrets update", "--add-topics=", "--remove-topics=", "gcloud secrets describe"):
+        assert needle in script
+    subprocess.run(["bash", "-n", str(ROTATION_SCRIPT)], check=True)
+
+
+def test_source_topic_script_refuses_to_run_without_its_inputs() -> None:
+    env = {"PATH": os.environ["PATH"], "SECRET_PROJECT": "p"}
+    result = subprocess.run(["bash", str(ROTATION_SCRIPT)], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "SECRET is not set" in result.stderr
+    env = {"PATH": os.environ["PATH"], "SECRET_PROJECT": "p", "SECRET": "s", "TOPIC": "t"}
+    result = subprocess.run(["bash", str(ROTATION_SCRIPT)], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "TOPIC must be projects/PROJECT/topics/TOPIC" in result.stderr
+
+
+FAKE_GCLOUD = r"""#!/usr/bin/env bash
+# A stand-in for gcloud secrets describe/update: the secret's topics live in $FAKE_TOPICS (one per line).
+echo "$*" >>"$FAKE_CALLS"
+case "$1 $2" in
+  "secrets describe") paste -sd';' "$FAKE_TOPICS" ;;
+  "secrets update")
+    for arg in "$@"; do
+      case "$arg" in
+        --add-topics=*) echo "${arg#--add-topics=}" >>"$FAKE_TOPICS" ;;
+        --remove-topics=*) grep -vxF "${arg#--remove-topics=}" "$FAKE_TOPICS" >"$FAKE_TOPICS.new" || true
+                           mv "$FAKE_TOPICS.new" "$FAKE_TOPICS" ;;
+      esac
+    done ;;
+  *) exit 3 ;;
+esac
+"""
+
+
+def test_source_topic_script_adds_once_keeps_other_topics_and_removes(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gcloud = bin_dir / "gcloud"
+    gcloud.write_text(FAKE_GCLOUD)
+    gcloud.chmod(0o755)
+    topics = tmp_path / "topics"
+    topics.write_text("projects/platform/topics/audit\n")
+    calls = tmp_path / "calls"
+    topic = "projects/adapters/topics/hyperfleet-pullsecret-adapter-source-rotation"
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_TOPICS": str(topics),
+        "FAKE_CALLS": str(calls),
+        "SECRET_PROJECT": "platform",
+        "SECRET": "projects/platform/secrets/platform-pull-secret",
+        "TOPIC": topic,
+    }
+
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(ROTATION_SCRIPT)], env=env | extra, capture_output=True, text=True, check=False
+        )
+
+    for _ in range(2):  # the second run finds the topic and changes nothing
+        result = run()
+        assert result.returncode == 0, result.stderr
+    assert topics.read_text().splitlines() == ["projects/platform/topics/audit", topic]
+    updates = [line for line in calls.read_text().splitlines() if line.startswith("secrets update")]
+    assert updates == [f"secrets update platform-pull-secret --project=platform --add-topics={topic} --quiet"]
+    result = run(ACTION="remove")
+    assert result.returncode == 0, result.stderr
+    assert topics.read_text().splitlines() == ["projects/platform/topics/audit"]
+    assert run(ACTION="remove").returncode == 0
+    assert run(ACTION="rotate").returncode == 2

@@ -1,0 +1,152 @@
+# ---------------------------------------------------------------------------
+# Source rotation (see README.md, "Source rotation", and ../docs/lifecycle.md).
+# When the platform pull secret gets a new version, Secret Manager publishes SECRET_VERSION_ADD
+# to the topics configured on that secret. This wires one such topic to the function:
+#   notification topic  <- Secret Manager service agent of the source secret's project (publisher)
+#   second trigger      -> the function's Cloud Run service, as the trigger account
+#   function            -> one reconcile event per cluster on ADAPTER_TOPIC (the cluster events
+#                          topic), as the runtime account (publisher on that topic only)
+# `topics` on the source secret is set by scripts/configure-source-rotation-topic.sh, because the
+# platform team owns that secret (Terraform cannot set one field of a resource it does not own).
+# ---------------------------------------------------------------------------
+
+locals {
+  # The function's Cloud Run service, by short name: service_config[0].service is the full
+  # projects/P/locations/L/services/S name; Eventarc's cloud_run_service.service takes S.
+  function_service_name = reverse(split("/", google_cloudfunctions2_function.adapter.service_config[0].service))[0]
+}
+
+# The Secret Manager service agent of the project holding the source secret (it is that project's
+# agent that publishes the secret's notifications). Created lazily by Google; generating it here
+# makes the grant below work on a project that never used Secret Manager notifications or CMEK.
+resource "google_project_service_identity" "secretmanager" {
+  provider = google-beta
+  count    = var.enable_source_rotation ? 1 : 0
+
+  project = local.pull_secret_source_project
+  service = "secretmanager.googleapis.com"
+}
+
+# Secret Manager notifications about the platform pull secret land here.
+resource "google_pubsub_topic" "source_rotation" {
+  # checkov:skip=CKV_GCP_83:CMEK is optional (pubsub_kms_key_name); Google-managed encryption is the default and notifications carry only secret metadata, never payloads.
+  count = var.enable_source_rotation ? 1 : 0
+
+  project                    = var.project_id
+  name                       = "${var.function_name}-source-rotation"
+  labels                     = local.labels
+  message_retention_duration = var.message_retention_duration
+  kms_key_name               = local.pubsub_kms_key_name
+
+  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+}
+
+# Only the Secret Manager service agent may publish to the notification topic.
+resource "google_pubsub_topic_iam_member" "source_rotation_secretmanager_publisher" {
+  count = var.enable_source_rotation ? 1 : 0
+
+  project = var.project_id
+  topic   = google_pubsub_topic.source_rotation[0].name
+  role    = "roles/pubsub.publisher"
+  member  = google_project_service_identity.secretmanager[0].member
+}
+
+# The fan-out: the runtime account publishes reconcile events to the topic the function's own
+# trigger listens on (ADAPTER_TOPIC), and to no other topic.
+resource "google_pubsub_topic_iam_member" "runtime_cluster_events_publisher" {
+  count = var.enable_source_rotation ? 1 : 0
+
+  project = var.project_id
+  topic   = local.cluster_events_topic_id
+  role    = "roles/pubsub.publisher"
+  member  = google_service_account.runtime.member
+}
+
+# Second trigger of the same function: notification topic -> the function's Cloud Run service.
+# The trigger account already holds roles/run.invoker on that service (iam.tf) and the Pub/Sub
+# service agent may mint its OIDC tokens; nothing else is granted for this trigger.
+resource "google_eventarc_trigger" "source_rotation" {
+  count = var.enable_source_rotation ? 1 : 0
+
+  project         = var.project_id
+  location        = var.region
+  name            = "${var.function_name}-source-rotation"
+  service_account = google_service_account.trigger.email
+  labels          = local.labels
+
+  matching_criteria {
+    attribute = "type"
+    value     = "google.cloud.pubsub.topic.v1.messagePublished"
+  }
+
+  transport {
+    pubsub {
+      topic = google_pubsub_topic.source_rotation[0].id
+    }
+  }
+
+  destination {
+    cloud_run_service {
+      service = local.function_service_name
+      region  = var.region
+    }
+  }
+
+  depends_on = [
+    google_project_service.apis,
+    google_cloud_run_v2_service_iam_member.trigger_invoker,
+    google_service_account_iam_member.pubsub_agent_trigger_token,
+  ]
+}
+
+# `topics` on the source secret: added with gcloud (idempotent, verified), after the service agent
+# may publish (Secret Manager checks that when the topic is added). On destroy (or when either
+# variable turns false) the topic is removed from the secret again; a failure there is reported
+# and does not block the destroy.
+resource "terraform_data" "source_rotation_topic" {
+  count = var.enable_source_rotation && var.configure_source_topics ? 1 : 0
+
+  # Provisioners run on create only: a new topic or source secret replaces the step, which first
+  # removes the old topic from the old secret (destroy provisioner), then adds the new one.
+  triggers_replace = [
+    google_pubsub_topic.source_rotation[0].id,
+    var.pull_secret_source_secret,
+  ]
+
+  input = {
+    secret_project = local.pull_secret_source_project
+    secret         = local.pull_secret_source_id
+    topic          = google_pubsub_topic.source_rotation[0].id
+    script         = "${path.module}/scripts/configure-source-rotation-topic.sh"
+  }
+
+  provisioner "local-exec" {
+    interpreter = ["bash", "-c"]
+    command     = self.input.script
+    environment = {
+      ACTION         = "add"
+      SECRET_PROJECT = self.input.secret_project
+      SECRET         = self.input.secret
+      TOPIC          = self.input.topic
+    }
+  }
+
+  provisioner "local-exec" {
+    when        = destroy
+    on_failure  = continue
+    interpreter = ["bash", "-c"]
+    command     = self.input.script
+    environment = {
+      ACTION         = "remove"
+      SECRET_PROJECT = self.input.secret_project
+      SECRET         = self.input.secret
+      TOPIC          = self.input.topic
+    }
+  }
+
+  # Last: no notification is published before the trigger can deliver it.
+  depends_on = [
+    google_pubsub_topic_iam_member.source_rotation_secretmanager_publisher,
+    google_eventarc_trigger.source_rotation,
+  ]
+}
