@@ -10,6 +10,7 @@ names, field names and rules, not from payloads or from client exception texts t
 from __future__ import annotations
 
 import errno
+import json
 import socket
 import ssl
 from typing import Any
@@ -110,29 +111,23 @@ def kube_status(exc: BaseException) -> tuple[int, str] | None:
     return status, kube_reason(exc)
 
 
-def kube_reason(exc: Any) -> str:
-    import json
-
+def _status_body(exc: Any) -> dict[str, Any]:
+    """The Kubernetes `Status` object in an ApiException's body, or {} when there is none."""
     body = getattr(exc, "body", None)
     try:
         parsed = json.loads(body) if body else {}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         parsed = {}
-    reason = parsed.get("reason") if isinstance(parsed, dict) else None
-    return str(reason or getattr(exc, "reason", "") or "")
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def kube_reason(exc: Any) -> str:
+    return str(_status_body(exc).get("reason") or getattr(exc, "reason", "") or "")
 
 
 def kube_message(exc: Any) -> str:
     """The `message` of a Kubernetes Status body (the API server redacts secret contents in it)."""
-    import json
-
-    body = getattr(exc, "body", None)
-    try:
-        parsed = json.loads(body) if body else {}
-    except (TypeError, ValueError):
-        parsed = {}
-    message = parsed.get("message") if isinstance(parsed, dict) else None
-    return str(message or "")[:300]
+    return str(_status_body(exc).get("message") or "")[:300]
 
 
 def is_retryable_kube(exc: BaseException) -> bool:
