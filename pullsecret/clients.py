@@ -62,6 +62,12 @@ class RuntimeIdentity:
             assert isinstance(token, str)
             return token
 
+    def invalidate(self) -> None:
+        """Forget the current token (a server refused it): the next `token()` or call fetches a fresh one."""
+        with self._lock:
+            if self._credentials is not None:
+                self._credentials.token = None
+
     @property
     def email(self) -> str | None:
         """The service account's email; compute credentials only learn it ("default" before) on refresh."""

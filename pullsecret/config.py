@@ -61,10 +61,6 @@ class Settings:
     adapter_topic: str | None = None
     rotation_publish_rate: float = 20.0
 
-    @property
-    def status_path_method(self) -> str:
-        return self.hyperfleet_status_method
-
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name)

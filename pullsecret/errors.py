@@ -143,7 +143,14 @@ def from_google(exc: BaseException, *, service: str, what: str) -> AdapterError:
     name = grpc_code_name(exc) or type(exc).__name__
     if is_retryable_google(exc):
         return TransientError(f"{what}: {service} answered {name}", reason="DependencyUnavailable", service=service)
-    if name in ("PERMISSION_DENIED", "UNAUTHENTICATED", "Forbidden", "Unauthorized"):
+    if name in ("UNAUTHENTICATED", "Unauthorized"):
+        # Our token was refused (revoked or expired early): the handler drops it; a redelivery uses a fresh one.
+        return TransientError(
+            f"{what}: {service} refused the runtime identity's token ({name})",
+            reason="Unauthenticated",
+            service=service,
+        )
+    if name in ("PERMISSION_DENIED", "Forbidden"):
         return TerminalError(
             f"{what}: {service} denied the runtime identity ({name}); grant it the documented role",
             reason="PermissionDenied",
@@ -157,20 +164,26 @@ def from_kube(exc: BaseException, *, what: str) -> AdapterError:
     status = kube_status(exc)
     if status is None:
         if looks_like_io(exc):
-            return TransientError(
-                f"{what}: Kubernetes API unreachable", reason="DependencyUnavailable", service="kubernetes"
-            )
+            return TransientError(f"{what}: Kubernetes API unreachable", reason="Unreachable", service="kubernetes")
         return TransientError(
             f"{what}: unexpected {type(exc).__name__}", reason="UnexpectedError", service="kubernetes"
         )
     code, reason = status
-    if code in _TRANSIENT_HTTP or code == 0:
+    if code == 0:  # no HTTP answer at all: connection or TLS failure (the client reports status 0)
+        return TransientError(f"{what}: Kubernetes API unreachable", reason="Unreachable", service="kubernetes")
+    if code in _TRANSIENT_HTTP:
         return TransientError(
             f"{what}: Kubernetes API answered {code} {reason}",
             reason="DependencyUnavailable",
             service="kubernetes",
         )
-    if code in (401, 403):
+    if code == 401:
+        return TransientError(
+            f"{what}: Kubernetes API refused the runtime identity's token (401)",
+            reason="Unauthenticated",
+            service="kubernetes",
+        )
+    if code == 403:
         return TerminalError(
             f"{what}: Kubernetes API denied the runtime identity ({code} {reason}); check its RBAC",
             reason="PermissionDenied",

@@ -160,6 +160,8 @@ class Adapter:
         try:
             return self.reconciler().run(request.cluster_id, deadline)
         except TransientError as exc:
+            if exc.reason == "Unauthenticated":
+                self.identity.invalidate()
             log.warning(
                 f"transient failure, the event will be redelivered: {exc.message}",
                 operation="reconcile",

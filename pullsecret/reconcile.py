@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pullsecret import dockerconfig, kubesecret, lineage, preconditions, secretstore, status
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import MergeResult, PullSecret
-from pullsecret.errors import AdapterError, TerminalError
+from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.kubesecret import label_value as kube_label
@@ -101,9 +101,16 @@ class Reconciler:
             if isinstance(decision, preconditions.NotMet):
                 log.info(f"preconditions not met: {decision.message}", operation="preconditions")
                 return self._report(cluster_id, "skipped", status.preconditions_not_met(generation, decision.message))
-            if isinstance(decision, preconditions.Deleting):
-                return self._finalize(cluster_id, decision, deadline)
-            return self._provision(cluster_id, cluster, decision, deadline)
+            placement = decision.placement
+            try:
+                if isinstance(decision, preconditions.Deleting):
+                    return self._finalize(cluster_id, decision, deadline)
+                return self._provision(cluster_id, cluster, decision, deadline)
+            except TransientError as exc:
+                if placement is not None and exc.service == "kubernetes" and exc.reason == "Unreachable":
+                    # Its endpoint or CA may have changed: the redelivery asks GKE again.
+                    self.clusters.invalidate(placement.management_cluster)
+                raise
         except TerminalError as exc:
             log.error(
                 f"cluster {cluster_id}: {exc.message}",

@@ -392,3 +392,28 @@ def test_management_cluster_credentials_are_fetched_once(adapter: Adapter, admin
     for index in range(3):
         assert deliver(adapter, cluster_id=f"cls-{index}").result == "applied"
     assert admin.calls()["gke"] == {"GetCluster": 1}
+
+
+def test_a_revoked_token_is_replaced_on_redelivery(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    assert deliver(adapter).result == "applied"
+    issued = world.metadata.state()["tokens_issued"]
+    admin.call("POST", "/metadata/revoke_all")  # the servers refuse a token the client still thinks valid
+    with pytest.raises(TransientError) as refused:
+        deliver(adapter)
+    assert refused.value.reason == "Unauthenticated"
+    assert deliver(adapter).result == "unchanged"
+    assert world.metadata.state()["tokens_issued"] > issued
+
+
+def test_an_unreachable_management_cluster_is_looked_up_again(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    cluster = "projects/hf-demo-project/locations/us-central1/clusters/mgmt-1"
+    good = {"name": cluster, "endpoint": world.kubernetes.address, "ca_pem": world.kubernetes.ca_pem.decode()}
+    admin.call("PUT", "/gke/clusters", {**good, "endpoint": "127.0.0.1:9"})  # nothing listens there
+    with pytest.raises(TransientError) as unreachable:
+        deliver(adapter)
+    assert unreachable.value.reason == "Unreachable"
+    admin.call("PUT", "/gke/clusters", good)  # the endpoint moved back (e.g. a control-plane migration)
+    assert deliver(adapter).result == "applied"
+    assert admin.calls()["gke"]["GetCluster"] == 2
