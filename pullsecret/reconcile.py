@@ -10,7 +10,7 @@ import contextvars
 import dataclasses
 import re
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -269,8 +269,11 @@ class Reconciler:
                 )
                 fields.update(written=stored.written, stale=stored.stale)
         except BaseException:
-            live_future.cancel()
-            latest_future.cancel()
+            # No work outlives its event: reads already running finish (bounded by the same deadline).
+            pending: list[Future[Any]] = [live_future, latest_future]
+            for future in pending:
+                future.cancel()
+            wait(pending, timeout=deadline.remaining() + 1.0)
             raise
         data: dict[str, Any] = {
             "secret_name": secret_name,
