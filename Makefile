@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(PY) -m emulators.demo
 
 emulators: $(STAMP)
-	$(PY) -m emulators up
+	@$(PY) -m emulators up
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
