@@ -10,12 +10,12 @@ A write is claimed before it is made. The claim is the secret's annotations, set
     hyperfleet-fingerprint   SHA-256 of the canonical content being written
     hyperfleet-generation    the cluster generation writing it (older generations never write over it)
     hyperfleet-version       the version resource name the write produces
-    hyperfleet-claim         "<fingerprint>:<generation>:<unix time>"
+    hyperfleet-claimed-at    unix seconds of the claim (a claim is live for CLAIM_LEASE_S)
     hyperfleet-lineage       per-registry fingerprints and since-when (pullsecret.lineage)
 
 Of many concurrent deliveries of the same content exactly one wins the claim and adds the version (two
-writes in all); the others see a live claim and wait until the newest version holds the claimed content.
-A claim whose content never appears within `CLAIM_LEASE_S` was abandoned (its writer died) and may be
+writes in all); the others see a live claim and wait until the version it names exists.
+A claim whose version never appears within `CLAIM_LEASE_S` was abandoned (its writer died) and may be
 taken over.
 """
 
@@ -40,7 +40,7 @@ from pullsecret.retrying import Deadline
 A_FINGERPRINT = "hyperfleet-fingerprint"
 A_GENERATION = "hyperfleet-generation"
 A_VERSION = "hyperfleet-version"
-A_CLAIM = "hyperfleet-claim"
+A_CLAIM = "hyperfleet-claimed-at"  # unix seconds when the write was claimed
 CLAIM_LEASE_S = 30.0
 SERVICE = "secretmanager"
 
@@ -120,7 +120,7 @@ def _record(
         A_FINGERPRINT: secret.fingerprint,
         A_GENERATION: str(generation),
         A_VERSION: version_name,
-        A_CLAIM: Claim(secret.fingerprint, generation, now).encode(),
+        A_CLAIM: str(int(now)),
     }
     encoded = lineage.encode(advanced)
     if encoded is not None:
@@ -128,29 +128,12 @@ def _record(
     return record
 
 
-@dataclass(frozen=True)
-class Claim:
-    fingerprint: str
-    generation: int
-    since: float
-
-    def encode(self) -> str:
-        return f"{self.fingerprint}:{self.generation}:{int(self.since)}"
-
-    @staticmethod
-    def decode(text: str | None) -> Claim | None:
-        if not text:
-            return None
-        parts = text.split(":")
-        if len(parts) != 3:
-            return None
-        try:
-            return Claim(parts[0], int(parts[1]), float(parts[2]))
-        except ValueError:
-            return None
-
-    def live(self, now: float) -> bool:
-        return now - self.since < CLAIM_LEASE_S
+def _claim_live(text: str | None, now: float) -> bool:
+    """A claim younger than the lease: its writer may still be adding the version."""
+    try:
+        return text is not None and now - float(text) < CLAIM_LEASE_S
+    except ValueError:
+        return False
 
 
 def _int(value: str | None) -> int:
@@ -394,17 +377,13 @@ class SecretStore:
                 stale=True,
                 recorded_generation=recorded_generation,
             )
-        claim = Claim.decode(annotations.get(A_CLAIM))
         newest = self._newest_version_id(name, latest, deadline)
-        if claim is not None and claim.live(now):
-            # The claim names the version its write produces: once that number exists, the write is done.
+        if _claim_live(annotations.get(A_CLAIM), now):
+            # The record names the version its write produces: once that number exists, the write is done.
+            # (Its generation was checked above: an older claim than ours is never waited for as newer.)
             expected = lineage.version_id(annotations.get(A_VERSION))
             finished = newest is not None and expected.isdigit() and newest >= int(expected)
             if not finished:
-                if claim.generation > generation:
-                    return StoreResult(
-                        latest.name or "", written=False, stale=True, recorded_generation=claim.generation
-                    )
                 return _Wait(lineage.decode(annotations.get(lineage.A_LINEAGE)))
         next_id = str((newest or 0) + 1)
         previous = lineage.decode(annotations.get(lineage.A_LINEAGE))
