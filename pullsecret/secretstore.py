@@ -172,14 +172,8 @@ class SecretStore:
                 deadline=deadline,
                 on_give_up=lambda cause: from_google(cause, service=SERVICE, what=what),
             )
-        except (TerminalError, TransientError):
-            raise
-        except gexc.NotFound:
-            raise
-        except gexc.AlreadyExists:
-            raise
-        except gexc.FailedPrecondition:
-            raise
+        except (TerminalError, TransientError, gexc.NotFound, gexc.AlreadyExists, gexc.FailedPrecondition):
+            raise  # the outcomes callers branch on (a missing secret, a lost create race, an etag mismatch)
         except gexc.GoogleAPICallError as exc:
             raise from_google(exc, service=SERVICE, what=what) from None
 
@@ -403,7 +397,7 @@ class SecretStore:
                 secret=types.Secret(name=current.name, annotations=annotations, etag=current.etag),
                 update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
             )
-        except (gexc.FailedPrecondition, gexc.Aborted, gexc.NotFound):
+        except (gexc.FailedPrecondition, gexc.NotFound):
             return _Wait({})  # lost the race for the claim (or deleted under us): read again
         return _Claimed(
             updated.name, updated.etag, dict(updated.annotations), next_id, repaired=latest.state == "unusable"
@@ -608,7 +602,7 @@ class SecretStore:
                 )
             except gexc.NotFound:
                 return "absent"
-            except (gexc.FailedPrecondition, gexc.Aborted):
+            except gexc.FailedPrecondition:
                 continue  # changed since we read it (etag): read again and decide again
             return "deleted"
         raise TransientError(
