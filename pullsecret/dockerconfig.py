@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pullsecret.errors import TerminalError
@@ -39,9 +40,9 @@ class PullSecret:
 
     __str__ = __repr__
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """SHA-256 of the canonical bytes, hex."""
+        """SHA-256 of the canonical bytes, hex (computed once)."""
         return hashlib.sha256(self.canonical).hexdigest()
 
     @property
@@ -52,9 +53,13 @@ class PullSecret:
         parsed: dict[str, Any] = json.loads(self.canonical)
         return parsed
 
+    @cached_property
+    def _sensitive(self) -> tuple[str, ...]:
+        return tuple(sorted(_sensitive(self.document())))
+
     def sensitive_strings(self) -> list[str]:
         """Every string whose appearance in output would leak this credential."""
-        return sorted(_sensitive(self.document()))
+        return list(self._sensitive)
 
     def registry_fingerprints(self) -> dict[str, str]:
         """Per-registry short fingerprints (safe to report: SHA-256 of the canonical entry)."""

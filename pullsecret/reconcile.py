@@ -62,6 +62,7 @@ class Reconciler:
         self.kube = kube
         self.pool = pool
         self.identity_email = identity_email
+        self._platform: tuple[bytes, PullSecret] | None = None
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -133,12 +134,20 @@ class Reconciler:
             )
         return Outcome(result, report, code)
 
+    def _platform_secret(self, raw: bytes) -> PullSecret:
+        """The platform pull secret, parsed once per distinct content (the bytes are cached for a TTL)."""
+        parsed = self._platform
+        if parsed is None or parsed[0] != raw:
+            parsed = (raw, dockerconfig.parse(raw, source="PULL_SECRET_SOURCE"))
+            self._platform = parsed  # one assignment: concurrent events see the old or the new pair
+        return parsed[1]
+
     def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> MergeResult:
         platform: PullSecret | None = None
         if self.settings.pull_secret_source:
             with log.step("secretmanager.read_source"):
                 raw = self.store.read_source(self.settings.pull_secret_source, deadline)
-            platform = dockerconfig.parse(raw, source="PULL_SECRET_SOURCE")
+            platform = self._platform_secret(raw)
             protect(platform.sensitive_strings())
         own: PullSecret | None = None
         if act.cluster_pull_secret is not None:
