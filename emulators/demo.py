@@ -20,7 +20,7 @@ from typing import Any
 import requests
 
 from emulators.functionproc import FunctionProcess
-from emulators.pubsub import PubSubEmulator
+from emulators.pubsub import PubSubEmulator, push_envelope
 from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
 
 CLUSTER_ID = "cls-demo01"
@@ -116,16 +116,7 @@ def deliver(stack: Stack, function: FunctionProcess, event: dict[str, Any]) -> s
     if stack.pubsub is not None:
         stack.pubsub.publish_sentinel_event(TOPIC, event)
         return "published to the Pub/Sub emulator, pushed to the function"
-    envelope = {
-        "message": {
-            "data": base64.b64encode(json.dumps(event).encode()).decode(),
-            "attributes": {"_watermill_message_uuid": event["id"]},
-            "messageId": str(uuid.uuid4().int)[:16],
-            "publishTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        },
-        "subscription": f"projects/{PROJECT_ID}/subscriptions/pullsecret-push",
-    }
-    response = requests.post(function.url, json=envelope, timeout=60)
+    response = requests.post(function.url, json=push_envelope(event), timeout=60)
     if response.status_code != 200:
         raise DemoFailure(f"the function answered {response.status_code}: {response.text[:300]}")
     return "pushed directly to the function (Pub/Sub emulator absent)"

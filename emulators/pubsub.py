@@ -24,6 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -61,6 +62,26 @@ def _free_port(host: str) -> int:
 
 class PubSubError(RuntimeError):
     """The emulator answered an admin call with an error."""
+
+
+def push_envelope(
+    event: dict[str, Any],
+    *,
+    message_id: str | None = None,
+    publish_time: str | None = None,
+    subscription: str = "projects/hf-demo-project/subscriptions/pullsecret-push",
+) -> dict[str, Any]:
+    """The body Pub/Sub pushes for a message HyperFleet's broker published (see `publish_sentinel_event`)."""
+    mid = message_id or str(uuid.uuid4().int)[:16]
+    return {
+        "message": {
+            "data": base64.b64encode(json.dumps(event, separators=(",", ":")).encode("utf-8")).decode("ascii"),
+            "attributes": {"_watermill_message_uuid": str(event["id"])},
+            "messageId": mid,
+            "publishTime": publish_time or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+        "subscription": subscription,
+    }
 
 
 class PubSubEmulator:

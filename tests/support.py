@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
-import json
 import uuid
 from typing import Any
 
 import requests
+
+from emulators.pubsub import push_envelope
 
 PLATFORM_SOURCE_SECRET = "platform-pull-secret"
 PLATFORM_USER = "platform-robot"
@@ -98,17 +99,8 @@ def sentinel_event(cluster_id: str, generation: int = 1, *, event_id: str | None
 def pubsub_envelope(
     event: dict[str, Any], *, message_id: str | None = None, publish_time: str = "2099-01-01T00:00:00Z"
 ) -> dict[str, Any]:
-    """A push envelope as Pub/Sub sends it: the structured CloudEvent, base64, as the message data."""
-    mid = message_id or str(uuid.uuid4().int)[:16]
-    return {
-        "message": {
-            "data": base64.b64encode(json.dumps(event).encode()).decode(),
-            "attributes": {"_watermill_message_uuid": event["id"]},
-            "messageId": mid,
-            "publishTime": publish_time,
-        },
-        "subscription": "projects/hf-demo-project/subscriptions/pullsecret-push",
-    }
+    """A push envelope as Pub/Sub sends it; the far-future default publish time keeps MAX_EVENT_AGE out of tests."""
+    return push_envelope(event, message_id=message_id, publish_time=publish_time)
 
 
 def eventarc_attributes(message_id: str = "m-1") -> dict[str, Any]:
