@@ -166,16 +166,16 @@ class KubeSecrets:
         api: Any,
         desired: DesiredSecret,
         deadline: Deadline,
-        live: dict[str, Any] | None = None,
-        *,
-        read_first: bool = True,
+        live: dict[str, Any] | None,
     ) -> ApplyResult:
-        """Make the live Secret equal `desired`; raises OwnershipConflict / TerminalError / TransientError."""
+        """Make the Secret equal `desired`, starting from `live` as just read (None: it does not exist).
+
+        Raises OwnershipConflict / TerminalError / TransientError. After a lost race it reads again.
+        """
         ns, name = desired.namespace, desired.name
-        for _ in range(MAX_ATTEMPTS):
-            if live is None and read_first:
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
                 live = self.read(api, ns, name, deadline)
-            read_first = True
             if live is None:
                 result = self._create(api, desired, deadline)
                 if result is not None:
@@ -228,8 +228,7 @@ class KubeSecrets:
             except ApiException as exc:
                 status = kube_status(exc)
                 if status is not None and status[0] in (404, 409):
-                    live = None  # changed or deleted since we read it: read again
-                    continue
+                    continue  # changed or deleted since we read it: the next round reads again
                 raise from_kube(exc, what=what) from None
             applied = json.loads(response.data)
             return ApplyResult(

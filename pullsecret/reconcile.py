@@ -338,7 +338,7 @@ class Reconciler:
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
             with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
-                applied = self.kube.apply(api, desired, deadline, live, read_first=False)
+                applied = self.kube.apply(api, desired, deadline, live)
                 fields.update(written=applied.written, stale=applied.stale)
         finally:
             if verified is not None:
