@@ -38,10 +38,8 @@ from emulators.httpbase import HTTPEmulator, Reply, Request
 
 BASE = "/api/hyperfleet/v1"
 ADMIN_PREFIX = "/_emulator"
-# The project's shared/ folder sits beside the repository (CI clones it that way too).
-CONTRACTS = Path(
-    os.environ.get("HYPERFLEET_CONTRACTS_DIR", Path(__file__).resolve().parent.parent.parent / "shared" / "contracts")
-)
+# The vendored HyperFleet specifications (emulators/contracts/README.md names their source and licence).
+CONTRACTS = Path(os.environ.get("HYPERFLEET_CONTRACTS_DIR", Path(__file__).resolve().parent / "contracts"))
 SPEC_FILES = {
     "PUT": "hyperfleet-api-core-1.0.25.openapi.yaml",
     "POST": "hyperfleet-api-0.1.0.openapi.yaml",
