@@ -12,6 +12,13 @@ Faults are configured through the admin API (see emulators/README.md) as JSON ob
      "code": "UNAVAILABLE", "count": 3}            # fail the next 3 matching calls
     {"service": "kubernetes", "method": "*", "code": "503", "rate": 0.5, "seed": 7}
     {"service": "*", "method": "*", "latency_ms": 25}  # added latency on every call
+    {"service": "secretmanager", "method": "AddSecretVersion",
+     "code": "UNAVAILABLE", "count": 1, "lost_response": true}  # applied, then answered with the code
+
+``lost_response`` (gRPC emulators) models a response lost on the way back: the call takes effect and the
+client still sees the failure, as after a dropped connection or a deadline that expired server-side
+(https://cloud.google.com/apis/design/errors#error_retries: UNAVAILABLE/DEADLINE_EXCEEDED "may have been
+applied"). ``enter`` returns such a code prefixed with ``LOST_RESPONSE``.
 
 A write quota (Secret Manager's per-project write limit) is configured separately with
 ``WriteQuota``; see emulators/secretmanager.py.
@@ -27,6 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+LOST_RESPONSE = "lost-response:"  # prefix of a fault code injected after the call took effect
+
+
 @dataclass
 class FaultRule:
     """One fault rule; matches calls by service and method (``"*"`` matches any)."""
@@ -38,13 +48,14 @@ class FaultRule:
     rate: float | None = None  # fail this fraction of matching calls
     latency_ms: float = 0.0
     seed: int | None = None
+    lost_response: bool = False  # apply the call, then answer with `code`
     injected: int = 0
     _rng: random.Random = field(default_factory=random.Random, repr=False)
 
     @classmethod
     def from_json(cls, spec: dict[str, Any]) -> FaultRule:
         """Build a rule from its admin-API JSON form; raises ValueError on a malformed spec."""
-        known = {"service", "method", "code", "count", "rate", "latency_ms", "seed"}
+        known = {"service", "method", "code", "count", "rate", "latency_ms", "seed", "lost_response"}
         unknown = set(spec) - known
         if unknown:
             raise ValueError(f"unknown fault fields: {sorted(unknown)}")
@@ -56,7 +67,10 @@ class FaultRule:
             rate=None if spec.get("rate") is None else float(spec["rate"]),
             latency_ms=float(spec.get("latency_ms", 0.0)),
             seed=None if spec.get("seed") is None else int(spec["seed"]),
+            lost_response=bool(spec.get("lost_response", False)),
         )
+        if rule.lost_response and rule.code is None:
+            raise ValueError("lost_response needs a code")
         if rule.code is None and not rule.latency_ms:
             raise ValueError("a fault needs a code or a latency_ms")
         if rule.code is not None and rule.count is None and rule.rate is None:
@@ -82,6 +96,7 @@ class FaultRule:
             "rate": self.rate,
             "latency_ms": self.latency_ms,
             "seed": self.seed,
+            "lost_response": self.lost_response,
             "injected": self.injected,
         }
 
@@ -145,7 +160,7 @@ class FaultBook:
                 fires = rule.count is not None or rule._rng.random() < (rule.rate or 0.0)
                 if code is None and rule.code is not None and fires:
                     rule.injected += 1
-                    code = rule.code
+                    code = LOST_RESPONSE + rule.code if rule.lost_response else rule.code
             if code is not None:
                 self._faults[(service, method)] += 1
         if latency:

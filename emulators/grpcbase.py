@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import grpc
 from grpc_status import rpc_status  # type: ignore[import-untyped]
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.core import LOST_RESPONSE, FaultBook, ServiceControl
 
 Authenticator = Callable[[str], str | None]
 
@@ -198,11 +198,14 @@ class GrpcEmulator:
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
             code = self.control.enter(rpc)
-            if code is not None:
+            if code is not None and not code.startswith(LOST_RESPONSE):
                 self._inject(code, context)
             try:
                 identity = self._identity(context)
-                return fn(request, identity)
+                response = fn(request, identity)
+                if code is not None:  # the call took effect; its answer is lost
+                    self._inject(code.removeprefix(LOST_RESPONSE), context)
+                return response
             except RpcError as err:
                 if err.details is not None:
                     context.abort_with_status(rpc_status.to_status(err.details))

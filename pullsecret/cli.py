@@ -139,8 +139,11 @@ def _inspect(adapter: Any, cluster_id: str) -> int:
             described["annotations"] = {k: v for k, v in annotations.items() if k.startswith("hyperfleet-")}
             if lineage.A_LINEAGE in described["annotations"]:
                 described["annotations"][lineage.A_LINEAGE] = lineage.decode(annotations[lineage.A_LINEAGE])
-            recorded_fingerprint = annotations.get("hyperfleet-fingerprint")
         report["secret_manager"] = described
+    # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
+    ours_data = ours.get("data")
+    if isinstance(ours_data, dict) and isinstance(ours_data.get("fingerprint"), str):
+        recorded_fingerprint = ours_data["fingerprint"]
     report["kubernetes"] = _inspect_kubernetes(reconciler, cluster_id, statuses, kube_name, deadline)
     live_fp = report["kubernetes"].get("content_fingerprint")
     report["in_sync"] = bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]

@@ -1,8 +1,10 @@
 """Lineage of a cluster's pull secret: which credential per registry, since which version, what changed.
 
-Pure. Recorded as one compact JSON annotation on the Secret Manager secret when a version is written
-(no extra call: the annotation update that records the version carries it), and reported in the status
-`data`. It holds registry names and 12-hex-digit fingerprints (SHA-256 of the canonical entry) only.
+Pure. Carried by the adapter's own status `data.lineage` (read back on every event with the statuses)
+and by one compact JSON annotation on the Kubernetes Secret; Secret Manager records none (a change costs
+one write there). "Since" is the creation time of the version that introduced a credential, so every
+delivery that points at the same version describes it identically. It holds registry names and
+12-hex-digit fingerprints (SHA-256 of the canonical entry) only.
 """
 
 from __future__ import annotations
@@ -60,6 +62,30 @@ def encode(lineage: dict[str, Any]) -> str | None:
     return text if len(text) <= MAX_ANNOTATION_CHARS else None
 
 
+def from_report(reported: Any) -> dict[str, Any]:
+    """The lineage a status `data.lineage` object (see `report`) describes, or {} when it records none."""
+    if not isinstance(reported, dict) or reported.get("recorded") is False:
+        return {}
+    registries = reported.get("registries")
+    if not isinstance(registries, dict):
+        return {}
+    out: dict[str, list[Any]] = {}
+    for registry, value in registries.items():
+        if not isinstance(value, dict):
+            continue
+        fingerprint, since_version = value.get("fingerprint"), value.get("since_version")
+        if isinstance(fingerprint, str) and isinstance(since_version, str):
+            out[str(registry)] = [fingerprint, since_version, _epoch(value.get("since"))]
+    return {
+        "version": version_id(str(reported.get("secret_version") or "")),
+        "previous_version": reported.get("previous_version"),
+        "added": list(reported.get("added") or []),
+        "changed": list(reported.get("changed") or []),
+        "removed": list(reported.get("removed") or []),
+        "registries": out,
+    }
+
+
 def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:
     """The status `data.lineage` object: per registry its fingerprint and the version/time since when."""
     registries = lineage.get("registries") if isinstance(lineage.get("registries"), dict) else {}
@@ -83,6 +109,17 @@ def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_
         },
     )
     return out
+
+
+def _epoch(text: Any) -> int | None:
+    from datetime import UTC, datetime
+
+    if not isinstance(text, str):
+        return None
+    try:
+        return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+    except ValueError:
+        return None
 
 
 def _rfc3339(epoch: Any) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import re
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -106,7 +107,8 @@ class Reconciler:
             try:
                 if isinstance(decision, preconditions.Deleting):
                     return self._finalize(cluster_id, decision, deadline)
-                return self._provision(cluster_id, cluster, decision, deadline)
+                own = preconditions.statuses_by_adapter(statuses).get(self.settings.adapter_name)
+                return self._provision(cluster_id, cluster, decision, deadline, own)
             except TransientError as exc:
                 if placement is not None and exc.service == "kubernetes" and exc.reason == "Unreachable":
                     # Its endpoint or CA may have changed: the redelivery asks GKE again.
@@ -242,12 +244,22 @@ class Reconciler:
         return self._report(cluster_id, "finalized", status.finalized(deleting.generation, message, data))
 
     def _provision(
-        self, cluster_id: str, cluster: dict[str, Any], act: preconditions.Act, deadline: Deadline
+        self,
+        cluster_id: str,
+        cluster: dict[str, Any],
+        act: preconditions.Act,
+        deadline: Deadline,
+        own: dict[str, Any] | None = None,
     ) -> Outcome:
         settings = self.settings
         secret_id, kube_name = self.names(cluster_id)
         placement = act.placement
         bind(management_cluster=placement.management_cluster)
+        reported = _observed_generation(own)
+        if reported > act.generation:
+            # Our own status already reports a newer generation: this read of the cluster is stale.
+            stale_data = {"secret_name": f"projects/{act.project_id}/secrets/{secret_id}"}
+            return self._report(cluster_id, "stale", status.stale(act.generation, reported, stale_data))
 
         def read_live() -> tuple[Any, dict[str, Any] | None]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
@@ -275,8 +287,10 @@ class Reconciler:
                     ),
                     deadline=deadline,
                     latest=latest,
+                    current_generation=lambda: self._current_generation(cluster_id),
+                    owned=((own or {}).get("data") or {}).get("secret_name") == secret_name,
                 )
-                fields.update(written=stored.written, stale=stored.stale)
+                fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
         except BaseException:
             # No work outlives its event: reads already running finish (bounded by the same deadline).
             pending: list[Future[Any]] = [live_future, latest_future]
@@ -317,17 +331,16 @@ class Reconciler:
             },
             created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
         )
-        carried = stored.lineage
-        if not stored.written and not carried and live is None:
-            # Creating the Kubernetes Secret without having written a version (a repair, or a race with the
-            # writer): take the lineage the write recorded, so every creator writes the same object.
-            carried = self.store.recorded_lineage(data["secret_name"], secret_id, deadline)
-        if stored.written or carried:
-            desired = dataclasses.replace(desired, lineage=lineage.encode(carried))
-            recorded = carried
-        else:
-            live_annotations = ((live or {}).get("metadata") or {}).get("annotations") or {}
-            recorded = lineage.decode(live_annotations.get(kubesecret.A_LINEAGE))
+        live_annotations = ((live or {}).get("metadata") or {}).get("annotations") or {}
+        recorded = self._lineage(
+            stored,
+            previous=lineage.from_report(((own or {}).get("data") or {}).get("lineage")),
+            live=lineage.decode(live_annotations.get(kubesecret.A_LINEAGE)),
+            fingerprints=merged.secret.registry_fingerprints(),
+            deadline=deadline,
+        )
+        if recorded:
+            desired = dataclasses.replace(desired, lineage=lineage.encode(recorded))
         if stored.repaired:
             log.warning(
                 f"the newest Secret Manager version of {secret_id} had been disabled or destroyed; wrote a fresh one",
@@ -363,6 +376,39 @@ class Reconciler:
             status.provisioned(act.generation, changed=changed, data=data),
         )
 
+    def _current_generation(self, cluster_id: str) -> int | None:
+        """The cluster's generation as the API holds it now (asked only after a concurrent write)."""
+        cluster = self.hyperfleet.get_cluster(cluster_id)
+        generation = (cluster or {}).get("generation")
+        return generation if isinstance(generation, int) else None
+
+    def _lineage(
+        self,
+        stored: secretstore.StoreResult,
+        *,
+        previous: dict[str, Any],
+        live: dict[str, Any],
+        fingerprints: dict[str, str],
+        deadline: Deadline,
+    ) -> dict[str, Any]:
+        """The lineage of the version the Secret points at: from our last status, else the live Secret,
+        else advanced from the last status to this version ("since" = the version's creation time, so
+        every delivery pointing at it computes the same object and the Kubernetes Secret is written once)."""
+        version = lineage.version_id(stored.version_name)
+        for known in (previous, live):
+            if known and known.get("version") == version:
+                return known
+        created = stored.created_at
+        if created is None:
+            created = self.store.created_at(stored.version_name, deadline) or int(time.time())
+        return lineage.advance(
+            previous or live,
+            fingerprints=fingerprints,
+            version_name=stored.version_name,
+            previous_version=(previous or live).get("version"),
+            now=created,
+        )
+
     def _retention(self, version_name: str, kubernetes_points_at: str) -> dict[str, Any]:
         """Best effort after a successful write: failures are logged, the next write tries again.
 
@@ -387,3 +433,8 @@ class Reconciler:
             log.warning(f"version retention skipped: {exc.message}", operation="secretmanager.retention")
             return {"keep": self.settings.retain_versions, "error": exc.reason}
         return {"keep": self.settings.retain_versions, "destroyed": list(result.destroyed)}
+
+
+def _observed_generation(own: dict[str, Any] | None) -> int:
+    value = (own or {}).get("observed_generation")
+    return value if isinstance(value, int) else 0

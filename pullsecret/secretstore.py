@@ -1,28 +1,42 @@
 """Secret Manager: the per-cluster secret's newest version holds the cluster's pull secret, written only on change.
 
 Steady state reads the newest version's content with AccessSecretVersion (the 90,000/min access quota, not
-the 600/min read quota) and compares bytes: equal content costs that one call, and a newest version that
-was disabled or destroyed by hand shows up at once (FAILED_PRECONDITION) and gets a fresh version.
+the 600/min read or write quotas) and compares bytes: equal content costs that one call, and a newest
+version that was disabled or destroyed by hand shows up at once (FAILED_PRECONDITION) and gets a fresh one.
 
-A write is claimed before it is made. The claim is the secret's annotations, set with the secret's etag
-(compare-and-swap) or by CreateSecret itself:
+A change costs one write: AddSecretVersion (a new cluster: CreateSecret first, so two). There is no claim,
+no lease and no record on the secret; instead:
 
-    hyperfleet-fingerprint   SHA-256 of the canonical content being written
-    hyperfleet-generation    the cluster generation writing it (older generations never write over it)
-    hyperfleet-version       the version resource name the write produces
-    hyperfleet-claimed-at    unix seconds of the claim (a claim is live for CLAIM_LEASE_S)
-    hyperfleet-lineage       per-registry fingerprints and since-when (pullsecret.lineage)
-
-Of many concurrent deliveries of the same content exactly one wins the claim and adds the version (two
-writes in all); the others see a live claim and wait until the version it names exists.
-A claim whose version never appears within `CLAIM_LEASE_S` was abandoned (its writer died) and may be
-taken over.
+* Duplicates in one process: concurrent deliveries of the same content for the same secret share one
+  write (single flight); a delivery that read the newest version before this process wrote that content
+  reads it again instead of writing.
+* Duplicates across instances: each writer knows the newest version number `base` it read before
+  writing. When AddSecretVersion returns a number above base + 1, someone wrote in between: the writer
+  reads the version just below its own (AccessSecretVersion: access quota). Same content: a concurrent
+  duplicate; the writer destroys that older one, so the newest version (its own) holds the content once.
+  Each writer only ever destroys its own lower neighbour, so N racing writers leave exactly the newest.
+  DestroySecretVersion (not disable: a disabled version is billed and still a copy) costs a write, only
+  in that race.
+* Older generations never win: the caller acts on the cluster as just read and skips the write when its
+  own last status already reports a newer generation (a stale read). A concurrent writer of different
+  content directly below ours means two generations raced: the caller's `current_generation` re-reads
+  the cluster, and if it moved past ours we are the stale one holding the newest version; we put the
+  newer content back on top (AddSecretVersion of the neighbour's bytes), destroy the neighbour it copies
+  and report stale. Lineage is carried on the Kubernetes Secret and the status, not here.
+* Ambiguous failures (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, a reset: the write may have landed) are
+  never retried blindly: the newest versions above `base` are read first, and a version holding our
+  content is adopted as ours. RESOURCE_EXHAUSTED and ABORTED were not applied and are sent again.
+* Every write waits for its slot in the process-wide pacer (pullsecret.pacing): refusals adapt the pace
+  and never become a terminal failure.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import random
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,19 +44,27 @@ from typing import Any
 
 import google_crc32c
 from google.api_core import exceptions as gexc
-from google.protobuf import field_mask_pb2
 
 from pullsecret import lineage, retrying
 from pullsecret.dockerconfig import PullSecret
-from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, is_retryable_google
+from pullsecret.errors import (
+    AdapterError,
+    TerminalError,
+    TransientError,
+    from_google,
+    grpc_code_name,
+    is_retryable_google,
+    looks_like_io,
+)
+from pullsecret.logs import log
+from pullsecret.pacing import PACER, WritePacer
 from pullsecret.retrying import Deadline
 
-A_FINGERPRINT = "hyperfleet-fingerprint"
-A_GENERATION = "hyperfleet-generation"
-A_VERSION = "hyperfleet-version"
-A_CLAIM = "hyperfleet-claimed-at"  # unix seconds when the write was claimed
-CLAIM_LEASE_S = 30.0
 SERVICE = "secretmanager"
+RECENT_S = 120.0  # how long this process remembers what it wrote (to not write it again from an old read)
+MAX_SCAN = 16  # versions read back after an ambiguous failure, looking for one that landed
+_AMBIGUOUS = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"})
+_NOT_APPLIED = frozenset({"RESOURCE_EXHAUSTED", "ABORTED"})
 
 _LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
 
@@ -71,11 +93,17 @@ def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[s
 class StoreResult:
     version_name: str  # the version holding the content (projects/NUMBER/secrets/ID/versions/N)
     written: bool  # a new version was added by this call
-    stale: bool = False  # a newer generation is recorded; nothing was written
-    recorded_generation: int = 0
-    lineage: dict[str, Any] = field(default_factory=dict)  # see pullsecret.lineage; set when written
+    stale: bool = False  # a newer generation of the cluster wrote concurrently; ours was taken back
+    recorded_generation: int = 0  # when stale: the cluster's current generation
+    created_at: int | None = None  # unix seconds the version was created, when known (lineage's "since")
     repaired: bool = False  # the newest version had been disabled or destroyed by hand
+    retired: tuple[str, ...] = ()  # versions this call destroyed (a concurrent duplicate)
+    writes: int = 0  # Secret Manager write requests this call had accepted
     verify: Callable[[], None] | None = field(default=None, repr=False)  # read-back of a new version
+
+    def as_follower(self) -> StoreResult:
+        """This result as seen by a concurrent delivery of the same content that shared the write."""
+        return dataclasses.replace(self, written=False, verify=None, retired=(), writes=0, repaired=False)
 
 
 @dataclass(frozen=True)
@@ -88,52 +116,19 @@ class Latest:
 
 
 @dataclass(frozen=True)
-class _Claimed:
-    """This writer holds the claim recorded on the secret (etag after the claim)."""
-
-    secret_name: str
-    etag: str
-    annotations: dict[str, str]
-    version_id: str  # the version number AddSecretVersion is expected to give
-    repaired: bool
+class _Added:
+    name: str
+    created_at: int | None
+    accepted: int  # write requests accepted (0 when an earlier, ambiguous attempt was found to have landed)
 
 
-@dataclass(frozen=True)
-class _Wait:
-    """Another delivery holds a live claim: wait for its version (its record's lineage is the one to carry)."""
+class _Flight:
+    """One write of one content to one secret in this process; later deliveries share its result."""
 
-    lineage: dict[str, Any]
-
-
-class _Exists:
-    """CreateSecret found the secret already there (without versions, or created concurrently)."""
-
-
-_EXISTS = _Exists()
-
-
-def _record(
-    secret: PullSecret, generation: int, now: float, advanced: dict[str, Any], version_name: str
-) -> dict[str, str]:
-    """The annotations a write records, in the same call that claims it (`version_name`: what it will produce)."""
-    record = {
-        A_FINGERPRINT: secret.fingerprint,
-        A_GENERATION: str(generation),
-        A_VERSION: version_name,
-        A_CLAIM: str(int(now)),
-    }
-    encoded = lineage.encode(advanced)
-    if encoded is not None:
-        record[lineage.A_LINEAGE] = encoded
-    return record
-
-
-def _claim_live(text: str | None, now: float) -> bool:
-    """A claim younger than the lease: its writer may still be adding the version."""
-    try:
-        return text is not None and now - float(text) < CLAIM_LEASE_S
-    except ValueError:
-        return False
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: StoreResult | None = None
+        self.finished_at = 0.0
 
 
 def _int(value: str | None) -> int:
@@ -141,6 +136,27 @@ def _int(value: str | None) -> int:
         return int(value or 0)
     except ValueError:
         return 0
+
+
+def _number(version_name: str | None) -> int:
+    return _int(lineage.version_id(version_name))
+
+
+def _epoch(timestamp: Any) -> int | None:
+    try:
+        return int(timestamp.timestamp())
+    except (AttributeError, TypeError, ValueError, OSError):
+        return None
+
+
+def _write_failure(exc: BaseException) -> str:
+    """How a failed write ended: "not_applied" (send again), "ambiguous" (may have landed) or "final"."""
+    name = grpc_code_name(exc)
+    if name in _NOT_APPLIED:
+        return "not_applied"
+    if name in _AMBIGUOUS or (name is None and looks_like_io(exc)):
+        return "ambiguous"
+    return "final"
 
 
 class SecretStore:
@@ -153,12 +169,16 @@ class SecretStore:
         replication_locations: tuple[str, ...] = (),
         kms_key: str | None = None,
         source_ttl_s: float = 30.0,
+        pacer: WritePacer = PACER,
     ) -> None:
         self._client = client
         self._locations = replication_locations
         self._kms_key = kms_key
         self._source_ttl_s = source_ttl_s
         self._source_cache: dict[str, tuple[float, bytes]] = {}
+        self._pacer = pacer
+        self._flights: dict[tuple[str, str], _Flight] = {}
+        self._flights_lock = threading.Lock()
 
     # -- plumbing ------------------------------------------------------------------------------
     def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
@@ -173,9 +193,34 @@ class SecretStore:
                 on_give_up=lambda cause: from_google(cause, service=SERVICE, what=what),
             )
         except (TerminalError, TransientError, gexc.NotFound, gexc.AlreadyExists, gexc.FailedPrecondition):
-            raise  # the outcomes callers branch on (a missing secret, a lost create race, an etag mismatch)
+            raise  # the outcomes callers branch on (a missing secret, a lost create race, a gone version)
         except gexc.GoogleAPICallError as exc:
             raise from_google(exc, service=SERVICE, what=what) from None
+
+    def _write(self, what: str, project: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+        """One write request, paced; sent again only when it was not applied (quota refusal, ABORTED).
+
+        Raises the google exception of an ambiguous or final failure (callers decide), TransientError
+        when the deadline passes first.
+        """
+        backoff = 0.05
+        while True:
+            if deadline.expired():
+                raise TransientError(f"{what}: the retry deadline passed", reason="DeadlineExceeded", service=SERVICE)
+            self._pacer.acquire(project, deadline)
+            try:
+                result = fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
+            except Exception as exc:
+                if _write_failure(exc) != "not_applied":
+                    raise
+                if grpc_code_name(exc) == "RESOURCE_EXHAUSTED":
+                    self._pacer.refused(project)
+                else:
+                    time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
+                    backoff = min(backoff * 2, 2.0)
+                continue
+            self._pacer.accepted(project)
+            return result
 
     def _replication(self) -> Any:
         from google.cloud.secretmanager_v1 import types
@@ -246,65 +291,79 @@ class SecretStore:
         labels: dict[str, str],
         deadline: Deadline,
         latest: Latest | None = None,
+        current_generation: Callable[[], int | None] | None = None,
+        owned: bool = False,
     ) -> StoreResult:
-        """Ensure the secret's newest version holds `secret`; raises OwnershipConflict / Terminal/TransientError.
+        """Ensure the secret's newest version holds `secret`; raises Terminal/TransientError.
 
         `latest`: the newest version as already read (`self.latest`), so callers can overlap that read
-        with others and still make no write before every read succeeded.
+        with others and still make no write before every read succeeded. `current_generation`: re-reads
+        the cluster's generation; asked only when a different content was written concurrently. `owned`:
+        the caller already wrote this secret (its last status names it); otherwise an existing secret's
+        labels are checked once (GetSecret) before writing to it, and a foreign one raises OwnershipConflict.
 
-        Unchanged content costs one AccessSecretVersion. A change costs GetSecret, one claim (the etag-guarded
-        annotation update, or the CreateSecret itself) and AddSecretVersion: two writes. The returned
-        `verify` reads the new version back; the caller runs it beside the Kubernetes apply.
+        Unchanged content costs one AccessSecretVersion; a change one AddSecretVersion (plus CreateSecret
+        for a new secret). The returned `verify` reads a new version back; the caller runs it beside the
+        Kubernetes apply.
         """
         name = f"projects/{project}/secrets/{secret_id}"
-        wait = 0.05
-        exists = False
-        carried: dict[str, Any] = {}
+        if latest is not None and latest.state == "enabled" and latest.data == secret.canonical and latest.name:
+            return StoreResult(latest.name, written=False)
+        key = (name, secret.fingerprint)
         while True:
-            if deadline.expired():
+            now = time.monotonic()
+            with self._flights_lock:
+                for old in [k for k, f in self._flights.items() if f.done.is_set() and now - f.finished_at > RECENT_S]:
+                    del self._flights[old]
+                flight = self._flights.get(key)
+                if flight is None or (flight.done.is_set() and flight.result is None):
+                    flight = self._flights[key] = _Flight()
+                    break  # we write; concurrent deliveries of this content wait for our result
+            if not flight.done.wait(timeout=deadline.remaining()):
                 raise TransientError(
-                    f"secret {secret_id}: another delivery is still writing this content",
+                    f"secret {secret_id}: another delivery in this process is still writing this content",
                     reason="WriteInProgress",
                     service=SERVICE,
                 )
-            if latest is None:
-                latest = self.latest(name, deadline)
-            if latest.data == secret.canonical and latest.name:
-                # A delivery that raced another's write carries that write's lineage, so that both
-                # describe the Kubernetes Secret identically (one write there, not two).
-                if exists and not carried:
-                    carried = self.recorded_lineage(name, secret_id, deadline)
-                return StoreResult(latest.name, written=False, lineage=carried)
-            claimed = self._claim(
+            shared = flight.result
+            if shared is None:
+                continue  # that write failed: try ourselves
+            if shared.stale:
+                return shared.as_follower()
+            # This process wrote this content; our read may predate that. Read again before writing.
+            fresh = self.latest(name, deadline)
+            if fresh.state == "enabled" and fresh.data == secret.canonical and fresh.name:
+                if fresh.name == shared.version_name:
+                    return shared.as_follower()
+                return StoreResult(fresh.name, written=False)
+            latest = fresh
+            with self._flights_lock:
+                if self._flights.get(key) is flight:
+                    flight = self._flights[key] = _Flight()
+                    break
+        try:
+            result = self._store(
                 name=name,
                 project=project,
                 secret_id=secret_id,
                 secret=secret,
                 generation=generation,
                 labels=labels,
-                latest=latest,
                 deadline=deadline,
-                created_before=exists,
+                latest=latest,
+                current_generation=current_generation,
+                owned=owned,
             )
-            latest = None  # read again on the next round
-            if isinstance(claimed, _Exists):
-                exists = True
-                continue
-            if isinstance(claimed, StoreResult):
-                return claimed  # stale: a newer generation is recorded
-            if isinstance(claimed, _Wait):
-                carried = claimed.lineage or carried
-                time.sleep(min(wait, deadline.remaining()))  # another writer holds a live claim
-                wait = min(wait * 2, 1.0)
-                continue
-            try:
-                return self._add_version(claimed, secret=secret, secret_id=secret_id, deadline=deadline)
-            except AdapterError:
-                # Let the next delivery write at once instead of waiting out the lease.
-                self._release_claim(claimed)
-                raise
+        except BaseException:
+            flight.finished_at = time.monotonic()
+            flight.done.set()
+            raise
+        flight.result = result
+        flight.finished_at = time.monotonic()
+        flight.done.set()
+        return result
 
-    def _claim(
+    def _store(
         self,
         *,
         name: str,
@@ -313,186 +372,244 @@ class SecretStore:
         secret: PullSecret,
         generation: int,
         labels: dict[str, str],
-        latest: Latest,
         deadline: Deadline,
-        created_before: bool = False,
-    ) -> _Claimed | StoreResult | _Exists | _Wait:
-        """Take the write claim: a _Claimed, a stale StoreResult, None (someone else is writing: wait) or _EXISTS."""
-        from google.cloud.secretmanager_v1 import types
-
-        now = time.time()
-        fingerprints = secret.registry_fingerprints()
-        current: Any = None
-        # A missing newest version usually means a missing secret: try to create it first (one round trip
-        # fewer on first provisioning); AlreadyExists (a secret without versions, or a race) reads it.
-        if latest.state != "missing" or created_before:
-            try:
-                current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
-            except gexc.NotFound:
-                current = None
-            except gexc.FailedPrecondition as exc:
-                raise from_google(exc, service=SERVICE, what=f"get secret {secret_id}") from None
-        if current is None:
-            advanced = lineage.advance(
-                {}, fingerprints=fingerprints, version_name="1", previous_version=None, now=int(now)
+        latest: Latest | None,
+        current_generation: Callable[[], int | None] | None,
+        owned: bool,
+    ) -> StoreResult:
+        data = secret.canonical
+        if latest is None:
+            latest = self.latest(name, deadline)
+        if latest.state == "enabled" and latest.data == data and latest.name:
+            return StoreResult(latest.name, written=False)
+        writes = 0
+        if latest.state == "enabled":
+            base = _number(latest.name)
+        elif latest.state == "unusable":
+            base = self._newest_version_id(name, deadline)
+        else:
+            base = 0  # no secret, or no versions when we looked
+            created = self._create(project=project, secret_id=secret_id, labels=labels, deadline=deadline)
+            writes += created
+            owned = owned or bool(created)
+        if not owned:
+            self._check_owner(name, project=project, secret_id=secret_id, deadline=deadline)
+        added = self._add(name=name, project=project, secret_id=secret_id, data=data, base=base, deadline=deadline)
+        writes += added.accepted
+        result = StoreResult(
+            added.name, written=True, created_at=added.created_at, repaired=latest.state == "unusable", writes=writes
+        )
+        if _number(added.name) > base + 1:
+            result = self._settle_race(
+                result,
+                name=name,
+                project=project,
+                data=data,
+                generation=generation,
+                current_generation=current_generation,
+                deadline=deadline,
             )
-            record = _record(secret, generation, now, advanced, f"{name}/versions/1")
-            try:
-                created = self._call(
-                    f"create secret {secret_id}",
-                    deadline,
-                    self._client.create_secret,
-                    parent=f"projects/{project}",
-                    secret_id=secret_id,
-                    secret=types.Secret(replication=self._replication(), labels=labels, annotations=record),
-                )
-            except gexc.AlreadyExists:
-                return _EXISTS  # it exists (without versions, or created concurrently): read it
-            except gexc.NotFound:
-                raise TerminalError(
-                    f"create secret {secret_id}: project {project} not found", reason="ProjectNotFound", service=SERVICE
-                ) from None
-            except gexc.FailedPrecondition as exc:
-                raise from_google(exc, service=SERVICE, what=f"create secret {secret_id}") from None
-            return _Claimed(created.name, created.etag, dict(created.annotations), "1", repaired=False)
+        if result.written:
+            version_name = result.version_name
+            result = dataclasses.replace(result, verify=lambda: self.verify(version_name, data, deadline))
+        return result
 
+    def _check_owner(self, name: str, *, project: str, secret_id: str, deadline: Deadline) -> None:
+        """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only)."""
+        what = f"get secret {secret_id}"
+        try:
+            current = self._call(what, deadline, self._client.get_secret, name=name)
+        except gexc.NotFound:
+            return  # deleted since: AddSecretVersion will say so
+        except gexc.FailedPrecondition as exc:
+            raise from_google(exc, service=SERVICE, what=what) from None
         if current.labels.get("managed-by") != "hyperfleet":
             raise OwnershipConflict(
                 f"Secret Manager secret {secret_id} in project {project} exists without the label "
                 "managed-by=hyperfleet; refusing to adopt or overwrite it",
                 service=SERVICE,
             )
-        annotations = dict(current.annotations)
-        recorded_generation = _int(annotations.get(A_GENERATION))
-        if recorded_generation > generation:
-            return StoreResult(
-                latest.name or annotations.get(A_VERSION, ""),
-                written=False,
-                stale=True,
-                recorded_generation=recorded_generation,
-            )
-        newest = self._newest_version_id(name, latest, deadline)
-        if _claim_live(annotations.get(A_CLAIM), now):
-            # The record names the version its write produces: once that number exists, the write is done.
-            # (Its generation was checked above: an older claim than ours is never waited for as newer.)
-            expected = lineage.version_id(annotations.get(A_VERSION))
-            finished = newest is not None and expected.isdigit() and newest >= int(expected)
-            if not finished:
-                return _Wait(lineage.decode(annotations.get(lineage.A_LINEAGE)))
-        next_id = str((newest or 0) + 1)
-        previous = lineage.decode(annotations.get(lineage.A_LINEAGE))
-        advanced = lineage.advance(
-            previous,
-            fingerprints=fingerprints,
-            version_name=next_id,
-            previous_version=latest.name or annotations.get(A_VERSION),
-            now=int(now),
-        )
-        annotations.update(_record(secret, generation, now, advanced, f"{current.name}/versions/{next_id}"))
-        try:
-            updated = self._call(
-                f"claim secret {secret_id}",
-                deadline,
-                self._client.update_secret,
-                secret=types.Secret(name=current.name, annotations=annotations, etag=current.etag),
-                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
-            )
-        except (gexc.FailedPrecondition, gexc.NotFound):
-            return _Wait({})  # lost the race for the claim (or deleted under us): read again
-        return _Claimed(
-            updated.name, updated.etag, dict(updated.annotations), next_id, repaired=latest.state == "unusable"
-        )
 
-    def recorded_lineage(self, name: str, secret_id: str, deadline: Deadline) -> dict[str, Any]:
-        """The lineage recorded on the secret ({} when none); one GetSecret (read quota), so only off steady state."""
+    def _create(self, *, project: str, secret_id: str, labels: dict[str, str], deadline: Deadline) -> int:
+        """CreateSecret; returns the writes accepted (0 when it exists: without versions, or created concurrently)."""
+        from google.cloud.secretmanager_v1 import types
+
+        what = f"create secret {secret_id}"
+        while True:
+            try:
+                self._write(
+                    what,
+                    project,
+                    deadline,
+                    self._client.create_secret,
+                    parent=f"projects/{project}",
+                    secret_id=secret_id,
+                    secret=types.Secret(replication=self._replication(), labels=labels),
+                )
+            except gexc.AlreadyExists:
+                return 0
+            except gexc.NotFound:
+                raise TerminalError(
+                    f"{what}: project {project} not found", reason="ProjectNotFound", service=SERVICE
+                ) from None
+            except gexc.GoogleAPICallError as exc:
+                if _write_failure(exc) == "ambiguous":
+                    continue  # sending it again is safe: a create that landed answers AlreadyExists
+                raise from_google(exc, service=SERVICE, what=what) from None
+            return 1
+
+    def _add(self, *, name: str, project: str, secret_id: str, data: bytes, base: int, deadline: Deadline) -> _Added:
+        """AddSecretVersion; after an ambiguous failure, find out whether it landed before sending it again."""
+        from google.cloud.secretmanager_v1 import types
+
+        what = f"add version to secret {secret_id}"
+        backoff = 0.1
+        while True:
+            try:
+                version = self._write(
+                    what,
+                    project,
+                    deadline,
+                    self._client.add_secret_version,
+                    parent=name,
+                    payload=types.SecretPayload(data=data, data_crc32c=google_crc32c.value(data)),
+                )
+            except (gexc.NotFound, gexc.FailedPrecondition) as exc:
+                raise TransientError(f"{what}: {type(exc).__name__}", service=SERVICE) from None
+            except (TransientError, TerminalError):
+                raise
+            except Exception as exc:
+                if _write_failure(exc) != "ambiguous":
+                    if isinstance(exc, gexc.GoogleAPICallError):
+                        raise from_google(exc, service=SERVICE, what=what) from None
+                    raise
+                landed = self._find_landed(name, data, base, deadline)
+                if landed is not None:
+                    log.info(
+                        f"{what}: the answer was lost ({grpc_code_name(exc) or type(exc).__name__}) but the "
+                        f"version landed as {lineage.version_id(landed)}; not writing it again",
+                        operation="secretmanager.store",
+                    )
+                    return _Added(landed, None, 0)
+                time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
+                backoff = min(backoff * 2, 2.0)
+                continue
+            return _Added(str(version.name), _epoch(version.create_time), 1)
+
+    def _access(self, version_name: str, deadline: Deadline) -> bytes | None:
+        """A version's bytes; None when it is disabled, destroyed or absent."""
         try:
-            current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+            response = self._call(
+                f"read {version_name}", deadline, self._client.access_secret_version, name=version_name
+            )
         except (gexc.NotFound, gexc.FailedPrecondition):
-            return {}
-        return lineage.decode(dict(current.annotations).get(lineage.A_LINEAGE))
-
-    def _newest_version_id(self, name: str, latest: Latest, deadline: Deadline) -> int | None:
-        """The newest version's number, whatever its state; None when the secret has no versions."""
-        if latest.name:
-            return int(lineage.version_id(latest.name))
-        if latest.state == "missing":
             return None
-        try:  # the newest version is disabled or destroyed: its metadata still carries the number
+        return bytes(response.payload.data)
+
+    def _find_landed(self, name: str, data: bytes, base: int, deadline: Deadline) -> str | None:
+        """After an ambiguous AddSecretVersion: the version above `base` holding `data`, if one landed."""
+        newest = self.latest(name, deadline)
+        if newest.state == "enabled" and newest.data == data and _number(newest.name) > base:
+            return newest.name
+        top = _number(newest.name) if newest.name else self._newest_version_id(name, deadline)
+        for number in range(top - 1, max(base, top - 1 - MAX_SCAN), -1):
+            if self._access(f"{name}/versions/{number}", deadline) == data:
+                return f"{name}/versions/{number}"
+        return None
+
+    def _settle_race(
+        self,
+        result: StoreResult,
+        *,
+        name: str,
+        project: str,
+        data: bytes,
+        generation: int,
+        current_generation: Callable[[], int | None] | None,
+        deadline: Deadline,
+    ) -> StoreResult:
+        """Someone wrote between our read and our write: compare with the version just below ours."""
+        ours = _number(result.version_name)
+        below = f"{name}/versions/{ours - 1}"
+        neighbour = self._access(below, deadline)
+        if neighbour is None:
+            return result  # disabled or destroyed: nothing to compare with
+        if neighbour == data:
+            # A concurrent duplicate: the older copy goes, the newest version (ours) keeps the content.
+            if self._destroy(below, project, deadline):
+                log.info(
+                    f"a concurrent delivery wrote the same content as version {ours - 1}; destroyed that copy",
+                    operation="secretmanager.store",
+                )
+                return dataclasses.replace(result, retired=(below,), writes=result.writes + 1)
+            return result
+        current: int | None = None
+        if current_generation is not None:
+            with contextlib.suppress(AdapterError):
+                current = current_generation()
+        if current is None or current <= generation:
+            return result  # ours is the newest generation: it stays on top
+        # We are the older generation and hold the newest version: put the newer content back on top.
+        restored = self._add(
+            name=name, project=project, secret_id=name.rsplit("/", 1)[-1], data=neighbour, base=ours, deadline=deadline
+        )
+        writes = result.writes + restored.accepted
+        retired: tuple[str, ...] = ()
+        if _number(restored.name) != ours - 1 and self._destroy(below, project, deadline):
+            retired, writes = (below,), writes + 1
+        log.info(
+            f"generation {current} wrote concurrently; restored its content as {lineage.version_id(restored.name)} "
+            f"over generation {generation}'s version {ours}",
+            operation="secretmanager.store",
+        )
+        return StoreResult(
+            restored.name, written=False, stale=True, recorded_generation=current, retired=retired, writes=writes
+        )
+
+    def _destroy(self, version_name: str, project: str, deadline: Deadline) -> bool:
+        """Destroy a duplicate version (best effort: a failure is logged, the copy stays)."""
+        from google.cloud.secretmanager_v1 import types
+
+        what = f"destroy duplicate {version_name}"
+        for _ in range(5):
+            try:
+                self._write(
+                    what,
+                    project,
+                    deadline,
+                    self._client.destroy_secret_version,
+                    request=types.DestroySecretVersionRequest(name=version_name),
+                )
+                return True
+            except (gexc.FailedPrecondition, gexc.NotFound):
+                return True  # already destroyed (an ambiguous first attempt landed) or gone
+            except AdapterError as exc:
+                log.warning(f"{what}: {exc.message}", operation="secretmanager.store")
+                return False
+            except gexc.GoogleAPICallError as exc:
+                if _write_failure(exc) == "ambiguous":
+                    continue
+                log.warning(f"{what}: {grpc_code_name(exc) or type(exc).__name__}", operation="secretmanager.store")
+                return False
+        return False
+
+    def _newest_version_id(self, name: str, deadline: Deadline) -> int:
+        """The newest version's number whatever its state (GetSecretVersion: read quota); 0 when none."""
+        try:
             newest = self._call(
                 f"get {name}/versions/latest", deadline, self._client.get_secret_version, name=f"{name}/versions/latest"
             )
         except (gexc.NotFound, gexc.FailedPrecondition):
-            return None
-        return int(lineage.version_id(str(newest.name)))
+            return 0
+        return _number(str(newest.name))
 
-    def _add_version(self, claimed: _Claimed, *, secret: PullSecret, secret_id: str, deadline: Deadline) -> StoreResult:
-        from google.cloud.secretmanager_v1 import types
-
-        data = secret.canonical
+    def created_at(self, version_name: str, deadline: Deadline) -> int | None:
+        """When a version was created (GetSecretVersion: read quota; only off steady state)."""
         try:
-            version = self._call(
-                f"add version to secret {secret_id}",
-                deadline,
-                self._client.add_secret_version,
-                parent=claimed.secret_name,
-                payload=types.SecretPayload(data=data, data_crc32c=google_crc32c.value(data)),
-            )
-        except (gexc.NotFound, gexc.FailedPrecondition) as exc:
-            raise TransientError(f"add version to secret {secret_id}: {type(exc).__name__}", service=SERVICE) from None
-        recorded = lineage.decode(claimed.annotations.get(lineage.A_LINEAGE))
-        actual_id = lineage.version_id(version.name)
-        if actual_id != claimed.version_id:
-            # Someone added a version by hand between our claim and our add: correct the record.
-            recorded = self._correct_record(claimed, version.name, recorded, deadline)
-        version_name = str(version.name)
-        return StoreResult(
-            version_name,
-            written=True,
-            recorded_generation=_int(claimed.annotations.get(A_GENERATION)),
-            lineage=recorded,
-            repaired=claimed.repaired,
-            verify=lambda: self.verify(version_name, data, deadline),
-        )
-
-    def _correct_record(
-        self, claimed: _Claimed, version_name: str, recorded: dict[str, Any], deadline: Deadline
-    ) -> dict[str, Any]:
-        from google.cloud.secretmanager_v1 import types
-
-        actual = lineage.version_id(version_name)
-        registries = recorded.get("registries") if isinstance(recorded.get("registries"), dict) else {}
-        assert isinstance(registries, dict)
-        for value in registries.values():
-            if isinstance(value, list) and len(value) == 3 and value[1] == claimed.version_id:
-                value[1] = actual
-        recorded["version"] = actual
-        annotations = dict(claimed.annotations)
-        annotations[A_VERSION] = version_name
-        encoded = lineage.encode(recorded)
-        if encoded is not None:
-            annotations[lineage.A_LINEAGE] = encoded
-        with contextlib.suppress(gexc.GoogleAPICallError, AdapterError):
-            self._call(
-                f"correct the record on {claimed.secret_name}",
-                deadline,
-                self._client.update_secret,
-                secret=types.Secret(name=claimed.secret_name, annotations=annotations, etag=claimed.etag),
-                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
-            )
-        return recorded
-
-    def _release_claim(self, claimed: _Claimed) -> None:
-        """Best effort: drop our claim; if this fails too, the lease (CLAIM_LEASE_S) frees it."""
-        from google.cloud.secretmanager_v1 import types
-
-        released = {k: v for k, v in claimed.annotations.items() if k != A_CLAIM}
-        with contextlib.suppress(gexc.GoogleAPICallError):
-            self._client.update_secret(
-                secret=types.Secret(name=claimed.secret_name, annotations=released, etag=claimed.etag),
-                update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
-                retry=None,
-                timeout=2.0,
-            )
+            version = self._call(f"get {version_name}", deadline, self._client.get_secret_version, name=version_name)
+        except (gexc.NotFound, gexc.FailedPrecondition, AdapterError):
+            return None
+        return _epoch(version.create_time)
 
     def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
         """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""
@@ -648,7 +765,7 @@ class SecretStore:
         return {
             "name": secret.name,
             "labels": dict(secret.labels),
-            "annotations": {k: v for k, v in secret.annotations.items() if k != A_CLAIM},
+            "annotations": dict(secret.annotations),
             "versions": [
                 {
                     "name": v.name,

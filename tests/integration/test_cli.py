@@ -87,7 +87,7 @@ def test_inspect_prints_redacted_lineage_across_the_three_systems(
     assert report["hyperfleet"]["status"]["lineage"]["secret_version"].endswith("/versions/1")
     sm = report["secret_manager"]
     assert [v["state"] for v in sm["versions"]] == ["ENABLED"]
-    assert sm["annotations"]["hyperfleet-lineage"]["registries"]["quay.io"][1] == "1"
+    assert report["hyperfleet"]["status"]["lineage"]["registries"]["quay.io"]["since_version"] == "1"
     kube = report["kubernetes"]
     assert kube["exists"] is True and kube["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/versions/1")
     assert set(kube["registries"]) == {"quay.io", "registry.redhat.io"}

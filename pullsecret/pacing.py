@@ -1,0 +1,107 @@
+"""Secret Manager write pacing: one adaptive rate per project, shared by every request of the process.
+
+Secret Manager refuses writes past its per-project quota (600/min) with RESOURCE_EXHAUSTED, and a refused
+write is not applied, so it is always safe to send again. The pacer starts unpaced; the first refusal sets
+a rate from what the project accepted in the last second, each later refusal cuts it (at most once per
+`cut_every_s`, so one congested moment counts once) and each accepted write raises it a little. Writers
+wait for their slot before each attempt; a wait that would pass the event's deadline raises
+TransientError, so a quota refusal is never a terminal failure: the event is redelivered.
+
+The rate errs high on purpose: a refused write costs a round trip, an idle quota window costs the fleet time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pullsecret.errors import TransientError
+from pullsecret.retrying import Deadline
+
+FLOOR_PER_S = 0.2  # never slower than one write per 5 s (the real quota is 10/s)
+DECREASE = 0.85
+INCREASE_PER_WRITE = 0.1  # writes/s added per accepted write: about +10 % per second at any rate
+CUT_EVERY_S = 0.5
+HORIZON_S = 1.0
+
+
+@dataclass
+class _Project:
+    rate: float | None = None  # writes/s; None: unpaced (no refusal seen yet)
+    next_at: float = 0.0
+    last_cut: float = float("-inf")
+    accepted: deque[float] = field(default_factory=deque)  # accept times within HORIZON_S
+    refusals: int = 0
+
+
+class WritePacer:
+    """AIMD spacing of writes per project (thread-safe); `acquire` before, `accepted`/`refused` after."""
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self._lock = threading.Lock()
+        self._projects: dict[str, _Project] = {}
+        self._clock = clock
+        self._sleep = sleep
+
+    def _state(self, key: str) -> _Project:
+        state = self._projects.get(key)
+        if state is None:
+            state = self._projects[key] = _Project()
+        return state
+
+    def acquire(self, key: str, deadline: Deadline) -> None:
+        """Wait for this project's next write slot; raises TransientError when it lies past the deadline."""
+        with self._lock:
+            state = self._state(key)
+            if state.rate is None:
+                return
+            now = self._clock()
+            slot = max(now, state.next_at)
+            wait = slot - now
+            if wait >= deadline.remaining():
+                raise TransientError(
+                    f"Secret Manager write quota: the next write slot of project {key} is {wait:.1f} s away, "
+                    "past this event's deadline; redelivery writes later",
+                    reason="WriteQuotaExhausted",
+                    service="secretmanager",
+                )
+            state.next_at = slot + 1.0 / state.rate
+        if wait > 0:
+            self._sleep(wait)
+
+    def accepted(self, key: str) -> None:
+        with self._lock:
+            state = self._state(key)
+            now = self._clock()
+            state.accepted.append(now)
+            while state.accepted and now - state.accepted[0] > HORIZON_S:
+                state.accepted.popleft()
+            if state.rate is not None:
+                state.rate += INCREASE_PER_WRITE
+
+    def refused(self, key: str) -> None:
+        with self._lock:
+            state = self._state(key)
+            now = self._clock()
+            state.refusals += 1
+            if now - state.last_cut < CUT_EVERY_S:
+                return
+            state.last_cut = now
+            if state.rate is None:
+                observed = sum(1 for t in state.accepted if now - t <= HORIZON_S) / HORIZON_S
+                state.rate = max(FLOOR_PER_S, observed * DECREASE)
+            else:
+                state.rate = max(FLOOR_PER_S, state.rate * DECREASE)
+            state.next_at = max(state.next_at, now + 1.0 / state.rate)
+
+    def rate(self, key: str) -> float | None:
+        with self._lock:
+            return self._state(key).rate
+
+
+PACER = WritePacer()  # the process-wide instance: every SecretStore of the process shares it
