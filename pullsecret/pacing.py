@@ -3,7 +3,8 @@
 Secret Manager refuses writes past its per-project quota (600/min) with RESOURCE_EXHAUSTED, and a refused
 write is not applied, so it is always safe to send again. The pacer starts unpaced; the first refusal sets
 a rate from what the project accepted in the last second, each later refusal cuts it (at most once per
-`cut_every_s`, so one congested moment counts once) and each accepted write raises it a little. Writers
+CUT_EVERY_S, so one congested moment counts once) and each accepted write raises it a little; a minute
+without a refusal goes back to unpaced. Only refusals by the quota (ErrorInfo RATE_LIMIT_EXCEEDED) count. Writers
 wait for their slot before each attempt; a wait that would pass the event's deadline raises
 TransientError, so a quota refusal is never a terminal failure: the event is redelivered.
 
@@ -26,6 +27,7 @@ DECREASE = 0.85
 INCREASE_PER_WRITE = 0.1  # writes/s added per accepted write: about +10 % per second at any rate
 CUT_EVERY_S = 0.5
 HORIZON_S = 1.0
+RESET_AFTER_S = 60.0  # a minute without a refusal: the quota window no longer binds, go back to unpaced
 
 
 @dataclass
@@ -58,9 +60,11 @@ class WritePacer:
         """Wait for this project's next write slot; raises TransientError when it lies past the deadline."""
         with self._lock:
             state = self._state(key)
+            now = self._clock()
+            if state.rate is not None and now - state.last_cut > RESET_AFTER_S:
+                state.rate = None
             if state.rate is None:
                 return
-            now = self._clock()
             slot = max(now, state.next_at)
             wait = slot - now
             if wait >= deadline.remaining():

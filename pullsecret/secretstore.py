@@ -149,6 +149,15 @@ def _epoch(timestamp: Any) -> int | None:
         return None
 
 
+def _quota_refusal(exc: BaseException) -> bool:
+    """The per-project write quota refused the request (ErrorInfo reason RATE_LIMIT_EXCEEDED).
+
+    https://cloud.google.com/secret-manager/quotas: RESOURCE_EXHAUSTED with that reason and the quota's
+    metric in the ErrorInfo metadata; other RESOURCE_EXHAUSTED answers say nothing about the pace.
+    """
+    return grpc_code_name(exc) == "RESOURCE_EXHAUSTED" and getattr(exc, "reason", None) == "RATE_LIMIT_EXCEEDED"
+
+
 def _write_failure(exc: BaseException) -> str:
     """How a failed write ended: "not_applied" (send again), "ambiguous" (may have landed) or "final"."""
     name = grpc_code_name(exc)
@@ -213,9 +222,9 @@ class SecretStore:
             except Exception as exc:
                 if _write_failure(exc) != "not_applied":
                     raise
-                if grpc_code_name(exc) == "RESOURCE_EXHAUSTED":
+                if _quota_refusal(exc):
                     self._pacer.refused(project)
-                else:
+                else:  # ABORTED, or RESOURCE_EXHAUSTED without the quota's ErrorInfo: plain backoff
                     time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
                     backoff = min(backoff * 2, 2.0)
                 continue
