@@ -59,7 +59,16 @@ class Settings:
     retain_versions: int = 3
     merge_canonical_registries: bool = False
     adapter_topic: str | None = None
-    rotation_publish_rate: float = 20.0
+    rotation_publish_rate: float | None = None  # None: derived from the write quota (`publish_rate`)
+    secret_write_quota: float = 600.0  # Secret Manager writes per minute per project
+    rotation_writes_per_cluster: float = 1.0  # writes one changed cluster costs
+    rotation_slice_s: float = 480.0  # fan-out time per invocation before handing the rest on
+
+    def publish_rate(self) -> float:
+        """Rotation events per second: ROTATION_PUBLISH_RATE, else 90 % of the write quota's pace per cluster."""
+        if self.rotation_publish_rate is not None:
+            return self.rotation_publish_rate
+        return max(0.1, 0.9 * self.secret_write_quota / 60.0 / self.rotation_writes_per_cluster)
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -215,5 +224,12 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         retain_versions=int(_number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
         merge_canonical_registries=canonical in ("true", "1", "yes"),
         adapter_topic=topic,
-        rotation_publish_rate=_number(env, "ROTATION_PUBLISH_RATE", 20.0, minimum=0.1, maximum=1000),
+        rotation_publish_rate=(
+            _number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
+            if _get(env, "ROTATION_PUBLISH_RATE") is not None
+            else None
+        ),
+        secret_write_quota=_number(env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000),
+        rotation_writes_per_cluster=_number(env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10),
+        rotation_slice_s=_number(env, "ROTATION_SLICE", 480.0, minimum=1, maximum=3600),
     )

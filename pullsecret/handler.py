@@ -125,7 +125,8 @@ class Adapter:
             hyperfleet=reconciler.hyperfleet,
             store=reconciler.store,
             publisher=self._publisher,
-            deadline=Deadline(max(self.settings.retry_deadline_s, 300.0)),
+            deadline=Deadline(self.settings.rotation_slice_s),
+            state_project=self.identity.project_id,
         )
         log.info(
             f"Secret Manager notification for {notification.secret[:200]}: {result}",

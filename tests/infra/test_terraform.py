@@ -480,7 +480,7 @@ def test_source_rotation_variables_default_on_and_validated(config: Config) -> N
         assert variable["default"] is True, name
         assert variable["description"], name
     rate = config.variables["rotation_publish_rate"]
-    assert rate["default"] == 20
+    assert rate["default"] == 9  # 0.9 x 600 writes/min / 60 s / 1 write per changed cluster
     condition = rate["validation"][0]["condition"]
     assert "var.rotation_publish_rate >= 0.1" in condition and "var.rotation_publish_rate <= 1000" in condition
 

@@ -54,9 +54,7 @@ def test_a_lost_add_answer_is_found_not_written_again(
     assert len(_live_versions(world, cid)) == generation
 
 
-def test_fifty_duplicates_across_five_instances_leave_one_version(
-    adapter_factory: Any, world: Any, admin: Any
-) -> None:
+def test_fifty_duplicates_across_five_instances_leave_one_version(adapter_factory: Any, world: Any, admin: Any) -> None:
     """Instances share no memory: each may add the same content; the older copies are destroyed."""
     cid = "cls-dup-instances"
     adapters = [adapter_factory() for _ in range(5)]
