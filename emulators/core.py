@@ -33,7 +33,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-
 LOST_RESPONSE = "lost-response:"  # prefix of a fault code injected after the call took effect
 
 
