@@ -125,7 +125,7 @@ def _now() -> str:
 
 
 class KubeSecrets:
-    """Apply / delete the pull Secret through one CoreV1Api."""
+    """Apply / delete the pull Secret through one Secrets API (pullsecret.kubeapi)."""
 
     def __init__(self, field_manager: str) -> None:
         self._field_manager = field_manager

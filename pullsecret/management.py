@@ -27,7 +27,7 @@ ENDPOINT_TTL_S = 3600.0
 
 @dataclass
 class _Entry:
-    api: Any  # kubernetes.client.CoreV1Api
+    api: Any  # pullsecret.kubeapi.SecretsApi
     created: float
     ca_file: str | None
 
@@ -48,7 +48,7 @@ class ManagementClusters:
         self._tmpdir = tempfile.mkdtemp(prefix="pullsecret-ca-")
 
     def api_for(self, cluster_name: str, deadline: Deadline) -> Any:
-        """A CoreV1Api for the management cluster (built once, shared); raises Terminal/TransientError."""
+        """The Secrets API of the management cluster (built once, shared); raises Terminal/TransientError."""
         with self._lock:
             entry = self._entries.get(cluster_name)
             if entry is not None and time.monotonic() - entry.created < ENDPOINT_TTL_S:
@@ -71,7 +71,10 @@ class ManagementClusters:
             self._entries.pop(cluster_name, None)
 
     def _build(self, cluster_name: str, deadline: Deadline) -> _Entry:
-        from kubernetes.client import ApiClient, Configuration, CoreV1Api
+        from kubernetes.client.api_client import ApiClient
+        from kubernetes.client.configuration import Configuration
+
+        from pullsecret.kubeapi import SecretsApi
 
         what = f"get management cluster {cluster_name}"
 
@@ -122,4 +125,5 @@ class ManagementClusters:
 
         config.refresh_api_key_hook = refresh_token  # type: ignore[assignment]
         config.api_key["authorization"] = ""
-        return _Entry(api=CoreV1Api(ApiClient(config)), created=time.monotonic(), ca_file=ca_file)
+        # The Secret calls only: CoreV1Api would import 250 pydantic models on the first event (kubeapi).
+        return _Entry(api=SecretsApi(ApiClient(config)), created=time.monotonic(), ca_file=ca_file)
