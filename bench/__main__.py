@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import inproc, server
+from bench import inproc, plots, server
 from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment, source_version
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -33,7 +33,7 @@ class Plan:
     throughput_clusters: int = 200
     throughput_seconds: float = 4.0
     burst_clusters: int = 2000
-    burst_writes: int = 400
+    burst_writes: int = 120  # per window: 60 writes/s, Secret Manager's 600/min scaled x6
     burst_window_s: float = 2.0
     burst_concurrency: int = 64
 
@@ -46,7 +46,7 @@ QUICK = Plan(
     throughput_clusters=40,
     throughput_seconds=1.5,
     burst_clusters=200,
-    burst_writes=100,
+    burst_writes=40,
 )
 
 
@@ -172,27 +172,30 @@ def throughput_at(
     return figures
 
 
-def measure_burst(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, dict[str, Any]]:
-    """Figure 7 for both flows: every cluster needs a new version (the platform source rotated)."""
+def measure_bursts(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, dict[str, Any]]:
+    """Figure 7: new clusters at once, then a source rotation over all of them, under a scaled write quota."""
     stack.reset()
     ids = names("burst", plan.burst_clusters)
-    log(f"burst: seeding and provisioning {len(ids)} clusters")
+    log(f"burst: seeding {len(ids)} clusters")
     stack.seed_clusters(ids)
-    inproc.provision(inproc.product_handler(env), ids)
-    rotated = {**env, "PULL_SECRET_SOURCE": source_version(ROTATED_SOURCE_SECRET)}
+    deadline_s = float(env.get("RETRY_DEADLINE", "60"))
+    common = {
+        "writes": plan.burst_writes,
+        "window_s": plan.burst_window_s,
+        "concurrency": plan.burst_concurrency,
+        "latency_ms": plan.latency_ms,
+        "deadline_s": deadline_s,
+    }
     out: dict[str, dict[str, Any]] = {}
-    for flow in FLOWS:
-        log(f"burst: {flow}")
-        handler = inproc.FACTORIES[flow](rotated)
-        out[flow] = inproc.burst(
-            stack,
-            handler,
-            ids,
-            writes=plan.burst_writes,
-            window_s=plan.burst_window_s,
-            concurrency=plan.burst_concurrency,
-            latency_ms=plan.latency_ms,
-        )
+    log("burst: new clusters (product)")
+    out["new"] = inproc.burst(stack, inproc.product_handler(env), ids, bound_writes_per_cluster=2, **common)
+    rotated = {**env, "PULL_SECRET_SOURCE": source_version(ROTATED_SOURCE_SECRET)}
+    log("burst: rotation (product)")
+    out["rotation"] = inproc.burst(stack, inproc.product_handler(rotated), ids, bound_writes_per_cluster=1, **common)
+    log("burst: rotation back (seed flow)")
+    out["seed_rotation"] = inproc.burst(stack, inproc.seed_handler(env), ids, bound_writes_per_cluster=1, **common)
+    log("duplicates: 50 concurrent deliveries of one change")
+    out["duplicates"] = inproc.duplicates(stack, inproc.product_handler(env), "dup-0000", 50)
     return out
 
 
@@ -218,12 +221,20 @@ ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("peak RSS worker c=80 (MiB)", ("peak_rss_mib",)),
     ("PSS arbiter+worker (MiB)", ("memory_mib", "pss_sum")),
     ("server CPU ms/event c=80", ("throughput_detail", "80", "function_cpu_ms_per_event")),
-    ("burst seconds", ("burst", "seconds")),
-    ("burst quota bound (s)", ("burst", "quota_bound_seconds")),
-    ("burst / bound", ("burst", "ratio_to_bound")),
-    ("burst writes/cluster", ("burst", "writes_per_cluster")),
-    ("burst terminal failures", ("burst", "terminal_failures")),
-    ("burst redeliveries", ("burst", "redeliveries")),
+    ("SM writes per new cluster", ("writes_per_new_cluster",)),
+    ("SM writes per changed cluster", ("writes_per_changed_cluster",)),
+    ("rotation burst seconds", ("burst", "seconds")),
+    ("rotation quota bound (s)", ("burst", "quota_bound_seconds")),
+    ("rotation / bound", ("burst", "ratio_to_bound")),
+    ("rotation terminal failures", ("burst", "terminal_failures")),
+    ("rotation duplicate versions", ("burst", "duplicate_versions")),
+    ("rotation past deadline", ("burst", "past_deadline")),
+    ("rotation redeliveries", ("burst", "redeliveries")),
+    ("new-cluster burst seconds", ("new_cluster_burst", "seconds")),
+    ("new-cluster bound (s)", ("new_cluster_burst", "quota_bound_seconds")),
+    ("new-cluster / bound", ("new_cluster_burst", "ratio_to_bound")),
+    ("50 duplicates: versions", ("duplicates_50", "versions")),
+    ("50 duplicates: k8s writes", ("duplicates_50", "kubernetes_writes")),
 )
 
 
@@ -257,21 +268,31 @@ def main(argv: list[str] | None = None) -> int:
         env = stack.function_env()
         apply_environment(env)
         flows = {flow: measure_flow(stack, env, flow, plan) for flow in FLOWS} if args.only != "burst" else {}
-        bursts = measure_burst(stack, env, plan) if args.only != "flows" else {}
+        bursts = measure_bursts(stack, env, plan) if args.only != "flows" else {}
     finally:
         stack.stop()
     results: dict[str, Any] = {"machine": machine(), "latency_ms": plan.latency_ms, "plan": asdict(plan)}
     results["machine"]["loadavg_at_start"] = load_at_start
     results.update(flows.get("product", {}))
-    results["burst"] = bursts.get("product", {})
-    results["seed_flow"] = {**flows.get("seed", {}), "burst": bursts.get("seed", {})}
+    results["burst"] = bursts.get("rotation", {})
+    results["new_cluster_burst"] = bursts.get("new", {})
+    results["duplicates_50"] = bursts.get("duplicates", {})
+    results["writes_per_new_cluster"] = results["new_cluster_burst"].get("writes_per_cluster")
+    results["writes_per_changed_cluster"] = results["burst"].get("writes_per_cluster")
+    results["seed_flow"] = {
+        **flows.get("seed", {}),
+        "burst": bursts.get("seed_rotation", {}),
+        "writes_per_changed_cluster": bursts.get("seed_rotation", {}).get("writes_per_cluster"),
+    }
     results["ratios_product_over_seed"] = {
         label: ratio(dig(results, path), dig(results["seed_flow"], path)) for label, path in ROWS
     }
     results["bench_seconds"] = round(time.perf_counter() - began, 1)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    drawn = plots.draw(results, RESULTS.parent)
     print(table(results))
+    print("plots: " + ", ".join(str(p.relative_to(ROOT)) for p in drawn))
     print(
         f"\n{results['machine']['cpu_model']} x {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
         f"server threads {results.get('server_threads')}; load average {load_at_start[0]:.1f} at start; "
