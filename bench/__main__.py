@@ -47,6 +47,7 @@ QUICK = Plan(
     throughput_seconds=1.5,
     burst_clusters=200,
     burst_writes=40,
+    burst_concurrency=32,
 )
 
 
@@ -179,21 +180,28 @@ def measure_bursts(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[st
     log(f"burst: seeding {len(ids)} clusters")
     stack.seed_clusters(ids)
     deadline_s = float(env.get("RETRY_DEADLINE", "60"))
-    common = {
-        "writes": plan.burst_writes,
-        "window_s": plan.burst_window_s,
-        "concurrency": plan.burst_concurrency,
-        "latency_ms": plan.latency_ms,
-        "deadline_s": deadline_s,
-    }
+
+    def run(handler: inproc.Handler, writes_per_cluster: float) -> dict[str, Any]:
+        return inproc.burst(
+            stack,
+            handler,
+            ids,
+            writes=plan.burst_writes,
+            window_s=plan.burst_window_s,
+            concurrency=plan.burst_concurrency,
+            latency_ms=plan.latency_ms,
+            bound_writes_per_cluster=writes_per_cluster,
+            deadline_s=deadline_s,
+        )
+
     out: dict[str, dict[str, Any]] = {}
     log("burst: new clusters (product)")
-    out["new"] = inproc.burst(stack, inproc.product_handler(env), ids, bound_writes_per_cluster=2, **common)
+    out["new"] = run(inproc.product_handler(env), 2)
     rotated = {**env, "PULL_SECRET_SOURCE": source_version(ROTATED_SOURCE_SECRET)}
     log("burst: rotation (product)")
-    out["rotation"] = inproc.burst(stack, inproc.product_handler(rotated), ids, bound_writes_per_cluster=1, **common)
+    out["rotation"] = run(inproc.product_handler(rotated), 1)
     log("burst: rotation back (seed flow)")
-    out["seed_rotation"] = inproc.burst(stack, inproc.seed_handler(env), ids, bound_writes_per_cluster=1, **common)
+    out["seed_rotation"] = run(inproc.seed_handler(env), 1)
     log("duplicates: 50 concurrent deliveries of one change")
     out["duplicates"] = inproc.duplicates(stack, inproc.product_handler(env), "dup-0000", 50)
     return out
