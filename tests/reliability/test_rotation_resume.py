@@ -117,3 +117,33 @@ def test_redelivered_notifications_resume_and_publish_each_cluster_at_most_once_
     # 4. An older version's notification arriving late does not restart anything.
     assert adapter.handle(eventarc_attributes("n-0"), notification(version=1)).result == "ignored"
     assert drain(pubsub) == ([], [])
+
+
+@pytest.mark.parametrize("code", ["UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"])
+def test_lost_answers_of_the_progress_record_neither_stall_nor_repeat_the_fan_out(
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator, code: str
+) -> None:
+    """The record's CreateSecret / UpdateSecret land but their answers are lost: the record is read back."""
+    pubsub.reset()
+    pubsub.create_topic(TOPIC)
+    pubsub.create_pull_subscription(TOPIC, SUB)
+    adapter = adapter_factory(
+        PUBSUB_EMULATOR_HOST=pubsub.address,
+        ADAPTER_TOPIC=f"projects/{campaign.PROJECT}/topics/{TOPIC}",
+        ROTATION_PUBLISH_RATE="200",
+    )
+    clusters = [f"cls-rec{i:03d}" for i in range(150)]  # two pages: a create and two updates of the record
+    for cid in clusters:
+        campaign.seed_generation(world, cid, 1, namespace=False)
+    for method in ("CreateSecret", "UpdateSecret"):
+        admin.fault(service="secretmanager", method=method, code=code, count=1, lost_response=True)
+    harness.count("faults injected", 2)
+    harness.count("deliveries", 2)
+    assert adapter.handle(eventarc_attributes("n-1"), notification()).result == "rotated"
+    assert adapter.handle(eventarc_attributes("n-1"), notification()).result == "done"
+    published, continuations = drain(pubsub)
+    harness.count("cases tried")
+    assert continuations == []
+    assert sorted(published) == clusters  # each exactly once
+    record = world.secretmanager.secret(campaign.PROJECT, "hyperfleet-pullsecret-rotation")
+    assert record is not None and record["versions"] == [] and record["labels"]["managed-by"] == "hyperfleet"
