@@ -78,20 +78,57 @@ class RuntimeIdentity:
         return email if isinstance(email, str) and email != "default" else None
 
 
+def _bearer_interceptor(identity: RuntimeIdentity) -> Any:
+    """Adds the runtime identity's bearer token to each call's metadata, on the calling thread.
+
+    gRPC runs a call-credentials plugin (google-auth's AuthMetadataPlugin) on a thread it starts for every
+    call: about 1 ms of CPU per Secret Manager or GKE call. The header on the wire is the same; the token
+    comes from the same credentials, refreshed before expiry by `RuntimeIdentity.token`.
+    """
+    import grpc
+
+    class Details(grpc.ClientCallDetails):  # type: ignore[misc]
+        def __init__(self, base: Any, metadata: list[tuple[str, str]]) -> None:
+            self.method = base.method
+            self.timeout = base.timeout
+            self.metadata = metadata
+            self.credentials = base.credentials
+            self.wait_for_ready = base.wait_for_ready
+            self.compression = base.compression
+
+    class Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+        def _details(self, details: Any) -> Details:
+            metadata = [*(details.metadata or ()), ("authorization", f"Bearer {identity.token()}")]
+            return Details(details, metadata)
+
+        def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+            return continuation(self._details(details), request)
+
+        def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+            return continuation(self._details(details), request)
+
+    return Bearer()
+
+
+# What the generated transports pass when they build their own channel (unbounded message sizes).
+_CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+
+
+def authorized_channel(target: str, identity: RuntimeIdentity, *, tls: bool = True) -> Any:
+    """A gRPC channel to `target` sending the runtime identity's token on each call (TLS, or loopback)."""
+    import grpc
+
+    if tls:
+        credentials = grpc.ssl_channel_credentials()
+    else:
+        credentials = grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
+    channel = grpc.secure_channel(target, credentials, options=_CHANNEL_OPTIONS)
+    return grpc.intercept_channel(channel, _bearer_interceptor(identity))
+
+
 def emulator_channel(host: str, identity: RuntimeIdentity) -> Any:
     """A loopback gRPC channel (no TLS) that still sends the runtime identity's bearer token on each call."""
-    import grpc
-    from google.auth.transport.grpc import AuthMetadataPlugin
-
-    call_credentials = grpc.metadata_call_credentials(
-        AuthMetadataPlugin(  # type: ignore[no-untyped-call]
-            identity.credentials, google.auth.transport.requests.Request()
-        )
-    )
-    channel_credentials = grpc.composite_channel_credentials(
-        grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP), call_credentials
-    )
-    return grpc.secure_channel(host, channel_credentials)
+    return authorized_channel(host, identity, tls=False)
 
 
 def secret_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
@@ -100,17 +137,15 @@ def secret_manager_client(identity: RuntimeIdentity, emulator_host: str | None) 
         SecretManagerServiceGrpcTransport,
     )
 
-    if emulator_host:
-        transport = SecretManagerServiceGrpcTransport(channel=emulator_channel(emulator_host, identity))
-        return secretmanager_v1.SecretManagerServiceClient(transport=transport)
-    return secretmanager_v1.SecretManagerServiceClient(credentials=identity.credentials)
+    host = emulator_host or "secretmanager.googleapis.com:443"
+    channel = authorized_channel(host, identity, tls=not emulator_host)
+    return secretmanager_v1.SecretManagerServiceClient(transport=SecretManagerServiceGrpcTransport(channel=channel))
 
 
 def cluster_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
     from google.cloud import container_v1
     from google.cloud.container_v1.services.cluster_manager.transports import ClusterManagerGrpcTransport
 
-    if emulator_host:
-        transport = ClusterManagerGrpcTransport(channel=emulator_channel(emulator_host, identity))
-        return container_v1.ClusterManagerClient(transport=transport)
-    return container_v1.ClusterManagerClient(credentials=identity.credentials)
+    host = emulator_host or "container.googleapis.com:443"
+    channel = authorized_channel(host, identity, tls=not emulator_host)
+    return container_v1.ClusterManagerClient(transport=ClusterManagerGrpcTransport(channel=channel))
