@@ -41,12 +41,13 @@ resource "google_service_account" "build" {
 locals {
   # Used by the function today or by its RETAIN_VERSIONS / DELETION_POLICY handling.
   secret_manager_managed_base_permissions = [
-    "secretmanager.secrets.get",      # ownership labels, fingerprint and generation annotations
-    "secretmanager.secrets.update",   # record fingerprint / generation (etag-guarded)
+    "secretmanager.secrets.get",      # ownership label before the first write; the rotation progress record
+    "secretmanager.secrets.update",   # the rotation progress record (etag-guarded)
     "secretmanager.versions.add",     # store a new version only when the content changed
-    "secretmanager.versions.access",  # read back / verify what was stored
+    "secretmanager.versions.access",  # read back / verify what was stored, compare with a concurrent write
+    "secretmanager.versions.get",     # a version's number or creation time (repair, lineage after a race)
     "secretmanager.versions.list",    # retention: find versions beyond RETAIN_VERSIONS
-    "secretmanager.versions.destroy", # retention: destroy them (disabled versions are still billed)
+    "secretmanager.versions.destroy", # retention, and the older copy of a concurrent duplicate
     "secretmanager.versions.disable", # DELETION_POLICY=DISABLE
   ]
   # Only granted when DELETION_POLICY=DELETE.
