@@ -41,6 +41,7 @@ def _throughput(results: dict[str, Any], path: Path) -> Path:
             for c, e in points:
                 axis.annotate(f"{e:g}", (c, e), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     axis.axhline(150, color="grey", linestyle=":", linewidth=1, label="target at 80 (150 events/s)")
+    axis.set_ylim(0, max([150.0, *(float(v) for v in (results.get("throughput_eps") or {}).values())]) * 1.12)
     axis.set_xlabel("events in flight (clients posting back to back)")
     axis.set_ylabel("events per second, one process")
     axis.set_title(f"Throughput, L = {results.get('latency_ms', 25):g} ms per call")
