@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import hashlib
 import re
 import time
 from collections.abc import Callable
@@ -288,7 +289,7 @@ class Reconciler:
                     deadline=deadline,
                     latest=latest,
                     current_generation=lambda: self._current_generation(cluster_id),
-                    owned=((own or {}).get("data") or {}).get("secret_name") == secret_name,
+                    owned=_still_ours(own, secret_name, latest),
                 )
                 fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
         except BaseException:
@@ -438,3 +439,15 @@ class Reconciler:
 def _observed_generation(own: dict[str, Any] | None) -> int:
     value = (own or {}).get("observed_generation")
     return value if isinstance(value, int) else 0
+
+
+def _still_ours(own: dict[str, Any] | None, secret_name: str, latest: secretstore.Latest) -> bool:
+    """Our last status names this secret, and its newest version is still the one we pointed at, with the
+    content we reported (a secret deleted and created again numbers its versions from 1 again).
+
+    Then nobody else wrote to it since we did, and its ownership was checked when we first wrote it.
+    """
+    data = (own or {}).get("data") or {}
+    if latest.data is None or data.get("secret_name") != secret_name or data.get("secret_version") != latest.name:
+        return False
+    return bool(data.get("fingerprint")) and hashlib.sha256(latest.data).hexdigest()[:12] == data.get("fingerprint")

@@ -116,3 +116,27 @@ def test_write_quota_refusals_pace_the_writes_and_are_never_terminal(
     verdict = campaign.verify(world, dict.fromkeys(clusters, 2))
     verdict.record()
     verdict.assert_clean()
+
+
+def test_a_secret_replaced_by_someone_elses_is_checked_before_the_next_write(
+    adapter_factory: Any, world: Any, admin: Any
+) -> None:
+    """No claim re-reads the labels on every write: a newest version we did not write triggers the check."""
+    adapter = adapter_factory()
+    cid = "cls-replaced"
+    campaign.seed_generation(world, cid, 1)
+    assert adapter.handle(*campaign.envelope(cid, 1)).result == "applied"
+    admin.call(
+        "PUT",
+        f"/secretmanager/projects/{campaign.PROJECT}/secrets/{_secret(cid)}",
+        {"labels": {"owner": "someone-else"}, "versions": ["dGhlaXJz"]},
+    )
+    campaign.seed_generation(world, cid, 2)
+    harness.count("cases tried")
+    harness.count("deliveries")
+    assert adapter.handle(*campaign.envelope(cid, 2)).result == "terminal"
+    versions = world.secretmanager.versions(campaign.PROJECT, _secret(cid))
+    assert [v["payload_b64"] for v in versions] == ["dGhlaXJz"]  # nothing written into theirs
+    status = world.hyperfleet.state()["statuses"][cid]["pullsecret"]
+    available = {c["type"]: c for c in status["conditions"]}["Available"]
+    assert available["status"] == "False" and available["reason"] == "OwnershipConflict"
