@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import random
 import re
 import threading
@@ -323,11 +324,10 @@ class SecretStore:
         while True:
             now = time.monotonic()
             with self._flights_lock:
-                for old in [k for k, f in self._flights.items() if f.done.is_set() and now - f.finished_at > RECENT_S]:
-                    del self._flights[old]
+                self._forget_old(now)
                 flight = self._flights.get(key)
                 if flight is None or (flight.done.is_set() and flight.result is None):
-                    flight = self._flights[key] = _Flight()
+                    flight = self._start_flight(key)
                     break  # we write; concurrent deliveries of this content wait for our result
             if not flight.done.wait(timeout=deadline.remaining()):
                 raise TransientError(
@@ -349,7 +349,7 @@ class SecretStore:
             latest = fresh
             with self._flights_lock:
                 if self._flights.get(key) is flight:
-                    flight = self._flights[key] = _Flight()
+                    flight = self._start_flight(key)
                     break
         try:
             result = self._store(
@@ -372,6 +372,20 @@ class SecretStore:
         flight.finished_at = time.monotonic()
         flight.done.set()
         return result
+
+    def _start_flight(self, key: tuple[str, str]) -> _Flight:
+        """A new flight for `key`, at the end of the (insertion-ordered) table. Caller holds the lock."""
+        self._flights.pop(key, None)
+        flight = self._flights[key] = _Flight()
+        return flight
+
+    def _forget_old(self, now: float) -> None:
+        """Drop flights that ended more than RECENT_S ago, oldest first (bounded work per call)."""
+        for key in list(itertools.islice(self._flights, 64)):
+            flight = self._flights[key]
+            if not (flight.done.is_set() and now - flight.finished_at > RECENT_S):
+                break
+            del self._flights[key]
 
     def _store(
         self,
