@@ -22,10 +22,12 @@ no lease and no record on the secret; instead:
   content directly below ours means two generations raced: the caller's `current_generation` re-reads
   the cluster, and if it moved past ours we are the stale one holding the newest version; we put the
   newer content back on top (AddSecretVersion of the neighbour's bytes), destroy the neighbour it copies
-  and report stale. Lineage is carried on the Kubernetes Secret and the status, not here.
+  and our stale version, and report stale. Lineage is carried on the Kubernetes Secret and the status, not here.
 * Ambiguous failures (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, a reset: the write may have landed) are
   never retried blindly: the newest versions above `base` are read first, and a version holding our
   content is adopted as ours. RESOURCE_EXHAUSTED and ABORTED were not applied and are sent again.
+* Ownership: a write to an existing secret is preceded by one GetSecret (its managed-by=hyperfleet label)
+  unless the caller knows the secret is still as it left it (`owned`); CreateSecret makes it ours.
 * Every write waits for its slot in the process-wide pacer (pullsecret.pacing): refusals adapt the pace
   and never become a terminal failure.
 """
@@ -578,16 +580,20 @@ class SecretStore:
             name=name, project=project, secret_id=name.rsplit("/", 1)[-1], data=neighbour, base=ours, deadline=deadline
         )
         writes = result.writes + restored.accepted
-        retired: tuple[str, ...] = ()
-        if _number(restored.name) != ours - 1 and self._destroy(below, project, deadline):
-            retired, writes = (below,), writes + 1
+        retired: list[str] = []
+        # The neighbour is now a copy of the restored version, and ours a stale one (maybe a copy of an
+        # older version): both go, so each content is held once.
+        for extra in (below, result.version_name):
+            if extra != restored.name and self._destroy(extra, project, deadline):
+                retired.append(extra)
+                writes += 1
         log.info(
             f"generation {current} wrote concurrently; restored its content as {lineage.version_id(restored.name)} "
             f"over generation {generation}'s version {ours}",
             operation="secretmanager.store",
         )
         return StoreResult(
-            restored.name, written=False, stale=True, recorded_generation=current, retired=retired, writes=writes
+            restored.name, written=False, stale=True, recorded_generation=current, retired=tuple(retired), writes=writes
         )
 
     def _destroy(self, version_name: str, project: str, deadline: Deadline) -> bool:

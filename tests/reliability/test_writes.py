@@ -140,3 +140,43 @@ def test_a_secret_replaced_by_someone_elses_is_checked_before_the_next_write(
     status = world.hyperfleet.state()["statuses"][cid]["pullsecret"]
     available = {c["type"]: c for c in status["conditions"]}["Available"]
     assert available["status"] == "False" and available["reason"] == "OwnershipConflict"
+
+
+@pytest.mark.parametrize("cluster_moved_on", [True, False], ids=["ours-is-older", "ours-is-newest"])
+def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
+    adapter_factory: Any, world: Any, cluster_moved_on: bool
+) -> None:
+    """Generation 2 read the secret before generation 3 wrote and wrote after it: the store settles it."""
+    from pullsecret import dockerconfig
+    from pullsecret.retrying import Deadline
+
+    cid = "cls-gen-race"
+    store = adapter_factory().reconciler().store
+    contents = {g: dockerconfig.parse(campaign.own_secret(cid, g), source="test") for g in (1, 2, 3)}
+    name = f"projects/{campaign.PROJECT}/secrets/{_secret(cid)}"
+
+    def write(generation: int, **kwargs: Any) -> Any:
+        return store.store(
+            project=campaign.PROJECT,
+            secret_id=_secret(cid),
+            secret=contents[generation],
+            generation=generation,
+            labels={"managed-by": "hyperfleet"},
+            deadline=Deadline(10),
+            **kwargs,
+        )
+
+    assert write(1).written
+    read_by_generation_2 = store.latest(name, Deadline(10))  # version 1
+    assert write(3).version_name.endswith("/versions/2")
+    harness.count("cases tried")
+    result = write(2, latest=read_by_generation_2, current_generation=lambda: 3 if cluster_moved_on else 2)
+    live = {v["version"]: v["payload_b64"] for v in _live_versions(world, cid)}
+    newest = world.secretmanager.payload(campaign.PROJECT, _secret(cid))
+    assert len(set(live.values())) == len(live), live  # every content once
+    if cluster_moved_on:
+        assert result.stale and result.recorded_generation == 3 and not result.written
+        assert newest == contents[3].canonical and sorted(live) == [1, 4]  # 2 and 3 retired
+    else:
+        assert result.written and not result.stale and result.version_name.endswith("/versions/3")
+        assert newest == contents[2].canonical and sorted(live) == [1, 2, 3]
