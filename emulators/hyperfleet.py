@@ -18,6 +18,7 @@ enforced by the emulator itself when a token is configured, so a missing header 
 
 from __future__ import annotations
 
+import collections
 import copy
 import json
 import os
@@ -108,6 +109,7 @@ def condition_type_for(adapter: str) -> str:
 _PROBLEMS = {
     400: ("validation-error", "Validation Failed", "HYPERFLEET-VAL-001"),
     401: ("authentication-required", "Authentication Required", "HYPERFLEET-AUT-001"),
+    403: ("permission-denied", "Permission Denied", "HYPERFLEET-AUZ-001"),  # the spec's ForbiddenDetails
     404: ("resource-not-found", "Resource Not Found", "HYPERFLEET-NTF-001"),
     405: ("method-not-allowed", "Method Not Allowed", "HYPERFLEET-MTH-001"),
     409: ("resource-conflict", "Resource Conflict", "HYPERFLEET-CNF-001"),
@@ -181,6 +183,9 @@ class HyperFleetEmulator(HTTPEmulator):
         self.status_method = status_method
         self.token = token
         self.token_file = Path(token_file) if token_file is not None else None
+        self._initial_token = token
+        # Tokens the API authenticates but whose identity holds no rights on the API: 403.
+        self.forbidden_tokens: set[str] = set()
         self.required_adapters = list(required_adapters) if required_adapters else None
         self.validate = validate
         self._lock = threading.RLock()
@@ -193,6 +198,10 @@ class HyperFleetEmulator(HTTPEmulator):
         self.expected_violations = _Violations()
         self.validation_seconds = 0.0
         self.validations = 0
+        # API calls under way and those served (operation, monotonic start, monotonic end): a test can
+        # show that no call of an invocation outlives it (Cloud Run gives no CPU after the response).
+        self._in_flight = 0
+        self._served: collections.deque[tuple[str, float, float]] = collections.deque(maxlen=10_000)
         load_spec(status_method)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -203,7 +212,20 @@ class HyperFleetEmulator(HTTPEmulator):
                 self.token = "hf-emu-" + secrets.token_urlsafe(32)
             self.token_file.parent.mkdir(parents=True, exist_ok=True)
             self.token_file.write_text(self.token + "\n", encoding="utf-8")
+        self._initial_token = self.token
         super().start(host, port)
+
+    def set_token(self, token: str, *, forbidden: bool = False) -> None:
+        """From now on accept ``token`` only (a rotation at the issuer); ``forbidden`` makes it a 403.
+
+        The token file is left alone: a test rotates it itself, the way a secret volume would.
+        """
+        with self._lock:
+            self.token = token
+            if forbidden:
+                self.forbidden_tokens.add(token)
+            else:
+                self.forbidden_tokens.discard(token)
 
     @property
     def api_url(self) -> str:
@@ -234,6 +256,16 @@ class HyperFleetEmulator(HTTPEmulator):
 
     def reset(self) -> None:
         with self._lock:
+            # Back to the token of start(), in the file too: a test's rotation does not leak into the next.
+            self.token = self._initial_token
+            self.forbidden_tokens.clear()
+            if self.token_file is not None and self.token is not None:
+                try:
+                    current = self.token_file.read_text(encoding="utf-8").strip()
+                except OSError:
+                    current = None
+                if current != self.token:
+                    self.token_file.write_text(self.token + "\n", encoding="utf-8")
             self._clusters.clear()
             self._invalid.clear()
             self._raw.clear()
@@ -243,6 +275,17 @@ class HyperFleetEmulator(HTTPEmulator):
             self.expected_violations.clear()
             self.validation_seconds = 0.0
             self.validations = 0
+            self._served.clear()
+
+    def in_flight(self) -> int:
+        """API calls being served right now."""
+        with self._lock:
+            return self._in_flight
+
+    def served(self) -> list[tuple[str, float, float]]:
+        """(operation, start, end) of the API calls served, in time.monotonic() of this process."""
+        with self._lock:
+            return list(self._served)
 
     # -- seeding (also the admin API) ------------------------------------------------------
     def seed_cluster(self, cluster_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -343,6 +386,12 @@ class HyperFleetEmulator(HTTPEmulator):
                 self.violations.clear()
                 self.expected_violations.clear()
                 return 200, {"cleared": True}
+        if method == "PUT" and route == "/token":
+            token = (body or {}).get("token")
+            if not isinstance(token, str) or not token:
+                return 400, {"error": 'body must be {"token": "...", "forbidden": false}'}
+            self.set_token(token, forbidden=bool((body or {}).get("forbidden")))
+            return 200, {"token_set": True}
         if method == "PUT" and route == "/status_method":
             wanted = str((body or {}).get("method", "")).upper()
             if wanted not in SPEC_FILES:
@@ -510,6 +559,17 @@ class HyperFleetEmulator(HTTPEmulator):
                 return Reply.json(400, {"error": "admin body must be JSON"})
             status, payload = self.handle_admin(request.method, request.path[len(ADMIN_PREFIX) :], body)
             return Reply.json(status, payload)
+        start = time.monotonic()
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._handle_api(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._served.append((self._operation(request) or "other", start, time.monotonic()))
+
+    def _handle_api(self, request: Request) -> Reply:
         operation = self._operation(request)
         started = time.perf_counter()
         request_errors = self._validate_request(request) if self.validate else []
@@ -615,20 +675,30 @@ class HyperFleetEmulator(HTTPEmulator):
                 }
             )
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return True
+    def _auth_failure(self, request: Request) -> int | None:
+        """401 for a missing or unknown bearer token, 403 for a known one without rights, else None."""
+        with self._lock:
+            token, forbidden = self.token, set(self.forbidden_tokens)
+        if token is None:
+            return None
         header = request.header("Authorization") or ""
         scheme, _, credential = header.partition(" ")
-        return scheme.lower() == "bearer" and secrets.compare_digest(credential.strip(), self.token)
+        credential = credential.strip()
+        if scheme.lower() != "bearer" or not secrets.compare_digest(credential.encode(), token.encode()):
+            return 401
+        return 403 if credential in forbidden else None
 
     def _serve(self, request: Request, operation: str | None) -> tuple[Reply, bool]:
         """The server's answer and whether it is knowingly off-spec."""
         path = request.path
         if not path.startswith(BASE + "/"):
             return problem(404, f"no route {path}", path), False
-        if not self._authorized(request):
+        refused = self._auth_failure(request)
+        if refused == 401:
             return problem(401, "Account authentication could not be verified", path), self.status_method == "POST"
+        if refused == 403:
+            # Core 1.0.25 documents 403 only through its `default` problem answer; 0.1.0 documents none.
+            return problem(403, "You do not have permission to perform this action", path), self.status_method == "POST"
         if path == f"{BASE}/clusters":
             if request.method != "GET":
                 return self._method_not_allowed(path, "GET"), True

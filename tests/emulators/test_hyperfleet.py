@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,51 @@ def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
         assert hf.violations.list() == []
     finally:
         hf.stop()
+
+
+def test_token_rotation_forbidden_token_and_reset(book: FaultBook, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    hf = HyperFleetEmulator(book, token_file=token_file)
+    hf.start()
+    try:
+        hf.seed_cluster("c1", {"name": "cluster-one"})
+        first = token_file.read_text().strip()
+        url = f"{hf.url}{API}/clusters/c1"
+
+        def get(token: str) -> requests.Response:
+            return requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5)
+
+        admin = requests.put(f"{hf.url}/_emulator/token", json={"token": "rotated-token"}, timeout=5)
+        assert admin.status_code == 200
+        assert get(first).status_code == 401  # the issuer rotated: the old token is refused
+        assert get("rotated-token").status_code == 200
+        assert token_file.read_text().strip() == first  # the file is the test's to rotate
+        hf.set_token("rotated-token", forbidden=True)
+        denied = get("rotated-token")
+        assert denied.status_code == 403
+        assert (denied.json()["code"], denied.json()["status"]) == ("HYPERFLEET-AUZ-001", 403)
+        assert hf.violations.list() == []  # 403 is the spec's `default` problem answer
+        hf.reset()
+        assert get(first).status_code == 404 and token_file.read_text().strip() == first  # authenticated; reset dropped c1
+        token_file.write_text("changed by a test\n")
+        hf.reset()
+        assert token_file.read_text().strip() == first
+    finally:
+        hf.stop()
+
+
+def test_in_flight_and_served_calls(hf: HyperFleetEmulator, book: FaultBook) -> None:
+    book.add({"service": "hyperfleet", "method": "getClusterStatuses", "latency_ms": 300})
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(requests.get, f"{hf.url}{API}/clusters/cls-abc123/statuses", timeout=5)
+        deadline = time.monotonic() + 5
+        while hf.in_flight() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert hf.in_flight() == 1
+        assert slow.result().status_code == 200
+    assert hf.in_flight() == 0
+    ((operation, start, end),) = hf.served()
+    assert operation == "getClusterStatuses" and end - start >= 0.3
 
 
 def test_schema_violating_request_is_recorded(hf: HyperFleetEmulator) -> None:
