@@ -177,7 +177,8 @@ def test_token_rotation_forbidden_token_and_reset(book: FaultBook, tmp_path: Pat
         assert (denied.json()["code"], denied.json()["status"]) == ("HYPERFLEET-AUZ-001", 403)
         assert hf.violations.list() == []  # 403 is the spec's `default` problem answer
         hf.reset()
-        assert get(first).status_code == 404 and token_file.read_text().strip() == first  # authenticated; reset dropped c1
+        # 404, not 401: authenticated again (reset dropped c1)
+        assert get(first).status_code == 404 and token_file.read_text().strip() == first
         token_file.write_text("changed by a test\n")
         hf.reset()
         assert token_file.read_text().strip() == first
