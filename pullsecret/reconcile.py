@@ -32,6 +32,17 @@ _SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
+def _settle(futures: list[Future[Any]], deadline: Deadline) -> None:
+    """Cancel work not started yet and wait for work already running, bounded by the deadline.
+
+    No work outlives its event: Cloud Run gives an instance no CPU after the response, so a call left
+    running would stall half-way and land (or not) during some later request.
+    """
+    for future in futures:
+        future.cancel()
+    wait(futures, timeout=deadline.remaining() + 1.0)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one reconcile did: `result` is the metric label (applied, unchanged, skipped, stale, gone, terminal)."""
@@ -77,10 +88,10 @@ class Reconciler:
             with log.step("hyperfleet.get_cluster"):
                 cluster = self.hyperfleet.get_cluster(cluster_id)
         except BaseException:
-            statuses_future.cancel()
+            _settle([statuses_future], deadline)
             raise
         if cluster is None:
-            statuses_future.cancel()
+            _settle([statuses_future], deadline)
             log.info(f"cluster {cluster_id} no longer exists; nothing to do", operation="hyperfleet.get_cluster")
             return Outcome("gone")
         statuses = statuses_future.result()
@@ -278,11 +289,7 @@ class Reconciler:
                 )
                 fields.update(written=stored.written, stale=stored.stale)
         except BaseException:
-            # No work outlives its event: reads already running finish (bounded by the same deadline).
-            pending: list[Future[Any]] = [live_future, latest_future]
-            for future in pending:
-                future.cancel()
-            wait(pending, timeout=deadline.remaining() + 1.0)
+            _settle([live_future, latest_future], deadline)
             raise
         data: dict[str, Any] = {
             "secret_name": secret_name,
