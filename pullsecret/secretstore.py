@@ -34,7 +34,14 @@ from google.protobuf import field_mask_pb2
 
 from pullsecret import lineage, retrying
 from pullsecret.dockerconfig import PullSecret
-from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, is_retryable_google
+from pullsecret.errors import (
+    AdapterError,
+    TerminalError,
+    TransientError,
+    from_google,
+    is_retryable_google,
+    mapped_pages,
+)
 from pullsecret.retrying import Deadline
 
 A_FINGERPRINT = "hyperfleet-fingerprint"
@@ -532,7 +539,7 @@ class SecretStore:
             self._client.list_secret_versions,
             request=types.ListSecretVersionsRequest(parent=secret_name, page_size=100),
         )
-        versions = list(pager)
+        versions = list(mapped_pages(pager, service=SERVICE, what=what))
         # Newest first, whatever order the answer had (version ids are increasing integers).
         versions.sort(key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
         enabled = types.SecretVersion.State.ENABLED
@@ -612,14 +619,15 @@ class SecretStore:
     def _disable_all(self, secret_name: str, secret_id: str, deadline: Deadline) -> str:
         from google.cloud.secretmanager_v1 import types
 
+        what = f"list versions of secret {secret_id}"
         pager = self._call(
-            f"list versions of secret {secret_id}",
+            what,
             deadline,
             self._client.list_secret_versions,
             request=types.ListSecretVersionsRequest(parent=secret_name, filter="state:ENABLED", page_size=100),
         )
         count = 0
-        for version in list(pager):
+        for version in list(mapped_pages(pager, service=SERVICE, what=what)):
             try:
                 self._call(
                     f"disable {version.name}",
@@ -641,10 +649,11 @@ class SecretStore:
             secret = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
         except gexc.NotFound:
             return None
-        pager = self._call(
-            f"list versions of secret {secret_id}", deadline, self._client.list_secret_versions, parent=name
+        what = f"list versions of secret {secret_id}"
+        pager = self._call(what, deadline, self._client.list_secret_versions, parent=name)
+        versions = sorted(
+            mapped_pages(pager, service=SERVICE, what=what), key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True
         )
-        versions = sorted(pager, key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
         return {
             "name": secret.name,
             "labels": dict(secret.labels),
