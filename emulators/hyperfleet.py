@@ -47,6 +47,21 @@ SPEC_FILES = {
 }
 REQUIRED_CONDITIONS = ("Applied", "Available", "Health")
 CONDITION_STATUSES = ("True", "False", "Unknown")
+# The adapter framework's vocabulary (hyperfleet-adapter docs/adapter-authoring-guide.md, "The Health condition
+# boilerplate"; Finalized reasons from the same framework). The API stores any reason; reports outside the
+# vocabulary are recorded in `conventions`, not refused.
+HEALTH_REASONS = ("Healthy", "ResourcesSkipped")
+HEALTH_REASON_PREFIX = "ExecutionFailed:"
+FINALIZED_REASONS = ("NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy")
+# The condition-mapping engine masks `data` keys containing any of these (case-insensitive) before its CEL
+# rules see them: hyperfleet-api pkg/util/mask_sensitive.go (sensitivePatterns, MaskSensitiveFields, depth
+# limit 20), applied to each adapter status's data in pkg/services/condition_mapper.go.
+MASKED_KEY_PATTERNS = (
+    "password", "secret", "token", "apikey", "privatekey", "secretkey", "accesskey", "sshkey", "encryptionkey",
+    "accountkey", "servicekey", "registrykey", "signingkey", "credential", "api_key", "passphrase", "private",
+    "auth", "connection", "cert", "kubeconfig", "bearer",
+)  # fmt: skip
+_MASKING_DEPTH = 20
 _ERROR_TEXT_MAX = 600
 _SPEC_HOST = "https://hyperfleet.redhat.com"  # the specs' server URL; openapi-core matches paths under it
 
@@ -104,6 +119,25 @@ def condition_type_for(adapter: str) -> str:
     """The aggregated condition an adapter produces: pullsecret -> PullsecretSuccessful."""
     words = [w for w in re.split(r"[-_\s]+", adapter) if w]
     return "".join(w[:1].upper() + w[1:] for w in words) + "Successful"
+
+
+def masked_keys(data: Any, path: str = "data", depth: int = 0) -> list[tuple[str, str]]:
+    """(key path, pattern) of every `data` key the condition-mapping engine would mask, as it walks them."""
+    found: list[tuple[str, str]] = []
+    if depth >= _MASKING_DEPTH:
+        return found
+    if isinstance(data, dict):
+        for key, value in data.items():
+            lowered = str(key).lower()
+            pattern = next((p for p in MASKED_KEY_PATTERNS if p in lowered), None)
+            if pattern is not None:
+                found.append((f"{path}.{key}", pattern))  # masked whole: nothing below it is seen
+            else:
+                found.extend(masked_keys(value, f"{path}.{key}", depth + 1))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            found.extend(masked_keys(item, f"{path}[{i}]", depth + 1))
+    return found
 
 
 _PROBLEMS = {
@@ -196,6 +230,8 @@ class HyperFleetEmulator(HTTPEmulator):
         self._reports: list[dict[str, Any]] = []
         self.violations = _Violations()
         self.expected_violations = _Violations()
+        # Reports the API accepts but that break a convention: masked data keys, reasons outside the vocabulary.
+        self.conventions = _Violations()
         self.validation_seconds = 0.0
         self.validations = 0
         # API calls under way and those served (operation, monotonic start, monotonic end): a test can
@@ -248,6 +284,7 @@ class HyperFleetEmulator(HTTPEmulator):
                 "reports": len(self._reports),
                 "violations": len(self.violations),
                 "expected_violations": len(self.expected_violations),
+                "conventions": len(self.conventions),
                 "validations": self.validations,
                 "validation_ms_mean": (
                     round(self.validation_seconds / self.validations * 1000, 3) if self.validations else None
@@ -273,6 +310,7 @@ class HyperFleetEmulator(HTTPEmulator):
             self._reports.clear()
             self.violations.clear()
             self.expected_violations.clear()
+            self.conventions.clear()
             self.validation_seconds = 0.0
             self.validations = 0
             self._served.clear()
@@ -381,10 +419,12 @@ class HyperFleetEmulator(HTTPEmulator):
                 return 200, {
                     "violations": self.violations.list(),
                     "expected_violations": self.expected_violations.list(),
+                    "conventions": self.conventions.list(),
                 }
             if method == "DELETE":
                 self.violations.clear()
                 self.expected_violations.clear()
+                self.conventions.clear()
                 return 200, {"cleared": True}
         if method == "PUT" and route == "/token":
             token = (body or {}).get("token")
@@ -801,20 +841,26 @@ class HyperFleetEmulator(HTTPEmulator):
             return problem(400, detail, path, invalid), False
         observed_time = _parse_time(body["observed_time"])
         assert observed_time is not None  # checked by the rules above
+        self._record_conventions(cluster_id, body)
         with self._lock:
             cluster = self._clusters.get(cluster_id)
             if cluster is None:
                 return problem(404, f"Cluster with id='{cluster_id}' not found", path), False
             generation = body["observed_generation"]
             stored = self._statuses.setdefault(cluster_id, {}).get(body["adapter"])
+            # Discard rules, in the server's order: hyperfleet-api pkg/services/adapter_status_validation.go
+            # (validateAndClassifyAdapterStatus). A discarded report is answered 204, which the spec omits.
             if generation > int(cluster["generation"]):
-                return Reply(204), True
+                return Reply(204), True  # a generation the cluster has not reached
             if stored is not None:
                 if generation < stored["observed_generation"]:
-                    return Reply(204), True
+                    return Reply(204), True  # older than the stored report's generation
                 stored_time = _parse_time(stored["last_report_time"])
                 if generation == stored["observed_generation"] and stored_time and observed_time < stored_time:
-                    return Reply(204), True
+                    return Reply(204), True  # same generation, observed before the stored report
+                available: dict[str, Any] = next((c for c in body["conditions"] if c.get("type") == "Available"), {})
+                if available.get("status") == "Unknown":
+                    return Reply(204), True  # Available=Unknown is accepted on an adapter's first report only
             now = rfc3339()
             previous = {c["type"]: c for c in (stored or {}).get("conditions", [])}
             conditions = []
@@ -838,6 +884,26 @@ class HyperFleetEmulator(HTTPEmulator):
             self._aggregate(cluster_id)
             return Reply.json(201, status), False
 
+    def _record_conventions(self, cluster_id: str, body: dict[str, Any]) -> None:
+        """Record what the API accepts but the adapter contract advises against (see the constants above)."""
+        where = {"cluster_id": cluster_id, "adapter": body.get("adapter")}
+        for key, pattern in masked_keys(body.get("data") or {}):
+            self.conventions.add({"kind": "masked-data-key", **where, "key": key, "pattern": pattern})
+        for cond in body["conditions"]:
+            reason = cond.get("reason")
+            if cond.get("type") == "Health":
+                ok = reason in HEALTH_REASONS or (
+                    isinstance(reason, str)
+                    and reason.startswith(HEALTH_REASON_PREFIX)
+                    and len(reason) > len(HEALTH_REASON_PREFIX)
+                )
+            elif cond.get("type") == "Finalized":
+                ok = reason in FINALIZED_REASONS
+            else:
+                continue
+            if not ok:
+                self.conventions.add({"kind": f"{cond['type'].lower()}-reason", **where, "reason": reason})
+
     @staticmethod
     def _status_rule_errors(body: Any) -> list[dict[str, Any]]:
         """The API server's own checks on a status write, as ValidationError objects."""
@@ -857,6 +923,8 @@ class HyperFleetEmulator(HTTPEmulator):
                 {"field": "observed_time", "constraint": "format", "message": "observed_time must be RFC 3339"}
             )
         else:
+            # hyperfleet-api pkg/handlers/validation.go (validateObservedTimeRange, run by the status handler's
+            # Create before anything else): at most 5 minutes ahead of the server's clock, 30 minutes behind.
             now = datetime.now(UTC)
             if not now - timedelta(minutes=30) <= observed <= now + timedelta(minutes=5):
                 errors.append(

@@ -135,6 +135,62 @@ def test_status_write_204_discards(hf: HyperFleetEmulator) -> None:
     assert {v["status"] for v in hf.expected_violations.list()} == {204}  # the spec omits 204
 
 
+@pytest.mark.parametrize("offset", [timedelta(minutes=4, seconds=30), -timedelta(minutes=29, seconds=30)])
+def test_observed_time_inside_the_window_is_accepted(hf: HyperFleetEmulator, offset: timedelta) -> None:
+    assert put_status(hf, status_body(observed_time=rfc3339(datetime.now(UTC) + offset))).status_code == 201
+
+
+def with_available(status: str) -> list[dict[str, str]]:
+    conditions = status_body()["conditions"]
+    conditions[1] = {**conditions[1], "status": status, "reason": "Checking"}
+    return list(conditions)
+
+
+def test_available_unknown_only_on_the_first_report(hf: HyperFleetEmulator) -> None:
+    first = put_status(hf, status_body(conditions=with_available("Unknown")))
+    assert first.status_code == 201  # the adapter's first report may say Unknown
+    assert put_status(hf, status_body(conditions=with_available("True"))).status_code == 201
+    later = put_status(hf, status_body(conditions=with_available("Unknown")))
+    assert later.status_code == 204  # a later Unknown is discarded; the stored True stays
+    stored = hf.state()["statuses"]["cls-abc123"]["pullsecret"]
+    assert {c["type"]: c["status"] for c in stored["conditions"]}["Available"] == "True"
+    assert put_status(hf, status_body(conditions=with_available("False"))).status_code == 201
+    assert hf.violations.list() == []
+
+
+def test_masked_data_keys_and_reasons_outside_the_vocabulary_are_recorded(hf: HyperFleetEmulator) -> None:
+    clean = status_body(data={"sm_version": "projects/1/secrets/x/versions/1", "registries": ["quay.io"]})
+    assert put_status(hf, clean).status_code == 201
+    assert hf.conventions.list() == []
+    body = status_body(
+        data={
+            "secret_name": "x",
+            "nested": {"AuthProvider": "y", "ok": [{"kubeconfig": "z"}]},
+            "lineage": {"registries": {"private.example.com": {}}},
+        }
+    )
+    body["conditions"][2] = {"type": "Health", "status": "False", "reason": "PermissionDenied", "message": "m"}
+    body["conditions"].append({"type": "Finalized", "status": "False", "reason": "CleanupPending", "message": "m"})
+    assert put_status(hf, body).status_code == 201  # the API accepts it: the engine only masks
+    recorded = {(c["kind"], c.get("key") or c.get("reason")) for c in hf.conventions.list()}
+    assert recorded == {
+        ("masked-data-key", "data.secret_name"),
+        ("masked-data-key", "data.nested.AuthProvider"),
+        ("masked-data-key", "data.nested.ok[0].kubeconfig"),
+        ("masked-data-key", "data.lineage.registries.private.example.com"),
+        ("health-reason", "PermissionDenied"),
+        ("finalized-reason", "CleanupPending"),
+    }
+    hf.conventions.clear()
+    body["data"] = {}
+    body["conditions"][2]["reason"] = "ExecutionFailed:resources"
+    body["conditions"][3]["reason"] = "CleanupInProgress"
+    assert put_status(hf, body).status_code == 201
+    assert hf.conventions.list() == []
+    listed = requests.get(f"{hf.url}/_emulator/violations", timeout=5).json()
+    assert listed["conventions"] == []
+
+
 def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
     token_file = tmp_path / "sub" / "token"
     hf = HyperFleetEmulator(book, token_file=token_file)
