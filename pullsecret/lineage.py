@@ -60,12 +60,16 @@ def encode(lineage: dict[str, Any]) -> str | None:
     return text if len(text) <= MAX_ANNOTATION_CHARS else None
 
 
-def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:
-    """The status `data.lineage` object: per registry its fingerprint and the version/time since when."""
+def report(lineage: dict[str, Any], *, sm_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:
+    """The status `data.lineage` object: per registry its fingerprint and the version/time since when.
+
+    Registries are listed as values, never used as keys: the API's condition-mapping engine masks `data` keys
+    that contain words such as `auth`, `private` or `cert`, which registry host names may well contain.
+    """
     registries = lineage.get("registries") if isinstance(lineage.get("registries"), dict) else {}
     assert isinstance(registries, dict)
     out: dict[str, Any] = {
-        "secret_version": secret_version,
+        "sm_version": sm_version,
         "kubernetes_resource_version": kubernetes_resource_version,
     }
     if not lineage:
@@ -76,11 +80,11 @@ def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_
         added=list(lineage.get("added") or []),
         changed=list(lineage.get("changed") or []),
         removed=list(lineage.get("removed") or []),
-        registries={
-            registry: {"fingerprint": value[0], "since_version": value[1], "since": _rfc3339(value[2])}
-            for registry, value in registries.items()
+        registries=[
+            {"registry": registry, "fingerprint": value[0], "since_version": value[1], "since": _rfc3339(value[2])}
+            for registry, value in sorted(registries.items())
             if isinstance(value, list) and len(value) == 3
-        },
+        ],
     )
     return out
 

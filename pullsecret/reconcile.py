@@ -131,7 +131,8 @@ class Reconciler:
                 reason=exc.reason,
                 service=exc.service,
             )
-            return self._report(cluster_id, "terminal", status.terminal_failure(generation, exc.reason, exc.message))
+            report = status.terminal_failure(generation, exc.reason, exc.message, phase=status.phase_of(exc.service))
+            return self._report(cluster_id, "terminal", report)
 
     # -- steps ------------------------------------------------------------------------------
     def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:
@@ -219,7 +220,7 @@ class Reconciler:
             data.update(
                 management_cluster=placement.management_cluster,
                 kubernetes_namespace=placement.namespace,
-                kubernetes_secret_name=kube_name,
+                kubernetes_name=kube_name,
             )
             api = self.clusters.api_for(placement.management_cluster, deadline)
             with log.step("kubernetes.delete_secret", namespace=placement.namespace, name=kube_name) as fields:
@@ -231,12 +232,12 @@ class Reconciler:
                     data["kubernetes_cleanup"] = "not managed by hyperfleet; left in place"
                 fields["result"] = data["kubernetes_cleanup"]
         if deleting.project_id is None:
-            data["secretmanager_cleanup"] = "no GCP project known; nothing to delete"
+            data["sm_cleanup"] = "no GCP project known; nothing to delete"
         else:
-            data["secret_name"] = f"projects/{deleting.project_id}/secrets/{secret_id}"
+            data["sm_name"] = f"projects/{deleting.project_id}/secrets/{secret_id}"
             with log.step("secretmanager.delete_secret", secret_id=secret_id, policy=settings.deletion_policy) as f:
                 try:
-                    data["secretmanager_cleanup"] = self.store.delete_secret(
+                    data["sm_cleanup"] = self.store.delete_secret(
                         project=deleting.project_id,
                         secret_id=secret_id,
                         policy=settings.deletion_policy,
@@ -244,11 +245,11 @@ class Reconciler:
                     )
                 except secretstore.OwnershipConflict as exc:
                     log.warning(exc.message, operation="secretmanager.delete_secret")
-                    data["secretmanager_cleanup"] = "not managed by hyperfleet; left in place"
-                f["result"] = data["secretmanager_cleanup"]
+                    data["sm_cleanup"] = "not managed by hyperfleet; left in place"
+                f["result"] = data["sm_cleanup"]
         message = (
             f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
-            f"Secret Manager secret {data['secretmanager_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
+            f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
         )
         return self._report(cluster_id, "finalized", status.finalized(deleting.generation, message, data))
 
@@ -292,11 +293,11 @@ class Reconciler:
             _settle([live_future, latest_future], deadline)
             raise
         data: dict[str, Any] = {
-            "secret_name": secret_name,
-            "secret_version": stored.version_name,
+            "sm_name": secret_name,
+            "sm_version": stored.version_name,
             "management_cluster": placement.management_cluster,
             "kubernetes_namespace": placement.namespace,
-            "kubernetes_secret": kube_name,
+            "kubernetes_name": kube_name,
             "fingerprint": merged.secret.short_fingerprint,
             "registries": list(merged.secret.registries),
         }
@@ -328,7 +329,7 @@ class Reconciler:
         if not stored.written and not carried and live is None:
             # Creating the Kubernetes Secret without having written a version (a repair, or a race with the
             # writer): take the lineage the write recorded, so every creator writes the same object.
-            carried = self.store.recorded_lineage(data["secret_name"], secret_id, deadline)
+            carried = self.store.recorded_lineage(secret_name, secret_id, deadline)
         if stored.written or carried:
             desired = dataclasses.replace(desired, lineage=lineage.encode(carried))
             recorded = carried
@@ -359,7 +360,7 @@ class Reconciler:
         elif applied.written and live is None and not stored.written:
             data.setdefault("repaired", "kubernetes_secret_recreated")
         data["lineage"] = lineage.report(
-            recorded, secret_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+            recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.resource_version
         )
         if stored.written:
             data["retention"] = self._retention(stored.version_name, desired.source_version)

@@ -42,6 +42,8 @@ def world(stack: Any, admin: Admin) -> Iterator[Any]:
     yield stack
     violations = admin.violations()
     assert violations == [], f"HyperFleet API contract violations: {json.dumps(violations, indent=1)[:3000]}"
+    conventions = stack.hyperfleet.conventions.list()  # masked data keys, reasons outside the vocabulary
+    assert conventions == [], f"status reports against the adapter contract: {json.dumps(conventions)[:3000]}"
 
 
 @pytest.fixture

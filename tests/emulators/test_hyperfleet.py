@@ -91,8 +91,8 @@ def test_status_write_201_and_aggregation(hf: HyperFleetEmulator) -> None:
         {"drop": "Health"},
         {"drop": "Applied"},
         {"observed_generation": 0},
-        {"observed_time": (datetime.now(UTC) - timedelta(minutes=31)).isoformat()},
-        {"observed_time": (datetime.now(UTC) + timedelta(minutes=6)).isoformat()},
+        {"observed_offset": -timedelta(minutes=31)},  # computed when the test runs, not at collection
+        {"observed_offset": timedelta(minutes=6)},
         {"observed_time": "yesterday"},
     ],
 )
@@ -106,6 +106,8 @@ def test_status_write_400(hf: HyperFleetEmulator, change: dict[str, Any]) -> Non
         body["conditions"] = [c for c in body["conditions"] if c["type"] != change["drop"]]
     elif "conditions" in change:
         body["conditions"] = body["conditions"] + change["conditions"]
+    elif "observed_offset" in change:
+        body["observed_time"] = (datetime.now(UTC) + change["observed_offset"]).isoformat()
     else:
         body.update(change)
     response = put_status(hf, body)

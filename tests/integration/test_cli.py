@@ -84,7 +84,7 @@ def test_inspect_prints_redacted_lineage_across_the_three_systems(
     assert report["in_sync"] is True
     assert report["hyperfleet"]["generation"] == 1
     assert {c["type"]: c["status"] for c in report["hyperfleet"]["status"]["conditions"]}["Available"] == "True"
-    assert report["hyperfleet"]["status"]["lineage"]["secret_version"].endswith("/versions/1")
+    assert report["hyperfleet"]["status"]["lineage"]["sm_version"].endswith("/versions/1")
     sm = report["secret_manager"]
     assert [v["state"] for v in sm["versions"]] == ["ENABLED"]
     assert sm["annotations"]["hyperfleet-lineage"]["registries"]["quay.io"][1] == "1"

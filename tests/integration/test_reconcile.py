@@ -99,8 +99,8 @@ def test_first_provisioning_writes_one_version_and_the_kubernetes_secret(
     assert conds["Applied"]["status"] == "True" and conds["Available"]["status"] == "True"
     assert conds["Health"]["status"] == "True"
     data = report["body"]["data"]
-    assert data["secret_version"] == stored[0]["name"]
-    assert data["kubernetes_namespace"] == NAMESPACE and data["kubernetes_secret"] == KUBE_NAME
+    assert data["sm_version"] == stored[0]["name"]
+    assert data["kubernetes_namespace"] == NAMESPACE and data["kubernetes_name"] == KUBE_NAME
     assert PLATFORM_AUTH not in json.dumps(report["body"])
 
     lines = log_lines(capsys)
