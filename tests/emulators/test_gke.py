@@ -148,7 +148,8 @@ def test_admin_routes(emulator: GkeEmulator, client: container_v1.ClusterManager
     assert emulator.handle_admin("PUT", "/clusters", {"name": name})[0] == 400
     assert emulator.handle_admin("GET", "/clusters", None)[1][0]["ca_pem"] == CA_PEM.decode()
     assert emulator.handle_admin("POST", "/iam", {"project": PROJECT, "identity": SA})[0] == 200
-    assert emulator.state()["iam"] == {NUMBER: [SA]}
+    [owner] = emulator.state()["iam"]
+    assert (owner["member"], owner["role"], owner["resource"]) == (SA, "roles/owner", f"projects/{NUMBER}")
     assert emulator.handle_admin("POST", "/reset", None)[0] == 200
     assert emulator.state()["clusters"] == []
     with pytest.raises(gexc.NotFound):
