@@ -95,7 +95,7 @@ def test_secret_manager_denies_what_terraform_does_not_grant(runtime: tuple[Any,
         ),
     ]
     for call in denied:
-        with pytest.raises(gexc.PermissionDenied, match="Permission 'secretmanager[.]"):
+        with pytest.raises(gexc.PermissionDenied, match=r"Permission 'secretmanager\."):
             call()
 
 
@@ -115,7 +115,7 @@ def test_grants_follow_the_terraform_variables(runtime: tuple[Any, Any], world: 
     sm, _gke = runtime
     world.secretmanager.seed_secret(PROJECT_ID, SECRET_ID, payloads=[b"x"])
     world.apply_terraform_iam(deletion_policy="DISABLE")  # secrets.delete is granted only for DELETE
-    with pytest.raises(gexc.PermissionDenied, match="secretmanager.secrets.delete"):
+    with pytest.raises(gexc.PermissionDenied, match=r"secretmanager\.secrets\.delete"):
         sm.delete_secret(name=SECRET, retry=None)
     world.apply_terraform_iam()
     sm.delete_secret(name=SECRET)
