@@ -83,6 +83,19 @@ def _distinct(values: Any) -> celtypes.ListType:
     return _list(seen)
 
 
+def _replace(text: str, old: str, new: str) -> str:
+    """Terraform's replace(): a /slashed/ search string is a regular expression ($1 → \\1)."""
+    if len(old) > 1 and old.startswith("/") and old.endswith("/"):
+        return re.sub(old[1:-1], re.sub(r"\$\{?(\d+)\}?", r"\\\1", new), text)
+    return text.replace(old, new)
+
+
+def _format(spec: str, args: tuple[Any, ...]) -> str:
+    """Terraform's format() for the %s / %d / %% verbs."""
+    values = iter(args)
+    return re.sub(r"%[sd%]", lambda m: "%" if m.group() == "%%" else str(next(values)), spec)
+
+
 _TF_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "concat": lambda *lists: _list(x for values in lists for x in values),
     "distinct": _distinct,
@@ -95,7 +108,9 @@ _TF_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "length": lambda value: celtypes.IntType(len(value)),
     "lower": lambda text: celtypes.StringType(str(text).lower()),
     "upper": lambda text: celtypes.StringType(str(text).upper()),
-    "replace": lambda text, old, new: celtypes.StringType(str(text).replace(str(old), str(new))),
+    "replace": lambda text, old, new: celtypes.StringType(_replace(str(text), str(old), str(new))),
+    "format": lambda spec, *args: celtypes.StringType(_format(str(spec), args)),
+    "trimspace": lambda text: celtypes.StringType(str(text).strip()),
     "trimprefix": lambda text, p: celtypes.StringType(str(text).removeprefix(str(p))),
     "trimsuffix": lambda text, s: celtypes.StringType(str(text).removesuffix(str(s))),
     "startswith": lambda text, p: celtypes.BoolType(str(text).startswith(str(p))),

@@ -185,3 +185,11 @@ def test_what_the_evaluator_cannot_compute_fails_loudly(tmp_path: Path) -> None:
     with pytest.raises(TerraformEvalError, match="no such local"):
         module.expression("local.missing")
     assert module.value('a-${var.project_id}-${upper("b")}-$${literal}') == "a-p1-B-${literal}"
+
+
+def test_terraform_string_functions(tmp_path: Path) -> None:
+    module = Module({"project_id": "p1", "source": "x"}, project_number=numbers, directory=write_module(tmp_path))
+    assert module.expression('replace("hf-{cluster_id}-ps", "{cluster_id}", "*")') == "hf-*-ps"
+    assert module.expression('replace("abc-def", "/(\\\\w+)-(\\\\w+)/", "$2-$1")') == "def-abc"
+    assert module.expression('format("projects/%s/secrets/%s", var.project_id, "s")') == "projects/p1/secrets/s"
+    assert module.expression('trimsuffix(lower(" AB-x "), "-x ")') == " ab"
