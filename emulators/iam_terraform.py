@@ -361,7 +361,15 @@ class Module:
             if not kind.endswith(("_iam_member", "_iam_binding")):
                 continue
             for name, body in named.items():
-                for index, each in self.instances(body):
+                try:
+                    instances = self.instances(body)
+                except TerraformEvalError as err:
+                    # Instances computed from what this evaluator does not model: not a grant to a service
+                    # account of this configuration, unless its member names one.
+                    if "google_service_account." in str(body.get("member", body.get("members"))):
+                        raise TerraformEvalError(f"{kind}.{name}: {err}") from err
+                    continue
+                for index, each in instances:
                     address = f"{kind}.{name}{index}"
                     try:
                         members = self._members(body, each)
