@@ -82,6 +82,17 @@ class Emulators:
             f"/secretmanager/projects/{PROJECT}/secrets/{secret}",
             {"labels": {"owner": "platform"}, "versions": [payload]},
         )
+        # The emulators enforce terraform/'s grants, which give the runtime identity secretAccessor on the one
+        # configured source secret; the bench switches sources, so each one it seeds gets that grant.
+        self.admin.call(
+            "POST",
+            "/secretmanager/iam",
+            {
+                "identity": self.endpoints["runtime_service_account"],
+                "resource": f"projects/{PROJECT}/secrets/{secret}",
+                "role": "roles/secretmanager.secretAccessor",
+            },
+        )
 
     def seed_clusters(self, cluster_ids: list[str], workers: int = 16) -> None:
         """Ready clusters (preconditions met, namespace present), seeded concurrently."""

@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument(
         "--no-validate", action="store_true", help="do not validate HyperFleet traffic against the OpenAPI contract"
     )
+    up.add_argument(
+        "--open-iam",
+        action="store_true",
+        help="let the runtime identity call anything (default: exactly what terraform/ grants it)",
+    )
     args = parser.parse_args(argv)
 
     want_pubsub = not args.no_pubsub
@@ -35,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         status_method=args.status_method,
         token_lifetime_s=args.token_lifetime,
         validate_contract=not args.no_validate,
+        terraform_iam=not args.open_iam,
     )
     stack.start()
     print(json.dumps(stack.endpoints()), flush=True)

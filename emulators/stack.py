@@ -4,13 +4,16 @@
     ...; stack.stop()
 
 Wiring: the metadata server issues the runtime identity's access tokens; Secret Manager, GKE and the
-Kubernetes API accept exactly those (expired tokens are refused). GKE's default management cluster
+Kubernetes API accept exactly those (expired tokens are refused). Secret Manager and GKE grant that
+identity exactly what terraform/ grants its runtime service account (`apply_terraform_iam`), so a call
+the Terraform configuration does not allow is PERMISSION_DENIED here as on GCP. GKE's default management cluster
 points at the Kubernetes emulator's endpoint and CA. The HyperFleet API requires the bearer token it
 writes into `token_file`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -20,6 +23,7 @@ from emulators.admin import AdminServer
 from emulators.core import FaultBook
 from emulators.gke import GkeEmulator
 from emulators.hyperfleet import HyperFleetEmulator
+from emulators.iam_terraform import Grant, service_account_grants
 from emulators.kubernetes import KubernetesEmulator
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
@@ -30,6 +34,18 @@ PROJECT_NUMBER = "123456789012"
 RUNTIME_SA = f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"
 MANAGEMENT_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1"
 MANAGEMENT_DNS = "gke-mgmt-1.us-central1.gke.goog"
+# What terraform/ would be applied with for the function environment the tests use (tests/conftest.py
+# function_env): this project holds the per-cluster secrets and the platform pull secret, and the
+# management cluster; every other variable keeps its default (DELETION_POLICY=DELETE included).
+TERRAFORM_VARIABLES: dict[str, Any] = {
+    "project_id": PROJECT_ID,
+    "region": "us-central1",
+    "secret_project_ids": [PROJECT_ID],
+    "pull_secret_source_secret": f"projects/{PROJECT_ID}/secrets/platform-pull-secret",
+    "hyperfleet_api_token_secret": f"projects/{PROJECT_ID}/secrets/hyperfleet-api-token",
+    "hyperfleet_api_url": "http://127.0.0.1:8000",
+    "management_cluster": MANAGEMENT_CLUSTER,
+}
 
 
 class Stack:
@@ -43,6 +59,7 @@ class Stack:
         token_lifetime_s: int = 3600,
         grant_all_namespaces: bool = True,
         validate_contract: bool = True,
+        terraform_iam: bool = True,
     ) -> None:
         self.book = FaultBook()
         self.workdir = tempfile.mkdtemp(prefix="hf-emulators-")
@@ -66,6 +83,10 @@ class Stack:
         self.pubsub: PubSubEmulator | None = None
         self._want_pubsub = pubsub
         self._grant_all = grant_all_namespaces
+        self._terraform_iam = terraform_iam
+        self._terraform_variables: dict[str, Any] = dict(TERRAFORM_VARIABLES)
+        self.grants: list[Grant] = []
+        self._grant_cache: dict[str, list[Grant]] = {}
         self.admin = AdminServer(self)
 
     @property
@@ -84,6 +105,7 @@ class Stack:
     def start(self) -> Stack:
         self.metadata.start()
         self.secretmanager.add_project(PROJECT_ID, PROJECT_NUMBER)
+        self.gke.add_project(PROJECT_ID, PROJECT_NUMBER)  # one project, one number, whichever service asks
         self.secretmanager.start()
         self.gke.start()
         self.kubernetes.start()
@@ -107,6 +129,37 @@ class Stack:
         )
         if self._grant_all:
             self.kubernetes.grant(RUNTIME_SA, "*")
+        if self._terraform_iam:
+            self.apply_terraform_iam()
+
+    def apply_terraform_iam(self, **variables: Any) -> list[Grant]:
+        """Grant the runtime identity what terraform/ grants google_service_account.runtime, evaluated for
+        TERRAFORM_VARIABLES updated with `variables` (kept until the next call); returns the grants.
+
+        Terraform's runtime account has its own e-mail; its grants are bound to this stack's RUNTIME_SA,
+        the identity the metadata server issues tokens for.
+        """
+        self._terraform_variables = {**TERRAFORM_VARIABLES, **variables}
+        key = json.dumps([self._terraform_variables, self.secretmanager.projects.to_json()], sort_keys=True)
+        grants = self._grant_cache.get(key)
+        if grants is None:  # evaluated once per configuration: the stack resets before every test
+            _email, grants = service_account_grants(
+                self._terraform_variables, project_number=self.secretmanager.projects.number
+            )
+            self._grant_cache[key] = grants
+        for emulator in (self.secretmanager, self.gke):
+            emulator.iam.revoke(RUNTIME_SA)
+            for grant in grants:
+                emulator.bind(
+                    RUNTIME_SA,
+                    grant.role,
+                    grant.resource,
+                    permissions=grant.permissions,
+                    condition=grant.condition,
+                    title=grant.condition_title,
+                )
+        self.grants = grants
+        return grants
 
     def reset(self) -> None:
         """Drop all state, faults and counters; re-seed the defaults."""
@@ -150,5 +203,6 @@ class Stack:
             "management_cluster": MANAGEMENT_CLUSTER,
             "project_id": PROJECT_ID,
             "runtime_service_account": RUNTIME_SA,
+            "iam": "terraform" if self._terraform_iam else "open",
             "env": self.env(),
         }

@@ -46,6 +46,7 @@ class Settings:
     secret_kms_key: str | None = None
     management_cluster: str | None = None
     management_endpoint: str = "ip"
+    vpc_egress: bool = False  # the function has Direct VPC egress: private control-plane endpoints are reachable
     management_namespace_template: str = "clusters-{cluster_id}"
     management_namespace_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^clusters-[a-z0-9-]+$"))
     kubernetes_secret_template: str = "{cluster_id}-pull-secret"
@@ -202,6 +203,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         secret_kms_key=kms,
         management_cluster=management,
         management_endpoint=endpoint,
+        vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
         management_namespace_pattern=pattern,
         kubernetes_secret_template=_template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),

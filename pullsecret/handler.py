@@ -64,6 +64,7 @@ class Adapter:
                         cluster_manager_client(identity, settings.gke_emulator_host),
                         identity,
                         endpoint=settings.management_endpoint,
+                        vpc_egress=settings.vpc_egress,
                     ),
                     kube=KubeSecrets(settings.field_manager),
                     pool=pool,

@@ -45,6 +45,7 @@ locals {
     "secretmanager.secrets.update",   # record fingerprint / generation (etag-guarded)
     "secretmanager.versions.add",     # store a new version only when the content changed
     "secretmanager.versions.access",  # read back / verify what was stored
+    "secretmanager.versions.get",     # repair: the number of a newest version disabled or destroyed by hand
     "secretmanager.versions.list",    # retention: find versions beyond RETAIN_VERSIONS
     "secretmanager.versions.destroy", # retention: destroy them (disabled versions are still billed)
     "secretmanager.versions.disable", # DELETION_POLICY=DISABLE

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,23 @@ import pytest
 from tests.support import PLATFORM_PULL_SECRET, PLATFORM_SOURCE_SECRET, Admin
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Temp files made by the code under test (and its child processes) go to a private folder that must be
+    empty when the session ends: a leak like the pullsecret-ca-* folders of issue 11 fails the run."""
+    folder = tmp_path_factory.mktemp("tmpdir")
+    saved_module, saved_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = str(folder), str(folder)
+    yield folder
+    tempfile.tempdir = saved_module
+    if saved_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved_env
+    leftovers = sorted(os.listdir(folder))
+    assert leftovers == [], f"the session left temp files behind: {leftovers[:20]}"
 
 
 @pytest.fixture(scope="session")

@@ -55,6 +55,7 @@ SECRET_MANAGER_PERMISSIONS = {
     "secretmanager.secrets.update",
     "secretmanager.versions.add",
     "secretmanager.versions.access",
+    "secretmanager.versions.get",
     "secretmanager.versions.list",
     "secretmanager.versions.destroy",
     "secretmanager.versions.disable",
