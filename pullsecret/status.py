@@ -5,7 +5,7 @@ Pure. Messages come from the adapter's own errors and names, never from payloads
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,3 +140,19 @@ def finalized(generation: int, message: str, data: dict[str, Any]) -> Report:
         ),
         data,
     )
+
+
+def registry_rejected(report: Report, registries: list[str]) -> Report:
+    """REGISTRY_VERIFICATION=report: the pull secret was applied, but registries refused their credential.
+
+    Health turns False (the HyperFleet reason vocabulary's ExecutionFailed:<phase>); Available is untouched.
+    """
+    names = ", ".join(registries[:10]) + (f" and {len(registries) - 10} more" if len(registries) > 10 else "")
+    health = Condition(
+        "Health",
+        "False",
+        "ExecutionFailed:RegistryVerification",
+        f"the registry refused the pull secret's credential for {names}; the pull secret was applied anyway "
+        "(REGISTRY_VERIFICATION=report); see data.registry_checks",
+    )
+    return replace(report, conditions=tuple(health if c.type == "Health" else c for c in report.conditions))
