@@ -47,6 +47,7 @@ from pullsecret.retrying import Deadline
 RESULTS = ("valid", "rejected", "anonymous", "unreachable", "skipped")
 PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY bounds the process)
 UNREACHABLE_TTL_S = 60.0  # an outage is retried sooner than a verdict is
+CHALLENGE_TTL_S = 600.0  # a registry host's auth challenge, reused by the next new credential for it
 _MAX_BODY = 64 * 1024  # token answers are a few KiB; a larger one is not read further
 _USER_AGENT = "hyperfleet-pullsecret-adapter"
 _CLIENT_ID = "hyperfleet-pullsecret"
@@ -277,6 +278,7 @@ class _Handshake:
         scope: str | None,
         timeout_s: float,
         deadline: Deadline,
+        known: Challenge | None = None,
     ) -> None:
         self.session = session
         self.host = host
@@ -284,6 +286,8 @@ class _Handshake:
         self.scope = scope
         self.timeout_s = timeout_s
         self.deadline = deadline
+        self.known = known
+        self.seen: Challenge | None = None  # the challenge this handshake used, for the next one to reuse
 
     def _get(self, url: str, **kwargs: Any) -> requests.Response:
         remaining = self.deadline.remaining()
@@ -319,8 +323,15 @@ class _Handshake:
             return Check("unreachable", "the exchange failed")
 
     def _run(self) -> Check:
-        ping_url = f"https://{self.host}/v2/"
-        ping = self._get(ping_url)
+        if self.known is not None:
+            # The host's challenge from an earlier ping (distribution's challenge manager keeps them per
+            # endpoint too). It only shortens the success path: any other answer is checked from a fresh ping.
+            self.seen = self.known
+            check = self._answer(self.known)
+            if check.result == "valid":
+                return check
+            self.seen = None
+        ping = self._get(f"https://{self.host}/v2/")
         self._body(ping)
         if ping.status_code == 200:
             return Check("anonymous", "the registry answers /v2/ without a credential; nothing to verify")
@@ -330,6 +341,12 @@ class _Handshake:
         challenge = pick_challenge(parse_challenges(values or [ping.headers.get("WWW-Authenticate", "")]))
         if challenge is None:
             return Check("skipped", "the registry asks for an authentication scheme other than Basic or Bearer")
+        self.seen = challenge
+        return self._answer(challenge)
+
+    def _answer(self, challenge: Challenge) -> Check:
+        """Answer a Basic or Bearer challenge with the credential, then ask /v2/ again."""
+        ping_url = f"https://{self.host}/v2/"
         if challenge.scheme == "basic":
             if self.credential.kind != "basic":
                 return Check("skipped", "the registry asks for Basic authentication; the entry holds a token")
@@ -464,6 +481,7 @@ class RegistryVerifier:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Check]] = {}
         self._inflight: dict[str, Future[Check]] = {}
+        self._challenges: dict[str, tuple[float, Challenge]] = {}  # per registry host
         self._slots = threading.BoundedSemaphore(settings.registry_concurrency)
         self._scopes = dict(settings.registry_token_scopes)
         self._session: requests.Session | None = None
@@ -539,15 +557,24 @@ class RegistryVerifier:
         def run() -> Check:
             protect(credential.sensitive())
             start = time.perf_counter()
+            with self._lock:
+                known = self._challenges.get(host)
             with self._slots:
-                check = _Handshake(
+                handshake = _Handshake(
                     self.session(),
                     host,
                     credential,
                     scope=self._scopes.get(host) or self._scopes.get(hostname_of(host)),
                     timeout_s=self.settings.registry_timeout_s,
                     deadline=deadline,
-                ).run()
+                    known=known[1] if known is not None and known[0] > self._clock() else None,
+                )
+                check = handshake.run()
+            with self._lock:
+                if handshake.seen is not None:
+                    self._challenges[host] = (self._clock() + CHALLENGE_TTL_S, handshake.seen)
+                else:
+                    self._challenges.pop(host, None)
             (log.warning if check.result == "rejected" else log.info)(
                 f"registry {safe_name(registry)}: {check.result} ({check.detail})",
                 operation="registry.verify",

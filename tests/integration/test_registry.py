@@ -224,7 +224,8 @@ def test_steady_state_makes_no_registry_call_and_a_change_verifies_only_the_new_
     assert registry_calls(world) == {}, "the steady state called a registry"
     assert last_body(admin, cid)["data"]["registry_checks"] == first
 
-    # A rotation of one registry's credential: that fingerprint alone is verified (ping, token, ping).
+    # A rotation of one registry's credential: that fingerprint alone is verified, with the challenge the
+    # first ping of that host returned (token, then /v2/ with the token).
     rotated = dict(auths)
     rotated[hosts["token"]] = {"auth": GOOD, "email": "rotated@example.com"}
     admin.patch_cluster(
@@ -233,7 +234,20 @@ def test_steady_state_makes_no_registry_call_and_a_change_verifies_only_the_new_
     for name in ("validation", "dns", "placement"):
         admin.seed_status(cid, name, {"observed_generation": 2})
     assert deliver(adapter, cid, 2) == "applied"
-    assert registry_calls(world) == {"token.ping": 2, "sso.token": 1}
+    assert registry_calls(world) == {"token.ping": 1, "sso.token": 1}
+
+    # A wrong credential on the known challenge is confirmed from a fresh ping before it counts as rejected.
+    world.book.reset_counters()
+    rotated[hosts["token"]] = {"auth": WRONG}
+    spec = {**gcp_cluster(cid)["spec"], "pullSecret": {"data": {"auths": rotated}}}
+    admin.patch_cluster(cid, {"generation": 3, "spec": spec})
+    for name in ("validation", "dns", "placement"):
+        admin.seed_status(cid, name, {"observed_generation": 3})
+    assert deliver(adapter, cid, 3) == "applied"
+    assert registry_calls(world) == {"sso.token": 2, "token.ping": 1}
+    body = last_body(admin, cid)
+    assert conditions(body)["Health"]["reason"] == "ExecutionFailed:RegistryVerification"
+    assert {c["registry"]: c["result"] for c in body["data"]["registry_checks"]}[hosts["token"]] == "rejected"
     out, err = capfd.readouterr()
     assert_no_leak(world, admin, out + err)
 
