@@ -257,7 +257,8 @@ class RegistryEmulator:
             return _error(405, "UNSUPPORTED", "method not allowed")
         authorization = request.header("Authorization")
         if authorization is None or self._basic_user(authorization) is None:
-            # Wrong or missing credentials: 401 (Docker Hub, Quay and Red Hat's SSO all answer this way).
+            # Wrong or missing credentials: 401 Unauthorized (RFC 7235 §3.1), which docker login reports as
+            # "unauthorized: incorrect username or password".
             return Reply.json(401, {"details": "incorrect username or password"})
         service = request.arg("service") or ""
         token = self._issue(service)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 
-from pullsecret import status
+from pullsecret import config, status
+from pullsecret.errors import ConfigError
 from pullsecret.registry import (
     Challenge,
     Check,
@@ -143,3 +145,33 @@ def test_status_data_keys_are_not_masked_by_the_condition_mapping() -> None:
 
     assert not [k for k in keys(data) if any(word in k.lower() for word in masked)]
     assert data["registry_checks"][0]["registry"] == "auth.example.com"  # a value, never a key
+
+
+def test_configuration_of_registry_verification(tmp_path: Any) -> None:
+    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    default = config.load(base)
+    assert default.registry_verification == "report"
+    assert default.registry_skip_hosts == ("cloud.openshift.com",)
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("pem")
+    tuned = config.load(
+        {
+            **base,
+            "REGISTRY_VERIFICATION": "Enforce",
+            "REGISTRY_SKIP_HOSTS": "Cloud.OpenShift.com, telemetry.example",
+            "REGISTRY_TOKEN_SCOPES": "registry.redhat.io=repository:ubi9/ubi:pull",
+            "REGISTRY_CA_BUNDLE": str(bundle),
+        }
+    )
+    assert tuned.registry_verification == "enforce"
+    assert tuned.registry_skip_hosts == ("cloud.openshift.com", "telemetry.example")
+    assert tuned.registry_token_scopes == (("registry.redhat.io", "repository:ubi9/ubi:pull"),)
+    assert tuned.registry_ca_bundle == str(bundle)
+    for name, value in (
+        ("REGISTRY_VERIFICATION", "strict"),
+        ("REGISTRY_TOKEN_SCOPES", "registry.redhat.io"),
+        ("REGISTRY_CA_BUNDLE", str(tmp_path / "missing.pem")),
+        ("REGISTRY_TIMEOUT", "0"),
+    ):
+        with pytest.raises(ConfigError, match=name):
+            config.load({**base, name: value})
