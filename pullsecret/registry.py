@@ -429,8 +429,12 @@ class Pending:
     registries: tuple[str, ...]
     futures: dict[str, Future[Check]]
     deadline: Deadline
+    _verification: Verification | None = None
 
     def result(self) -> Verification:
+        """Every registry's check; asked twice (enforce, then the status), the same answer both times."""
+        if self._verification is not None:
+            return self._verification
         checks: dict[str, Check] = {}
         for registry in self.registries:
             future = self.futures[registry]
@@ -438,7 +442,8 @@ class Pending:
                 checks[registry] = future.result(timeout=self.deadline.remaining())
             except FutureTimeout:
                 checks[registry] = Check("unreachable", "no answer within the verification deadline")
-        return Verification(self.mode, checks)
+        self._verification = Verification(self.mode, checks)
+        return self._verification
 
 
 @dataclass(frozen=True)
@@ -456,7 +461,7 @@ class Verification:
         """The status `data` fields (keys the HyperFleet condition mapping does not mask)."""
         return {
             "registry_verification": self.mode,
-            "registry_checks": [check.to_json(registry) for registry, check in self.checks.items()],
+            "registry_checks": [check.to_json(registry) for registry, check in list(self.checks.items())[:100]],
         }
 
     def enforce(self) -> None:
@@ -464,7 +469,7 @@ class Verification:
         rejected = self.rejected
         if not rejected:
             return
-        details = "; ".join(f"{safe_name(r)}: {self.checks[r].detail}" for r in self.checks if r in rejected)
+        details = "; ".join(f"{safe_name(r)}: {c.detail}" for r, c in self.checks.items() if c.result == "rejected")
         raise RegistryRejected(
             f"the credential for {', '.join(rejected[:10])} was rejected by the registry ({details[:500]}); "
             "nothing was written (REGISTRY_VERIFICATION=enforce)",

@@ -175,3 +175,11 @@ def test_configuration_of_registry_verification(tmp_path: Any) -> None:
     ):
         with pytest.raises(ConfigError, match=name):
             config.load({**base, name: value})
+
+
+def test_enforce_details_name_long_or_unprintable_registries_safely() -> None:
+    long_key = "r" * 150 + "\n.example"
+    with pytest.raises(RegistryRejected) as caught:
+        Verification("enforce", {long_key: Check("rejected", "the registry refused the credential (401)")}).enforce()
+    assert "r" * 100 + ": the registry refused the credential (401)" in caught.value.message
+    assert "\n" not in caught.value.message
