@@ -265,7 +265,7 @@ class Reconciler:
         try:
             merged = self._pull_secret(act, deadline)
             # Registry handshakes (new fingerprints only) overlap the reads below and, in report mode, the writes.
-            checks = self.registries.start(merged.secret, deadline, self._submit)
+            checks = self.registries.start(merged.secret, deadline)
             cluster_name = str(cluster.get("name") or cluster_id)
             # Every read first (the management cluster, the live Secret, the newest version), so that a
             # terminal problem on one side leaves nothing written on the other.

@@ -23,13 +23,14 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import contextvars
 import hashlib
 import json
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,7 @@ from pullsecret.logs import log, protect
 from pullsecret.retrying import Deadline
 
 RESULTS = ("valid", "rejected", "anonymous", "unreachable", "skipped")
-PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY bounds the process)
+PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY threads bound the process)
 UNREACHABLE_TTL_S = 60.0  # an outage is retried sooner than a verdict is
 CHALLENGE_TTL_S = 600.0  # a registry host's auth challenge, reused by the next new credential for it
 _MAX_BODY = 64 * 1024  # token answers are a few KiB; a larger one is not read further
@@ -478,7 +479,11 @@ class Verification:
 
 
 class RegistryVerifier:
-    """Process-wide: the HTTPS session, the per-fingerprint cache and the in-flight handshakes."""
+    """Process-wide: the HTTPS session, the per-fingerprint cache, the in-flight handshakes and their threads.
+
+    Handshakes run on their own REGISTRY_CONCURRENCY threads, never on the reconcile pool: a slow registry
+    holds those threads only, never the Secret Manager and Kubernetes calls of other events.
+    """
 
     def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
@@ -487,7 +492,7 @@ class RegistryVerifier:
         self._cache: dict[str, tuple[float, Check]] = {}
         self._inflight: dict[str, Future[Check]] = {}
         self._challenges: dict[str, tuple[float, Challenge]] = {}  # per registry host
-        self._slots = threading.BoundedSemaphore(settings.registry_concurrency)
+        self._executor = ThreadPoolExecutor(max_workers=settings.registry_concurrency, thread_name_prefix="registry")
         self._scopes = dict(settings.registry_token_scopes)
         self._session: requests.Session | None = None
 
@@ -509,9 +514,7 @@ class RegistryVerifier:
                 self._session = session
             return self._session
 
-    def start(
-        self, secret: PullSecret, deadline: Deadline, submit: Callable[[Callable[[], None]], Future[None]]
-    ) -> Pending | None:
+    def start(self, secret: PullSecret, deadline: Deadline) -> Pending | None:
         """Begin verifying `secret`'s registries; None when verification is off. Cached answers cost no call."""
         if self.mode == "off":
             return None
@@ -540,7 +543,8 @@ class RegistryVerifier:
                     mine.append((key, running, job))
             futures[registry] = running
         for _ in range(min(PER_EVENT, len(mine))):
-            submit(lambda: self._drain(mine))
+            # Each worker carries the event's log context (labels, trace, the redactor the token joins).
+            self._executor.submit(contextvars.copy_context().run, self._drain, mine)
         return Pending(self.mode, tuple(auths), futures, overall)
 
     def _static(self, registry: str, entry: Any) -> Check | tuple[str, Credential]:
@@ -564,17 +568,16 @@ class RegistryVerifier:
             start = time.perf_counter()
             with self._lock:
                 known = self._challenges.get(host)
-            with self._slots:
-                handshake = _Handshake(
-                    self.session(),
-                    host,
-                    credential,
-                    scope=self._scopes.get(host) or self._scopes.get(hostname_of(host)),
-                    timeout_s=self.settings.registry_timeout_s,
-                    deadline=deadline,
-                    known=known[1] if known is not None and known[0] > self._clock() else None,
-                )
-                check = handshake.run()
+            handshake = _Handshake(
+                self.session(),
+                host,
+                credential,
+                scope=self._scopes.get(host) or self._scopes.get(hostname_of(host)),
+                timeout_s=self.settings.registry_timeout_s,
+                deadline=deadline,
+                known=known[1] if known is not None and known[0] > self._clock() else None,
+            )
+            check = handshake.run()
             with self._lock:
                 if handshake.seen is not None:
                     self._challenges[host] = (self._clock() + CHALLENGE_TTL_S, handshake.seen)

@@ -319,24 +319,23 @@ def test_answers_expire_after_the_ttl_and_outages_sooner(world: Any) -> None:
     verifier = _verifier(world, lambda: now[0], REGISTRY_CACHE_TTL="600")
     hosts = world.registry.hosts()
     secret = dockerconfig.parse({"auths": {hosts["basic"]: {"auth": GOOD}, hosts["dead"]: {"auth": GOOD}}}, source="t")
-    with ThreadPoolExecutor(4) as pool:
 
-        def verify() -> dict[str, str]:
-            pending = verifier.start(secret, Deadline(10), pool.submit)
-            return {r: c.result for r, c in pending.result().checks.items()}
+    def verify() -> dict[str, str]:
+        pending = verifier.start(secret, Deadline(10))
+        return {r: c.result for r, c in pending.result().checks.items()}
 
-        world.book.reset_counters()
-        assert verify() == {hosts["basic"]: "valid", hosts["dead"]: "unreachable"}
-        assert registry_calls(world) == {"basic.ping": 2}
-        world.book.reset_counters()
-        now[0] += 59  # both cached
-        assert verify() == {hosts["basic"]: "valid", hosts["dead"]: "unreachable"}
-        now[0] += 2  # past the 60 s of an outage: the dead host is tried again, the verdict still cached
-        assert verify()[hosts["dead"]] == "unreachable"
-        assert registry_calls(world) == {}
-        now[0] += 600  # past the TTL (and the host's challenge's 600 s): the full handshake again
-        assert verify()[hosts["basic"]] == "valid"
-        assert registry_calls(world) == {"basic.ping": 2}
+    world.book.reset_counters()
+    assert verify() == {hosts["basic"]: "valid", hosts["dead"]: "unreachable"}
+    assert registry_calls(world) == {"basic.ping": 2}
+    world.book.reset_counters()
+    now[0] += 59  # both cached
+    assert verify() == {hosts["basic"]: "valid", hosts["dead"]: "unreachable"}
+    now[0] += 2  # past the 60 s of an outage: the dead host is tried again, the verdict still cached
+    assert verify()[hosts["dead"]] == "unreachable"
+    assert registry_calls(world) == {}
+    now[0] += 600  # past the TTL (and the host's challenge's 600 s): the full handshake again
+    assert verify()[hosts["basic"]] == "valid"
+    assert registry_calls(world) == {"basic.ping": 2}
 
 
 def test_the_overall_deadline_bounds_the_wait(world: Any, admin: Admin) -> None:
@@ -348,8 +347,7 @@ def test_the_overall_deadline_bounds_the_wait(world: Any, admin: Admin) -> None:
     admin.fault(service="registry", method="basic.ping", code="timeout", count=1)
     verifier = _verifier(world, time.monotonic, REGISTRY_TIMEOUT="5", REGISTRY_DEADLINE="0.5")
     secret = dockerconfig.parse({"auths": {world.registry.hosts()["basic"]: {"auth": GOOD}}}, source="t")
-    with ThreadPoolExecutor(2) as pool:
-        began = time.monotonic()
-        checks = verifier.start(secret, Deadline(30), pool.submit).result().checks
-        assert time.monotonic() - began < 2.0
+    began = time.monotonic()
+    checks = verifier.start(secret, Deadline(30)).result().checks
+    assert time.monotonic() - began < 2.0
     assert [c.result for c in checks.values()] == ["unreachable"]
