@@ -109,6 +109,8 @@ class RegistryEmulator:
         self._refresh: dict[str, str] = {}
         self._tokens: dict[str, str] = {}  # issued token -> service
         self.credentialed: dict[str, int] = {}
+        self._in_flight = 0
+        self.max_in_flight = 0  # the most requests served at once since the last reset
         self.reset()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -134,6 +136,7 @@ class RegistryEmulator:
             self._refresh = {DEFAULT_REFRESH_TOKEN: DEFAULT_USER}
             self._tokens = {}
             self.credentialed = dict.fromkeys(ROLES, 0)
+            self.max_in_flight = self._in_flight
 
     @property
     def ca_pem(self) -> bytes:
@@ -159,6 +162,7 @@ class RegistryEmulator:
                 "accounts": sorted(self._accounts),
                 "tokens_issued": len(self._tokens),
                 "credentialed": dict(self.credentialed),
+                "max_in_flight": self.max_in_flight,
             }
 
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -187,9 +191,18 @@ class RegistryEmulator:
     # -- the protocol ----------------------------------------------------------------------
     def handle_role(self, role: str, request: Request) -> Reply:
         authorization = request.header("Authorization")
-        if authorization:
-            with self._lock:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if authorization:
                 self.credentialed[role] += 1
+        try:
+            return self._serve(role, request, authorization)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _serve(self, role: str, request: Request, authorization: str | None) -> Reply:
         operation = "token" if role == "sso" else "ping"
         code = self.control.enter(f"{role}.{operation}")
         if code is not None:

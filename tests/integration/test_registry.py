@@ -351,3 +351,37 @@ def test_the_overall_deadline_bounds_the_wait(world: Any, admin: Admin) -> None:
     checks = verifier.start(secret, Deadline(30)).result().checks
     assert time.monotonic() - began < 2.0
     assert [c.result for c in checks.values()] == ["unreachable"]
+
+
+def _many(hosts: dict[str, str], tag: str, n: int) -> dict[str, Any]:
+    """n registry keys on the Basic host, each with a credential of its own (distinct fingerprints)."""
+    return {f"{hosts['basic']}/{tag}{i}": {"auth": GOOD, "email": f"{tag}{i}@example.com"} for i in range(n)}
+
+
+def test_one_event_runs_at_most_four_handshakes_at_once(
+    make_adapter: Callable[..., Adapter], admin: Admin, world: Any
+) -> None:
+    hosts = world.registry.hosts()
+    seed(admin, "cls-reg-fanout", _many(hosts, "ns", 10))
+    admin.fault(service="registry", method="*", latency_ms=100)
+    adapter = make_adapter("report")
+    world.registry.reset()
+    assert deliver(adapter, "cls-reg-fanout") == "applied"
+    checks = last_body(admin, "cls-reg-fanout")["data"]["registry_checks"]
+    assert [c["result"] for c in checks] == ["valid"] * 10
+    assert 2 <= world.registry.state()["max_in_flight"] <= 4
+
+
+def test_the_process_runs_at_most_registry_concurrency_handshakes_at_once(
+    make_adapter: Callable[..., Adapter], admin: Admin, world: Any
+) -> None:
+    hosts = world.registry.hosts()
+    clusters = [f"cls-reg-proc{i}" for i in range(3)]
+    for i, cid in enumerate(clusters):
+        seed(admin, cid, _many(hosts, f"p{i}-", 4))
+    admin.fault(service="registry", method="*", latency_ms=100)
+    adapter = make_adapter("report", REGISTRY_CONCURRENCY="2")
+    world.registry.reset()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        assert list(pool.map(lambda cid: deliver(adapter, cid), clusters)) == ["applied"] * 3
+    assert world.registry.state()["max_in_flight"] == 2
