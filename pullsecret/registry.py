@@ -218,7 +218,6 @@ class Credential:
 
     kind: str  # "basic" | "identity" (OAuth2 refresh token) | "registry" (a bearer token as is)
     secret: str = field(repr=False)  # basic: base64 of user:password; else the token
-    username: str = field(default="", repr=False)
 
     def __repr__(self) -> str:
         return f"Credential(kind={self.kind!r}, <redacted>)"
@@ -245,7 +244,7 @@ def credential_of(entry: Mapping[str, Any]) -> Credential | None:
         return Credential("basic", padded)
     user, password = entry.get("username"), entry.get("password")
     if isinstance(user, str) and isinstance(password, str) and user and password:
-        return Credential("basic", base64.b64encode(f"{user}:{password}".encode()).decode("ascii"), user)
+        return Credential("basic", base64.b64encode(f"{user}:{password}".encode()).decode("ascii"))
     return None
 
 
@@ -510,7 +509,6 @@ class RegistryVerifier:
                 session.headers["User-Agent"] = _USER_AGENT
                 adapter = HTTPAdapter(pool_maxsize=self.settings.registry_concurrency, max_retries=0)
                 session.mount("https://", adapter)
-                session.mount("http://", HTTPAdapter(max_retries=0))
                 self._session = session
             return self._session
 
