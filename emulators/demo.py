@@ -21,6 +21,7 @@ import requests
 
 from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
+from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
 from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
 
 CLUSTER_ID = "cls-demo01"
@@ -28,12 +29,24 @@ TOPIC = "hyperfleet-cluster-events"
 SOURCE_SECRET = "platform-pull-secret"
 # A made-up credential: the demo never prints it, and checks that the function's logs do not either.
 DEMO_PASSWORD = "demo-Pa55w0rd-not-real"
-DEMO_PULL_SECRET = {
-    "auths": {
-        "registry.redhat.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
-        "quay.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
+
+
+def demo_pull_secret(registries: dict[str, str]) -> dict[str, Any]:
+    """The registry emulator's hosts, which the function verifies (REGISTRY_VERIFICATION=report): a token
+    registry with its token service on a second host, a Basic one, an anonymous one, a credential the Basic
+    registry refuses (Health turns False, the pull secret is applied all the same), and a key that is no
+    image registry (skipped)."""
+    good = base64.b64encode(f"{DEFAULT_USER}:{DEFAULT_PASSWORD}".encode()).decode()
+    wrong = base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()
+    return {
+        "auths": {
+            registries["token"]: {"auth": good},
+            registries["basic"]: {"auth": good},
+            registries["anonymous"]: {"auth": good},
+            f"{registries['basic']}/demo": {"auth": wrong},
+            "cloud.openshift.com": {"auth": wrong},
+        }
     }
-}
 
 
 class DemoFailure(Exception):
@@ -63,7 +76,7 @@ def sentinel_event(generation: int) -> dict[str, Any]:
 def seed(stack: Stack) -> None:
     admin = stack.admin.url
     hf = stack.hyperfleet.url + "/_emulator"
-    payload = base64.b64encode(json.dumps(DEMO_PULL_SECRET).encode()).decode()
+    payload = base64.b64encode(json.dumps(demo_pull_secret(stack.registry.hosts())).encode()).decode()
     calls = [
         (
             "PUT",
@@ -188,6 +201,7 @@ def run(workdir: Path) -> None:
             raise DemoFailure(f"expected one version after the first event, found {len(versions)}")
 
         resource_version = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
+        registry_calls = sum(stack.book.calls().get("registry", {}).values())
         say("\n2. The same event delivered again: " + deliver(stack, function, sentinel_event(1)))
         second = wait_for_report(stack, 2)
         versions_after = show(stack, second)
@@ -201,10 +215,13 @@ def run(workdir: Path) -> None:
             or (kube_after["metadata"]["resourceVersion"] != resource_version["metadata"]["resourceVersion"])
         ):
             raise DemoFailure("the repeat rewrote the Kubernetes Secret")
-        say("   -> no new Secret Manager version, Kubernetes Secret not rewritten.")
+        repeat_calls = sum(stack.book.calls().get("registry", {}).values()) - registry_calls
+        if repeat_calls:
+            raise DemoFailure(f"the repeat called the registries {repeat_calls} times (each credential was known)")
+        say("   -> no new Secret Manager version, Kubernetes Secret not rewritten, no registry called.")
 
         log = function.output()
-        if DEMO_PASSWORD in log:
+        if DEMO_PASSWORD in log or DEFAULT_PASSWORD in log:
             raise DemoFailure("the credential appeared in the function's logs")
         outcomes = [json.loads(line) for line in log.splitlines() if line.startswith("{") and '"reconcile"' in line]
         say("\nThe function's reconcile log lines:")

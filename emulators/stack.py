@@ -27,6 +27,7 @@ from emulators.iam_terraform import Grant, service_account_grants
 from emulators.kubernetes import KubernetesEmulator
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
+from emulators.registry import RegistryEmulator
 from emulators.secretmanager import SecretManagerEmulator
 
 PROJECT_ID = "hf-demo-project"
@@ -80,6 +81,8 @@ class Stack:
         self.hyperfleet = HyperFleetEmulator(
             self.book, status_method=status_method, token_file=self.token_file, validate=validate_contract
         )
+        self.registry = RegistryEmulator(self.book)
+        self.registry_ca_file = os.path.join(self.workdir, "registry-ca.pem")
         self.pubsub: PubSubEmulator | None = None
         self._want_pubsub = pubsub
         self._grant_all = grant_all_namespaces
@@ -97,6 +100,7 @@ class Stack:
             "gke": self.gke,
             "kubernetes": self.kubernetes,
             "hyperfleet": self.hyperfleet,
+            "registry": self.registry,
         }
         if self.pubsub is not None:
             found["pubsub"] = self.pubsub
@@ -110,6 +114,9 @@ class Stack:
         self.gke.start()
         self.kubernetes.start()
         self.hyperfleet.start()
+        self.registry.start()
+        with open(self.registry_ca_file, "wb") as fh:
+            fh.write(self.registry.ca_pem)
         if self._want_pubsub:
             available, _reason = PubSubEmulator.available()
             if available:
@@ -186,6 +193,8 @@ class Stack:
             "GCE_METADATA_IP": self.metadata.address,
             "HYPERFLEET_API_URL": self.hyperfleet.url,
             "HYPERFLEET_API_TOKEN_FILE": self.token_file,
+            # The registry emulator's CA: pull-secret keys naming its hosts (`registry` below) verify over HTTPS.
+            "REGISTRY_CA_BUNDLE": self.registry_ca_file,
         }
         if self.pubsub is not None:
             env["PUBSUB_EMULATOR_HOST"] = self.pubsub.address
@@ -198,6 +207,7 @@ class Stack:
             "gke": self.gke.address,
             "kubernetes": f"https://{self.kubernetes.address}",
             "hyperfleet": self.hyperfleet.url,
+            "registry": self.registry.hosts(),
             "pubsub": self.pubsub.address if self.pubsub is not None else None,
             "admin": self.admin.url,
             "management_cluster": MANAGEMENT_CLUSTER,

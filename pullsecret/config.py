@@ -24,6 +24,9 @@ ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
 MERGE_PRECEDENCES = ("platform", "cluster")
+REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
+# Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
+REGISTRY_SKIP_DEFAULT = ("cloud.openshift.com",)
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,14 @@ class Settings:
     merge_canonical_registries: bool = False
     adapter_topic: str | None = None
     rotation_publish_rate: float = 20.0
+    registry_verification: str = "report"
+    registry_skip_hosts: tuple[str, ...] = REGISTRY_SKIP_DEFAULT
+    registry_token_scopes: tuple[tuple[str, str], ...] = ()
+    registry_timeout_s: float = 5.0
+    registry_deadline_s: float = 15.0
+    registry_cache_ttl_s: float = 3600.0
+    registry_concurrency: int = 16
+    registry_ca_bundle: str | None = None
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -186,6 +197,19 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     if topic is not None and not TOPIC_RE.match(topic):
         raise ConfigError(f"ADAPTER_TOPIC must be projects/P/topics/T, got {topic!r}")
 
+    verification = (_get(env, "REGISTRY_VERIFICATION") or "report").lower()
+    if verification not in REGISTRY_VERIFICATION_MODES:
+        raise ConfigError(f"REGISTRY_VERIFICATION must be one of {REGISTRY_VERIFICATION_MODES}, got {verification!r}")
+    scopes: list[tuple[str, str]] = []
+    for pair in _list(env, "REGISTRY_TOKEN_SCOPES", ()):
+        host, sep, scope = pair.partition("=")
+        if not sep or not host.strip() or not scope.strip():
+            raise ConfigError(f"REGISTRY_TOKEN_SCOPES must list host=scope pairs, got {pair!r}")
+        scopes.append((host.strip().lower(), scope.strip()))
+    ca_bundle = _get(env, "REGISTRY_CA_BUNDLE")
+    if ca_bundle is not None and not os.path.isfile(ca_bundle):
+        raise ConfigError(f"REGISTRY_CA_BUNDLE names no readable file: {ca_bundle!r}")
+
     return Settings(
         hyperfleet_api_url=url.rstrip("/"),
         hyperfleet_api_token_file=token_file,
@@ -218,4 +242,12 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         merge_canonical_registries=canonical in ("true", "1", "yes"),
         adapter_topic=topic,
         rotation_publish_rate=_number(env, "ROTATION_PUBLISH_RATE", 20.0, minimum=0.1, maximum=1000),
+        registry_verification=verification,
+        registry_skip_hosts=tuple(h.lower() for h in _list(env, "REGISTRY_SKIP_HOSTS", REGISTRY_SKIP_DEFAULT)),
+        registry_token_scopes=tuple(scopes),
+        registry_timeout_s=_number(env, "REGISTRY_TIMEOUT", 5.0, minimum=0.1, maximum=60),
+        registry_deadline_s=_number(env, "REGISTRY_DEADLINE", 15.0, minimum=0.1, maximum=300),
+        registry_cache_ttl_s=_number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
+        registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
+        registry_ca_bundle=ca_bundle,
     )

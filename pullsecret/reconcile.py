@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import dockerconfig, kubesecret, lineage, preconditions, secretstore, status
+from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry, secretstore, status
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
@@ -65,6 +65,7 @@ class Reconciler:
         kube: KubeSecrets,
         pool: ThreadPoolExecutor,
         identity_email: str | None,
+        registries: registry.RegistryVerifier | None = None,
     ) -> None:
         self.settings = settings
         self.hyperfleet = hyperfleet
@@ -74,6 +75,7 @@ class Reconciler:
         self.pool = pool
         self.identity_email = identity_email
         self._platform: tuple[bytes, PullSecret] | None = None
+        self.registries = registries or registry.RegistryVerifier(settings)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -131,7 +133,10 @@ class Reconciler:
                 reason=exc.reason,
                 service=exc.service,
             )
-            report = status.terminal_failure(generation, exc.reason, exc.message, phase=status.phase_of(exc.service))
+            data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
+            report = status.terminal_failure(
+                generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service)
+            )
             return self._report(cluster_id, "terminal", report)
 
     # -- steps ------------------------------------------------------------------------------
@@ -271,11 +276,15 @@ class Reconciler:
         latest_future = self._submit(self.store.latest, secret_name, deadline)
         try:
             merged = self._pull_secret(act, deadline)
+            # Registry handshakes (new fingerprints only) overlap the reads below and, in report mode, the writes.
+            checks = self.registries.start(merged.secret, deadline)
             cluster_name = str(cluster.get("name") or cluster_id)
             # Every read first (the management cluster, the live Secret, the newest version), so that a
             # terminal problem on one side leaves nothing written on the other.
             latest = latest_future.result()
             api, live = live_future.result()
+            if checks is not None and checks.mode == "enforce":
+                checks.result().enforce()  # a refused credential: terminal, nothing written
             with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id) as fields:
                 stored = self.store.store(
                     project=act.project_id,
@@ -307,7 +316,8 @@ class Reconciler:
         if merged.shadowed:
             data["shadowed"] = [dict(d) for d in merged.shadowed[:50]]
         if stored.stale:
-            return self._report(cluster_id, "stale", status.stale(act.generation, stored.recorded_generation, data))
+            report = status.stale(act.generation, stored.recorded_generation, data)
+            return self._report(cluster_id, "stale", _with_registries(report, checks))
 
         desired = DesiredSecret(
             namespace=placement.namespace,
@@ -354,7 +364,8 @@ class Reconciler:
                     verified.result()
         data["kubernetes_resource_version"] = applied.resource_version
         if applied.stale:
-            return self._report(cluster_id, "stale", status.stale(act.generation, applied.recorded_generation, data))
+            report = status.stale(act.generation, applied.recorded_generation, data)
+            return self._report(cluster_id, "stale", _with_registries(report, checks))
         if applied.written and not stored.written and live is not None:
             data.setdefault("repaired", "kubernetes_secret")
         elif applied.written and live is None and not stored.written:
@@ -368,7 +379,7 @@ class Reconciler:
         return self._report(
             cluster_id,
             "applied" if changed else "unchanged",
-            status.provisioned(act.generation, changed=changed, data=data),
+            _with_registries(status.provisioned(act.generation, changed=changed, data=data), checks),
         )
 
     def _retention(self, version_name: str, kubernetes_points_at: str) -> dict[str, Any]:
@@ -395,3 +406,14 @@ class Reconciler:
             log.warning(f"version retention skipped: {exc.message}", operation="secretmanager.retention")
             return {"keep": self.settings.retain_versions, "error": exc.reason}
         return {"keep": self.settings.retain_versions, "destroyed": list(result.destroyed)}
+
+
+def _with_registries(report: status.Report, checks: registry.Pending | None) -> status.Report:
+    """Add each registry's answer to `data`; in report mode a refused credential turns Health False."""
+    if checks is None:
+        return report
+    verification = checks.result()
+    report.data.update(verification.data())
+    if verification.rejected and verification.mode == "report":
+        return status.registry_rejected(report, verification.rejected)
+    return report

@@ -15,7 +15,7 @@ enforces or advises (contract.md §2, hyperfleet-api 2026) and how the reports f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ RESOURCES_SKIPPED = "ResourcesSkipped"
 PHASE_PRECONDITIONS = "preconditions"  # reading and judging the cluster (HyperFleet API)
 PHASE_RESOURCES = "resources"  # Secret Manager, GKE, the Kubernetes Secret
 PHASE_UNKNOWN = "unknown"  # the framework's own word when the phase is not known
+PHASE_REGISTRY = "registry"  # REGISTRY_VERIFICATION: a registry refused the pull secret's credential
 
 
 def execution_failed(phase: str) -> str:
@@ -173,3 +174,19 @@ def finalized(generation: int, message: str, data: dict[str, Any]) -> Report:
         ),
         data,
     )
+
+
+def registry_rejected(report: Report, registries: list[str]) -> Report:
+    """REGISTRY_VERIFICATION=report: the pull secret was applied, but registries refused their credential.
+
+    Health turns False (the HyperFleet reason vocabulary's ExecutionFailed:<phase>); Available is untouched.
+    """
+    names = ", ".join(registries[:10]) + (f" and {len(registries) - 10} more" if len(registries) > 10 else "")
+    health = Condition(
+        "Health",
+        "False",
+        execution_failed(PHASE_REGISTRY),
+        f"the registry refused the pull secret's credential for {names}; the pull secret was applied anyway "
+        "(REGISTRY_VERIFICATION=report); see data.registry_checks",
+    )
+    return replace(report, conditions=tuple(health if c.type == "Health" else c for c in report.conditions))

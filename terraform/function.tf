@@ -30,6 +30,7 @@ locals {
     SECRET_KMS_KEY                = var.secret_kms_key
     DELETION_POLICY               = var.deletion_policy
     RETAIN_VERSIONS               = tostring(var.retain_versions)
+    REGISTRY_VERIFICATION         = var.registry_verification
     # Source rotation (rotation.tf): where the fan-out publishes one reconcile event per cluster
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
     ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""

@@ -155,6 +155,17 @@ variable "rotation_publish_rate" {
   }
 }
 
+variable "registry_verification" {
+  description = "REGISTRY_VERIFICATION: check each new registry credential with its registry: off, report (status only) or enforce (a refused credential blocks the write). The registries must be reachable through the function's egress."
+  type        = string
+  default     = "report"
+
+  validation {
+    condition     = contains(["off", "report", "enforce"], var.registry_verification)
+    error_message = "The registry_verification must be off, report or enforce."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Where secrets live and come from
 # ---------------------------------------------------------------------------

@@ -76,6 +76,9 @@ def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         "LOG_LEVEL": "INFO",
         "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),
         "GOOGLE_CLOUD_PROJECT": "hf-demo-project",
+        # The shared pull secrets name real registries, never contacted from tests; tests/integration/
+        # test_registry.py turns verification on against the registry emulator's hosts.
+        "REGISTRY_VERIFICATION": "off",
     }
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     for key, value in env.items():
