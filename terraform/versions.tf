@@ -1,6 +1,6 @@
 terraform {
-  # terraform_data (dead-letter step) needs 1.4+; lifecycle preconditions need 1.2+.
-  required_version = ">= 1.5.0"
+  # Validations that refer to other variables (variables.tf) need 1.9+; terraform_data 1.4+.
+  required_version = ">= 1.9.0"
 
   required_providers {
     google = {
