@@ -119,7 +119,7 @@ resource "google_artifact_registry_repository" "functions" {
 }
 
 resource "google_cloudfunctions2_function" "adapter" {
-  # checkov:skip=CKV_GCP_124:ingress_settings defaults to ALLOW_ALL so an operator holding roles/run.invoker can run `gcloud functions call` (README, Manual trigger); Cloud Run IAM still refuses every unauthenticated or non-invoker request (no allUsers grant exists). Set ALLOW_INTERNAL_ONLY to close the URL.
+  # checkov:skip=CKV_GCP_124:ingress_settings defaults to ALLOW_ALL so an operator holding roles/run.invoker can run `gcloud functions call` (README, Manual trigger); Cloud Run IAM still refuses every unauthenticated or non-invoker request (no public grant exists). Set ALLOW_INTERNAL_ONLY to close the URL.
   project     = var.project_id
   location    = var.region
   name        = var.function_name
