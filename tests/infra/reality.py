@@ -69,3 +69,16 @@ def terraform(minimum: tuple[int, int]) -> tuple[Path | None, str]:
 def gcloud() -> Path | None:
     found = shutil.which("gcloud")
     return Path(found) if found else None
+
+
+def terraform_env(work: Path) -> dict[str, str]:
+    """An environment for an offline terraform run in WORK (no CLI config, no checkpoint calls)."""
+    cli_config = work / "terraformrc"
+    cli_config.write_text("")
+    return {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(cli_config),
+        "TF_IN_AUTOMATION": "1",
+        "CHECKPOINT_DISABLE": "1",
+        "TF_DATA_DIR": str(work / "data"),
+    }
