@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.infra import gcloud_commands, reality
+from tests.infra import gcloud_commands, provider_schema, reality
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +88,35 @@ gcloud pubsub topics publish t --message="{
     assert words[0][-2:] == ["--add-topics=" + gcloud_commands.SHELL_VALUES["TOPIC"], "--quiet"]
     assert words[1][-1] == "--format=value(state)"
     assert words[2][-1] == '--message={\n  "a": "Yilj"}'
+
+
+def test_function_commands_name_the_deployed_function_and_send_fresh_events() -> None:
+    # Issue 10, defect 8: the README called "hyperfleet-pullsecret" and terraform/README.md sent a fixed
+    # publishTime (2026-01-01), which the function drops as older than MAX_EVENT_AGE.
+    import json
+    from datetime import UTC, datetime
+
+    import hcl2
+
+    with (gcloud_commands.REPOSITORY_ROOT / "terraform" / "variables.tf").open() as handle:
+        parsed = hcl2.load(handle, serialization_options=provider_schema.OPTIONS)
+    variables = {k: v for block in parsed["variable"] for k, v in block.items()}
+    function_name = variables["function_name"]["default"]
+    commands = gcloud_commands.repository_commands()
+    calls = 0
+    for command, words in zip(commands, gcloud_commands.expand(commands), strict=True):
+        if words[:1] != ["functions"]:
+            continue
+        positional = [w for w in words[2:] if not w.startswith("-")]
+        name = positional[1] if words[1] == "logs" else positional[0]
+        assert name == function_name, f"{command.source}: gcloud {' '.join(words[:2])} names {name!r}"
+        for word in words:
+            if not word.startswith("--cloud-event="):
+                continue
+            calls += 1
+            event = json.loads(word.removeprefix("--cloud-event="))
+            published = event["data"]["message"].get("publishTime")
+            if published is not None:
+                age = datetime.now(UTC) - datetime.fromisoformat(published.replace("Z", "+00:00"))
+                assert abs(age.total_seconds()) < 3600, f"{command.source}: publishTime {published} is not now"
+    assert calls >= 2

@@ -88,3 +88,17 @@ def test_the_check_catches_misspellings_and_the_wrong_provider(
         "google_pubsub_subscriptions.dead_letter (google 7.31.0): no such resource type",
     ):
         assert expected in problems, f"{expected!r} not reported in:\n{problems}"
+
+
+def test_a_committed_lock_file_stays_inside_the_checked_versions(schemas: dict[str, list[dict[str, Any]]]) -> None:
+    lock = TERRAFORM_DIR / ".terraform.lock.hcl"
+    if not lock.exists():
+        pytest.skip("terraform/.terraform.lock.hcl is not committed yet (terraform/README.md, What is checked where)")
+    locked = dict(
+        re.findall(
+            r'provider "registry\.terraform\.io/hashicorp/([\w-]+)" \{\s*version\s*=\s*"([0-9.]+)"', lock.read_text()
+        )
+    )
+    for provider in ("google", "google-beta"):
+        checked = sorted(version(s["version"]) for s in schemas[provider])
+        assert checked[0] <= version(locked[provider]) <= checked[-1], (provider, locked[provider], checked)
