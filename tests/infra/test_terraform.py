@@ -840,3 +840,20 @@ def test_dead_letter_script_sets_the_ack_deadline_and_the_policy(tmp_path: Path)
     for bad in ({"ACK_DEADLINE_SECONDS": "601"}, {"DEAD_LETTER_TOPIC": "projects/p/topics/t"}):
         result = subprocess.run(["bash", str(script)], env=env | bad, capture_output=True, text=True, check=False)
         assert result.returncode == 2, (bad, result.stderr)
+
+
+def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: Config) -> None:
+    # Issue 11, item 9: a private IP endpoint is reachable only through the cluster's VPC.
+    service = block(config.resource("google_cloudfunctions2_function", "adapter"), "service_config")
+    assert service["direct_vpc_egress"] == '${var.vpc_network == "" ? null : "VPC_EGRESS_${var.vpc_egress}"}'
+    (interface,) = [d["direct_vpc_network_interface"] for d in service["dynamic"]]
+    assert interface["for_each"] == '${var.vpc_network == "" ? [] : [var.vpc_network]}'
+    content = interface["content"][0]
+    assert content["network"] == "${direct_vpc_network_interface.value}"
+    assert content["subnetwork"] == '${var.vpc_subnetwork == "" ? null : var.vpc_subnetwork}'
+    for name in ("vpc_network", "vpc_subnetwork"):
+        assert config.variables[name]["default"] == "", name
+    assert config.variables["vpc_egress"]["default"] == "PRIVATE_RANGES_ONLY"
+    compute = config.resource("google_project_service", "compute")
+    assert compute["count"] == '${var.vpc_network == "" ? 0 : 1}'
+    assert "compute.googleapis.com" not in config.locals["required_apis"]  # would create the default network
