@@ -34,9 +34,11 @@ def test_the_schemas_are_the_ends_of_the_pinned_range(schemas: dict[str, list[di
     for provider in ("google", "google-beta"):
         block = re.search(rf"\n\s*{re.escape(provider)} = \{{(.*?)\}}", versions_tf, re.DOTALL)
         assert block, provider
-        low, high = re.fullmatch(
+        constraint = re.fullmatch(
             r'\s*source\s*=\s*"hashicorp/[\w-]+"\s*version\s*=\s*">= ([0-9.]+), < ([0-9.]+)"\s*', block.group(1)
-        ).groups()  # type: ignore[union-attr]
+        )
+        assert constraint, block.group(1)
+        low, high = constraint.groups()
         checked = sorted(version(s["version"]) for s in schemas[provider])
         assert checked[0][: len(version(low))] == version(low), (provider, checked, low)
         assert checked[-1] < version(high), (provider, checked, high)
