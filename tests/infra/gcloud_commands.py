@@ -241,7 +241,8 @@ def gcloud_environment(config_dir: str) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("CLOUDSDK_", "GOOGLE_", "GCE_")) or key == "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"
+        if not key.startswith(("CLOUDSDK_", "GOOGLE_", "GCE_"))
+        or key in ("CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "CLOUDSDK_PYTHON")
     }
     env.update(
         CLOUDSDK_CONFIG=config_dir,
