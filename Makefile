@@ -27,7 +27,7 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 
 # The google / google-beta provider schemas (both ends of terraform/versions.tf's range), read offline from the
 # hash-pinned CDK bindings in requirements-provider-schema.txt; only the extracted JSON is kept.
-$(SCHEMA_STAMP): requirements-provider-schema.txt tests/infra/provider_schema.py $(STAMP)
+$(SCHEMA_STAMP): requirements-provider-schema.txt tests/infra/provider_schema.py | $(STAMP)
 	rm -rf $(SCHEMA_DIR)
 	$(PY) -m tests.infra.provider_schema fetch requirements-provider-schema.txt $(SCHEMA_DIR)/wheels
 	$(PY) -m tests.infra.provider_schema build $(SCHEMA_DIR)/wheels $(SCHEMA_DIR)
