@@ -217,6 +217,18 @@ resource "google_cloud_run_v2_service_iam_member" "manual_invokers" {
   member   = each.value
 }
 
+# `gcloud functions call` first reads the function (GetFunction: cloudfunctions.functions.get) to find its
+# URL, then posts to it; viewer on this one function is that read.
+resource "google_cloudfunctions2_function_iam_member" "manual_invokers_viewer" {
+  for_each = toset(var.manual_invokers)
+
+  project        = var.project_id
+  location       = var.region
+  cloud_function = google_cloudfunctions2_function.adapter.name
+  role           = "roles/cloudfunctions.viewer"
+  member         = each.value
+}
+
 # Eventarc's push subscription authenticates as the trigger account: the Pub/Sub service agent
 # mints those OIDC tokens (needed explicitly in projects whose agent predates April 2021).
 resource "google_service_account_iam_member" "pubsub_agent_trigger_token" {

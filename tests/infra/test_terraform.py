@@ -766,6 +766,11 @@ def test_ingress_default_lets_an_invoker_call_the_function(config: Config) -> No
     assert ingress["default"] == "ALLOW_ALL"
     assert "run.invoker" in ingress["description"]
     assert config.variables["manual_invokers"]["default"] == []
+    # gcloud functions call (gen2) reads the function first (GetFunction) for its URL, then posts to it.
+    viewer = config.resource("google_cloudfunctions2_function_iam_member", "manual_invokers_viewer")
+    assert viewer["role"] == "roles/cloudfunctions.viewer"
+    assert viewer["for_each"] == "${toset(var.manual_invokers)}"
+    assert viewer["cloud_function"] == "${google_cloudfunctions2_function.adapter.name}"
 
 
 def test_trigger_ack_deadline_follows_the_function_timeout(config: Config) -> None:
