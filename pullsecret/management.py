@@ -25,8 +25,8 @@ from pullsecret.retrying import Deadline
 ENDPOINT_TTL_S = 3600.0
 UNREACHABLE = "ManagementClusterUnreachable"
 VPC_EGRESS_FIX = (
-    "configure Direct VPC egress for the function (terraform variables vpc_egress_network/vpc_egress_subnetwork) "
-    "and set VPC_EGRESS=true"
+    "configure Direct VPC egress for the function (terraform variables vpc_network/vpc_subnetwork, which also "
+    "set VPC_EGRESS=true)"
 )
 
 

@@ -6,7 +6,7 @@ import base64
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +88,19 @@ def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
     monkeypatch.setattr(_metadata, "_GCE_METADATA_HOST", env["GCE_METADATA_HOST"])
     return env
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """In CI (CI=true, or Cloud Build, which sets BUILDER_OUTPUT), a test skipped because the Cloud SDK's Pub/Sub
+    emulator cannot run is a failure: the delivery, dead-letter and rotation tests must not vanish silently."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or (os.environ.get("CI", "").lower() != "true" and "BUILDER_OUTPUT" not in os.environ):
+        return
+    from emulators.pubsub import PubSubEmulator
+
+    available, reason = PubSubEmulator.available()
+    if not available and reason in str(report.longrepr):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, which must run the Pub/Sub emulator tests: {reason}"

@@ -69,7 +69,7 @@ def test_repair_of_a_newest_version_disabled_by_hand_runs_within_terraforms_gran
 
 def test_secret_manager_denies_what_terraform_does_not_grant(runtime: tuple[Any, Any], world: Any) -> None:
     sm, _gke = runtime
-    # Granted: the function's own secrets (hyperfleet- condition) and create on the project.
+    # Granted: the function's own secrets (the ids SECRET_ID_TEMPLATE makes) and create on the project.
     sm.create_secret(
         parent=f"projects/{PROJECT_ID}",
         secret_id=SECRET_ID,
@@ -78,13 +78,18 @@ def test_secret_manager_denies_what_terraform_does_not_grant(runtime: tuple[Any,
     sm.add_secret_version(parent=SECRET, payload=smtypes.SecretPayload(data=b"x"))
     assert sm.get_secret_version(name=f"{SECRET}/versions/latest").name.endswith("/versions/1")
     with pytest.raises(gexc.NotFound):  # allowed, so the caller may learn that it does not exist
-        sm.get_secret(name=f"projects/{PROJECT_ID}/secrets/hyperfleet-missing", retry=None)
+        sm.get_secret(name=f"projects/{PROJECT_ID}/secrets/hyperfleet-cls-missing-pull-secret", retry=None)
     # The platform pull secret: payload only (roles/secretmanager.secretAccessor on that secret).
     world.secretmanager.seed_secret(PROJECT_ID, PLATFORM_SOURCE_SECRET, payloads=[b"{}"])
+    world.secretmanager.seed_secret(PROJECT_ID, "hyperfleet-api-token", payloads=[b"token"])
     assert sm.access_secret_version(name=f"projects/{PROJECT_ID}/secrets/{PLATFORM_SOURCE_SECRET}/versions/latest")
     denied = [
         lambda: sm.get_secret(name=f"projects/{PROJECT_ID}/secrets/{PLATFORM_SOURCE_SECRET}", retry=None),
         lambda: sm.get_secret(name=f"projects/{PROJECT_ID}/secrets/someone-elses", retry=None),
+        # Under the hyperfleet- prefix but not a name the template makes (issue 10, defect 4).
+        lambda: sm.access_secret_version(
+            name=f"projects/{PROJECT_ID}/secrets/hyperfleet-api-token/versions/latest", retry=None
+        ),
         lambda: sm.list_secrets(parent=f"projects/{PROJECT_ID}", retry=None),
         lambda: sm.enable_secret_version(name=f"{SECRET}/versions/1", retry=None),
         lambda: sm.create_secret(

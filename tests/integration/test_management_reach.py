@@ -68,7 +68,7 @@ def test_private_endpoint_without_vpc_egress_is_terminal_and_names_the_fix(
     cond = available(admin)
     assert cond["reason"] == "ManagementClusterUnreachable"
     assert "only a private endpoint" in cond["message"]
-    assert "Direct VPC egress" in cond["message"] and "vpc_egress_network" in cond["message"]
+    assert "Direct VPC egress" in cond["message"] and "vpc_network" in cond["message"]
     assert "MANAGEMENT_ENDPOINT=dns" in cond["message"]  # its DNS endpoint allows external traffic
 
 
