@@ -86,9 +86,15 @@ def test_secret_manager_denies_what_terraform_does_not_grant(runtime: tuple[Any,
     denied = [
         lambda: sm.get_secret(name=f"projects/{PROJECT_ID}/secrets/{PLATFORM_SOURCE_SECRET}", retry=None),
         lambda: sm.get_secret(name=f"projects/{PROJECT_ID}/secrets/someone-elses", retry=None),
-        # Under the hyperfleet- prefix but not a name the template makes (issue 10, defect 4).
-        lambda: sm.access_secret_version(
-            name=f"projects/{PROJECT_ID}/secrets/hyperfleet-api-token/versions/latest", retry=None
+        # Under the hyperfleet- prefix but not a name the template makes (issue 10, defect 4): the function may
+        # read its own token (secretAccessor), never add to, disable or destroy it.
+        lambda: sm.add_secret_version(
+            parent=f"projects/{PROJECT_ID}/secrets/hyperfleet-api-token",
+            payload=smtypes.SecretPayload(data=b"x"),
+            retry=None,
+        ),
+        lambda: sm.destroy_secret_version(
+            name=f"projects/{PROJECT_ID}/secrets/hyperfleet-api-token/versions/1", retry=None
         ),
         lambda: sm.list_secrets(parent=f"projects/{PROJECT_ID}", retry=None),
         lambda: sm.enable_secret_version(name=f"{SECRET}/versions/1", retry=None),
