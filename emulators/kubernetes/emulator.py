@@ -1,0 +1,244 @@
+"""The emulator: routing, the admin API and one request's path through auth to the verbs."""
+
+from __future__ import annotations
+
+import copy
+import socket
+import threading
+import urllib.parse
+from collections.abc import Callable
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from emulators.core import FaultBook, ServiceControl
+from emulators.kubernetes.access import Access, Rule
+from emulators.kubernetes.base import Json
+from emulators.kubernetes.http import Hangup, HttpsServing
+from emulators.kubernetes.status import ApiError, fault_error, forbidden, unauthorized
+from emulators.kubernetes.verbs import Request, Verbs
+from emulators.tlsutil import TLSMaterial
+
+
+class KubernetesEmulator(Verbs, Access, HttpsServing):
+    """A faithful-enough kube-apiserver for core/v1 Namespaces and Secrets, over HTTPS."""
+
+    service = "kubernetes"
+
+    def __init__(self, book: FaultBook, *, authenticate: Callable[[str], str | None] | None = None) -> None:
+        self.book = book
+        self.control = ServiceControl(book, self.service)
+        self._authenticate = authenticate
+        self._lock = threading.RLock()
+        self._rv = 0
+        self._namespaces: dict[str, Json] = {}
+        self._secrets: dict[tuple[str, str], Json] = {}
+        self._rules: list[Rule] = []
+        self._tokens: dict[str, str] = {}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._tls: TLSMaterial | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "resourceVersion": str(self._rv),
+                "namespaces": sorted(self._namespaces),
+                "secrets": [copy.deepcopy(self._secrets[k]) for k in sorted(self._secrets)],
+                "rbac": [r.to_json() for r in self._rules],
+                "tokens": len(self._tokens),
+            }
+
+    def reset(self) -> None:
+        """Forget namespaces, Secrets, RBAC and static tokens; resourceVersions keep growing."""
+        with self._lock:
+            self._namespaces.clear()
+            self._secrets.clear()
+            self._rules.clear()
+            self._tokens.clear()
+            self._bump()
+
+    def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """Serve an admin route (path relative to /kubernetes); see the module docstring."""
+        parts = [p for p in path.split("?", maxsplit=1)[0].split("/") if p]
+        body = body if body is not None else {}
+        try:
+            if method == "GET" and parts == ["state"]:
+                return 200, self.state()
+            if method == "POST" and parts == ["reset"]:
+                self.reset()
+                return 200, {}
+            if parts == ["rbac"] and method == "PUT":
+                verbs = body.get("verbs", ["*"])
+                resources = body.get("resources", ["*"])
+                if not isinstance(body.get("identity"), str) or not isinstance(verbs, list):
+                    return 400, {"error": "rbac needs identity (string) and verbs (list)"}
+                self.grant(body["identity"], str(body.get("namespace", "*")), verbs, resources)
+                return 200, self.state()["rbac"]
+            if parts == ["rbac"] and method == "DELETE":
+                self.revoke(str(body.get("identity", "")))
+                return 200, self.state()["rbac"]
+            if parts == ["tokens"] and method == "PUT":
+                if not isinstance(body.get("token"), str) or not isinstance(body.get("identity"), str):
+                    return 400, {"error": "tokens needs token and identity (strings)"}
+                self.add_token(body["token"], body["identity"])
+                return 200, {}
+            if len(parts) == 2 and parts[0] == "namespaces":
+                if method == "PUT":
+                    return 200, self.add_namespace(parts[1], body.get("labels"))
+                if method == "DELETE":
+                    if self.delete_namespace(parts[1]):
+                        return 200, {}
+                    return 404, {"error": f"namespace {parts[1]} not found"}
+            if len(parts) == 4 and parts[0] == "namespaces" and parts[2] == "secrets":
+                ns, name = parts[1], parts[3]
+                if method == "GET":
+                    found = self.get_secret(ns, name)
+                    return (200, found) if found else (404, {"error": f"secret {ns}/{name} not found"})
+                if method == "PUT":
+                    manager = body.get("manager") if "object" in body else None
+                    raw = copy.deepcopy(body.get("object", body))
+                    if not isinstance(raw, dict):
+                        return 400, {"error": "body must be a Secret object"}
+                    meta = raw.setdefault("metadata", {})
+                    meta["name"], meta["namespace"] = name, ns
+                    return 200, self.put_secret(raw, manager=manager)
+                if method == "DELETE":
+                    if self.delete_secret(ns, name):
+                        return 200, {}
+                    return 404, {"error": f"secret {ns}/{name} not found"}
+        except ApiError as exc:
+            return 400, {"error": exc.message}
+        except (ValueError, TypeError, AttributeError) as exc:
+            return 400, {"error": str(exc)}
+        return 404, {"error": f"no admin route {method} /kubernetes/{'/'.join(parts)}"}
+
+    @staticmethod
+    def route(method: str, path: str) -> tuple[str, str, str, str]:
+        """(verb, resource, namespace, name) of an API path; resource "" when unknown."""
+        parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
+        is_get = method == "GET"
+        if parts == ["version"]:
+            return "get", "version", "", ""
+        if parts in (["api"], ["api", "v1"]):
+            return "get", "discovery", "", ""
+        if parts[:2] != ["api", "v1"]:
+            return "", "", "", ""
+        rest = parts[2:]
+        collection_verbs = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}
+        item_verbs = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+        if rest == ["secrets"] and is_get:
+            return "list", "secrets", "", ""
+        if rest == ["namespaces"] and is_get:
+            return "list", "namespaces", "", ""
+        if len(rest) == 2 and rest[0] == "namespaces" and is_get:
+            return "get", "namespaces", rest[1], rest[1]
+        if len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "secrets":
+            return collection_verbs.get(method, ""), "secrets", rest[1], ""
+        if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "secrets":
+            return item_verbs.get(method, ""), "secrets", rest[1], rest[3]
+        return "", "", "", ""
+
+    def serve(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any, dict[str, str]]:
+        """Answer one API request: (status code, JSON body, extra headers); raises Hangup."""
+        verb, resource, namespace, name = self.route(method, path)
+        fault = self.control.enter(f"{verb or method.lower()}.{resource or 'unknown'}")
+        if fault in ("reset", "timeout"):
+            raise Hangup(fault)
+        if fault == "429-text":
+            return 429, b"Too many requests, please try again later.\n", {"Retry-After": "1"}
+        try:
+            if fault is not None:
+                raise fault_error(fault)
+            anonymous_ok = resource == "version"
+            user = self.identify(headers)
+            if user is None and not (anonymous_ok and "authorization" not in headers):
+                raise unauthorized()
+            if not verb or not resource:
+                if resource or (path.startswith("/api/v1/") and self.route("GET", path)[1]):
+                    raise ApiError(
+                        405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
+                    )
+                raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+            accept = headers.get("accept", "application/json")
+            if not any(t in accept for t in ("json", "*/*")) and accept.strip():
+                raise ApiError(
+                    406,
+                    "NotAcceptable",
+                    "the server was unable to respond with a content type that the client supports",
+                    {},
+                )
+            req = Request(
+                method,
+                verb,
+                resource,
+                namespace,
+                name,
+                urllib.parse.parse_qs(query, keep_blank_values=True),
+                headers,
+                body,
+            )
+            if resource in ("version", "discovery"):
+                return 200, self._discovery(path), {}
+            if not self.authorize(user or "", verb, resource, namespace):
+                raise forbidden(user or "system:anonymous", verb, resource, name, namespace)
+            return self._dispatch(req)
+        except ApiError as exc:
+            return exc.code, exc.status(), exc.headers
+
+    def _discovery(self, path: str) -> Json:
+        if path.rstrip("/") == "/version":
+            return {
+                "major": "1",
+                "minor": "33",
+                "gitVersion": "v1.33.5-gke.emulator",
+                "gitCommit": "0000000000000000000000000000000000000000",
+                "gitTreeState": "clean",
+                "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.24.6",
+                "compiler": "gc",
+                "platform": "linux/amd64",
+            }
+        if path.rstrip("/") == "/api":
+            return {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.address}],
+            }
+
+        def resource(name: str, kind: str, namespaced: bool, verbs: list[str], short: list[str]) -> Json:
+            out: Json = {
+                "name": name,
+                "singularName": kind.lower(),
+                "namespaced": namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }
+            if short:
+                out["shortNames"] = short
+            return out
+
+        return {
+            "kind": "APIResourceList",
+            "groupVersion": "v1",
+            "resources": [
+                resource(
+                    "namespaces",
+                    "Namespace",
+                    False,
+                    ["create", "delete", "get", "list", "patch", "update", "watch"],
+                    ["ns"],
+                ),
+                resource(
+                    "secrets",
+                    "Secret",
+                    True,
+                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                    [],
+                ),
+            ],
+        }
