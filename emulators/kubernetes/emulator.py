@@ -11,15 +11,17 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from emulators.core import FaultBook, ServiceControl
-from emulators.kubernetes.access import Access, Rule
+from emulators.kubernetes.admission import POLICY_KINDS
 from emulators.kubernetes.base import Json
 from emulators.kubernetes.http import Hangup, HttpsServing
 from emulators.kubernetes.status import ApiError, fault_error, forbidden, unauthorized
-from emulators.kubernetes.verbs import Request, Verbs
+from emulators.kubernetes.verbs import POLICY_RESOURCES, Request, Verbs
 from emulators.tlsutil import TLSMaterial
 
+ADMISSION_GROUP = "admissionregistration.k8s.io"
 
-class KubernetesEmulator(Verbs, Access, HttpsServing):
+
+class KubernetesEmulator(Verbs, HttpsServing):
     """A faithful-enough kube-apiserver for core/v1 Namespaces and Secrets, over HTTPS."""
 
     service = "kubernetes"
@@ -32,7 +34,10 @@ class KubernetesEmulator(Verbs, Access, HttpsServing):
         self._rv = 0
         self._namespaces: dict[str, Json] = {}
         self._secrets: dict[tuple[str, str], Json] = {}
-        self._rules: list[Rule] = []
+        self._rbac: dict[tuple[str, str, str], Json] = {}
+        self._granted = 0
+        self._policies: dict[str, Json] = {}
+        self._policy_bindings: dict[str, Json] = {}
         self._tokens: dict[str, str] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -47,7 +52,9 @@ class KubernetesEmulator(Verbs, Access, HttpsServing):
                 "resourceVersion": str(self._rv),
                 "namespaces": sorted(self._namespaces),
                 "secrets": [copy.deepcopy(self._secrets[k]) for k in sorted(self._secrets)],
-                "rbac": [r.to_json() for r in self._rules],
+                "rbac": self.rbac_state(),
+                "validatingadmissionpolicies": sorted(self._policies),
+                "validatingadmissionpolicybindings": sorted(self._policy_bindings),
                 "tokens": len(self._tokens),
             }
 
@@ -56,7 +63,9 @@ class KubernetesEmulator(Verbs, Access, HttpsServing):
         with self._lock:
             self._namespaces.clear()
             self._secrets.clear()
-            self._rules.clear()
+            self._rbac.clear()
+            self._policies.clear()
+            self._policy_bindings.clear()
             self._tokens.clear()
             self._bump()
 
@@ -77,6 +86,12 @@ class KubernetesEmulator(Verbs, Access, HttpsServing):
                     return 400, {"error": "rbac needs identity (string) and verbs (list)"}
                 self.grant(body["identity"], str(body.get("namespace", "*")), verbs, resources)
                 return 200, self.state()["rbac"]
+            if parts == ["manifests"] and method == "PUT":
+                documents = body.get("documents")
+                if not isinstance(documents, list):
+                    return 400, {"error": "manifests needs documents (a list of RBAC and admission policy objects)"}
+                self.apply_manifests(documents)
+                return 200, self.state()
             if parts == ["rbac"] and method == "DELETE":
                 self.revoke(str(body.get("identity", "")))
                 return 200, self.state()["rbac"]
@@ -122,8 +137,12 @@ class KubernetesEmulator(Verbs, Access, HttpsServing):
         is_get = method == "GET"
         if parts == ["version"]:
             return "get", "version", "", ""
-        if parts in (["api"], ["api", "v1"]):
+        if parts in (["api"], ["api", "v1"], ["apis"], ["apis", ADMISSION_GROUP], ["apis", ADMISSION_GROUP, "v1"]):
             return "get", "discovery", "", ""
+        if parts[:3] == ["apis", ADMISSION_GROUP, "v1"] and len(parts) in (4, 5) and parts[3] in POLICY_RESOURCES:
+            if method != "GET":
+                return "", parts[3], "", ""  # read-only here: the admin API seeds them
+            return ("get", parts[3], "", parts[4]) if len(parts) == 5 else ("list", parts[3], "", "")
         if parts[:2] != ["api", "v1"]:
             return "", "", "", ""
         rest = parts[2:]
@@ -181,14 +200,26 @@ class KubernetesEmulator(Verbs, Access, HttpsServing):
                 urllib.parse.parse_qs(query, keep_blank_values=True),
                 headers,
                 body,
+                user or "",
             )
             if resource in ("version", "discovery"):
                 return 200, self._discovery(path), {}
-            if not self.authorize(user or "", verb, resource, namespace):
-                raise forbidden(user or "system:anonymous", verb, resource, name, namespace)
+            group = ADMISSION_GROUP if resource in POLICY_RESOURCES else ""
+            if not self.authorize(user or "", verb, resource, namespace, name=name, group=group):
+                raise forbidden(user or "system:anonymous", verb, resource, name, namespace, group=group)
             return self._dispatch(req)
         except ApiError as exc:
             return exc.code, exc.status(), exc.headers
+
+    def apply_manifests(self, documents: list[Json]) -> None:
+        """Install RBAC objects and admission policies (e.g. emulators.kubernetes.manifests.render())."""
+        for doc in documents:
+            if doc.get("kind") in self.RBAC_KINDS:
+                self.put_rbac(doc)
+            elif doc.get("kind") in POLICY_KINDS:
+                self.put_policy(doc)
+            else:
+                raise ValueError(f"cannot install a {doc.get('kind')!r} here")
 
     def _discovery(self, path: str) -> Json:
         if path.rstrip("/") == "/version":

@@ -96,14 +96,22 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def forbidden(user: str, verb: str, resource: str, name: str, namespace: str) -> ApiError:
-    subject = f'{resource} "{name}"' if name else resource
+def forbidden(user: str, verb: str, resource: str, name: str, namespace: str, *, group: str = "") -> ApiError:
+    """RBAC's refusal (k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go, ForbiddenStatusError)."""
+    qualified = f"{resource}.{group}" if group else resource
+    subject = f'{qualified} "{name}"' if name else qualified
     where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    details: Json = {}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    details["kind"] = resource
     return ApiError(
         403,
         "Forbidden",
-        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group ""{where}',
-        _details(name, resource),
+        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "{group}"{where}',
+        details,
     )
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from emulators.kubernetes.access import Access
+from emulators.kubernetes.admission import Admission
 from emulators.kubernetes.base import Json, Path, _now
 from emulators.kubernetes.fields import (
     JsonPatchError,
@@ -38,6 +40,7 @@ from emulators.kubernetes.status import (
     already_exists,
     bad_request,
     conflict,
+    forbidden,
     invalid,
     not_found,
 )
@@ -51,6 +54,11 @@ PATCH_TYPES = (
     "application/apply-patch+yaml",
 )
 GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# admissionregistration.k8s.io/v1 objects the emulator serves (read-only over the API; seeded by the admin API)
+POLICY_RESOURCES = {
+    "validatingadmissionpolicies": ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyList"),
+    "validatingadmissionpolicybindings": ("ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBindingList"),
+}
 
 
 @dataclass
@@ -65,17 +73,20 @@ class Request:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: bytes
+    user: str = ""
 
     def param(self, key: str, default: str = "") -> str:
         return self.query.get(key, [default])[-1]
 
 
-class Verbs(Store):
+class Verbs(Store, Access, Admission):
     """The API verbs on Secrets (and reads of Namespaces): get, list, create, update, patch, apply, delete."""
 
     def _dispatch(self, req: Request) -> tuple[int, Any, dict[str, str]]:
         if req.param("watch") in ("true", "1"):
             raise bad_request("watch is not supported by this emulator")
+        if req.resource in POLICY_RESOURCES:
+            return self._get_policy(req)
         if req.resource == "namespaces":
             with self._lock:
                 if req.verb == "list":
@@ -95,6 +106,20 @@ class Verbs(Store):
             "deletecollection": self._delete_collection,
         }
         return handlers[req.verb](req)
+
+    def _get_policy(self, req: Request) -> tuple[int, Any, dict[str, str]]:
+        kind, list_kind = POLICY_RESOURCES[req.resource]
+        with self._lock:
+            stored = self._policies if kind == "ValidatingAdmissionPolicy" else self._policy_bindings
+            if req.verb == "list":
+                items = [stored[n] for n in sorted(stored)]
+                body = self._list(list_kind, items)
+                body["apiVersion"] = "admissionregistration.k8s.io/v1"
+                return 200, body, {}
+            found = stored.get(req.name)
+            if found is None:
+                raise not_found(f"{req.resource}.admissionregistration.k8s.io", req.name)
+            return 200, {"apiVersion": "admissionregistration.k8s.io/v1", **copy.deepcopy(found)}, {}
 
     def _list(self, kind: str, items: list[Json]) -> Json:
         stripped = []
@@ -214,6 +239,8 @@ class Verbs(Store):
             name = meta["name"]
             base = owners_of(obj) if meta.get("managedFields") else []
             _store_owners(obj, track_update(None, obj, base, self._manager(req), _now()))
+            # Validating admission runs after field validation and before storage (store.go Create).
+            self._admit(req, "CREATE", canonical(obj), None, dry)
             if (req.namespace, name) in self._secrets:
                 raise already_exists("secrets", name)
             if not dry:
@@ -237,6 +264,9 @@ class Verbs(Store):
         _store_owners(new, owners)
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         candidate = canonical(new)
+        # Admission sees every update, a no-op included: the no-op is only found at the storage layer
+        # (store.go Update runs updateValidation inside GuaranteedUpdate's tryUpdate, before the byte compare).
+        self._admit(req, "UPDATE", candidate, old, dry)
         if candidate == old or dry:
             return copy.deepcopy(old if candidate == old else candidate)
         candidate["metadata"]["resourceVersion"] = self._bump()
@@ -405,12 +435,22 @@ class Verbs(Store):
         if errs:
             raise invalid("Secret", req.name, errs)
         _store_owners(obj, owners)
+        # An apply that creates also needs the create verb (patch.go: withAuthorization on createValidation).
+        if not self.authorize(req.user, "create", "secrets", req.namespace, name=req.name):
+            raise forbidden(req.user, "create", "secrets", req.name, req.namespace)
+        self._admit(req, "CREATE", canonical(obj), None, dry)
         if not dry:
             meta["resourceVersion"] = self._bump()
         stored = canonical(obj)
         if not dry:
             self._secrets[(req.namespace, req.name)] = stored
         return 201, copy.deepcopy(stored), {}
+
+    def _admit(self, req: Request, operation: str, obj: Json | None, old: Json | None, dry: bool) -> None:
+        name = (obj or old or {}).get("metadata", {}).get("name", req.name)
+        self.admit(
+            operation=operation, user=req.user, namespace=req.namespace, name=name, obj=obj, old=old, dry_run=dry
+        )
 
     def _delete_options(self, req: Request) -> Json:
         if not req.body.strip():
@@ -443,6 +483,8 @@ class Verbs(Store):
                     f"Precondition failed: ResourceVersion in precondition: {rv}, "
                     f"ResourceVersion in object meta: {old['metadata']['resourceVersion']}",
                 )
+            # etcd3 store conditionalDelete: preconditions, then validateDeletion (admission) on the live object.
+            self._admit(req, "DELETE", None, old, dry)
             if not dry:
                 del self._secrets[(req.namespace, req.name)]
                 self._bump()
@@ -462,6 +504,8 @@ class Verbs(Store):
         dry = self._dry_run(req, "DeleteOptions")
         with self._lock:
             items = self._select(req)
+            for obj in items:
+                self._admit(req, "DELETE", None, obj, dry)
             if not dry:
                 for obj in items:
                     del self._secrets[(req.namespace, obj["metadata"]["name"])]
