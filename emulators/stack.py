@@ -21,6 +21,7 @@ from emulators.core import FaultBook
 from emulators.gke import GkeEmulator
 from emulators.hyperfleet import HyperFleetEmulator
 from emulators.kubernetes import KubernetesEmulator
+from emulators.kubernetes.manifests import render as render_manifests
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
 from emulators.secretmanager import SecretManagerEmulator
@@ -98,7 +99,7 @@ class Stack:
         return self
 
     def seed_defaults(self) -> None:
-        """The default management cluster and the runtime identity's Kubernetes rights."""
+        """The default management cluster, and on it the runtime identity's RBAC and admission policy."""
         self.gke.add_cluster(
             MANAGEMENT_CLUSTER,
             endpoint=self.kubernetes.address,
@@ -106,7 +107,8 @@ class Stack:
             dns_endpoint=MANAGEMENT_DNS,
         )
         if self._grant_all:
-            self.kubernetes.grant(RUNTIME_SA, "*")
+            # The project's RBAC and admission policy, rendered as Terraform renders them for this identity.
+            self.kubernetes.apply_manifests(render_manifests(RUNTIME_SA))
 
     def reset(self) -> None:
         """Drop all state, faults and counters; re-seed the defaults."""

@@ -65,7 +65,7 @@ class Adapter:
                         identity,
                         endpoint=settings.management_endpoint,
                     ),
-                    kube=KubeSecrets(settings.field_manager),
+                    kube=KubeSecrets(settings.field_manager, identity_email=identity.email),
                     pool=pool,
                     identity_email=identity.email,
                 )

@@ -165,7 +165,10 @@ class KubernetesEmulator(Verbs, HttpsServing):
     ) -> tuple[int, Any, dict[str, str]]:
         """Answer one API request: (status code, JSON body, extra headers); raises Hangup."""
         verb, resource, namespace, name = self.route(method, path)
-        fault = self.control.enter(f"{verb or method.lower()}.{resource or 'unknown'}")
+        call = f"{verb or method.lower()}.{resource or 'unknown'}"
+        if "dryRun=" in query:
+            call += ".dryrun"  # counted apart: a dry run writes nothing (the tests count writes by name)
+        fault = self.control.enter(call)
         if fault in ("reset", "timeout"):
             raise Hangup(fault)
         if fault == "429-text":

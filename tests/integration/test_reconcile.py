@@ -126,7 +126,7 @@ def test_duplicate_delivery_writes_nothing_new(adapter: Adapter, admin: Admin, w
     calls = admin.calls()
     # One read of the newest version (the access quota), no write.
     assert calls.get("secretmanager") == {"AccessSecretVersion": 1}, calls
-    assert set(calls.get("kubernetes", {})) == {"get.secrets"}
+    assert set(calls.get("kubernetes", {})) == {"patch.secrets.dryrun"}  # the probe: no read, no write
     assert sum(sum(m.values()) for s, m in calls.items() if s != "metadata") <= 5
     assert conditions(last_report(admin))["Available"]["status"] == "True"
 
@@ -294,8 +294,8 @@ def test_permission_denied_is_terminal(adapter: Adapter, admin: Admin, world: An
         ("secretmanager", "CreateSecret", "RESOURCE_EXHAUSTED"),
         ("gke", "GetCluster", "UNAVAILABLE"),
         ("kubernetes", "create.secrets", "503"),
-        ("kubernetes", "get.secrets", "429"),
-        ("kubernetes", "get.secrets", "reset"),
+        ("kubernetes", "patch.secrets.dryrun", "429"),
+        ("kubernetes", "patch.secrets.dryrun", "reset"),
         ("hyperfleet", "getClusterById", "503"),
         ("hyperfleet", "putClusterStatuses", "500"),
         ("hyperfleet", "getClusterStatuses", "reset"),
