@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 import socket
 import threading
@@ -19,6 +20,7 @@ from emulators.kubernetes.verbs import POLICY_RESOURCES, Request, Verbs
 from emulators.tlsutil import TLSMaterial
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
+JOURNAL_SIZE = 2000  # answers kept per emulator, for tests that check what a user was shown
 
 
 class KubernetesEmulator(Verbs, HttpsServing):
@@ -39,6 +41,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
         self._policies: dict[str, Json] = {}
         self._policy_bindings: dict[str, Json] = {}
         self._tokens: dict[str, str] = {}
+        self._journal: collections.deque[Json] = collections.deque(maxlen=JOURNAL_SIZE)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._tls: TLSMaterial | None = None
@@ -67,6 +70,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
             self._policies.clear()
             self._policy_bindings.clear()
             self._tokens.clear()
+            self._journal.clear()
             self._bump()
 
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -173,6 +177,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
             raise Hangup(fault)
         if fault == "429-text":
             return 429, b"Too many requests, please try again later.\n", {"Retry-After": "1"}
+        user: str | None = None
         try:
             if fault is not None:
                 raise fault_error(fault)
@@ -210,9 +215,22 @@ class KubernetesEmulator(Verbs, HttpsServing):
             group = ADMISSION_GROUP if resource in POLICY_RESOURCES else ""
             if not self.authorize(user or "", verb, resource, namespace, name=name, group=group):
                 raise forbidden(user or "system:anonymous", verb, resource, name, namespace, group=group)
-            return self._dispatch(req)
+            code, payload, extra = self._dispatch(req)
+            self._record(user, call, code, payload)
+            return code, payload, extra
         except ApiError as exc:
+            self._record(user, call, exc.code, exc.status())
             return exc.code, exc.status(), exc.headers
+
+    def _record(self, user: str | None, call: str, code: int, payload: Any) -> None:
+        if user is not None:
+            with self._lock:
+                self._journal.append({"user": user, "call": call, "code": code, "body": copy.deepcopy(payload)})
+
+    def answers(self, user: str) -> list[Json]:
+        """What the API answered `user`, newest last (bounded): {call, code, body}; tests assert what it saw."""
+        with self._lock:
+            return [{k: v for k, v in e.items() if k != "user"} for e in self._journal if e["user"] == user]
 
     def apply_manifests(self, documents: list[Json]) -> None:
         """Install RBAC objects and admission policies (e.g. emulators.kubernetes.manifests.render())."""
