@@ -118,7 +118,7 @@ def test_the_runtime_identity_cannot_read_any_secret(api: Api, other: Api) -> No
     attempts = [
         (lambda: api.read_namespaced_secret(NAME, NS), "get", f'secrets "{NAME}"', f'in the namespace "{NS}"'),
         (lambda: api.list_namespaced_secret(NS), "list", "secrets", f'in the namespace "{NS}"'),
-        (lambda: api.list_secret_for_all_namespaces(), "list", "secrets", "at the cluster scope"),
+        (api.list_secret_for_all_namespaces, "list", "secrets", "at the cluster scope"),
         (
             lambda: api.read_namespaced_secret("admin-kubeconfig", "kube-system"),
             "get",
