@@ -199,7 +199,11 @@ def _would_create_without_data(exc: ApiException) -> bool:
         return False
     details = _body(exc).get("details") or {}
     causes = details.get("causes") if isinstance(details, dict) else None
-    return any(isinstance(c, dict) and c.get("field") == f"data[{KEY}]" for c in causes or [])
+    # Exactly that one cause: a Secret of another type also lacks the key, but is refused for its type too.
+    return bool(causes) and all(
+        isinstance(c, dict) and c.get("field") == f"data[{KEY}]" and c.get("reason") == "FieldValueRequired"
+        for c in causes or []
+    )
 
 
 def _field_conflict(exc: ApiException) -> bool:
