@@ -250,6 +250,7 @@ def measure_path_only(plan: Plan) -> int:
     try:
         env = stack.function_env()
         apply_environment(env)
+        stack.reset()  # seeds the platform pull secret
         path_ids, base_ids = names("p-path", plan.path_events), names("p-base", plan.path_events)
         stack.seed_clusters(["p-warm", *path_ids, *base_ids])
         handler = inproc.FACTORIES["product"](env)
