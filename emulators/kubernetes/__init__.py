@@ -37,10 +37,13 @@ Admin routes (``handle_admin``; the stack mounts them under ``/kubernetes``):
 Fault injection: every request first calls ``control.enter("<verb>.<resource>")`` (``get.secrets``,
 ``list.secrets``, ``create.secrets``, ``update.secrets``, ``patch.secrets``, ``delete.secrets``,
 ``deletecollection.secrets``, ``get.namespaces``, ``list.namespaces``, ``get.discovery``,
-``get.version``, ``get.validatingadmissionpolicies``; a dry run adds ``.dryrun``).  Codes: an HTTP status (``"429"``, ``"500"``, ``"503"``, ``"504"``, any other
-4xx/5xx) answers with a Status body; ``"429-text"`` answers like API Priority and Fairness does
-(plain text plus Retry-After); ``"reset"`` drops the connection; ``"timeout"`` hangs for 30 s or
-until the client goes away.
+``get.version``, ``get.validatingadmissionpolicies``; a dry run adds ``.dryrun``).  Codes: an HTTP
+status (``"429"``, ``"500"``, ``"503"``, ``"504"``, any other 4xx/5xx) answers with a Status body;
+``"429-text"`` answers like API Priority and Fairness does (plain text plus Retry-After); ``"reset"``
+drops the connection; ``"timeout"`` hangs for 30 s or until the client goes away.
+
+``kubectl`` works against it too: discovery (``/api``, ``/apis``), SelfSubjectAccessReview (``kubectl auth
+can-i``) and server-side apply (``kubectl apply --server-side``).
 
 The parts: ``http`` (HTTPS serving), ``store`` (storage and resourceVersions), ``fields`` (patch and
 apply semantics, field ownership), ``validation``, ``access`` (authentication and authorization),

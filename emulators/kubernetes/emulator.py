@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import json
 import socket
 import threading
 import urllib.parse
@@ -20,6 +21,33 @@ from emulators.kubernetes.verbs import POLICY_RESOURCES, Request, Verbs
 from emulators.tlsutil import TLSMaterial
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
+AUTHORIZATION_GROUP = "authorization.k8s.io"
+# The API groups served besides core/v1, with their discovery (APIResourceList.resources).
+GROUPS: dict[str, list[Json]] = {
+    ADMISSION_GROUP: [
+        {
+            "name": name,
+            "singularName": kind.lower(),
+            "namespaced": False,
+            "kind": kind,
+            "verbs": ["get", "list"],
+        }
+        for name, kind in (
+            ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+            ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
+        )
+    ],
+    AUTHORIZATION_GROUP: [
+        {
+            "name": "selfsubjectaccessreviews",
+            "singularName": "selfsubjectaccessreview",
+            "namespaced": False,
+            "kind": "SelfSubjectAccessReview",
+            "verbs": ["create"],
+        }
+    ],
+}
+GROUPS_LIST = sorted(GROUPS)
 JOURNAL_SIZE = 2000  # answers kept per emulator, for tests that check what a user was shown
 
 
@@ -141,8 +169,12 @@ class KubernetesEmulator(Verbs, HttpsServing):
         is_get = method == "GET"
         if parts == ["version"]:
             return "get", "version", "", ""
-        if parts in (["api"], ["api", "v1"], ["apis"], ["apis", ADMISSION_GROUP], ["apis", ADMISSION_GROUP, "v1"]):
+        core_discovery = parts in (["api"], ["api", "v1"], ["apis"])
+        group_discovery = parts[:1] == ["apis"] and len(parts) in (2, 3) and parts[1] in GROUPS
+        if is_get and (core_discovery or group_discovery):
             return "get", "discovery", "", ""
+        if parts == ["apis", AUTHORIZATION_GROUP, "v1", "selfsubjectaccessreviews"] and method == "POST":
+            return "create", "selfsubjectaccessreviews", "", ""
         if parts[:3] == ["apis", ADMISSION_GROUP, "v1"] and len(parts) in (4, 5) and parts[3] in POLICY_RESOURCES:
             if method != "GET":
                 return "", parts[3], "", ""  # read-only here: the admin API seeds them
@@ -212,6 +244,9 @@ class KubernetesEmulator(Verbs, HttpsServing):
             )
             if resource in ("version", "discovery"):
                 return 200, self._discovery(path), {}
+            if resource == "selfsubjectaccessreviews":
+                # Any authenticated user may ask about itself (bootstrap ClusterRole system:basic-user).
+                return 201, self._access_review(user or "", body), {}
             group = ADMISSION_GROUP if resource in POLICY_RESOURCES else ""
             if not self.authorize(user or "", verb, resource, namespace, name=name, group=group):
                 raise forbidden(user or "system:anonymous", verb, resource, name, namespace, group=group)
@@ -242,7 +277,66 @@ class KubernetesEmulator(Verbs, HttpsServing):
             else:
                 raise ValueError(f"cannot install a {doc.get('kind')!r} here")
 
+    def _access_review(self, user: str, body: bytes) -> Json:
+        """SelfSubjectAccessReview (authorization.k8s.io/v1): RBAC's answer for the caller, as `kubectl auth can-i`."""
+        if body.startswith(PROTOBUF_MAGIC):  # kubectl sends built-in types as protobuf
+            review: Json = {"spec": {"resourceAttributes": _review_attributes(body)}}
+        else:
+            try:
+                review = json.loads(body or b"{}")
+            except ValueError as exc:
+                raise ApiError(400, "BadRequest", f"couldn't get version/kind; json parse error: {exc}") from None
+        attrs = ((review or {}).get("spec") or {}).get("resourceAttributes") or {}
+        allowed = self.authorize(
+            user,
+            str(attrs.get("verb", "")),
+            str(attrs.get("resource", "")),
+            str(attrs.get("namespace", "")),
+            name=str(attrs.get("name", "")),
+            group=str(attrs.get("group", "")),
+        )
+        status: Json = {"allowed": allowed}
+        if allowed:
+            status["reason"] = "RBAC: allowed by the emulator's RBAC objects"
+        return {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": review.get("spec") or {},
+            "status": status,
+        }
+
     def _discovery(self, path: str) -> Json:
+        parts = [p for p in path.split("/") if p]
+        if parts == ["apis"]:
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": group,
+                        "versions": [{"groupVersion": f"{group}/v1", "version": "v1"}],
+                        "preferredVersion": {"groupVersion": f"{group}/v1", "version": "v1"},
+                    }
+                    for group in GROUPS_LIST
+                ],
+            }
+        if parts[:1] == ["apis"] and len(parts) == 2:
+            version = {"groupVersion": f"{parts[1]}/v1", "version": "v1"}
+            return {
+                "kind": "APIGroup",
+                "apiVersion": "v1",
+                "name": parts[1],
+                "versions": [version],
+                "preferredVersion": version,
+            }
+        if parts[:1] == ["apis"] and len(parts) == 3:
+            return {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{parts[1]}/v1",
+                "resources": GROUPS[parts[1]],
+            }
         if path.rstrip("/") == "/version":
             return {
                 "major": "1",
@@ -294,3 +388,52 @@ class KubernetesEmulator(Verbs, HttpsServing):
                 ),
             ],
         }
+
+
+# k8s.io/apimachinery/pkg/runtime/serializer/protobuf: "k8s\x00" + runtime.Unknown{typeMeta=1, raw=2, ...}.
+PROTOBUF_MAGIC = b"k8s\x00"
+# authorization/v1 generated.proto: SelfSubjectAccessReview{spec=2}, spec{resourceAttributes=1},
+# ResourceAttributes{namespace=1, verb=2, group=3, version=4, resource=5, subresource=6, name=7}.
+_ATTRIBUTE_FIELDS = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name"}
+
+
+def _fields(data: bytes) -> dict[int, bytes]:
+    """The length-delimited fields of one protobuf message (the last of each number); others skipped."""
+    out: dict[int, bytes] = {}
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+
+    while pos < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            varint()
+        elif wire == 2:
+            size = varint()
+            out[number] = data[pos : pos + size]
+            pos += size
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise ApiError(400, "BadRequest", "unsupported protobuf wire type")
+    return out
+
+
+def _review_attributes(body: bytes) -> Json:
+    try:
+        raw = _fields(body[len(PROTOBUF_MAGIC) :]).get(2, b"")
+        spec = _fields(raw).get(2, b"")
+        attrs = _fields(_fields(spec).get(1, b""))
+    except IndexError:
+        raise ApiError(400, "BadRequest", "truncated protobuf body") from None
+    return {name: attrs[number].decode() for number, name in _ATTRIBUTE_FIELDS.items() if number in attrs}
