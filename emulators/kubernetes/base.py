@@ -9,11 +9,11 @@ Path = tuple[str, ...]
 Json = dict[str, Any]
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _rfc3339(value: Any) -> str:
+def rfc3339(value: Any) -> str:
     """Normalise a timestamp to the server's form (clients send e.g. +00:00 offsets back)."""
     if not isinstance(value, str) or not value:
         return ""

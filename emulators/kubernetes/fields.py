@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from emulators.kubernetes.base import Json, Path, _rfc3339
+from emulators.kubernetes.base import Json, Path, rfc3339
 from emulators.kubernetes.status import ApiError, bad_request
 
 # --------------------------------------------------------------------------------------------
@@ -48,14 +48,14 @@ def map_nodes(obj: Json) -> set[Path]:
     return {path for path in MAP_FIELDS if _get(obj, path)}
 
 
-def _set_leaf(obj: Json, path: Path, value: Any) -> None:
+def set_leaf(obj: Json, path: Path, value: Any) -> None:
     node = obj
     for part in path[:-1]:
         node = node.setdefault(part, {})
     node[path[-1]] = copy.deepcopy(value)
 
 
-def _del_leaf(obj: Json, path: Path) -> None:
+def del_leaf(obj: Json, path: Path) -> None:
     node: Any = obj
     for part in path[:-1]:
         node = node.get(part)
@@ -146,7 +146,7 @@ def owners_of(obj: Json) -> list[Owner]:
                 manager=str(entry.get("manager", "")),
                 operation=str(entry.get("operation", "Update")),
                 fields=parse_fields_v1(entry.get("fieldsV1", {})),
-                time=_rfc3339(entry.get("time")),
+                time=rfc3339(entry.get("time")),
                 api_version=str(entry.get("apiVersion", "v1")),
                 subresource=str(entry.get("subresource", "")),
             )
@@ -154,7 +154,7 @@ def owners_of(obj: Json) -> list[Owner]:
     return out
 
 
-def _store_owners(obj: Json, owners: list[Owner]) -> None:
+def store_owners(obj: Json, owners: list[Owner]) -> None:
     kept = [o.to_json() for o in owners if o.fields]
     if kept:
         obj["metadata"]["managedFields"] = kept
@@ -347,7 +347,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
     return doc
 
 
-def _apply_conflict(conflicts: list[tuple[Owner, Path]]) -> ApiError:
+def apply_conflict(conflicts: list[tuple[Owner, Path]]) -> ApiError:
     def path_text(path: Path) -> str:
         return "".join("." + part for part in path)
 

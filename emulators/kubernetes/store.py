@@ -6,8 +6,8 @@ import copy
 import threading
 import uuid
 
-from emulators.kubernetes.base import Json, _now
-from emulators.kubernetes.fields import _store_owners, track_update
+from emulators.kubernetes.base import Json, utc_now
+from emulators.kubernetes.fields import store_owners, track_update
 from emulators.kubernetes.validation import canonical, decode_secret
 
 
@@ -35,7 +35,7 @@ class Store:
                     "name": name,
                     "uid": str(uuid.uuid4()),
                     "resourceVersion": self._bump(),
-                    "creationTimestamp": _now(),
+                    "creationTimestamp": utc_now(),
                     "labels": {"kubernetes.io/metadata.name": name, **(labels or {})},
                 },
                 "spec": {"finalizers": ["kubernetes"]},
@@ -70,9 +70,9 @@ class Store:
             self.add_namespace(namespace)
             old = self._secrets.get((namespace, name))
             meta.setdefault("uid", old["metadata"]["uid"] if old else str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", old["metadata"]["creationTimestamp"] if old else _now())
+            meta.setdefault("creationTimestamp", old["metadata"]["creationTimestamp"] if old else utc_now())
             if manager is not None:
-                _store_owners(decoded, track_update(None, decoded, [], manager, _now()))
+                store_owners(decoded, track_update(None, decoded, [], manager, utc_now()))
             meta["resourceVersion"] = self._bump()
             stored = canonical(decoded)
             self._secrets[(namespace, name)] = stored

@@ -16,19 +16,19 @@ import yaml
 
 from emulators.kubernetes.access import Access
 from emulators.kubernetes.admission import Admission
-from emulators.kubernetes.base import Json, Path, _now
+from emulators.kubernetes.base import Json, Path, utc_now
 from emulators.kubernetes.fields import (
     JsonPatchError,
     Owner,
-    _apply_conflict,
-    _del_leaf,
-    _set_leaf,
-    _store_owners,
+    apply_conflict,
+    del_leaf,
     json_patch,
     leaves,
     map_nodes,
     merge_patch,
     owners_of,
+    set_leaf,
+    store_owners,
     strategic_merge_patch,
     track_update,
 )
@@ -230,7 +230,7 @@ class Verbs(Store, Access, Admission):
             for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"):
                 meta.pop(key, None)
             meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = _now()
+            meta["creationTimestamp"] = utc_now()
             errs = validate_secret(obj)
             if errs:
                 raise invalid("Secret", meta.get("name", ""), errs)
@@ -238,7 +238,7 @@ class Verbs(Store, Access, Admission):
                 raise ApiError(500, "Unknown", "resourceVersion should not be set on objects to be created")
             name = meta["name"]
             base = owners_of(obj) if meta.get("managedFields") else []
-            _store_owners(obj, track_update(None, obj, base, self._manager(req), _now()))
+            store_owners(obj, track_update(None, obj, base, self._manager(req), utc_now()))
             # Validating admission runs after field validation and before storage (store.go Create).
             self._admit(req, "CREATE", canonical(obj), None, dry)
             if (req.namespace, name) in self._secrets:
@@ -261,7 +261,7 @@ class Verbs(Store, Access, Admission):
         errs = validate_secret(new, old)
         if errs:
             raise invalid("Secret", req.name, errs)
-        _store_owners(new, owners)
+        store_owners(new, owners)
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         candidate = canonical(new)
         # Admission sees every update, a no-op included: the no-op is only found at the storage layer
@@ -299,7 +299,7 @@ class Verbs(Store, Access, Admission):
                 raise not_found("secrets", req.name)
             self._preconditions(req, obj, old)
             base = owners_of(obj) if "managedFields" in obj["metadata"] else owners_of(old)
-            owners = track_update(old, obj, base, self._manager(req), _now())
+            owners = track_update(old, obj, base, self._manager(req), utc_now())
             return 200, self._commit_update(req, old, obj, owners, dry), _warning_headers(warnings)
 
     def _patch(self, req: Request) -> tuple[int, Any, dict[str, str]]:
@@ -360,7 +360,7 @@ class Verbs(Store, Access, Admission):
             self._check_namespace(obj, req.namespace)
             self._preconditions(req, obj, old)
             base = owners_of(obj)
-            owners = track_update(old, obj, base, self._manager(req), _now())
+            owners = track_update(old, obj, base, self._manager(req), utc_now())
             return 200, self._commit_update(req, old, obj, owners, dry), _warning_headers(warnings)
 
     def _apply(self, req: Request, force: bool, dry: bool) -> tuple[int, Any, dict[str, str]]:
@@ -376,7 +376,7 @@ class Verbs(Store, Access, Admission):
             raise bad_request("metadata.managedFields must be nil")
         self._check_namespace(applied, req.namespace)
         manager = req.param("fieldManager")
-        now = _now()
+        now = utc_now()
         with self._lock:
             old = self._secrets.get((req.namespace, req.name))
             if old is None and req.namespace not in self._namespaces:
@@ -400,18 +400,18 @@ class Verbs(Store, Access, Admission):
                 if path in live_leaves and live_leaves[path] != applied_leaves[path]:
                     conflicts += [(o, path) for o in owners if o.key() != key and path in o.fields]
             if conflicts and not force:
-                raise _apply_conflict(conflicts)
+                raise apply_conflict(conflicts)
             for owner, path in conflicts:
                 owner.fields.discard(path)
             merged = copy.deepcopy(live)
             for path, value in applied_leaves.items():
-                _set_leaf(merged, path, value)
+                set_leaf(merged, path, value)
             others: set[Path] = set()
             for owner in owners:
                 if owner.key() != key:
                     others |= owner.fields
             for path in last - set(applied_leaves) - others:
-                _del_leaf(merged, path)
+                del_leaf(merged, path)
             if mine is None:
                 mine = Owner(manager, "Apply", set(), now)
                 owners.append(mine)
@@ -430,11 +430,11 @@ class Verbs(Store, Access, Admission):
         meta = obj["metadata"]
         meta.pop("resourceVersion", None)
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = _now()
+        meta["creationTimestamp"] = utc_now()
         errs = validate_secret(obj)
         if errs:
             raise invalid("Secret", req.name, errs)
-        _store_owners(obj, owners)
+        store_owners(obj, owners)
         # An apply that creates also needs the create verb (patch.go: withAuthorization on createValidation).
         if not self.authorize(req.user, "create", "secrets", req.namespace, name=req.name):
             raise forbidden(req.user, "create", "secrets", req.name, req.namespace)
