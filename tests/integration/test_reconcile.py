@@ -431,6 +431,9 @@ def test_management_cluster_credentials_are_fetched_once(adapter: Adapter, admin
     for index in range(3):
         assert deliver(adapter, cluster_id=f"cls-{index}").result == "applied"
     assert admin.calls()["gke"] == {"GetCluster": 1}
+    # and the admission policy is checked once per management cluster, not per event
+    kube = admin.calls()["kubernetes"]
+    assert kube["get.validatingadmissionpolicies"] == kube["get.validatingadmissionpolicybindings"] == 1, kube
 
 
 def test_a_revoked_token_is_replaced_on_redelivery(adapter: Adapter, admin: Admin, world: Any) -> None:
