@@ -25,6 +25,7 @@ from emulators.gke import GkeEmulator
 from emulators.hyperfleet import HyperFleetEmulator
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.kubernetes import KubernetesEmulator
+from emulators.kubernetes.manifests import render as render_manifests
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
 from emulators.registry import RegistryEmulator
@@ -127,7 +128,7 @@ class Stack:
         return self
 
     def seed_defaults(self) -> None:
-        """The default management cluster and the runtime identity's Kubernetes rights."""
+        """The default management cluster, and on it the runtime identity's RBAC and admission policy."""
         self.gke.add_cluster(
             MANAGEMENT_CLUSTER,
             endpoint=self.kubernetes.address,
@@ -135,7 +136,8 @@ class Stack:
             dns_endpoint=MANAGEMENT_DNS,
         )
         if self._grant_all:
-            self.kubernetes.grant(RUNTIME_SA, "*")
+            # The project's RBAC and admission policy, rendered as Terraform renders them for this identity.
+            self.kubernetes.apply_manifests(render_manifests(RUNTIME_SA))
         if self._terraform_iam:
             self.apply_terraform_iam()
 

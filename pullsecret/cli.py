@@ -2,7 +2,9 @@
 
     python -m pullsecret reconcile CLUSTER_ID   one reconcile, exactly as an event would run it
     python -m pullsecret inspect CLUSTER_ID     the cluster's lineage across HyperFleet, Secret Manager
-                                                and Kubernetes, as JSON, redacted (no credential, ever)
+                                                and Kubernetes, as JSON, redacted (no credential, ever);
+                                                run it with your own credentials: the function's runtime
+                                                identity may not read Kubernetes Secrets
 
 Exit codes: 0 done (applied, unchanged, finalized; inspect: found), 1 terminal failure (reported in the
 status), 2 usage or configuration error, 3 transient failure (try again), 4 nothing done (preconditions
@@ -169,6 +171,12 @@ def _inspect_kubernetes(
         live = reconciler.kube.read(api, placement.namespace, kube_name, deadline)
     except AdapterError as exc:
         out["error"] = exc.message
+        if exc.reason == "PermissionDenied":
+            # By design: the function's runtime identity may not read Secrets (terraform/kubernetes/rbac.yaml).
+            out["error"] += (
+                "; inspect reads the Secret with the credentials it runs with: use your own "
+                "(gcloud auth application-default login), not the function's service account"
+            )
         return out
     if live is None:
         out["exists"] = False

@@ -66,7 +66,7 @@ class Adapter:
                         endpoint=settings.management_endpoint,
                         vpc_egress=settings.vpc_egress,
                     ),
-                    kube=KubeSecrets(settings.field_manager),
+                    kube=KubeSecrets(settings.field_manager, identity_email=identity.email),
                     pool=pool,
                     identity_email=identity.email,
                 )

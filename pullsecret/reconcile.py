@@ -1,7 +1,8 @@
 """The one place that knows the order of the steps of a cluster reconcile.
 
-read cluster ‖ statuses → preconditions → pull secret → (Secret Manager ‖ management-cluster client and
-live Secret) → Kubernetes apply → status report. Independent calls overlap on a shared thread pool.
+read cluster ‖ statuses → preconditions → pull secret → (Secret Manager ‖ management-cluster client, admission
+policy check and dry-run probe of our Secret) → Kubernetes apply → status report. Independent calls overlap on
+a shared thread pool.
 """
 
 from __future__ import annotations
@@ -228,6 +229,7 @@ class Reconciler:
                 kubernetes_name=kube_name,
             )
             api = self.clusters.api_for(placement.management_cluster, deadline)
+            self.kube.ensure_guarded(api, deadline)  # the delete relies on the policy to spare foreign Secrets
             with log.step("kubernetes.delete_secret", namespace=placement.namespace, name=kube_name) as fields:
                 try:
                     deleted = self.kube.delete(api, placement.namespace, kube_name, deadline)
@@ -266,12 +268,13 @@ class Reconciler:
         placement = act.placement
         bind(management_cluster=placement.management_cluster)
 
-        def read_live() -> tuple[Any, dict[str, Any] | None]:
+        def probe_live() -> tuple[Any, kubesecret.Probed]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
-            with log.step("kubernetes.read_secret"):
-                return api, self.kube.read(api, placement.namespace, kube_name, deadline)
+            self.kube.ensure_guarded(api, deadline)
+            with log.step("kubernetes.probe_secret"):
+                return api, self.kube.probe(api, placement.namespace, kube_name, deadline)
 
-        live_future: Future[tuple[Any, dict[str, Any] | None]] = self._submit(read_live)
+        live_future: Future[tuple[Any, kubesecret.Probed]] = self._submit(probe_live)
         secret_name = f"projects/{act.project_id}/secrets/{secret_id}"
         latest_future = self._submit(self.store.latest, secret_name, deadline)
         try:
@@ -282,7 +285,19 @@ class Reconciler:
             # Every read first (the management cluster, the live Secret, the newest version), so that a
             # terminal problem on one side leaves nothing written on the other.
             latest = latest_future.result()
-            api, live = live_future.result()
+            api, probed = live_future.result()
+            if probed.recorded_generation > act.generation:
+                # The Kubernetes Secret records a newer generation: write nothing anywhere.
+                return self._report(
+                    cluster_id,
+                    "stale",
+                    status.stale(
+                        act.generation,
+                        probed.recorded_generation,
+                        {"management_cluster": placement.management_cluster, "kubernetes_name": kube_name},
+                    ),
+                )
+            live = probed.live
             if checks is not None and checks.mode == "enforce":
                 checks.result().enforce()  # a refused credential: terminal, nothing written
             with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id) as fields:
@@ -356,7 +371,7 @@ class Reconciler:
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
             with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
-                applied = self.kube.apply(api, desired, deadline, live)
+                applied = self.kube.apply(api, desired, deadline, probed)
                 fields.update(written=applied.written, stale=applied.stale)
         finally:
             if verified is not None:

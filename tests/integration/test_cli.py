@@ -8,6 +8,9 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
+from emulators.stack import PROJECT_ID
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
 CID = "cls-cli001"
@@ -73,11 +76,36 @@ def test_usage_and_configuration_errors_exit_2(function_env: dict[str, str]) -> 
     assert missing.returncode == 2 and "HYPERFLEET_API_URL is required" in missing.stderr
 
 
+OPERATOR = "operator@example.com"
+# roles/secretmanager.viewer (https://cloud.google.com/secret-manager/docs/access-control): metadata, no payloads.
+OPERATOR_SECRET_MANAGER = frozenset(
+    {
+        "secretmanager.secrets.get",
+        "secretmanager.secrets.list",
+        "secretmanager.versions.get",
+        "secretmanager.versions.list",
+    }
+)
+
+
 def test_inspect_prints_redacted_lineage_across_the_three_systems(
-    function_env: dict[str, str], admin: Admin, world: Any
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_ready_cluster(admin, CID)
     assert cli("reconcile", CID).returncode == 0
+    # With the function's runtime identity, inspect cannot read the Kubernetes Secret (no get on Secrets)...
+    refused = json.loads(cli("inspect", CID).stdout)["kubernetes"]
+    assert "403 Forbidden" in refused["error"] and "your own" in refused["error"], refused
+    assert "exists" not in refused
+    # ...with the operator's own credentials (ADC: here, tokens the metadata server issues to the operator,
+    # who may read Secrets on the management cluster) it reads everything.
+    monkeypatch.setattr(world.metadata, "service_account", OPERATOR)
+    world.kubernetes.grant(OPERATOR, verbs=("get",), resources=("secrets",), api_groups=("",))
+    for emulator, role, permissions in (
+        (world.secretmanager, "roles/secretmanager.viewer", OPERATOR_SECRET_MANAGER),
+        (world.gke, "roles/container.clusterViewer", None),
+    ):
+        emulator.bind(OPERATOR, role, f"projects/{PROJECT_ID}", permissions=permissions)
     result = cli("inspect", CID)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

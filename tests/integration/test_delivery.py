@@ -127,7 +127,7 @@ def test_transient_failure_answers_500_for_redelivery(
     client: Any, admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_ready_cluster(admin, CID, generation=5)
-    admin.fault(service="kubernetes", method="get.secrets", code="503", rate=1.0)
+    admin.fault(service="kubernetes", method="patch.secrets.dryrun", code="503", rate=1.0)
     headers, body = golden("pubsub-push.json")
     assert client.post("/", headers=headers, data=body).status_code == 500
     admin.call("DELETE", "/faults")

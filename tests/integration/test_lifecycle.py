@@ -228,6 +228,59 @@ def test_kubernetes_secret_edited_by_someone_else_is_restored(adapter: Adapter, 
     assert admin.calls()["secretmanager"].get("AccessSecretVersion") == 1
 
 
+def test_kubernetes_secret_changed_with_kubectl_edit_is_taken_back(adapter: Adapter, admin: Admin, world: Any) -> None:
+    # kubectl edit is an Update by the manager "kubectl-edit": it now owns the data, so our apply (force=false)
+    # conflicts; the adapter takes the field back with force=true, which the admission policy admits on our Secret.
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    original = kube_secret(world)
+    assert original is not None
+    edited = json.loads(json.dumps(original))
+    edited["data"][".dockerconfigjson"] = base64.b64encode(b'{"auths":{"evil.example":{"auth":"eDp5"}}}').decode()
+    for key in ("resourceVersion", "managedFields"):
+        edited["metadata"].pop(key, None)
+    admin.call(
+        "PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", {"object": edited, "manager": "kubectl-edit"}
+    )
+    admin.call("DELETE", "/calls")
+    assert deliver(adapter).result == "applied"
+    restored = kube_secret(world)
+    assert restored is not None and restored["data"] == original["data"]
+    assert reports(admin)[-1]["body"]["data"]["repaired"] == "kubernetes_secret"
+    owners = {e["manager"] for e in restored["metadata"]["managedFields"] if "f:data" in e["fieldsV1"]}
+    assert "hyperfleet-pullsecret" in owners
+    # the refused apply (409), then the forced one
+    assert admin.calls()["kubernetes"].get("patch.secrets") == 2
+    assert deliver(adapter).result == "unchanged"
+
+
+def test_a_key_of_someone_else_on_our_secret_costs_no_write_and_no_storm(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    # Issue 11, item 5: a key added with kubectl edit is not ours; apply never removes it, so the adapter compares
+    # only the fields it owns and leaves it: no write, no "repaired", however many events follow.
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    edited = kube_secret(world)
+    assert edited is not None
+    edited["data"]["note"] = base64.b64encode(b"added by hand").decode()
+    for key in ("resourceVersion", "managedFields"):
+        edited["metadata"].pop(key, None)
+    admin.call(
+        "PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", {"object": edited, "manager": "kubectl-edit"}
+    )
+    before = kube_secret(world)
+    assert before is not None
+    admin.call("DELETE", "/calls")
+    for _ in range(3):
+        assert deliver(adapter).result == "unchanged"
+    after = kube_secret(world)
+    assert after == before and set(after["data"]) == {".dockerconfigjson", "note"}
+    writes = {m: n for m, n in admin.calls()["kubernetes"].items() if not m.endswith(".dryrun")}
+    assert writes == {}, writes
+    assert all("repaired" not in r["body"]["data"] for r in reports(admin)[-3:])
+
+
 def test_kubernetes_secret_deleted_by_someone_else_is_recreated(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
     deliver(adapter)

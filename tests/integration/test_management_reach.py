@@ -12,10 +12,13 @@ import tempfile
 from typing import Any
 
 import pytest
+from kubernetes.client import AdmissionregistrationV1Api
 
 from emulators.stack import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
 from pullsecret.handler import Adapter
+from pullsecret.kubesecret import POLICY_NAME as POLICY
 from pullsecret.retrying import Deadline
+
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
 CID = "cls-reach01"
@@ -104,6 +107,8 @@ def test_cluster_lookups_write_nothing_to_the_temp_folder(
     clusters = Adapter.from_environment().reconciler().clusters
     for _ in range(3):
         api = clusters.api_for(MANAGEMENT_CLUSTER, Deadline(10))
-        assert api.read_namespace(f"clusters-{CID}").metadata.name == f"clusters-{CID}"  # TLS checked, CA in memory
+        # TLS checked against the CA in memory; a read the runtime identity's RBAC allows (rbac.yaml).
+        policy = AdmissionregistrationV1Api(api.api_client).read_validating_admission_policy(POLICY)
+        assert policy.metadata.name == POLICY
         clusters.invalidate(MANAGEMENT_CLUSTER)
     assert pullsecret_entries() == before
