@@ -1,4 +1,4 @@
-"""Every delivery path of contract.md §1, through functions-framework: its test client and a real process.
+"""Every delivery path of docs/contract.md §1, through functions-framework: its test client and a real process.
 
 Golden payloads live in tests/fixtures/events/. Each delivery must be acknowledged (200) and end with the
 cluster provisioned; NodePool events are acknowledged with no side effects; a transient failure answers
