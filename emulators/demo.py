@@ -8,32 +8,23 @@ the status reported. Exit 0 on success, 1 with the reason otherwise.
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import requests
 
+from emulators import seed
 from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
 from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
 
 CLUSTER_ID = "cls-demo01"
 TOPIC = "hyperfleet-cluster-events"
-SOURCE_SECRET = "platform-pull-secret"
-# A made-up credential: the demo never prints it, and checks that the function's logs do not either.
-DEMO_PASSWORD = "demo-Pa55w0rd-not-real"
-DEMO_PULL_SECRET = {
-    "auths": {
-        "registry.redhat.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
-        "quay.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
-    }
-}
+SUBSCRIPTION = "pullsecret-push"
 
 
 class DemoFailure(Exception):
@@ -44,57 +35,15 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def sentinel_event(generation: int) -> dict[str, Any]:
+def function_env(stack: Stack, workdir: Path) -> dict[str, str]:
+    """The function process's environment on this stack: the stack's seams plus the function's settings."""
     return {
-        "specversion": "1.0",
-        "type": "com.redhat.hyperfleet.cluster.reconcile",
-        "source": "hyperfleet-sentinel",
-        "id": str(uuid.uuid4()),
-        "datacontenttype": "application/json",
-        "data": {
-            "id": CLUSTER_ID,
-            "kind": "Cluster",
-            "href": f"/api/hyperfleet/v1/clusters/{CLUSTER_ID}",
-            "generation": generation,
-        },
+        **stack.env(),
+        "PULL_SECRET_SOURCE": seed.SOURCE_VERSION,
+        "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
+        "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
+        "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
     }
-
-
-def seed(stack: Stack) -> None:
-    admin = stack.admin.url
-    hf = stack.hyperfleet.url + "/_emulator"
-    payload = base64.b64encode(json.dumps(DEMO_PULL_SECRET).encode()).decode()
-    calls = [
-        (
-            "PUT",
-            f"{admin}/secretmanager/projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}",
-            {"labels": {"owner": "platform"}, "versions": [payload]},
-        ),
-        (
-            "PUT",
-            f"{hf}/clusters/{CLUSTER_ID}",
-            {
-                "name": CLUSTER_ID,
-                "generation": 1,
-                "spec": {"platform": {"type": "gcp", "gcp": {"projectID": PROJECT_ID, "region": "us-central1"}}},
-            },
-        ),
-        ("PUT", f"{hf}/clusters/{CLUSTER_ID}/statuses/validation", {"observed_generation": 1}),
-        ("PUT", f"{hf}/clusters/{CLUSTER_ID}/statuses/dns", {"observed_generation": 1}),
-        (
-            "PUT",
-            f"{hf}/clusters/{CLUSTER_ID}/statuses/placement",
-            {
-                "observed_generation": 1,
-                "data": {"managementCluster": MANAGEMENT_CLUSTER, "namespace": f"clusters-{CLUSTER_ID}"},
-            },
-        ),
-        ("PUT", f"{admin}/kubernetes/namespaces/clusters-{CLUSTER_ID}", {}),
-    ]
-    for method, url, body in calls:
-        response = requests.request(method, url, json=body, timeout=10)
-        if response.status_code >= 300:
-            raise DemoFailure(f"seeding {url} failed: {response.status_code} {response.text[:300]}")
 
 
 def reports(stack: Stack) -> list[dict[str, Any]]:
@@ -165,22 +114,16 @@ def run(workdir: Path) -> None:
     stack = Stack(pubsub=want_pubsub).start()
     function: FunctionProcess | None = None
     try:
-        seed(stack)
-        env = {
-            **stack.env(),
-            "PULL_SECRET_SOURCE": f"projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}/versions/latest",
-            "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
-            "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
-            "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
-        }
-        function = FunctionProcess(env, workdir / "function.log")
+        seed.ready_cluster(stack, CLUSTER_ID)
+        function = FunctionProcess(function_env(stack, workdir), workdir / "function.log")
         ready = function.start()
         say(f"Function serving at {function.url} (functions-framework, ready in {ready:.2f} s)")
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
-            stack.pubsub.create_push_subscription(TOPIC, "pullsecret-push", function.url)
+            stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
 
-        say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + deliver(stack, function, sentinel_event(1)))
+        delivered = deliver(stack, function, seed.sentinel_event(CLUSTER_ID, 1))
+        say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + delivered)
         first = wait_for_report(stack, 1)
         versions = show(stack, first)
         check_available(first)
@@ -188,7 +131,7 @@ def run(workdir: Path) -> None:
             raise DemoFailure(f"expected one version after the first event, found {len(versions)}")
 
         resource_version = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
-        say("\n2. The same event delivered again: " + deliver(stack, function, sentinel_event(1)))
+        say("\n2. The same event delivered again: " + deliver(stack, function, seed.sentinel_event(CLUSTER_ID, 1)))
         second = wait_for_report(stack, 2)
         versions_after = show(stack, second)
         check_available(second)
@@ -204,7 +147,7 @@ def run(workdir: Path) -> None:
         say("   -> no new Secret Manager version, Kubernetes Secret not rewritten.")
 
         log = function.output()
-        if DEMO_PASSWORD in log:
+        if seed.DEMO_PASSWORD in log:
             raise DemoFailure("the credential appeared in the function's logs")
         outcomes = [json.loads(line) for line in log.splitlines() if line.startswith("{") and '"reconcile"' in line]
         say("\nThe function's reconcile log lines:")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import base64
-import uuid
 from typing import Any
 
 import requests
 
+from emulators import seed
 from emulators.pubsub import push_envelope
 
 PLATFORM_SOURCE_SECRET = "platform-pull-secret"
@@ -81,19 +81,7 @@ class Admin:
 
 
 def sentinel_event(cluster_id: str, generation: int = 1, *, event_id: str | None = None) -> dict[str, Any]:
-    return {
-        "specversion": "1.0",
-        "type": "com.redhat.hyperfleet.cluster.reconcile",
-        "source": "hyperfleet-sentinel",
-        "id": event_id or str(uuid.uuid4()),
-        "datacontenttype": "application/json",
-        "data": {
-            "id": cluster_id,
-            "kind": "Cluster",
-            "href": f"/api/hyperfleet/v1/clusters/{cluster_id}",
-            "generation": generation,
-        },
-    }
+    return seed.sentinel_event(cluster_id, generation, event_id=event_id)
 
 
 def pubsub_envelope(
@@ -131,12 +119,24 @@ def seed_ready_cluster(
     generation: int = 1,
     namespace: bool = True,
     placement_data: dict[str, Any] | None = None,
+    project: str = "hf-demo-project",
     **extra: Any,
 ) -> None:
-    """A gcp cluster whose validation, dns and placement adapters are Available at its generation."""
-    admin.seed_cluster(cluster_id, gcp_cluster(cluster_id, generation=generation, **extra))
-    for adapter in ("validation", "dns"):
-        admin.seed_status(cluster_id, adapter, {"observed_generation": generation})
-    admin.seed_status(cluster_id, "placement", {"observed_generation": generation, "data": placement_data or {}})
-    if namespace:
-        admin.call("PUT", f"/kubernetes/namespaces/clusters-{cluster_id}")
+    """A gcp cluster whose validation, dns and placement adapters are Available at its generation.
+
+    One admin call (`PUT /ready_clusters/{id}`, emulators.seed). Placement `data` defaults to `{}`, so the
+    function's own MANAGEMENT_CLUSTER and namespace template apply; the platform pull secret is the `world`
+    fixture's business.
+    """
+    admin.call(
+        "PUT",
+        f"/ready_clusters/{cluster_id}",
+        {
+            "generation": generation,
+            "project": project,
+            "namespace": namespace,
+            "placement_data": placement_data or {},
+            "cluster": extra,
+            "platform_secret": False,
+        },
+    )
