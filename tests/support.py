@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import base64
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -140,3 +145,42 @@ def seed_ready_cluster(
             "platform_secret": False,
         },
     )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bare_copy(dest: Path, *, venv: bool = False) -> Path:
+    """The repository's tracked files (`git ls-files`), copied to `dest`; `venv` links this checkout's .venv in."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in (n for n in listed.decode().split("\0") if n):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    if venv:
+        (dest / ".venv").symlink_to(ROOT / ".venv", target_is_directory=True)
+    return dest
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what would leak into a nested command (Python paths, ADC, make)."""
+    dropped = ("PYTHON", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_", "MAKE", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env.update(extra)
+    return env
+
+
+def shell_blocks(markdown: str, heading: str) -> list[str]:
+    """The ```sh blocks of the section under `heading` (up to the next heading of the same or a higher level)."""
+    level = len(heading) - len(heading.lstrip("#"))
+    lines = markdown.splitlines()
+    start = lines.index(heading)
+    end, fenced = len(lines), False
+    for index in range(start + 1, len(lines)):
+        if lines[index].startswith("```"):
+            fenced = not fenced  # a "# comment" inside a code block is no heading
+        elif not fenced and re.match(rf"^#{{1,{level}}} ", lines[index]):
+            end = index
+            break
+    section = "\n".join(lines[start:end])
+    return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", section, flags=re.S | re.M)]

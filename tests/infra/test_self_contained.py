@@ -8,14 +8,14 @@ checks that every project module is then imported from the copy, not from this c
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support import bare_copy, clean_env
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 # A path that only exists on the machine that wrote it: the team's reference folder or the workspace.
@@ -67,18 +67,10 @@ def test_every_relative_markdown_link_resolves_inside_the_repository() -> None:
 
 
 def test_the_demo_runs_from_a_bare_copy_of_the_tracked_files(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    for name in tracked_files():
-        target = copy / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, target)
+    tracked_files()  # skips outside a git checkout
+    copy = bare_copy(tmp_path / "repo")
     assert [p.name for p in tmp_path.iterdir()] == ["repo"], "the copy must have nothing beside it"
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("PYTHON", "GOOGLE_APPLICATION_CREDENTIALS")) and key != "PWD"
-    }
-    env.update({"PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"})
+    env = clean_env(PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
     where = subprocess.run(
         [sys.executable, "-c", "import emulators.stack, pullsecret.handler; print(emulators.stack.__file__)"],
         cwd=copy,

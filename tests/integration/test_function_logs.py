@@ -211,3 +211,16 @@ def test_debug_level_adds_the_decisions_and_each_attempt(
     assert {"event", "preconditions", "retry"} <= operations, debug
     decided = next(line for line in debug if line["operation"] == "preconditions")
     assert decided["message"] == "preconditions decided: Act" and decided["namespace"] == f"clusters-{CID}"
+
+
+def test_a_missing_namespace_goes_back_to_pubsub_without_in_process_retries(
+    client: Any, admin: Admin, world: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As README's error policy says: transient, but the placement adapter needs minutes, not seconds."""
+    seed_ready_cluster(admin, CID, namespace=False)
+    admin.call("DELETE", "/calls")
+    assert client.post("/", json=push_envelope(sentinel_event(CID))).status_code == 503
+    assert admin.calls()["kubernetes"].get("create.secrets") == 1
+    (final,) = final_lines(logged(capsys))
+    assert final["result"] == "transient" and final["reason"] == "NamespaceMissing"
+    assert final["service"] == "kubernetes" and final["severity"] == "WARNING"
