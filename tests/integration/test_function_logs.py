@@ -41,7 +41,7 @@ def final_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def process(function_env: dict[str, str], tmp_path: Path) -> Iterator[FunctionProcess]:
-    env = {**function_env, "RETRY_DEADLINE": "1"}
+    env = {**function_env, "RETRY_DEADLINE": "3"}
     proc = FunctionProcess(env, tmp_path / "stdout.log", stderr_path=tmp_path / "stderr.log")
     proc.start()
     yield proc
@@ -64,7 +64,10 @@ def test_transient_failure_is_one_warning_line_and_a_503_without_traceback(
     assert len(finals) == 1, finals
     final = finals[0]
     assert final["severity"] == "WARNING" and final["result"] == "transient"
-    assert final["reason"] == "DependencyUnavailable" and final["service"] == "kubernetes"
+    # The Kubernetes read keeps answering 503 until the retry deadline; on a loaded machine the deadline may
+    # already be over when a call would start, which is the same outcome under another reason.
+    assert final["reason"] in ("DependencyUnavailable", "DeadlineExceeded"), final
+    assert final["reason"] == "DeadlineExceeded" or final["service"] == "kubernetes", final
     assert "Pub/Sub redelivers" in final["message"] and final["duration_ms"] > 0
     assert "stack_trace" not in final and "@type" not in final
 
@@ -80,7 +83,7 @@ def test_a_good_start_logs_the_effective_configuration_in_one_line(process: Func
     startup = [line for line in lines if line.get("operation") == "startup"]
     assert len(startup) == 1 and startup[0]["severity"] == "INFO", startup
     shown = startup[0]["configuration"]
-    assert shown["hyperfleet_api_url"] == world.hyperfleet.url and shown["retry_deadline_s"] == 1.0
+    assert shown["hyperfleet_api_url"] == world.hyperfleet.url and shown["retry_deadline_s"] == 3.0
     assert shown["management_namespace_pattern"] == "^clusters-[a-z0-9-]+$"
     assert token not in process.output()
 
