@@ -1,8 +1,10 @@
 """Event intake and the error policy around one reconcile.
 
-Transient → raise (Pub/Sub redelivers). Terminal → reported inside the reconcile, logged, acknowledged.
-Unexpected exceptions that look like I/O are transient; anything else is a bug: logged with its stack
-trace for Error Reporting, reported as Health=False, and acknowledged so it cannot loop forever.
+Transient → TransientError out of `handle` (main.py answers 503, Pub/Sub redelivers). Terminal → reported inside
+the reconcile, logged, acknowledged. Unexpected exceptions that look like I/O are transient; anything else is a
+bug: logged with its stack trace for Error Reporting, reported as Health=False, and acknowledged so it cannot loop
+forever. Every event ends with exactly one `reconcile` line carrying `result` (and `reason`, `service` when it
+did not succeed).
 """
 
 from __future__ import annotations
