@@ -143,14 +143,26 @@ class Adapter:
         with self._lock:
             if self._publisher is None:
                 self._publisher = rotation.Publisher(self.identity.credentials)
-        result, published = rotation.fan_out(
-            self.settings,
-            notification,
-            hyperfleet=reconciler.hyperfleet,
-            store=reconciler.store,
-            publisher=self._publisher,
-            deadline=Deadline(max(self.settings.retry_deadline_s, 300.0)),
-        )
+        try:
+            result, published = rotation.fan_out(
+                self.settings,
+                notification,
+                hyperfleet=reconciler.hyperfleet,
+                store=reconciler.store,
+                publisher=self._publisher,
+                deadline=Deadline(max(self.settings.retry_deadline_s, 300.0)),
+            )
+        except TransientError as exc:
+            # One structured line for the redelivered notification, as for a reconcile (main.py answers 503).
+            log.warning(
+                f"Secret Manager notification for {notification.secret[:200]}: transient ({exc.reason}): "
+                f"{exc.message}; Pub/Sub redelivers the notification",
+                operation="rotation",
+                result="transient",
+                reason=exc.reason,
+                service=exc.service,
+            )
+            raise
         log.info(
             f"Secret Manager notification for {notification.secret[:200]}: {result}",
             operation="rotation",

@@ -236,3 +236,34 @@ def test_the_effective_configuration_never_shows_credentials_in_the_api_url(func
     shown = handler.effective_configuration(settings)
     assert shown["hyperfleet_api_url"] == "https://hf.example.com:8443/base"
     assert "s3cret" not in json.dumps(shown)
+
+
+def test_a_transient_rotation_failure_is_one_warning_line(
+    function_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    admin: Admin,
+    world: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pullsecret import handler
+    from pullsecret.errors import TransientError
+
+    monkeypatch.setenv("ADAPTER_TOPIC", "projects/hf-demo-project/topics/pullsecret-reconcile")
+    admin.fault(service="hyperfleet", method="getClusters", code="503", rate=1.0)
+    secret = "projects/123456789012/secrets/platform-pull-secret"
+    envelope = {
+        "message": {
+            "data": base64.b64encode(json.dumps({"name": secret}).encode()).decode(),
+            "attributes": {"eventType": "SECRET_VERSION_ADD", "secretId": secret, "versionId": f"{secret}/versions/2"},
+            "messageId": "9002",
+            "publishTime": "2099-01-01T00:00:00Z",
+        },
+        "subscription": "projects/hf-demo-project/subscriptions/source-rotation",
+    }
+    with pytest.raises(TransientError):
+        handler.Adapter.from_environment().handle(
+            {"type": "google.cloud.pubsub.topic.v1.messagePublished", "id": "9002"}, envelope
+        )
+    finals = [line for line in logged(capsys) if line.get("operation") == "rotation" and "result" in line]
+    assert len(finals) == 1 and finals[0]["severity"] == "WARNING" and finals[0]["result"] == "transient", finals
+    assert finals[0]["service"] == "hyperfleet" and finals[0]["reason"]
