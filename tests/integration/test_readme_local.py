@@ -9,6 +9,7 @@ as a reader would paste them into the shell the README tells them to open.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -20,7 +21,7 @@ from typing import IO
 import pytest
 
 from emulators.pubsub import PubSubEmulator
-from tests.support import bare_copy, clean_env, shell_blocks
+from tests.support import ROOT, bare_copy, clean_env, shell_blocks
 
 README_SECTION = "## Running locally"
 ADMIN_SECTION = "## The admin API"
@@ -140,3 +141,40 @@ def test_every_admin_example_of_the_emulators_readme_runs(playground: Playground
     assert output.count("HTTP 503, not acknowledged") <= 2, output[-4000:]
     pushes = [line for line in output.splitlines() if line.startswith("Pushed event")]
     assert "HTTP 200, acknowledged" in pushes[-1], pushes
+
+
+def documented_routes(markdown: str) -> list[tuple[str, str]]:
+    """(method, path pattern) of every route row in the admin section's tables, with its service prefix."""
+    lines = markdown.splitlines()
+    start = lines.index(ADMIN_SECTION)
+    routes, prefix = [], ""
+    for line in lines[start + 1 :]:
+        if line.startswith("## "):
+            break
+        heading = re.match(r"^### .*?\(`(/[a-z]+)`", line)
+        if heading:
+            prefix = heading.group(1)
+        elif line.startswith("### "):
+            prefix = ""
+        row = re.match(r"^\| `(GET|PUT|POST|PATCH|DELETE) (/[^`]*)`", line)
+        if row:
+            routes.append((row.group(1), prefix + row.group(2).rstrip("/")))
+    return routes
+
+
+def test_every_documented_admin_route_has_an_example() -> None:
+    readme = (ROOT / "emulators" / "README.md").read_text()
+    examples = set()
+    for block in shell_blocks(readme, ADMIN_SECTION):
+        for line in block.splitlines():
+            for path in re.findall(r'"\$EMULATORS_ADMIN(/[^"?\s]*)"', line):
+                method = re.search(r"-X (GET|PUT|POST|PATCH|DELETE)\b", line)
+                examples.add((method.group(1) if method else "GET", path.rstrip("/") or "/"))
+    routes = documented_routes(readme)
+    assert len(routes) >= 40, routes
+    missing = []
+    for method, route in routes:
+        pattern = re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", re.escape(route or "/")) + "$"
+        if not any(m == method and re.match(pattern, path) for m, path in examples):
+            missing.append(f"{method} {route}")
+    assert missing == [], f"admin routes without a copy-pasteable example in emulators/README.md: {missing}"
