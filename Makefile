@@ -10,7 +10,7 @@ SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 PYTEST_FLAGS ?=
 
-.PHONY: venv demo test unit lint typecheck infra-check provider-schema emulators bench reliability clean
+.PHONY: venv demo up trigger test unit lint typecheck infra-check provider-schema emulators bench reliability clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,15 @@ demo: $(STAMP)
 
 emulators: $(STAMP)
 	@$(PY) -m emulators up
+
+# The local playground: emulators, the function, a ready cluster, a push subscription; prints `export` lines.
+up: $(STAMP)
+	@$(PY) -m emulators playground
+
+# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]
+trigger: $(STAMP)
+	@test -n "$(CLUSTER)" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
+	@$(PY) -m emulators trigger $(CLUSTER) --via $(or $(VIA),push)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -23,7 +23,7 @@ _SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
 
 
 class InvalidPullSecret(TerminalError):
-    """A pull secret that breaks a rule of contract.md §5."""
+    """A pull secret that breaks a rule of docs/contract.md §5."""
 
     default_reason = "InvalidPullSecret"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import socket
 import ssl
 from collections.abc import Iterable, Iterator
@@ -48,6 +49,12 @@ class TerminalError(AdapterError):
 
 class ConfigError(ValueError):
     """A configuration variable is missing or malformed; the message names the variable."""
+
+    @property
+    def variable(self) -> str | None:
+        """The variable at fault: every message of pullsecret.config starts with its name."""
+        first = str(self).split(" ", 1)[0]
+        return first if re.fullmatch(r"[A-Z][A-Z0-9_]*", first) else None
 
 
 # --- mapping client exceptions onto the taxonomy ------------------------------------------------

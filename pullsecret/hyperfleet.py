@@ -1,4 +1,4 @@
-"""The HyperFleet API client: get cluster, list adapter statuses, report status (contract.md §2).
+"""The HyperFleet API client: get cluster, list adapter statuses, report status (docs/contract.md §2).
 
 One pooled `requests.Session` per process (urllib3 retries connection errors and 429/5xx with
 jittered backoff, honouring Retry-After). The bearer token is read from a file by content, on a short

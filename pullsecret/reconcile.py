@@ -51,6 +51,9 @@ class Outcome:
     result: str
     report: status.Report | None = None
     report_code: int | None = None
+    reason: str | None = None  # why, for terminal and transient outcomes (also the status reason)
+    service: str | None = None  # the system at fault, when one is
+    detail: str | None = None  # a person's sentence for the final log line (never secret material)
 
 
 class Reconciler:
@@ -104,15 +107,18 @@ class Reconciler:
             generation = preconditions.cluster_generation(cluster)
         except TerminalError as exc:
             # Without a generation no status can be reported (observed_generation >= 1).
-            log.error(
-                f"cluster {cluster_id}: {exc.message}; cannot report a status",
-                operation="preconditions",
-                error_kind="terminal",
-                reason=exc.reason,
-            )
-            return Outcome("terminal")
+            return Outcome("terminal", reason=exc.reason, detail=f"{exc.message}; cannot report a status")
         try:
             decision = preconditions.evaluate(cluster, statuses, self.settings, cluster_id=cluster_id)
+            placed = getattr(decision, "placement", None)
+            log.debug(
+                f"preconditions decided: {type(decision).__name__}",
+                operation="preconditions",
+                generation=generation,
+                project=getattr(decision, "project_id", None),
+                management_cluster=placed.management_cluster if placed is not None else None,
+                namespace=placed.namespace if placed is not None else None,
+            )
             if isinstance(decision, preconditions.NotMet):
                 log.info(f"preconditions not met: {decision.message}", operation="preconditions")
                 return self._report(cluster_id, "skipped", status.preconditions_not_met(generation, decision.message))
@@ -127,18 +133,13 @@ class Reconciler:
                     self.clusters.invalidate(placement.management_cluster)
                 raise
         except TerminalError as exc:
-            log.error(
-                f"cluster {cluster_id}: {exc.message}",
-                operation="reconcile",
-                error_kind="terminal",
-                reason=exc.reason,
-                service=exc.service,
-            )
+            # The handler's final `reconcile` line logs it (error level, reason, service): one line per outcome.
             data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
             report = status.terminal_failure(
                 generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service)
             )
-            return self._report(cluster_id, "terminal", report)
+            outcome = self._report(cluster_id, "terminal", report)
+            return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
 
     # -- steps ------------------------------------------------------------------------------
     def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:

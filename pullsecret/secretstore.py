@@ -9,7 +9,8 @@ A write is claimed before it is made. The claim is the secret's annotations, set
 
     hyperfleet-fingerprint   SHA-256 of the canonical content being written
     hyperfleet-generation    the cluster generation writing it (older generations never write over it)
-    hyperfleet-version       the version resource name the write produces
+    hyperfleet-claimed-version  the version resource name the write produces (was `hyperfleet-version`, which
+                             is also a label with another meaning; a claim drops the old key)
     hyperfleet-claimed-at    unix seconds of the claim (a claim is live for CLAIM_LEASE_S)
     hyperfleet-lineage       per-registry fingerprints and since-when (pullsecret.lineage)
 
@@ -46,7 +47,8 @@ from pullsecret.retrying import Deadline
 
 A_FINGERPRINT = "hyperfleet-fingerprint"
 A_GENERATION = "hyperfleet-generation"
-A_VERSION = "hyperfleet-version"
+A_VERSION = "hyperfleet-claimed-version"
+_LEGACY_A_VERSION = "hyperfleet-version"  # the annotation's former name; the label of that name stays "v1"
 A_CLAIM = "hyperfleet-claimed-at"  # unix seconds when the write was claimed
 CLAIM_LEASE_S = 30.0
 SERVICE = "secretmanager"
@@ -395,6 +397,7 @@ class SecretStore:
             previous_version=latest.name or annotations.get(A_VERSION),
             now=int(now),
         )
+        annotations.pop(_LEGACY_A_VERSION, None)
         annotations.update(_record(secret, generation, now, advanced, f"{current.name}/versions/{next_id}"))
         try:
             updated = self._call(
