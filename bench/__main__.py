@@ -263,12 +263,41 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def measure_path_only(plan: Plan) -> int:
+    """Figures 1-2 alone, for the product (about 20 s): calls per event and critical path, first and steady."""
+    stack = Emulators()
+    try:
+        env = stack.function_env()
+        apply_environment(env)
+        stack.reset()  # seeds the platform pull secret
+        path_ids, base_ids = names("p-path", plan.path_events), names("p-base", plan.path_events)
+        stack.seed_clusters(["p-warm", *path_ids, *base_ids])
+        handler = inproc.FACTORIES["product"](env)
+        inproc.provision(handler, ["p-warm"])  # clients built, management cluster known and its policy checked
+        phases = inproc.calls_and_critical_path(stack, handler, path_ids, base_ids, plan.latency_ms)
+    finally:
+        stack.stop()
+    figures = {
+        phase: {
+            "calls_per_event": phases[phase].calls_per_event,
+            "critical_path_L": phases[phase].critical_path_L,
+            "round_trips": round((phases[phase].wall_ms - phases[f"{phase}_L0"].wall_ms) / plan.latency_ms, 2),
+            "by_method": phases[phase].by_method,
+        }
+        for phase in ("first", "steady")
+    }
+    print(json.dumps({"latency_ms": plan.latency_ms, "events": plan.path_events, **figures}, indent=2))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="small numbers, for trying the bench out")
-    parser.add_argument("--only", choices=("flows", "burst"), help="run one part only")
+    parser.add_argument("--only", choices=("flows", "burst", "path"), help="run one part only")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else Plan()
+    if args.only == "path":
+        return measure_path_only(plan)
     began = time.perf_counter()
     load_at_start = os.getloadavg()
     stack = Emulators()

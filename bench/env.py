@@ -65,6 +65,8 @@ class Emulators:
             "LOG_LEVEL": "INFO",
             "CLOUDSDK_CONFIG": self.gcloud_dir,
             "GOOGLE_CLOUD_PROJECT": PROJECT,
+            # The seeded pull secrets name real registries; bench/registry.py measures verification.
+            "REGISTRY_VERIFICATION": "off",
         }
 
     # -- world ---------------------------------------------------------------------------------
@@ -81,6 +83,17 @@ class Emulators:
             "PUT",
             f"/secretmanager/projects/{PROJECT}/secrets/{secret}",
             {"labels": {"owner": "platform"}, "versions": [payload]},
+        )
+        # The emulators enforce terraform/'s grants, which give the runtime identity secretAccessor on the one
+        # configured source secret; the bench switches sources, so each one it seeds gets that grant.
+        self.admin.call(
+            "POST",
+            "/secretmanager/iam",
+            {
+                "identity": self.endpoints["runtime_service_account"],
+                "resource": f"projects/{PROJECT}/secrets/{secret}",
+                "role": "roles/secretmanager.secretAccessor",
+            },
         )
 
     def seed_clusters(self, cluster_ids: list[str], workers: int = 16) -> None:

@@ -76,9 +76,9 @@ class SeedFlow:
             decision.generation,
             changed=True,
             data={
-                "secret_version": version,
+                "sm_version": version,
                 "kubernetes_namespace": decision.placement.namespace,
-                "kubernetes_secret": kube_name,
+                "kubernetes_name": kube_name,
             },
         )
         self.hyperfleet.report_status(cluster_id, report.body(settings.adapter_name))

@@ -1,29 +1,21 @@
-"""`python -m emulators up`: start the whole stack, print one JSON line of endpoints, serve until interrupted."""
+"""`python -m emulators`: the emulator stack alone (`up`), the local playground (`playground`, = `make up`),
+one reconcile through the Pub/Sub path (`trigger`, = `make trigger`), and a Sentinel event as JSON (`event`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from emulators.pubsub import PubSubEmulator
 from emulators.stack import Stack
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m emulators")
-    sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start every emulator and serve until interrupted")
-    up.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
-    up.add_argument("--status-method", choices=("PUT", "POST"), default="PUT")
-    up.add_argument("--token-lifetime", type=int, default=3600, help="access token lifetime in seconds")
-    up.add_argument(
-        "--no-validate", action="store_true", help="do not validate HyperFleet traffic against the OpenAPI contract"
-    )
-    args = parser.parse_args(argv)
-
+def _up(args: argparse.Namespace) -> int:
     want_pubsub = not args.no_pubsub
     if want_pubsub:
         available, reason = PubSubEmulator.available()
@@ -35,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         status_method=args.status_method,
         token_lifetime_s=args.token_lifetime,
         validate_contract=not args.no_validate,
+        terraform_iam=not args.open_iam,
     )
     stack.start()
     print(json.dumps(stack.endpoints()), flush=True)
@@ -45,6 +38,54 @@ def main(argv: list[str] | None = None) -> int:
         stopped.wait()
     finally:
         stack.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from emulators import playground
+
+    parser = argparse.ArgumentParser(prog="python -m emulators")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="the emulators alone; endpoints as one JSON line")
+    up.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
+    up.add_argument("--status-method", choices=("PUT", "POST"), default="PUT")
+    up.add_argument("--token-lifetime", type=int, default=3600, help="access token lifetime in seconds")
+    up.add_argument(
+        "--no-validate", action="store_true", help="do not validate HyperFleet traffic against the OpenAPI contract"
+    )
+    up.add_argument(
+        "--open-iam",
+        action="store_true",
+        help="let the runtime identity call anything (default: exactly what terraform/ grants it)",
+    )
+    play = sub.add_parser(
+        "playground", help="`make up`: emulators + the function + a ready cluster + a push subscription"
+    )
+    play.add_argument("--cluster", action="append", help=f"cluster to seed ready (default {playground.DEMO_CLUSTER})")
+    play.add_argument("--state-dir", type=Path, default=playground.STATE_DIR, help="where env and logs go")
+    play.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
+    play.add_argument("--port", type=int, default=0, help="the function's port (default: a free one)")
+    trig = sub.add_parser("trigger", help="`make trigger`: one reconcile through the path Pub/Sub uses")
+    trig.add_argument("cluster_id")
+    trig.add_argument("--via", choices=("push", "pubsub"), default="push")
+    trig.add_argument("--state-dir", type=Path, default=playground.STATE_DIR)
+    event = sub.add_parser("event", help="print a Sentinel reconcile event as one JSON line")
+    event.add_argument("cluster_id")
+    event.add_argument("--generation", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    if args.command == "up":
+        return _up(args)
+    if args.command == "playground":
+        return playground.up(
+            state_dir=args.state_dir,
+            clusters=args.cluster or [playground.DEMO_CLUSTER],
+            pubsub=not args.no_pubsub,
+            port=args.port,
+        )
+    if args.command == "trigger":
+        return playground.trigger(args.cluster_id, via=args.via, env=os.environ, state_dir=args.state_dir)
+    print(playground.event_json(args.cluster_id, args.generation))
     return 0
 
 

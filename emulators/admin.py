@@ -6,6 +6,7 @@ POST   /reset                 drop all state, faults and counters (defaults re-s
 GET    /calls                 calls served, {service: {method: n}}; DELETE /calls zeroes them
 GET    /faults                fault rules and what they injected; POST /faults adds one (or a list);
                               DELETE /faults removes all
+PUT    /ready_clusters/{id}   a cluster whose preconditions are all met, in one call (emulators.seed)
 *      /{service}/...         that emulator's own admin routes (secretmanager, gke, kubernetes,
                               metadata, hyperfleet, pubsub)
 """
@@ -68,9 +69,32 @@ class AdminServer(HTTPEmulator):
             if method == "DELETE":
                 book.clear()
                 return 200, {"cleared": True}
+        if head == "ready_clusters" and len(parts) == 2 and method == "PUT":
+            return self._ready_cluster(parts[1], body)
         emulator = stack.emulators.get(head)
         if emulator is not None:
             rest = "/" + "/".join(parts[1:])
             status, payload = emulator.handle_admin(method, rest, body)
             return status, payload
         return 404, {"error": f"no admin route {method} {path}"}
+
+    _READY_OPTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"generation", "project", "namespace", "placement_data", "cluster", "platform_secret"}
+    )
+
+    def _ready_cluster(self, cluster_id: str, body: Any) -> tuple[int, Any]:
+        options = body if isinstance(body, dict) else {}
+        unknown = set(options) - self._READY_OPTIONS
+        if body is not None and not isinstance(body, dict):
+            return 400, {"error": "the body must be a JSON object (or empty)"}
+        if unknown:
+            return 400, {"error": f"unknown options {sorted(unknown)}; known: {sorted(self._READY_OPTIONS)}"}
+        generation = options.get("generation", 1)
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+            return 400, {"error": "generation must be an integer >= 1"}
+        from emulators import seed  # here, not at the top: seed imports the stack, which imports this module
+
+        try:
+            return 200, seed.ready_cluster(self.stack, cluster_id, **options)
+        except (TypeError, ValueError) as exc:
+            return 400, {"error": str(exc)}

@@ -12,6 +12,8 @@ Faults are configured through the admin API (see emulators/README.md) as JSON ob
      "code": "UNAVAILABLE", "count": 3}            # fail the next 3 matching calls
     {"service": "kubernetes", "method": "*", "code": "503", "rate": 0.5, "seed": 7}
     {"service": "*", "method": "*", "latency_ms": 25}  # added latency on every call
+    {"service": "secretmanager", "method": "ListSecretVersions",
+     "code": "UNAVAILABLE", "count": 1, "skip": 1}  # let 1 call through, then fail (a pager's page 2)
     {"service": "secretmanager", "method": "AddSecretVersion",
      "code": "UNAVAILABLE", "count": 1, "lost_response": true}  # applied, then answered with the code
 
@@ -47,14 +49,16 @@ class FaultRule:
     rate: float | None = None  # fail this fraction of matching calls
     latency_ms: float = 0.0
     seed: int | None = None
+    skip: int = 0  # matching calls let through untouched before the rule applies
     lost_response: bool = False  # apply the call, then answer with `code`
     injected: int = 0
+    skipped: int = 0
     _rng: random.Random = field(default_factory=random.Random, repr=False)
 
     @classmethod
     def from_json(cls, spec: dict[str, Any]) -> FaultRule:
         """Build a rule from its admin-API JSON form; raises ValueError on a malformed spec."""
-        known = {"service", "method", "code", "count", "rate", "latency_ms", "seed", "lost_response"}
+        known = {"service", "method", "code", "count", "rate", "latency_ms", "seed", "skip", "lost_response"}
         unknown = set(spec) - known
         if unknown:
             raise ValueError(f"unknown fault fields: {sorted(unknown)}")
@@ -66,6 +70,7 @@ class FaultRule:
             rate=None if spec.get("rate") is None else float(spec["rate"]),
             latency_ms=float(spec.get("latency_ms", 0.0)),
             seed=None if spec.get("seed") is None else int(spec["seed"]),
+            skip=int(spec.get("skip", 0)),
             lost_response=bool(spec.get("lost_response", False)),
         )
         if rule.lost_response and rule.code is None:
@@ -95,6 +100,7 @@ class FaultRule:
             "rate": self.rate,
             "latency_ms": self.latency_ms,
             "seed": self.seed,
+            "skip": self.skip,
             "lost_response": self.lost_response,
             "injected": self.injected,
         }
@@ -154,6 +160,9 @@ class FaultBook:
             self._calls[(service, method)] += 1
             for rule in self._rules:
                 if not rule.matches(service, method) or rule.spent():
+                    continue
+                if rule.skipped < rule.skip:
+                    rule.skipped += 1
                     continue
                 latency += rule.latency_ms
                 fires = rule.count is not None or rule._rng.random() < (rule.rate or 0.0)

@@ -13,27 +13,39 @@ import json
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import requests
 
+from emulators import seed as seeding
 from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
+from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
 from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
 
 CLUSTER_ID = "cls-demo01"
 TOPIC = "hyperfleet-cluster-events"
-SOURCE_SECRET = "platform-pull-secret"
-# A made-up credential: the demo never prints it, and checks that the function's logs do not either.
-DEMO_PASSWORD = "demo-Pa55w0rd-not-real"
-DEMO_PULL_SECRET = {
-    "auths": {
-        "registry.redhat.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
-        "quay.io": {"auth": base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()},
+SUBSCRIPTION = "pullsecret-push"
+DEMO_PASSWORD = seeding.DEMO_PASSWORD  # made up: the demo never prints it, and checks the function's logs do not
+
+
+def demo_pull_secret(registries: dict[str, str]) -> dict[str, Any]:
+    """The registry emulator's hosts, which the function verifies (REGISTRY_VERIFICATION=report): a token
+    registry with its token service on a second host, a Basic one, an anonymous one, a credential the Basic
+    registry refuses (Health turns False, the pull secret is applied all the same), and a key that is no
+    image registry (skipped)."""
+    good = base64.b64encode(f"{DEFAULT_USER}:{DEFAULT_PASSWORD}".encode()).decode()
+    wrong = base64.b64encode(f"demo-robot:{DEMO_PASSWORD}".encode()).decode()
+    return {
+        "auths": {
+            registries["token"]: {"auth": good},
+            registries["basic"]: {"auth": good},
+            registries["anonymous"]: {"auth": good},
+            f"{registries['basic']}/demo": {"auth": wrong},
+            "cloud.openshift.com": {"auth": wrong},
+        }
     }
-}
 
 
 class DemoFailure(Exception):
@@ -44,57 +56,22 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def sentinel_event(generation: int) -> dict[str, Any]:
+def function_env(stack: Stack, workdir: Path) -> dict[str, str]:
+    """The function process's environment on this stack: the stack's seams plus the function's settings."""
     return {
-        "specversion": "1.0",
-        "type": "com.redhat.hyperfleet.cluster.reconcile",
-        "source": "hyperfleet-sentinel",
-        "id": str(uuid.uuid4()),
-        "datacontenttype": "application/json",
-        "data": {
-            "id": CLUSTER_ID,
-            "kind": "Cluster",
-            "href": f"/api/hyperfleet/v1/clusters/{CLUSTER_ID}",
-            "generation": generation,
-        },
+        **stack.env(),
+        "PULL_SECRET_SOURCE": seeding.SOURCE_VERSION,
+        "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
+        "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
+        "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
     }
 
 
 def seed(stack: Stack) -> None:
-    admin = stack.admin.url
-    hf = stack.hyperfleet.url + "/_emulator"
-    payload = base64.b64encode(json.dumps(DEMO_PULL_SECRET).encode()).decode()
-    calls = [
-        (
-            "PUT",
-            f"{admin}/secretmanager/projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}",
-            {"labels": {"owner": "platform"}, "versions": [payload]},
-        ),
-        (
-            "PUT",
-            f"{hf}/clusters/{CLUSTER_ID}",
-            {
-                "name": CLUSTER_ID,
-                "generation": 1,
-                "spec": {"platform": {"type": "gcp", "gcp": {"projectID": PROJECT_ID, "region": "us-central1"}}},
-            },
-        ),
-        ("PUT", f"{hf}/clusters/{CLUSTER_ID}/statuses/validation", {"observed_generation": 1}),
-        ("PUT", f"{hf}/clusters/{CLUSTER_ID}/statuses/dns", {"observed_generation": 1}),
-        (
-            "PUT",
-            f"{hf}/clusters/{CLUSTER_ID}/statuses/placement",
-            {
-                "observed_generation": 1,
-                "data": {"managementCluster": MANAGEMENT_CLUSTER, "namespace": f"clusters-{CLUSTER_ID}"},
-            },
-        ),
-        ("PUT", f"{admin}/kubernetes/namespaces/clusters-{CLUSTER_ID}", {}),
-    ]
-    for method, url, body in calls:
-        response = requests.request(method, url, json=body, timeout=10)
-        if response.status_code >= 300:
-            raise DemoFailure(f"seeding {url} failed: {response.status_code} {response.text[:300]}")
+    """A ready cluster (emulators.seed, as `make up` and the tests seed it) whose platform pull secret names the
+    registry emulator's hosts."""
+    seeding.ready_cluster(stack, CLUSTER_ID, platform_secret=False)
+    seeding.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
 
 
 def reports(stack: Stack) -> list[dict[str, Any]]:
@@ -166,21 +143,15 @@ def run(workdir: Path) -> None:
     function: FunctionProcess | None = None
     try:
         seed(stack)
-        env = {
-            **stack.env(),
-            "PULL_SECRET_SOURCE": f"projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}/versions/latest",
-            "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
-            "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
-            "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
-        }
-        function = FunctionProcess(env, workdir / "function.log")
+        function = FunctionProcess(function_env(stack, workdir), workdir / "function.log")
         ready = function.start()
         say(f"Function serving at {function.url} (functions-framework, ready in {ready:.2f} s)")
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
-            stack.pubsub.create_push_subscription(TOPIC, "pullsecret-push", function.url)
+            stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
 
-        say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + deliver(stack, function, sentinel_event(1)))
+        delivered = deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1))
+        say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + delivered)
         first = wait_for_report(stack, 1)
         versions = show(stack, first)
         check_available(first)
@@ -188,7 +159,8 @@ def run(workdir: Path) -> None:
             raise DemoFailure(f"expected one version after the first event, found {len(versions)}")
 
         resource_version = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
-        say("\n2. The same event delivered again: " + deliver(stack, function, sentinel_event(1)))
+        registry_calls = sum(stack.book.calls().get("registry", {}).values())
+        say("\n2. The same event delivered again: " + deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1)))
         second = wait_for_report(stack, 2)
         versions_after = show(stack, second)
         check_available(second)
@@ -201,10 +173,13 @@ def run(workdir: Path) -> None:
             or (kube_after["metadata"]["resourceVersion"] != resource_version["metadata"]["resourceVersion"])
         ):
             raise DemoFailure("the repeat rewrote the Kubernetes Secret")
-        say("   -> no new Secret Manager version, Kubernetes Secret not rewritten.")
+        repeat_calls = sum(stack.book.calls().get("registry", {}).values()) - registry_calls
+        if repeat_calls:
+            raise DemoFailure(f"the repeat called the registries {repeat_calls} times (each credential was known)")
+        say("   -> no new Secret Manager version, Kubernetes Secret not rewritten, no registry called.")
 
         log = function.output()
-        if DEMO_PASSWORD in log:
+        if DEMO_PASSWORD in log or DEFAULT_PASSWORD in log:
             raise DemoFailure("the credential appeared in the function's logs")
         outcomes = [json.loads(line) for line in log.splitlines() if line.startswith("{") and '"reconcile"' in line]
         say("\nThe function's reconcile log lines:")

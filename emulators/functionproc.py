@@ -1,7 +1,8 @@
 """Run the function as Cloud Run does: a functions-framework (gunicorn) process serving main.py.
 
-Used by `make demo` and the end-to-end tests; the environment is the stack's plus the function's
-settings, and the process's stdout (the function's JSON log lines) goes to a file.
+Used by `make demo`, `make up` and the end-to-end tests; the environment is the stack's plus the function's
+settings, and the process's stdout (the function's JSON log lines) goes to a file; stderr joins it, or goes to
+a file of its own (`stderr_path`) for tests that must see what the function printed outside its logger.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ def free_port() -> int:
 class FunctionProcess:
     """`functions-framework --target handle_cluster_event --signature-type cloudevent` on a free port."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, *, threads: int = 8) -> None:
-        self.port = free_port()
+    def __init__(
+        self, env: dict[str, str], log_path: Path, *, threads: int = 8, stderr_path: Path | None = None, port: int = 0
+    ) -> None:
+        self.port = port or free_port()
         self.log_path = log_path
+        self.stderr_path = stderr_path
         self._env = {
             k: v for k, v in os.environ.items() if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "PYTHONSTARTUP")
         }
@@ -41,6 +45,7 @@ class FunctionProcess:
         self._env.update({"PORT": str(self.port), "THREADS": str(threads), "WORKERS": "1"})
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._err: IO[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -50,6 +55,8 @@ class FunctionProcess:
         """Start and wait until it answers; returns the seconds that took."""
         executable = Path(sys.executable).parent / "functions-framework"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        if self.stderr_path is not None:
+            self._err = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         started = time.monotonic()
         self._proc = subprocess.Popen(
             [
@@ -68,24 +75,29 @@ class FunctionProcess:
             cwd=ROOT,
             env=self._env,
             stdout=self._log,
-            stderr=subprocess.STDOUT,
+            stderr=self._err if self._err is not None else subprocess.STDOUT,
             start_new_session=True,
         )
         while time.monotonic() - started < timeout:
             if self._proc.poll() is not None:
-                raise RuntimeError(
-                    f"the function process exited with {self._proc.returncode}:\n{self.output()[-3000:]}"
-                )
+                said = (self.output() + self.errors())[-3000:]
+                raise RuntimeError(f"the function process exited with {self._proc.returncode}:\n{said}")
             with contextlib.suppress(requests.RequestException):
                 # A GET is no CloudEvent: functions-framework answers 4xx/405 once it serves.
                 requests.get(self.url, timeout=0.5)
                 return time.monotonic() - started
             time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"the function did not answer within {timeout:.0f} s:\n{self.output()[-3000:]}")
+        said = (self.output() + self.errors())[-3000:]
+        raise RuntimeError(f"the function did not answer within {timeout:.0f} s:\n{said}")
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def errors(self) -> str:
+        """What the process wrote on stderr (empty unless `stderr_path` was given)."""
+        path = self.stderr_path
+        return path.read_text(errors="replace") if path is not None and path.exists() else ""
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -98,6 +110,7 @@ class FunctionProcess:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        for handle in (self._log, self._err):
+            if handle is not None:
+                handle.close()
+        self._log = self._err = None

@@ -4,13 +4,17 @@ Answers the official ``ClusterManagerClient`` with what the adapter reads from a
 cluster: ``endpoint`` (here host:port of the Kubernetes emulator; the real one is a bare IP on
 port 443), ``master_auth.cluster_ca_certificate`` (base64 of the CA PEM) and the DNS endpoint in
 ``control_plane_endpoints_config.dns_endpoint_config.endpoint``.  Same fault, authentication and
-per-project IAM model as the Secret Manager emulator.
+IAM model (``emulators.iam``) as the Secret Manager emulator.  A cluster's shape says how its control
+plane can be reached: DNS endpoint with or without external traffic, public IP endpoint or private
+endpoint only (a private cluster), IP access off.
 
 Admin routes (paths relative to ``/gke``; bodies and answers are JSON):
 
     GET  /clusters          every configured cluster
     PUT  /clusters          {"name": "projects/P/locations/L/clusters/C", "endpoint": "127.0.0.1:8443",
-                            "ca_pem": "-----BEGIN CERTIFICATE-----...", "dns_endpoint": "gke-x.goog"}
+                            "ca_pem": "-----BEGIN CERTIFICATE-----...", "dns_endpoint": "gke-x.goog",
+                            "dns_allow_external_traffic": true, "public_endpoint": true,
+                            "ip_endpoints": true, "legacy_private_config": false}
     POST /projects          {"project_id": "my-proj", "number": "123456789012"}
     POST /iam               {"project": p, "identity": "sa@p.iam.gserviceaccount.com"}
     POST /reset             drop all clusters and IAM grants (projects stay)
@@ -30,6 +34,7 @@ from google.cloud.container_v1 import types as t
 
 from emulators.core import FaultBook
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
+from emulators.iam import Resource
 
 _CLUSTER_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 _LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")  # region (us-central1) or zone (us-central1-a)
@@ -49,6 +54,11 @@ class ClusterSpec:
     endpoint: str
     ca_pem: bytes
     dns_endpoint: str | None
+    # The control plane's reachability, as GKE reports it (see _cluster_pb).
+    dns_allow_external_traffic: bool = True
+    public_endpoint: bool = True  # False: a private cluster whose control plane has only its private endpoint
+    ip_endpoints: bool = True  # False: IP access to the control plane is off (DNS endpoint only)
+    legacy_private_config: bool = False  # report private_cluster_config only (as older answers do)
 
 
 class GkeEmulator(GrpcEmulator):
@@ -66,8 +76,25 @@ class GkeEmulator(GrpcEmulator):
         return {"GetCluster": self.unary("GetCluster", self._get_cluster, t.GetClusterRequest, t.Cluster)}
 
     # -- configuration ------------------------------------------------------------------
-    def add_cluster(self, name: str, *, endpoint: str, ca_pem: bytes, dns_endpoint: str | None = None) -> None:
-        """Register `projects/P/locations/L/clusters/C`; raises AdminError on malformed input."""
+    def add_cluster(
+        self,
+        name: str,
+        *,
+        endpoint: str,
+        ca_pem: bytes,
+        dns_endpoint: str | None = None,
+        dns_allow_external_traffic: bool = True,
+        public_endpoint: bool = True,
+        ip_endpoints: bool = True,
+        legacy_private_config: bool = False,
+    ) -> None:
+        """Register `projects/P/locations/L/clusters/C`; raises AdminError on malformed input.
+
+        `public_endpoint=False` makes `endpoint` the control plane's private endpoint (a private cluster
+        without public endpoint); `legacy_private_config` reports that through
+        `private_cluster_config.enable_private_endpoint` alone, as answers from before
+        `control_plane_endpoints_config` do.
+        """
         match = _CLUSTER_NAME.match(name)
         if not match:
             raise AdminError(f"cluster name must be projects/P/locations/L/clusters/C, got {name!r}")
@@ -84,7 +111,18 @@ class GkeEmulator(GrpcEmulator):
             number = self.projects.number(project)
         except ValueError as err:
             raise AdminError(str(err)) from err
-        spec = ClusterSpec(number, location, cluster, endpoint, ca_pem, dns_endpoint)
+        spec = ClusterSpec(
+            number,
+            location,
+            cluster,
+            endpoint,
+            ca_pem,
+            dns_endpoint,
+            dns_allow_external_traffic=dns_allow_external_traffic,
+            public_endpoint=public_endpoint,
+            ip_endpoints=ip_endpoints,
+            legacy_private_config=legacy_private_config,
+        )
         with self._lock:
             self._clusters[(number, location, cluster)] = spec
 
@@ -104,6 +142,10 @@ class GkeEmulator(GrpcEmulator):
             "project_id": self.projects.project_id(spec.project_number),
             "endpoint": spec.endpoint,
             "dns_endpoint": spec.dns_endpoint,
+            "dns_allow_external_traffic": spec.dns_allow_external_traffic,
+            "public_endpoint": spec.public_endpoint,
+            "ip_endpoints": spec.ip_endpoints,
+            "legacy_private_config": spec.legacy_private_config,
             "ca_pem": spec.ca_pem.decode(),
         }
 
@@ -125,10 +167,12 @@ class GkeEmulator(GrpcEmulator):
             project, location, cluster = req.project_id, req.zone, req.cluster_id
         number = self.project_number(project)
         path = f"projects/{project}/locations/{location}/clusters/{cluster}"
+        # GetCluster needs container.clusters.get on the cluster
+        # (https://cloud.google.com/kubernetes-engine/docs/reference/api-permissions).
         self.authorize(
             identity,
-            number,
             "container.clusters.get",
+            Resource.cluster(number, location, cluster),
             f'Required "container.clusters.get" permission(s) for "{path}".',
         )
         with self._lock:
@@ -141,15 +185,28 @@ class GkeEmulator(GrpcEmulator):
     def _cluster_pb(self, spec: ClusterSpec) -> t.Cluster:
         project_id = self.projects.project_id(spec.project_number)
         kind = "zones" if spec.location.count("-") == 2 else "locations"
+        # Endpoint fields as google.container.v1 reports them
+        # (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation): with a public endpoint,
+        # `endpoint` is the public IP; without one, it is the private IP. The DNS endpoint is always reported;
+        # allow_external_traffic says whether it takes user traffic.
         cp = t.ControlPlaneEndpointsConfig
-        endpoints = cp(
-            ip_endpoints_config=cp.IPEndpointsConfig(
-                enabled=True, enable_public_endpoint=True, public_endpoint=spec.endpoint
+        ip = cp.IPEndpointsConfig(enabled=spec.ip_endpoints)
+        private: t.PrivateClusterConfig | None = None
+        if spec.ip_endpoints and spec.public_endpoint:
+            ip.enable_public_endpoint = True
+            ip.public_endpoint = spec.endpoint
+        elif spec.ip_endpoints:
+            ip.enable_public_endpoint = False
+            ip.private_endpoint = spec.endpoint
+            private = t.PrivateClusterConfig(
+                enable_private_nodes=True, enable_private_endpoint=True, private_endpoint=spec.endpoint
             )
-        )
+        endpoints = cp()
+        if not spec.legacy_private_config:
+            endpoints.ip_endpoints_config = ip
         if spec.dns_endpoint:
             endpoints.dns_endpoint_config = cp.DNSEndpointConfig(
-                endpoint=spec.dns_endpoint, allow_external_traffic=True
+                endpoint=spec.dns_endpoint, allow_external_traffic=spec.dns_allow_external_traffic
             )
         return t.Cluster(
             name=spec.cluster,
@@ -160,7 +217,8 @@ class GkeEmulator(GrpcEmulator):
                 f"https://container.googleapis.com/v1/projects/{project_id}/{kind}/{spec.location}"
                 f"/clusters/{spec.cluster}"
             ),
-            endpoint=spec.endpoint,
+            endpoint=spec.endpoint if spec.ip_endpoints else "",
+            private_cluster_config=private,
             master_auth=t.MasterAuth(cluster_ca_certificate=base64.b64encode(spec.ca_pem).decode()),
             control_plane_endpoints_config=endpoints,
             status=t.Cluster.Status.RUNNING,
@@ -184,6 +242,7 @@ class GkeEmulator(GrpcEmulator):
                     endpoint=str(spec["endpoint"]),
                     ca_pem=ca.encode() if isinstance(ca, str) else bytes(ca),
                     dns_endpoint=None if dns is None else str(dns),
+                    **{flag: _bool(spec, flag, default) for flag, default in _SHAPE_FLAGS.items()},
                 )
                 return 200, self.state()["clusters"]
             if parts == ["projects"] and method == "POST":
@@ -191,15 +250,28 @@ class GkeEmulator(GrpcEmulator):
                 self.add_project(str(spec["project_id"]), str(spec["number"]))
                 return 200, {"projects": self.projects.to_json()}
             if parts == ["iam"] and method == "POST":
-                spec = _object(body)
-                self.grant(str(spec["project"]), str(spec["identity"]))
-                return 200, {"iam": self.iam.to_json()}
+                return 200, self.admin_bind(_object(body))
             if parts == ["reset"] and method == "POST":
                 self.reset()
                 return 200, {"reset": True}
         except (KeyError, TypeError, ValueError) as err:
             return 400, {"error": f"bad request: {err}"}
         return 404, {"error": f"no admin route {method} /{self.service}{path}"}
+
+
+_SHAPE_FLAGS = {
+    "dns_allow_external_traffic": True,
+    "public_endpoint": True,
+    "ip_endpoints": True,
+    "legacy_private_config": False,
+}
+
+
+def _bool(spec: dict[str, Any], key: str, default: bool) -> bool:
+    value = spec.get(key, default)
+    if not isinstance(value, bool):
+        raise AdminError(f"{key} must be true or false")
+    return value
 
 
 def _object(body: Any) -> dict[str, Any]:

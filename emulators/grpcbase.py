@@ -4,7 +4,8 @@ A `GrpcEmulator` owns a grpc server listening with local credentials (LOCAL_TCP)
 ``grpc.local_channel_credentials`` composed with per-call credentials (how google-auth attaches a
 bearer token), or a plain ``grpc.insecure_channel`` — local credentials do no handshake, so both
 work against the same port.  Every RPC goes through `GrpcEmulator.unary`, which counts the call and
-injects faults (`ServiceControl`), then authenticates the caller and checks the per-project IAM table.
+injects faults (`ServiceControl`), then authenticates the caller; each handler then checks the one
+permission its method needs on the resource it touches (`authorize`, the model in `emulators.iam`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import grpc
 from grpc_status import rpc_status  # type: ignore[import-untyped]
 
 from emulators.core import LOST_RESPONSE, FaultBook, ServiceControl
+from emulators.iam import Binding, Condition, Policy, Resource, role_permissions
 
 Authenticator = Callable[[str], str | None]
 
@@ -92,31 +94,6 @@ class Projects:
             return dict(self._by_id)
 
 
-class Iam:
-    """Per-project allow list of caller identities; a project with no entries allows everyone."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._grants: dict[str, set[str]] = {}
-
-    def grant(self, project_number: str, identity: str) -> None:
-        with self._lock:
-            self._grants.setdefault(project_number, set()).add(identity)
-
-    def allowed(self, project_number: str, identity: str) -> bool:
-        with self._lock:
-            granted = self._grants.get(project_number)
-            return not granted or identity in granted
-
-    def clear(self) -> None:
-        with self._lock:
-            self._grants.clear()
-
-    def to_json(self) -> dict[str, list[str]]:
-        with self._lock:
-            return {p: sorted(ids) for p, ids in self._grants.items()}
-
-
 class GrpcEmulator:
     """Server lifecycle, fault injection, authentication and IAM shared by the gRPC emulators."""
 
@@ -128,7 +105,7 @@ class GrpcEmulator:
         self.control = ServiceControl(book, self.service)
         self.authenticate = authenticate
         self.projects = Projects()
-        self.iam = Iam()
+        self.iam = Policy()
         self._server: grpc.Server | None = None
         self._port = 0
         self._host = "127.0.0.1"
@@ -166,8 +143,54 @@ class GrpcEmulator:
         self.projects.add(project_id, number)
 
     def grant(self, project: str, identity: str) -> None:
-        """Allow `identity` on `project` (id or number); ungranted identities are then denied."""
-        self.iam.grant(self.projects.number(project), identity)
+        """Allow `identity` everything on `project` (id or number); ungranted identities are then denied."""
+        self.bind(identity, "roles/owner", f"projects/{project}")
+
+    def bind(
+        self,
+        identity: str,
+        role: str,
+        resource: str,
+        *,
+        permissions: frozenset[str] | None = None,
+        condition: str | None = None,
+        title: str = "",
+    ) -> None:
+        """Grant `role` (its `permissions`, or a predefined role's) to `identity` on `resource` and below.
+
+        `resource` is projects/P[/...] with P an id or number (stored as the number); `condition` is an
+        IAM condition expression; ValueError on a malformed project or condition.
+        """
+        head, _, rest = resource.removeprefix("projects/").partition("/")
+        if not resource.startswith("projects/") or not head:
+            raise ValueError(f"IAM resource must be projects/P[/...], got {resource!r}")
+        name = f"projects/{self.projects.number(head)}" + (f"/{rest}" if rest else "")
+        self.iam.bind(
+            Binding(
+                member=identity,
+                role=role,
+                permissions=role_permissions(role) if permissions is None else permissions,
+                resource=name,
+                condition=None if condition is None else Condition(condition, title),
+            )
+        )
+
+    def admin_bind(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The admin route POST /iam: {"project", "identity"} makes identity owner of the project;
+        {"identity", "resource", "role", "permissions"?, "condition"?, "title"?} adds any binding."""
+        if "resource" not in spec:
+            self.grant(str(spec["project"]), str(spec["identity"]))
+        else:
+            permissions = spec.get("permissions")
+            self.bind(
+                str(spec["identity"]),
+                str(spec.get("role", "roles/custom")),
+                str(spec["resource"]),
+                permissions=None if permissions is None else frozenset(str(p) for p in permissions),
+                condition=None if spec.get("condition") is None else str(spec["condition"]),
+                title=str(spec.get("title", "")),
+            )
+        return {"iam": self.iam.to_json()}
 
     def project_number(self, project: str) -> str:
         """Resolve a project id or number from a request; INVALID_ARGUMENT when malformed."""
@@ -176,14 +199,14 @@ class GrpcEmulator:
         except ValueError as exc:
             fail(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
 
-    def authorize(self, identity: str | None, project_number: str, permission: str, message: str | None = None) -> None:
-        """PERMISSION_DENIED unless the caller may act on the project (no check without auth)."""
+    def authorize(self, identity: str | None, permission: str, resource: Resource, message: str | None = None) -> None:
+        """PERMISSION_DENIED unless the policy grants `permission` on `resource` (no check without auth)."""
         if identity is None or self.authenticate is None:
             return
-        if not self.iam.allowed(project_number, identity):
+        if not self.iam.allows(identity, permission, resource):
             fail(
                 grpc.StatusCode.PERMISSION_DENIED,
-                message or f"Permission '{permission}' denied on resource (or it may not exist).",
+                message or f"Permission '{permission}' denied for resource '{resource.name}' (or it may not exist).",
             )
 
     # -- the RPC wrapper ----------------------------------------------------------------

@@ -18,6 +18,7 @@ enforced by the emulator itself when a token is configured, so a missing header 
 
 from __future__ import annotations
 
+import collections
 import copy
 import json
 import os
@@ -46,6 +47,21 @@ SPEC_FILES = {
 }
 REQUIRED_CONDITIONS = ("Applied", "Available", "Health")
 CONDITION_STATUSES = ("True", "False", "Unknown")
+# The adapter framework's vocabulary (hyperfleet-adapter docs/adapter-authoring-guide.md, "The Health condition
+# boilerplate"; Finalized reasons from the same framework). The API stores any reason; reports outside the
+# vocabulary are recorded in `conventions`, not refused.
+HEALTH_REASONS = ("Healthy", "ResourcesSkipped")
+HEALTH_REASON_PREFIX = "ExecutionFailed:"
+FINALIZED_REASONS = ("NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy")
+# The condition-mapping engine masks `data` keys containing any of these (case-insensitive) before its CEL
+# rules see them: hyperfleet-api pkg/util/mask_sensitive.go (sensitivePatterns, MaskSensitiveFields, depth
+# limit 20), applied to each adapter status's data in pkg/services/condition_mapper.go.
+MASKED_KEY_PATTERNS = (
+    "password", "secret", "token", "apikey", "privatekey", "secretkey", "accesskey", "sshkey", "encryptionkey",
+    "accountkey", "servicekey", "registrykey", "signingkey", "credential", "api_key", "passphrase", "private",
+    "auth", "connection", "cert", "kubeconfig", "bearer",
+)  # fmt: skip
+_MASKING_DEPTH = 20
 _ERROR_TEXT_MAX = 600
 _SPEC_HOST = "https://hyperfleet.redhat.com"  # the specs' server URL; openapi-core matches paths under it
 
@@ -105,9 +121,29 @@ def condition_type_for(adapter: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words) + "Successful"
 
 
+def masked_keys(data: Any, path: str = "data", depth: int = 0) -> list[tuple[str, str]]:
+    """(key path, pattern) of every `data` key the condition-mapping engine would mask, as it walks them."""
+    found: list[tuple[str, str]] = []
+    if depth >= _MASKING_DEPTH:
+        return found
+    if isinstance(data, dict):
+        for key, value in data.items():
+            lowered = str(key).lower()
+            pattern = next((p for p in MASKED_KEY_PATTERNS if p in lowered), None)
+            if pattern is not None:
+                found.append((f"{path}.{key}", pattern))  # masked whole: nothing below it is seen
+            else:
+                found.extend(masked_keys(value, f"{path}.{key}", depth + 1))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            found.extend(masked_keys(item, f"{path}[{i}]", depth + 1))
+    return found
+
+
 _PROBLEMS = {
     400: ("validation-error", "Validation Failed", "HYPERFLEET-VAL-001"),
     401: ("authentication-required", "Authentication Required", "HYPERFLEET-AUT-001"),
+    403: ("permission-denied", "Permission Denied", "HYPERFLEET-AUZ-001"),  # the spec's ForbiddenDetails
     404: ("resource-not-found", "Resource Not Found", "HYPERFLEET-NTF-001"),
     405: ("method-not-allowed", "Method Not Allowed", "HYPERFLEET-MTH-001"),
     409: ("resource-conflict", "Resource Conflict", "HYPERFLEET-CNF-001"),
@@ -181,6 +217,9 @@ class HyperFleetEmulator(HTTPEmulator):
         self.status_method = status_method
         self.token = token
         self.token_file = Path(token_file) if token_file is not None else None
+        self._initial_token = token
+        # Tokens the API authenticates but whose identity holds no rights on the API: 403.
+        self.forbidden_tokens: set[str] = set()
         self.required_adapters = list(required_adapters) if required_adapters else None
         self.validate = validate
         self._lock = threading.RLock()
@@ -191,8 +230,14 @@ class HyperFleetEmulator(HTTPEmulator):
         self._reports: list[dict[str, Any]] = []
         self.violations = _Violations()
         self.expected_violations = _Violations()
+        # Reports the API accepts but that break a convention: masked data keys, reasons outside the vocabulary.
+        self.conventions = _Violations()
         self.validation_seconds = 0.0
         self.validations = 0
+        # API calls under way and those served (operation, monotonic start, monotonic end): a test can
+        # show that no call of an invocation outlives it (Cloud Run gives no CPU after the response).
+        self._in_flight = 0
+        self._served: collections.deque[tuple[str, float, float]] = collections.deque(maxlen=10_000)
         load_spec(status_method)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -203,7 +248,20 @@ class HyperFleetEmulator(HTTPEmulator):
                 self.token = "hf-emu-" + secrets.token_urlsafe(32)
             self.token_file.parent.mkdir(parents=True, exist_ok=True)
             self.token_file.write_text(self.token + "\n", encoding="utf-8")
+        self._initial_token = self.token
         super().start(host, port)
+
+    def set_token(self, token: str, *, forbidden: bool = False) -> None:
+        """From now on accept ``token`` only (a rotation at the issuer); ``forbidden`` makes it a 403.
+
+        The token file is left alone: a test rotates it itself, the way a secret volume would.
+        """
+        with self._lock:
+            self.token = token
+            if forbidden:
+                self.forbidden_tokens.add(token)
+            else:
+                self.forbidden_tokens.discard(token)
 
     @property
     def api_url(self) -> str:
@@ -226,6 +284,7 @@ class HyperFleetEmulator(HTTPEmulator):
                 "reports": len(self._reports),
                 "violations": len(self.violations),
                 "expected_violations": len(self.expected_violations),
+                "conventions": len(self.conventions),
                 "validations": self.validations,
                 "validation_ms_mean": (
                     round(self.validation_seconds / self.validations * 1000, 3) if self.validations else None
@@ -234,6 +293,16 @@ class HyperFleetEmulator(HTTPEmulator):
 
     def reset(self) -> None:
         with self._lock:
+            # Back to the token of start(), in the file too: a test's rotation does not leak into the next.
+            self.token = self._initial_token
+            self.forbidden_tokens.clear()
+            if self.token_file is not None and self.token is not None:
+                try:
+                    current = self.token_file.read_text(encoding="utf-8").strip()
+                except OSError:
+                    current = None
+                if current != self.token:
+                    self.token_file.write_text(self.token + "\n", encoding="utf-8")
             self._clusters.clear()
             self._invalid.clear()
             self._raw.clear()
@@ -241,8 +310,20 @@ class HyperFleetEmulator(HTTPEmulator):
             self._reports.clear()
             self.violations.clear()
             self.expected_violations.clear()
+            self.conventions.clear()
             self.validation_seconds = 0.0
             self.validations = 0
+            self._served.clear()
+
+    def in_flight(self) -> int:
+        """API calls being served right now."""
+        with self._lock:
+            return self._in_flight
+
+    def served(self) -> list[tuple[str, float, float]]:
+        """(operation, start, end) of the API calls served, in time.monotonic() of this process."""
+        with self._lock:
+            return list(self._served)
 
     # -- seeding (also the admin API) ------------------------------------------------------
     def seed_cluster(self, cluster_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -338,11 +419,19 @@ class HyperFleetEmulator(HTTPEmulator):
                 return 200, {
                     "violations": self.violations.list(),
                     "expected_violations": self.expected_violations.list(),
+                    "conventions": self.conventions.list(),
                 }
             if method == "DELETE":
                 self.violations.clear()
                 self.expected_violations.clear()
+                self.conventions.clear()
                 return 200, {"cleared": True}
+        if method == "PUT" and route == "/token":
+            token = (body or {}).get("token")
+            if not isinstance(token, str) or not token:
+                return 400, {"error": 'body must be {"token": "...", "forbidden": false}'}
+            self.set_token(token, forbidden=bool((body or {}).get("forbidden")))
+            return 200, {"token_set": True}
         if method == "PUT" and route == "/status_method":
             wanted = str((body or {}).get("method", "")).upper()
             if wanted not in SPEC_FILES:
@@ -510,6 +599,17 @@ class HyperFleetEmulator(HTTPEmulator):
                 return Reply.json(400, {"error": "admin body must be JSON"})
             status, payload = self.handle_admin(request.method, request.path[len(ADMIN_PREFIX) :], body)
             return Reply.json(status, payload)
+        start = time.monotonic()
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._handle_api(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._served.append((self._operation(request) or "other", start, time.monotonic()))
+
+    def _handle_api(self, request: Request) -> Reply:
         operation = self._operation(request)
         started = time.perf_counter()
         request_errors = self._validate_request(request) if self.validate else []
@@ -615,20 +715,30 @@ class HyperFleetEmulator(HTTPEmulator):
                 }
             )
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return True
+    def _auth_failure(self, request: Request) -> int | None:
+        """401 for a missing or unknown bearer token, 403 for a known one without rights, else None."""
+        with self._lock:
+            token, forbidden = self.token, set(self.forbidden_tokens)
+        if token is None:
+            return None
         header = request.header("Authorization") or ""
         scheme, _, credential = header.partition(" ")
-        return scheme.lower() == "bearer" and secrets.compare_digest(credential.strip(), self.token)
+        credential = credential.strip()
+        if scheme.lower() != "bearer" or not secrets.compare_digest(credential.encode(), token.encode()):
+            return 401
+        return 403 if credential in forbidden else None
 
     def _serve(self, request: Request, operation: str | None) -> tuple[Reply, bool]:
         """The server's answer and whether it is knowingly off-spec."""
         path = request.path
         if not path.startswith(BASE + "/"):
             return problem(404, f"no route {path}", path), False
-        if not self._authorized(request):
+        refused = self._auth_failure(request)
+        if refused == 401:
             return problem(401, "Account authentication could not be verified", path), self.status_method == "POST"
+        if refused == 403:
+            # Core 1.0.25 documents 403 only through its `default` problem answer; 0.1.0 documents none.
+            return problem(403, "You do not have permission to perform this action", path), self.status_method == "POST"
         if path == f"{BASE}/clusters":
             if request.method != "GET":
                 return self._method_not_allowed(path, "GET"), True
@@ -731,20 +841,26 @@ class HyperFleetEmulator(HTTPEmulator):
             return problem(400, detail, path, invalid), False
         observed_time = _parse_time(body["observed_time"])
         assert observed_time is not None  # checked by the rules above
+        self._record_conventions(cluster_id, body)
         with self._lock:
             cluster = self._clusters.get(cluster_id)
             if cluster is None:
                 return problem(404, f"Cluster with id='{cluster_id}' not found", path), False
             generation = body["observed_generation"]
             stored = self._statuses.setdefault(cluster_id, {}).get(body["adapter"])
+            # Discard rules, in the server's order: hyperfleet-api pkg/services/adapter_status_validation.go
+            # (validateAndClassifyAdapterStatus). A discarded report is answered 204, which the spec omits.
             if generation > int(cluster["generation"]):
-                return Reply(204), True
+                return Reply(204), True  # a generation the cluster has not reached
             if stored is not None:
                 if generation < stored["observed_generation"]:
-                    return Reply(204), True
+                    return Reply(204), True  # older than the stored report's generation
                 stored_time = _parse_time(stored["last_report_time"])
                 if generation == stored["observed_generation"] and stored_time and observed_time < stored_time:
-                    return Reply(204), True
+                    return Reply(204), True  # same generation, observed before the stored report
+                available: dict[str, Any] = next((c for c in body["conditions"] if c.get("type") == "Available"), {})
+                if available.get("status") == "Unknown":
+                    return Reply(204), True  # Available=Unknown is accepted on an adapter's first report only
             now = rfc3339()
             previous = {c["type"]: c for c in (stored or {}).get("conditions", [])}
             conditions = []
@@ -768,6 +884,26 @@ class HyperFleetEmulator(HTTPEmulator):
             self._aggregate(cluster_id)
             return Reply.json(201, status), False
 
+    def _record_conventions(self, cluster_id: str, body: dict[str, Any]) -> None:
+        """Record what the API accepts but the adapter contract advises against (see the constants above)."""
+        where = {"cluster_id": cluster_id, "adapter": body.get("adapter")}
+        for key, pattern in masked_keys(body.get("data") or {}):
+            self.conventions.add({"kind": "masked-data-key", **where, "key": key, "pattern": pattern})
+        for cond in body["conditions"]:
+            reason = cond.get("reason")
+            if cond.get("type") == "Health":
+                ok = reason in HEALTH_REASONS or (
+                    isinstance(reason, str)
+                    and reason.startswith(HEALTH_REASON_PREFIX)
+                    and len(reason) > len(HEALTH_REASON_PREFIX)
+                )
+            elif cond.get("type") == "Finalized":
+                ok = reason in FINALIZED_REASONS
+            else:
+                continue
+            if not ok:
+                self.conventions.add({"kind": f"{cond['type'].lower()}-reason", **where, "reason": reason})
+
     @staticmethod
     def _status_rule_errors(body: Any) -> list[dict[str, Any]]:
         """The API server's own checks on a status write, as ValidationError objects."""
@@ -787,6 +923,8 @@ class HyperFleetEmulator(HTTPEmulator):
                 {"field": "observed_time", "constraint": "format", "message": "observed_time must be RFC 3339"}
             )
         else:
+            # hyperfleet-api pkg/handlers/validation.go (validateObservedTimeRange, run by the status handler's
+            # Create before anything else): at most 5 minutes ahead of the server's clock, 30 minutes behind.
             now = datetime.now(UTC)
             if not now - timedelta(minutes=30) <= observed <= now + timedelta(minutes=5):
                 errors.append(

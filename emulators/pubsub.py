@@ -153,6 +153,7 @@ class PubSubEmulator:
             if self._proc.poll() is not None:
                 log_tail = self._log_path.read_text(errors="replace")[-2000:]
                 self._proc = None
+                self._drop_log()
                 raise RuntimeError(f"pubsub emulator exited during startup:\n{log_tail}")
             try:
                 if self._session.get(f"{self.url}/", timeout=1).status_code == 200:
@@ -168,6 +169,7 @@ class PubSubEmulator:
         """Kill the emulator's process group (SIGTERM, then SIGKILL after 5 s)."""
         proc, self._proc = self._proc, None
         if proc is None:
+            self._drop_log()
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -177,6 +179,13 @@ class PubSubEmulator:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=5)
+        self._drop_log()
+
+    def _drop_log(self) -> None:
+        """A stopped emulator leaves nothing behind (a failed start quotes the log's tail in its error)."""
+        if self._log_path is not None:
+            self._log_path.unlink(missing_ok=True)
+            self._log_path = None
 
     @property
     def address(self) -> str:

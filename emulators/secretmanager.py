@@ -4,7 +4,24 @@ Built on the client library's own message classes, so the official ``SecretManag
 talks to it unchanged.  It models the rules the adapter meets in production: project numbers in
 answers, ``latest`` = newest version whatever its state, version states and etags, CRC32C checks,
 label/annotation/id/payload validation, immutable replication, delayed destruction, the per-project
-write quota (RESOURCE_EXHAUSTED), bearer-token authentication and a per-project IAM allow list.
+write quota (RESOURCE_EXHAUSTED), bearer-token authentication and IAM (`emulators.iam`).
+
+Each RPC needs one permission, checked on one resource before the service says anything about
+existence (https://cloud.google.com/secret-manager/docs/access-control, "Secret Manager permissions";
+https://cloud.google.com/iam/docs/roles-permissions/secretmanager):
+
+    CreateSecret          secretmanager.secrets.create    the project (projects/NUMBER)
+    ListSecrets           secretmanager.secrets.list      the project
+    GetSecret             secretmanager.secrets.get       the secret (projects/NUMBER/secrets/ID)
+    UpdateSecret          secretmanager.secrets.update    the secret
+    DeleteSecret          secretmanager.secrets.delete    the secret
+    AddSecretVersion      secretmanager.versions.add      the secret
+    ListSecretVersions    secretmanager.versions.list     the secret
+    GetSecretVersion      secretmanager.versions.get      the version (.../versions/N|latest)
+    AccessSecretVersion   secretmanager.versions.access   the version
+    DisableSecretVersion  secretmanager.versions.disable  the version
+    EnableSecretVersion   secretmanager.versions.enable   the version
+    DestroySecretVersion  secretmanager.versions.destroy  the version
 
 Admin routes (paths relative to ``/secretmanager``; bodies and answers are JSON):
 
@@ -14,7 +31,9 @@ Admin routes (paths relative to ``/secretmanager``; bodies and answers are JSON)
                                            "version_destroy_ttl_s": 86400}
     GET  /projects/{p}/secrets/{id}        one secret with its versions (404 when absent)
     POST /projects                         {"project_id": "my-proj", "number": "123456789012"}
-    POST /iam                              {"project": p, "identity": "sa@p.iam.gserviceaccount.com"}
+    POST /iam                              {"project": p, "identity": "sa@p.iam.gserviceaccount.com"} (owner on p),
+                                           or {"identity", "resource": "projects/p/secrets/s", "role",
+                                           "permissions": [...], "condition": "resource.name..."}
     GET  /quota                            quota settings and rejected-write count
     PUT  /quota                            {"writes_per_minute": N | null, "window_s": 60}
     POST /reset                            drop all secrets, IAM grants and quota usage (projects stay)
@@ -41,6 +60,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 
 from emulators.core import FaultBook, WriteQuota
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
+from emulators.iam import Resource
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
@@ -278,9 +298,17 @@ class SecretManagerEmulator(GrpcEmulator):
                 details=_quota_status(project_number),
             )
 
-    def _project(self, raw: str, identity: str | None, permission: str, rpc: str) -> str:
+    def _project(
+        self,
+        raw: str,
+        identity: str | None,
+        permission: str,
+        rpc: str,
+        resource: Callable[[str], Resource] = Resource.project,
+    ) -> str:
+        """The project number; PERMISSION_DENIED (before anything about existence) or RESOURCE_EXHAUSTED."""
         number = self.project_number(raw)
-        self.authorize(identity, number, permission)
+        self.authorize(identity, permission, resource(number))
         self._check_write(rpc, number)
         return number
 
@@ -288,7 +316,8 @@ class SecretManagerEmulator(GrpcEmulator):
         match = _SECRET_NAME.match(name)
         if not match:
             fail(INVALID, f"The provided Secret name [{name}] is invalid; expected projects/*/secrets/*.")
-        number = self._project(match.group(1), identity, permission, rpc)
+        secret_id = match.group(2)
+        number = self._project(match.group(1), identity, permission, rpc, lambda n: Resource.secret(n, secret_id))
         if not _SECRET_ID.match(match.group(2)):
             fail(INVALID, f"The provided Secret ID [{match.group(2)}] does not match [[a-zA-Z_0-9-]{{1,255}}].")
         return number, match.group(2)
@@ -309,8 +338,10 @@ class SecretManagerEmulator(GrpcEmulator):
                 INVALID,
                 f"The provided Secret Version name [{name}] is invalid; expected projects/*/secrets/*/versions/*.",
             )
-        number = self._project(match.group(1), identity, permission, rpc)
         secret_id, ref = match.group(2), match.group(3)
+        number = self._project(
+            match.group(1), identity, permission, rpc, lambda n: Resource.secret_version(n, secret_id, ref)
+        )
         if not _SECRET_ID.match(secret_id):
             fail(INVALID, f"The provided Secret ID [{secret_id}] does not match [[a-zA-Z_0-9-]{{1,255}}].")
         if not allow_alias and not _VERSION_NUMBER.match(ref):
@@ -706,9 +737,7 @@ class SecretManagerEmulator(GrpcEmulator):
                 self.add_project(str(spec["project_id"]), str(spec["number"]))
                 return 200, {"projects": self.projects.to_json()}
             if method == "POST" and parts == ["iam"]:
-                spec = _object(body)
-                self.grant(str(spec["project"]), str(spec["identity"]))
-                return 200, {"iam": self.iam.to_json()}
+                return 200, self.admin_bind(_object(body))
             if parts == ["quota"] and method == "GET":
                 return 200, self.quota.to_json()
             if parts == ["quota"] and method == "PUT":

@@ -4,13 +4,16 @@
     ...; stack.stop()
 
 Wiring: the metadata server issues the runtime identity's access tokens; Secret Manager, GKE and the
-Kubernetes API accept exactly those (expired tokens are refused). GKE's default management cluster
+Kubernetes API accept exactly those (expired tokens are refused). Secret Manager and GKE grant that
+identity exactly what terraform/ grants its runtime service account (`apply_terraform_iam`), so a call
+the Terraform configuration does not allow is PERMISSION_DENIED here as on GCP. GKE's default management cluster
 points at the Kubernetes emulator's endpoint and CA. The HyperFleet API requires the bearer token it
 writes into `token_file`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -20,9 +23,12 @@ from emulators.admin import AdminServer
 from emulators.core import FaultBook
 from emulators.gke import GkeEmulator
 from emulators.hyperfleet import HyperFleetEmulator
+from emulators.iam_terraform import Grant, service_account_grants
 from emulators.kubernetes import KubernetesEmulator
+from emulators.kubernetes.manifests import render as render_manifests
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
+from emulators.registry import RegistryEmulator
 from emulators.secretmanager import SecretManagerEmulator
 
 PROJECT_ID = "hf-demo-project"
@@ -30,6 +36,18 @@ PROJECT_NUMBER = "123456789012"
 RUNTIME_SA = f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"
 MANAGEMENT_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1"
 MANAGEMENT_DNS = "gke-mgmt-1.us-central1.gke.goog"
+# What terraform/ would be applied with for the function environment the tests use (tests/conftest.py
+# function_env): this project holds the per-cluster secrets and the platform pull secret, and the
+# management cluster; every other variable keeps its default (DELETION_POLICY=DELETE included).
+TERRAFORM_VARIABLES: dict[str, Any] = {
+    "project_id": PROJECT_ID,
+    "region": "us-central1",
+    "secret_project_ids": [PROJECT_ID],
+    "pull_secret_source_secret": f"projects/{PROJECT_ID}/secrets/platform-pull-secret",
+    "hyperfleet_api_token_secret": f"projects/{PROJECT_ID}/secrets/hyperfleet-api-token",
+    "hyperfleet_api_url": "http://127.0.0.1:8000",
+    "management_cluster": MANAGEMENT_CLUSTER,
+}
 
 
 class Stack:
@@ -43,6 +61,7 @@ class Stack:
         token_lifetime_s: int = 3600,
         grant_all_namespaces: bool = True,
         validate_contract: bool = True,
+        terraform_iam: bool = True,
     ) -> None:
         self.book = FaultBook()
         self.workdir = tempfile.mkdtemp(prefix="hf-emulators-")
@@ -63,9 +82,15 @@ class Stack:
         self.hyperfleet = HyperFleetEmulator(
             self.book, status_method=status_method, token_file=self.token_file, validate=validate_contract
         )
+        self.registry = RegistryEmulator(self.book)
+        self.registry_ca_file = os.path.join(self.workdir, "registry-ca.pem")
         self.pubsub: PubSubEmulator | None = None
         self._want_pubsub = pubsub
         self._grant_all = grant_all_namespaces
+        self._terraform_iam = terraform_iam
+        self._terraform_variables: dict[str, Any] = dict(TERRAFORM_VARIABLES)
+        self.grants: list[Grant] = []
+        self._grant_cache: dict[str, list[Grant]] = {}
         self.admin = AdminServer(self)
 
     @property
@@ -76,6 +101,7 @@ class Stack:
             "gke": self.gke,
             "kubernetes": self.kubernetes,
             "hyperfleet": self.hyperfleet,
+            "registry": self.registry,
         }
         if self.pubsub is not None:
             found["pubsub"] = self.pubsub
@@ -84,10 +110,14 @@ class Stack:
     def start(self) -> Stack:
         self.metadata.start()
         self.secretmanager.add_project(PROJECT_ID, PROJECT_NUMBER)
+        self.gke.add_project(PROJECT_ID, PROJECT_NUMBER)  # one project, one number, whichever service asks
         self.secretmanager.start()
         self.gke.start()
         self.kubernetes.start()
         self.hyperfleet.start()
+        self.registry.start()
+        with open(self.registry_ca_file, "wb") as fh:
+            fh.write(self.registry.ca_pem)
         if self._want_pubsub:
             available, _reason = PubSubEmulator.available()
             if available:
@@ -98,7 +128,7 @@ class Stack:
         return self
 
     def seed_defaults(self) -> None:
-        """The default management cluster and the runtime identity's Kubernetes rights."""
+        """The default management cluster, and on it the runtime identity's RBAC and admission policy."""
         self.gke.add_cluster(
             MANAGEMENT_CLUSTER,
             endpoint=self.kubernetes.address,
@@ -106,7 +136,39 @@ class Stack:
             dns_endpoint=MANAGEMENT_DNS,
         )
         if self._grant_all:
-            self.kubernetes.grant(RUNTIME_SA, "*")
+            # The project's RBAC and admission policy, rendered as Terraform renders them for this identity.
+            self.kubernetes.apply_manifests(render_manifests(RUNTIME_SA))
+        if self._terraform_iam:
+            self.apply_terraform_iam()
+
+    def apply_terraform_iam(self, **variables: Any) -> list[Grant]:
+        """Grant the runtime identity what terraform/ grants google_service_account.runtime, evaluated for
+        TERRAFORM_VARIABLES updated with `variables` (kept until the next call); returns the grants.
+
+        Terraform's runtime account has its own e-mail; its grants are bound to this stack's RUNTIME_SA,
+        the identity the metadata server issues tokens for.
+        """
+        self._terraform_variables = {**TERRAFORM_VARIABLES, **variables}
+        key = json.dumps([self._terraform_variables, self.secretmanager.projects.to_json()], sort_keys=True)
+        grants = self._grant_cache.get(key)
+        if grants is None:  # evaluated once per configuration: the stack resets before every test
+            _email, grants = service_account_grants(
+                self._terraform_variables, project_number=self.secretmanager.projects.number
+            )
+            self._grant_cache[key] = grants
+        for emulator in (self.secretmanager, self.gke):
+            emulator.iam.revoke(RUNTIME_SA)
+            for grant in grants:
+                emulator.bind(
+                    RUNTIME_SA,
+                    grant.role,
+                    grant.resource,
+                    permissions=grant.permissions,
+                    condition=grant.condition,
+                    title=grant.condition_title,
+                )
+        self.grants = grants
+        return grants
 
     def reset(self) -> None:
         """Drop all state, faults and counters; re-seed the defaults."""
@@ -133,6 +195,8 @@ class Stack:
             "GCE_METADATA_IP": self.metadata.address,
             "HYPERFLEET_API_URL": self.hyperfleet.url,
             "HYPERFLEET_API_TOKEN_FILE": self.token_file,
+            # The registry emulator's CA: pull-secret keys naming its hosts (`registry` below) verify over HTTPS.
+            "REGISTRY_CA_BUNDLE": self.registry_ca_file,
         }
         if self.pubsub is not None:
             env["PUBSUB_EMULATOR_HOST"] = self.pubsub.address
@@ -145,10 +209,12 @@ class Stack:
             "gke": self.gke.address,
             "kubernetes": f"https://{self.kubernetes.address}",
             "hyperfleet": self.hyperfleet.url,
+            "registry": self.registry.hosts(),
             "pubsub": self.pubsub.address if self.pubsub is not None else None,
             "admin": self.admin.url,
             "management_cluster": MANAGEMENT_CLUSTER,
             "project_id": PROJECT_ID,
             "runtime_service_account": RUNTIME_SA,
+            "iam": "terraform" if self._terraform_iam else "open",
             "env": self.env(),
         }

@@ -2,11 +2,12 @@
 
     python -m pullsecret reconcile CLUSTER_ID   one reconcile, exactly as an event would run it
     python -m pullsecret inspect CLUSTER_ID     the cluster's lineage across HyperFleet, Secret Manager
-                                                and Kubernetes, as JSON, redacted (no credential, ever)
+                                                and Kubernetes, as JSON, redacted (no credential, ever);
+                                                run it with your own credentials: the function's runtime
+                                                identity may not read Kubernetes Secrets
 
-Exit codes: 0 done (applied, unchanged, finalized; inspect: found), 1 terminal failure (reported in the
-status), 2 usage or configuration error, 3 transient failure (try again), 4 nothing done (preconditions
-not met, stale generation, cluster not found).
+`reconcile` prints a summary for a person on stdout and the function's JSON log lines on stderr
+(`--quiet`: none; `--json`: the summary as one JSON object instead).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from pullsecret import dockerconfig, lineage, preconditions
 from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
+from pullsecret.logs import log
 from pullsecret.retrying import Deadline
 
 EXIT_OK = 0
@@ -31,19 +33,59 @@ _RESULT_EXIT = {
     "unchanged": EXIT_OK,
     "finalized": EXIT_OK,
     "terminal": EXIT_TERMINAL,
+    "transient": EXIT_TRANSIENT,
     "skipped": EXIT_NOTHING_DONE,
     "stale": EXIT_NOTHING_DONE,
     "gone": EXIT_NOTHING_DONE,
 }
 
+_EPILOG = """\
+exit codes:
+  0  done: applied, unchanged or finalized (inspect: the cluster was found)
+  1  terminal failure, reported in the cluster's status (fix the input, then run again)
+  2  usage or configuration error (the message names the variable)
+  3  transient failure (a service was unavailable or refused our token): try again
+  4  nothing done: preconditions not met, a stale generation, or a cluster the API does not know
+
+environment (the function's own; README.md, Configuration, lists them all):
+  HYPERFLEET_API_URL           required: the HyperFleet API base URL
+  HYPERFLEET_API_TOKEN_FILE    file holding the HyperFleet bearer token
+  PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N)
+  MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
+  SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
+  LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines; seconds of in-process retries
+  SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, GCE_METADATA_HOST   local emulators (make up prints them)
+  Google credentials come from Application Default Credentials (gcloud auth application-default login,
+  or GOOGLE_APPLICATION_CREDENTIALS), or the metadata server.
+"""
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pullsecret", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    reconcile = commands.add_parser("reconcile", help="run one reconcile of a cluster now")
+    parser = argparse.ArgumentParser(
+        prog="python -m pullsecret",
+        description="Run the pull-secret adapter's code by hand: one reconcile, or a cluster's lineage.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect}")
+    reconcile = commands.add_parser(
+        "reconcile",
+        help="run one reconcile of a cluster now and report its status, as an event would",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     reconcile.add_argument("cluster_id")
-    inspect = commands.add_parser("inspect", help="print the cluster's pull-secret lineage (redacted JSON)")
+    output = reconcile.add_mutually_exclusive_group()
+    output.add_argument("--quiet", "-q", action="store_true", help="the summary only, no log lines on stderr")
+    output.add_argument("--json", action="store_true", help="the outcome as one JSON object on stdout")
+    inspect = commands.add_parser(
+        "inspect",
+        help="print the cluster's pull-secret lineage (redacted JSON)",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     inspect.add_argument("cluster_id")
+    inspect.add_argument("--quiet", "-q", action="store_true", help="no log lines on stderr")
     return parser
 
 
@@ -60,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    # stdout is for the person (or the JSON); the function's log lines go to stderr, or nowhere.
+    log.configure(stream=sys.stderr, level="OFF" if args.quiet else None)
     try:
         if args.command == "reconcile":
-            return _reconcile(adapter, args.cluster_id)
+            return _reconcile(adapter, args.cluster_id, as_json=args.json)
         return _inspect(adapter, args.cluster_id)
     except TransientError as exc:
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
@@ -78,20 +122,60 @@ def preconditions_cluster_id_ok(cluster_id: str) -> bool:
     return bool(_CLUSTER_ID.match(cluster_id))
 
 
-def _reconcile(adapter: Any, cluster_id: str) -> int:
-    outcome = adapter.reconcile_cluster(cluster_id)
+def _reconcile(adapter: Any, cluster_id: str, *, as_json: bool = False) -> int:
+    from pullsecret.reconcile import Outcome
+
+    try:
+        outcome = adapter.reconcile_cluster(cluster_id)
+    except TransientError as exc:
+        outcome = Outcome("transient", reason=exc.reason, service=exc.service, detail=exc.message)
     code = _RESULT_EXIT.get(outcome.result, EXIT_TERMINAL)
-    summary = f"cluster {cluster_id}: {outcome.result}"
-    if outcome.report is not None:
-        conditions = ", ".join(f"{c.type}={c.status} ({c.reason})" for c in outcome.report.conditions)
-        summary += f"; reported {conditions}; API answered {outcome.report_code}"
-        available = next((c for c in outcome.report.conditions if c.type == "Available"), None)
-        if available is not None and code != EXIT_OK:
-            summary += f"\n{available.message}"
-    elif outcome.result == "gone":
-        summary += "; the HyperFleet API does not know this cluster"
-    print(summary, file=sys.stderr if code else sys.stdout)
+    if as_json:
+        print(json.dumps(outcome_json(cluster_id, outcome, code), sort_keys=True))
+    else:
+        print(summary(cluster_id, outcome))
     return code
+
+
+def outcome_json(cluster_id: str, outcome: Any, code: int) -> dict[str, Any]:
+    """The outcome as `--json` prints it: result, exit code, why, and the conditions reported (if any)."""
+    report = outcome.report
+    return {
+        "cluster_id": cluster_id,
+        "result": outcome.result,
+        "exit_code": code,
+        "reason": outcome.reason,
+        "service": outcome.service,
+        "detail": outcome.detail,
+        "generation": report.generation if report is not None else None,
+        "conditions": [c.to_json() for c in report.conditions] if report is not None else [],
+        "status_code": outcome.report_code,
+    }
+
+
+def summary(cluster_id: str, outcome: Any) -> str:
+    """A few lines for a person: what happened, what was reported, and what to do."""
+    head = f"cluster {cluster_id}: {outcome.result}"
+    if outcome.reason:
+        head += f" ({outcome.reason}{' from ' + outcome.service if outcome.service else ''})"
+    lines = [head]
+    report = outcome.report
+    if report is not None:
+        lines.append(
+            "reported "
+            + ", ".join(f"{c.type}={c.status} ({c.reason})" for c in report.conditions)
+            + f"; the HyperFleet API answered {outcome.report_code}"
+        )
+        available = next((c for c in report.conditions if c.type == "Available"), None)
+        if available is not None and not report.available:
+            lines.append(available.message)
+    elif outcome.detail:
+        lines.append(outcome.detail)
+    if outcome.result == "gone":
+        lines.append("the HyperFleet API does not know this cluster; nothing was done")
+    elif outcome.result == "transient":
+        lines.append("nothing was reported; try again (exit 3)")
+    return "\n".join(lines)
 
 
 def _inspect(adapter: Any, cluster_id: str) -> int:
@@ -172,6 +256,12 @@ def _inspect_kubernetes(
         live = reconciler.kube.read(api, placement.namespace, kube_name, deadline)
     except AdapterError as exc:
         out["error"] = exc.message
+        if exc.reason == "PermissionDenied":
+            # By design: the function's runtime identity may not read Secrets (terraform/kubernetes/rbac.yaml).
+            out["error"] += (
+                "; inspect reads the Secret with the credentials it runs with: use your own "
+                "(gcloud auth application-default login), not the function's service account"
+            )
         return out
     if live is None:
         out["exists"] = False

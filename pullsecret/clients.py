@@ -1,6 +1,6 @@
 """Google credentials and API clients, created once per process and shared across requests.
 
-Seams (design.md): `SECRET_MANAGER_EMULATOR_HOST` / `GKE_EMULATOR_HOST` point the clients at a local
+Seams (docs/design.md): `SECRET_MANAGER_EMULATOR_HOST` / `GKE_EMULATOR_HOST` point the clients at a local
 gRPC endpoint over a loopback channel that still carries the runtime identity's token per call;
 `GCE_METADATA_HOST` / `GCE_METADATA_IP` are google-auth's own switches for the metadata server.
 """

@@ -24,6 +24,9 @@ ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
 MERGE_PRECEDENCES = ("platform", "cluster")
+REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
+# Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
+REGISTRY_SKIP_DEFAULT = ("cloud.openshift.com",)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Settings:
     secret_kms_key: str | None = None
     management_cluster: str | None = None
     management_endpoint: str = "ip"
+    vpc_egress: bool = False  # the function has Direct VPC egress: private control-plane endpoints are reachable
     management_namespace_template: str = "clusters-{cluster_id}"
     management_namespace_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^clusters-[a-z0-9-]+$"))
     kubernetes_secret_template: str = "{cluster_id}-pull-secret"
@@ -63,6 +67,15 @@ class Settings:
     secret_write_quota: float = 600.0  # Secret Manager writes per minute per project
     rotation_writes_per_cluster: float = 1.0  # writes one changed cluster costs
     rotation_slice_s: float = 480.0  # fan-out time per invocation before handing the rest on
+
+    registry_verification: str = "report"
+    registry_skip_hosts: tuple[str, ...] = REGISTRY_SKIP_DEFAULT
+    registry_token_scopes: tuple[tuple[str, str], ...] = ()
+    registry_timeout_s: float = 5.0
+    registry_deadline_s: float = 15.0
+    registry_cache_ttl_s: float = 3600.0
+    registry_concurrency: int = 16
+    registry_ca_bundle: str | None = None
 
     def publish_rate(self) -> float:
         """Rotation events per second: ROTATION_PUBLISH_RATE, else 90 % of the write quota's pace per cluster."""
@@ -194,6 +207,19 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     if topic is not None and not TOPIC_RE.match(topic):
         raise ConfigError(f"ADAPTER_TOPIC must be projects/P/topics/T, got {topic!r}")
 
+    verification = (_get(env, "REGISTRY_VERIFICATION") or "report").lower()
+    if verification not in REGISTRY_VERIFICATION_MODES:
+        raise ConfigError(f"REGISTRY_VERIFICATION must be one of {REGISTRY_VERIFICATION_MODES}, got {verification!r}")
+    scopes: list[tuple[str, str]] = []
+    for pair in _list(env, "REGISTRY_TOKEN_SCOPES", ()):
+        host, sep, scope = pair.partition("=")
+        if not sep or not host.strip() or not scope.strip():
+            raise ConfigError(f"REGISTRY_TOKEN_SCOPES must list host=scope pairs, got {pair!r}")
+        scopes.append((host.strip().lower(), scope.strip()))
+    ca_bundle = _get(env, "REGISTRY_CA_BUNDLE")
+    if ca_bundle is not None and not os.path.isfile(ca_bundle):
+        raise ConfigError(f"REGISTRY_CA_BUNDLE names no readable file: {ca_bundle!r}")
+
     return Settings(
         hyperfleet_api_url=url.rstrip("/"),
         hyperfleet_api_token_file=token_file,
@@ -211,6 +237,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         secret_kms_key=kms,
         management_cluster=management,
         management_endpoint=endpoint,
+        vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
         management_namespace_pattern=pattern,
         kubernetes_secret_template=_template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
@@ -232,4 +259,12 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         secret_write_quota=_number(env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000),
         rotation_writes_per_cluster=_number(env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10),
         rotation_slice_s=_number(env, "ROTATION_SLICE", 480.0, minimum=1, maximum=3600),
+        registry_verification=verification,
+        registry_skip_hosts=tuple(h.lower() for h in _list(env, "REGISTRY_SKIP_HOSTS", REGISTRY_SKIP_DEFAULT)),
+        registry_token_scopes=tuple(scopes),
+        registry_timeout_s=_number(env, "REGISTRY_TIMEOUT", 5.0, minimum=0.1, maximum=60),
+        registry_deadline_s=_number(env, "REGISTRY_DEADLINE", 15.0, minimum=0.1, maximum=300),
+        registry_cache_ttl_s=_number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
+        registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
+        registry_ca_bundle=ca_bundle,
     )

@@ -23,7 +23,7 @@ _SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
 
 
 class InvalidPullSecret(TerminalError):
-    """A pull secret that breaks a rule of contract.md §5."""
+    """A pull secret that breaks a rule of docs/contract.md §5."""
 
     default_reason = "InvalidPullSecret"
 
@@ -237,7 +237,7 @@ def canonicalize(auths: dict[str, Any], *, source: str) -> tuple[dict[str, Any],
                     "shadowed": _safe_name(other),
                     "kept_fingerprint": _entry_fingerprint(auths[kept]),
                     "shadowed_fingerprint": _entry_fingerprint(auths[other]),
-                    "same_credential": auths[kept] == auths[other],
+                    "same_entry": auths[kept] == auths[other],  # not "credential": the API masks such data keys
                 }
             )
     return folded, shadowed

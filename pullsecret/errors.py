@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import socket
 import ssl
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class AdapterError(Exception):
@@ -45,6 +49,12 @@ class TerminalError(AdapterError):
 
 class ConfigError(ValueError):
     """A configuration variable is missing or malformed; the message names the variable."""
+
+    @property
+    def variable(self) -> str | None:
+        """The variable at fault: every message of pullsecret.config starts with its name."""
+        first = str(self).split(" ", 1)[0]
+        return first if re.fullmatch(r"[A-Z][A-Z0-9_]*", first) else None
 
 
 # --- mapping client exceptions onto the taxonomy ------------------------------------------------
@@ -157,6 +167,31 @@ def from_google(exc: BaseException, *, service: str, what: str) -> AdapterError:
             service=service,
         )
     return TerminalError(f"{what}: {service} rejected the request ({name})", reason="RequestRejected", service=service)
+
+
+def mapped_pages(items: Iterable[T], *, service: str, what: str) -> Iterator[T]:
+    """Iterate a google-api-core pager, mapping a failure to fetch a later page onto the taxonomy.
+
+    A pager fetches page 2 and on while it is iterated, outside the call that returned it (and outside
+    that call's error mapping): without this, a 503 on page 2 would surface as an unexpected exception.
+    """
+    iterator = iter(items)
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except AdapterError:
+            raise
+        except Exception as exc:
+            if (
+                grpc_code_name(exc) is None
+                and not type(exc).__module__.startswith("google.")
+                and not looks_like_io(exc)
+            ):
+                raise  # not a service's answer: a bug, reported as one
+            raise from_google(exc, service=service, what=f"{what} (a later page)") from None
+        yield item
 
 
 def from_kube(exc: BaseException, *, what: str) -> AdapterError:

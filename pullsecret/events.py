@@ -1,4 +1,4 @@
-"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every delivery path of contract.md §1.
+"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every delivery path of docs/contract.md §1.
 
 1. Eventarc `google.cloud.pubsub.topic.v1.messagePublished` (binary mode), and 2. a plain Pub/Sub push
    envelope (functions-framework converts it to the same CloudEvent type): the Sentinel event is a

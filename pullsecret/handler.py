@@ -1,22 +1,29 @@
 """Event intake and the error policy around one reconcile.
 
-Transient → raise (Pub/Sub redelivers). Terminal → reported inside the reconcile, logged, acknowledged.
-Unexpected exceptions that look like I/O are transient; anything else is a bug: logged with its stack
-trace for Error Reporting, reported as Health=False, and acknowledged so it cannot loop forever.
+Transient → TransientError out of `handle` (main.py answers 503, Pub/Sub redelivers). Terminal → reported inside
+the reconcile, logged, acknowledged. Unexpected exceptions that look like I/O are transient; anything else is a
+bug: logged with its stack trace for Error Reporting, reported as Health=False, and acknowledged so it cannot loop
+forever. Every event ends with exactly one `reconcile` line carrying `result` (and `reason`, `service` when it
+did not succeed).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import werkzeug.exceptions
 
 from pullsecret import config, events, logs, rotation, status
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
-from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import KubeSecrets
 from pullsecret.logs import log
@@ -26,6 +33,8 @@ from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 
 POOL_WORKERS = 128
+# Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
+_SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
 
 
 class Adapter:
@@ -64,15 +73,28 @@ class Adapter:
                         cluster_manager_client(identity, settings.gke_emulator_host),
                         identity,
                         endpoint=settings.management_endpoint,
+                        vpc_egress=settings.vpc_egress,
                     ),
-                    kube=KubeSecrets(settings.field_manager),
+                    kube=KubeSecrets(settings.field_manager, identity_email=identity.email),
                     pool=pool,
                     identity_email=identity.email,
                 )
             return self._reconciler
 
-    def handle(self, attributes: Mapping[str, Any], data: Any, *, cloud_trace_context: str | None = None) -> Outcome:
-        """Handle one delivered CloudEvent; raises TransientError to have it redelivered."""
+    def handle(
+        self,
+        attributes: Mapping[str, Any],
+        data: Any,
+        *,
+        cloud_trace_context: str | None = None,
+        traceparent: str | None = None,
+    ) -> Outcome:
+        """Handle one delivered CloudEvent; raises TransientError to have it redelivered.
+
+        `traceparent` is the W3C HTTP header; a `traceparent` extension on the event itself wins over it.
+        """
+        if traceparent and not attributes.get("traceparent"):
+            attributes = {**attributes, "traceparent": traceparent}
         parsed: events.ParsedEvent | events.SecretVersionAdded | None = events.parse_notification(
             attributes, data, cloud_trace_context=cloud_trace_context
         )
@@ -82,36 +104,39 @@ class Adapter:
         with logs.event_context(labels=labels, trace=parsed.trace):
             start = time.perf_counter()
             if isinstance(parsed, events.SkippedEvent):
-                log.info(
+                # Malformed, or not ours: acknowledged, but worth a look (a producer may be misconfigured).
+                log.warning(
                     f"event acknowledged without action: {parsed.reason}",
                     operation="reconcile",
                     result="ignored",
+                    reason="EventIgnored",
                     event_type=parsed.event_type[:200],
                     delivery=parsed.delivery,
                 )
-                return Outcome("ignored")
+                return Outcome("ignored", reason="EventIgnored", detail=parsed.reason)
             if isinstance(parsed, events.SecretVersionAdded):
                 return self._rotate(parsed)
             logs.bind(cluster_id=parsed.cluster_id)
             age = events.event_age_s(parsed)
+            log.debug(
+                f"event for cluster {parsed.cluster_id} parsed",
+                operation="event",
+                event_type=parsed.event_type[:200],
+                delivery=parsed.delivery,
+                generation=parsed.generation,
+                age_s=round(age, 3) if age is not None else None,
+            )
             if self.settings.max_event_age_s and age is not None and age > self.settings.max_event_age_s:
                 log.warning(
                     f"event is {age:.0f} s old, over MAX_EVENT_AGE ({self.settings.max_event_age_s:.0f} s); "
                     "acknowledged without action (Sentinel sends a fresh one)",
                     operation="reconcile",
                     result="expired",
+                    reason="EventExpired",
+                    delivery=parsed.delivery,
                 )
-                return Outcome("expired")
-            outcome = self._run(parsed)
-            log.info(
-                f"reconcile of cluster {parsed.cluster_id}: {outcome.result}",
-                operation="reconcile",
-                result=outcome.result,
-                duration_ms=round((time.perf_counter() - start) * 1000, 2),
-                generation=outcome.report.generation if outcome.report else None,
-                delivery=parsed.delivery,
-            )
-            return outcome
+                return Outcome("expired", reason="EventExpired")
+            return self._run_and_log(parsed, start)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
         """A new platform pull secret version: fan out reconcile events (pullsecret.rotation)."""
@@ -119,15 +144,27 @@ class Adapter:
         with self._lock:
             if self._publisher is None:
                 self._publisher = rotation.Publisher(self.identity.credentials)
-        result, published = rotation.fan_out(
-            self.settings,
-            notification,
-            hyperfleet=reconciler.hyperfleet,
-            store=reconciler.store,
-            publisher=self._publisher,
-            deadline=Deadline(self.settings.rotation_slice_s),
-            state_project=self.identity.project_id,
-        )
+        try:
+            result, published = rotation.fan_out(
+                self.settings,
+                notification,
+                hyperfleet=reconciler.hyperfleet,
+                store=reconciler.store,
+                publisher=self._publisher,
+                deadline=Deadline(self.settings.rotation_slice_s),
+                state_project=self.identity.project_id,
+            )
+        except TransientError as exc:
+            # One structured line for the redelivered notification, as for a reconcile (main.py answers 503).
+            log.warning(
+                f"Secret Manager notification for {notification.secret[:200]}: transient ({exc.reason}): "
+                f"{exc.message}; Pub/Sub redelivers the notification",
+                operation="rotation",
+                result="transient",
+                reason=exc.reason,
+                service=exc.service,
+            )
+            raise
         log.info(
             f"Secret Manager notification for {notification.secret[:200]}: {result}",
             operation="rotation",
@@ -144,64 +181,72 @@ class Adapter:
         labels = {"adapter": self.settings.adapter_name, "event_id": event_id}
         with logs.event_context(labels=labels, trace=None):
             logs.bind(cluster_id=cluster_id)
-            start = time.perf_counter()
+            return self._run_and_log(request, time.perf_counter())
+
+    def _run_and_log(self, request: events.ReconcileRequest, start: float) -> Outcome:
+        """Run one reconcile and write its final `reconcile` line (result, reason, service); re-raises transients."""
+        try:
             outcome = self._run(request)
-            log.info(
-                f"reconcile of cluster {cluster_id}: {outcome.result}",
-                operation="reconcile",
-                result=outcome.result,
-                duration_ms=round((time.perf_counter() - start) * 1000, 2),
-                generation=outcome.report.generation if outcome.report else None,
-                delivery="cli",
-            )
-            return outcome
+        except TransientError as exc:
+            failed = Outcome("transient", reason=exc.reason, service=exc.service, detail=exc.message)
+            self._log_final(request, start, failed)
+            raise
+        self._log_final(request, start, outcome)
+        return outcome
+
+    def _log_final(self, request: events.ReconcileRequest, start: float, outcome: Outcome) -> None:
+        reason, detail = outcome.reason, outcome.detail
+        if reason is None and outcome.report is not None and not outcome.report.available:
+            # Not done (skipped, stale, deleting): the Available condition says why.
+            available = next((c for c in outcome.report.conditions if c.type == "Available"), None)
+            if available is not None:
+                reason, detail = available.reason, detail or available.message
+        message = f"reconcile of cluster {request.cluster_id}: {outcome.result}"
+        if reason is not None:
+            message += f" ({reason}{' from ' + outcome.service if outcome.service else ''})"
+        if detail:
+            message += f": {detail}"
+        if outcome.result == "transient":
+            # Only an event is redelivered; the CLI's caller decides whether to try again.
+            message += "; the CLI exits 3, try again" if request.delivery == "cli" else "; Pub/Sub redelivers the event"
+        severity = _SEVERITY.get(outcome.result, "INFO")
+        log.log(
+            severity,
+            message,
+            operation="reconcile",
+            result=outcome.result,
+            reason=reason,
+            service=outcome.service,
+            duration_ms=round((time.perf_counter() - start) * 1000, 2),
+            generation=outcome.report.generation if outcome.report else None,
+            delivery=request.delivery,
+        )
 
     def _run(self, request: events.ReconcileRequest) -> Outcome:
+        """One reconcile; TransientError propagates (the caller logs it), everything else becomes an Outcome."""
         deadline = Deadline(self.settings.retry_deadline_s)
         try:
             return self.reconciler().run(request.cluster_id, deadline)
         except TransientError as exc:
             if exc.reason == "Unauthenticated":
                 self.identity.invalidate()
-            log.warning(
-                f"transient failure, the event will be redelivered: {exc.message}",
-                operation="reconcile",
-                result="transient",
-                error_kind="transient",
-                reason=exc.reason,
-                service=exc.service,
-            )
             raise
         except TerminalError as exc:
             # Terminal errors before a generation was known (e.g. the API's answer is unusable).
-            log.error(
-                f"terminal failure: {exc.message}",
-                operation="reconcile",
-                result="terminal",
-                error_kind="terminal",
-                reason=exc.reason,
-                service=exc.service,
-            )
-            return Outcome("terminal")
+            return Outcome("terminal", reason=exc.reason, service=exc.service, detail=exc.message)
         except Exception as exc:  # noqa: BLE001 - a bug is reported and acknowledged, never crash-looped
             if looks_like_io(exc):
-                log.warning(
-                    f"I/O failure ({type(exc).__name__}), the event will be redelivered",
-                    operation="reconcile",
-                    result="transient",
-                    error_kind="transient",
-                )
-                raise TransientError(f"I/O failure: {type(exc).__name__}") from None
+                raise TransientError(f"I/O failure: {type(exc).__name__}", reason="IOFailure") from None
+            # The one line that reaches Error Reporting (its @type and stack trace); the final line follows.
             log.log(
                 "ERROR",
                 f"unexpected error reconciling cluster {request.cluster_id}",
                 exc=exc,
                 operation="reconcile",
-                result="terminal",
                 error_kind="unexpected",
             )
             self._report_unexpected(request.cluster_id, exc)
-            return Outcome("terminal")
+            return Outcome("terminal", reason="UnexpectedError", detail=f"internal error ({type(exc).__name__})")
 
     def _report_unexpected(self, cluster_id: str, exc: Exception) -> None:
         reconciler = self.reconciler()
@@ -217,6 +262,59 @@ class Adapter:
                 reconciler.hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
         except (TransientError, TerminalError) as report_exc:
             log.warning(f"could not report the unexpected error: {report_exc.message}", operation="reconcile")
+
+
+class Redeliver(werkzeug.exceptions.ServiceUnavailable):
+    """A transient failure, answered 503 so that Pub/Sub redelivers.
+
+    Flask renders an HTTPException raised by a view as its response and logs nothing, whereas any other
+    exception is printed to stderr as a raw traceback (outside the JSON logger and the redactor, and into
+    Error Reporting on every redelivery). The structured warning line has already been written.
+    """
+
+    def __init__(self, error: TransientError) -> None:
+        super().__init__(f"transient failure ({error.reason}); Pub/Sub redelivers the event")
+
+
+def effective_configuration(settings: Settings) -> dict[str, Any]:
+    """The settings as one log line shows them: every field, no secret (the API URL loses any user:password)."""
+    shown: dict[str, Any] = {}
+    for item in dataclasses.fields(settings):
+        value = getattr(settings, item.name)
+        if isinstance(value, re.Pattern):
+            value = value.pattern
+        elif isinstance(value, tuple):
+            value = list(value)
+        shown[item.name] = value
+    url = urlsplit(settings.hyperfleet_api_url)
+    if url.username or url.password:
+        host = (url.hostname or "") + (f":{url.port}" if url.port else "")
+        shown["hyperfleet_api_url"] = urlunsplit(url._replace(netloc=host))
+    return shown
+
+
+def start() -> Adapter:
+    """Cold start of the function: build the adapter, log the effective configuration in one line.
+
+    A configuration error is one structured ERROR line naming the variable and the reason, then the process
+    exits (status 1): the instance fails to start instead of failing every event, and no traceback is printed.
+    """
+    try:
+        built = adapter()
+    except ConfigError as exc:
+        log.error(
+            f"configuration error: {exc}",
+            operation="startup",
+            variable=exc.variable,
+            reason=str(exc),
+        )
+        raise SystemExit(1) from None
+    log.info(
+        "adapter configured",
+        operation="startup",
+        configuration=effective_configuration(built.settings),
+    )
+    return built
 
 
 _adapter: Adapter | None = None

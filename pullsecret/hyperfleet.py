@@ -1,14 +1,17 @@
-"""The HyperFleet API client: get cluster, list adapter statuses, report status (contract.md §2).
+"""The HyperFleet API client: get cluster, list adapter statuses, report status (docs/contract.md §2).
 
 One pooled `requests.Session` per process (urllib3 retries connection errors and 429/5xx with
-jittered backoff, honouring Retry-After). The bearer token is read from a file and re-read when the
-file changes (a mounted secret rotates in place).
+jittered backoff, honouring Retry-After). The bearer token is read from a file by content, on a short
+timer and at once after the API refuses it: a mounted secret rotates in place and gives no mtime
+guarantee. A refusal of our own token (401/403) is never the cluster's fault: when a re-read finds no
+new token it is a TransientError (the event is redelivered, never acknowledged), logged at error level.
 """
 
 from __future__ import annotations
 
-import os
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -18,9 +21,64 @@ from urllib3.util.retry import Retry
 
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.logs import log
 
 _RETRY_STATUSES = (429, 500, 502, 503, 504)
+_REFUSED = (401, 403)
 _PAGE_SIZE = 100
+# How long a token read from the file is used before the file is read again (a read costs microseconds;
+# a refusal triggers a re-read at once anyway).
+TOKEN_REREAD_S = 5.0
+
+
+class BearerToken:
+    """The API token held in a file, re-read by content; thread-safe; its repr never shows the token."""
+
+    def __init__(self, path: str, *, max_age_s: float = TOKEN_REREAD_S, clock: Callable[[], float] = time.monotonic):
+        self.path = path
+        self._max_age_s = max_age_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._value: str | None = None
+        self._read_at = 0.0
+
+    def __repr__(self) -> str:
+        return f"BearerToken(path={self.path!r})"
+
+    def _read(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                value = handle.read().strip()
+        except OSError as exc:
+            # Our own credential, not the cluster's input: the event waits for the file to come back.
+            raise TransientError(
+                f"HYPERFLEET_API_TOKEN_FILE cannot be read ({type(exc).__name__})",
+                reason="CredentialsUnavailable",
+                service="hyperfleet",
+            ) from None
+        if not value:
+            raise TransientError(
+                "HYPERFLEET_API_TOKEN_FILE is empty", reason="CredentialsUnavailable", service="hyperfleet"
+            )
+        return value
+
+    def current(self) -> str:
+        """The token, read again when the last read is older than the timer."""
+        with self._lock:
+            now = self._clock()
+            if self._value is None or now - self._read_at >= self._max_age_s:
+                self._value = self._read()
+                self._read_at = now
+            return self._value
+
+    def refresh(self, refused: str) -> bool:
+        """Read the file now (the API refused `refused`); True when it holds another token to try."""
+        with self._lock:
+            if self._value != refused:
+                return True  # another thread already read a newer token
+            self._value = self._read()
+            self._read_at = self._clock()
+            return self._value != refused
 
 
 class HyperFleetClient:
@@ -32,9 +90,8 @@ class HyperFleetClient:
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
-        self._token_file = settings.hyperfleet_api_token_file
-        self._token: tuple[float, str] | None = None
-        self._token_lock = threading.Lock()
+        token_file = settings.hyperfleet_api_token_file
+        self._token = BearerToken(token_file) if token_file else None
         retry = Retry(
             total=4,
             connect=4,
@@ -57,26 +114,26 @@ class HyperFleetClient:
         self._session.mount("https://", adapter)
         self._session.headers.update({"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"})
 
-    def _bearer(self) -> dict[str, str]:
-        if not self._token_file:
-            return {}
-        try:
-            mtime = os.stat(self._token_file).st_mtime
-        except OSError:
-            raise TerminalError(
-                "HYPERFLEET_API_TOKEN_FILE cannot be read", reason="ConfigurationError", service="hyperfleet"
-            ) from None
-        with self._token_lock:
-            if self._token is None or self._token[0] != mtime:
-                with open(self._token_file, encoding="utf-8") as handle:
-                    self._token = (mtime, handle.read().strip())
-            return {"Authorization": f"Bearer {self._token[1]}"}
-
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> requests.Response:
+        """One call; a refused token is re-read from its file and the call made again with a new one."""
+        token = self._token.current() if self._token is not None else None
+        response = self._send(method, path, what=what, token=token, **kwargs)
+        # Two rounds: the file may have been rotated again while a call with the previous token was under way.
+        for _ in range(2):
+            if response.status_code not in _REFUSED or self._token is None or token is None:
+                break
+            if not self._token.refresh(token):
+                break
+            token = self._token.current()
+            response = self._send(method, path, what=what, token=token, **kwargs)
+        if response.status_code in _REFUSED:
+            raise self._refused(response, what)
+        return response
+
+    def _send(self, method: str, path: str, *, what: str, token: str | None, **kwargs: Any) -> requests.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         try:
-            return self._session.request(
-                method, self._base + path, headers=self._bearer(), timeout=self._timeout, **kwargs
-            )
+            return self._session.request(method, self._base + path, headers=headers, timeout=self._timeout, **kwargs)
         except requests.RequestException as exc:
             if looks_like_io(exc) or isinstance(exc, requests.exceptions.RetryError):
                 raise TransientError(
@@ -90,23 +147,30 @@ class HyperFleetClient:
                 service="hyperfleet",
             ) from None
 
+    def _refused(self, response: requests.Response, what: str) -> TransientError:
+        """Our own token refused even after a re-read: redeliver (never acknowledge), and say so at error level."""
+        code = response.status_code
+        why = "not authenticated" if code == 401 else "not authorised"
+        message = (
+            f"{what}: HyperFleet API refused the adapter's token ({code}, {why}{_problem_title(response)}); "
+            "the event will be redelivered: put a valid token in HYPERFLEET_API_TOKEN_FILE"
+        )
+        log.error(
+            message,
+            operation="hyperfleet.auth",
+            error_kind="credentials",
+            reason="CredentialsRefused",
+            http_status=code,
+            service="hyperfleet",
+        )
+        return TransientError(message, reason="CredentialsRefused", service="hyperfleet")
+
     @staticmethod
     def _failure(response: requests.Response, what: str) -> Exception:
         code = response.status_code
-        title = ""
-        try:
-            problem = response.json()
-            if isinstance(problem, dict):
-                title = str(problem.get("detail") or problem.get("title") or "")[:200]
-        except ValueError:
-            pass
-        text = f"{what}: HyperFleet API answered {code}" + (f" ({title})" if title else "")
+        text = f"{what}: HyperFleet API answered {code}" + _problem_title(response)
         if code in _RETRY_STATUSES or code >= 500:
             return TransientError(text, reason="DependencyUnavailable", service="hyperfleet")
-        if code in (401, 403):
-            return TerminalError(
-                text + "; check HYPERFLEET_API_TOKEN_FILE", reason="PermissionDenied", service="hyperfleet"
-            )
         return TerminalError(text, reason="RequestRejected", service="hyperfleet")
 
     @staticmethod
@@ -195,3 +259,15 @@ class HyperFleetClient:
             raise TransientError("list clusters: the API answer has no 'items' list", service="hyperfleet")
         total = body.get("total") if isinstance(body.get("total"), int) else len(items)
         return [i for i in items if isinstance(i, dict)], int(total)
+
+
+def _problem_title(response: requests.Response) -> str:
+    """' (detail)' from a problem+json answer, or ''."""
+    try:
+        problem = response.json()
+    except ValueError:
+        return ""
+    if not isinstance(problem, dict):
+        return ""
+    title = str(problem.get("detail") or problem.get("title") or "")[:200]
+    return f" ({title})" if title else ""

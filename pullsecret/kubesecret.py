@@ -1,9 +1,24 @@
-"""The Kubernetes Secret on the management cluster: apply and delete with ownership and generation guards.
+"""The Kubernetes Secret on the management cluster: apply and delete it without the right to read any Secret.
 
-Writes happen only when the live object differs from the desired one (data, type, our labels and
-annotations), never to a Secret without `managed-by=hyperfleet`, never from an older generation over
-a newer one. Updates are server-side apply with our field manager and the read `resourceVersion` as
-precondition, so a concurrent writer makes us re-read instead of losing its update.
+The runtime identity holds create, patch and delete on Secrets and no get, list or watch
+(terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
+kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
+ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
+labelled managed-by=hyperfleet, of type kubernetes.io/dockerconfigjson, in namespaces matching
+MANAGEMENT_NAMESPACE_PATTERN, and never lets an older cluster generation replace a newer one. So:
+
+- `probe` is a dry-run apply (nothing is stored) of our label and type, values our Secret already has: its
+  answer is our live Secret, "absent" (the dry run would have to create it), or a denial that names the
+  reason (a foreign Secret, a wrong type, a namespace outside the pattern) and carries none of the other
+  Secret's content;
+- `apply` writes only when our fields differ (data[.dockerconfigjson], type, our labels and annotations;
+  fields of other managers are not compared, since apply never removes them): create when absent, else an
+  apply (force=false) with the probed resourceVersion as precondition; a field another manager changed is
+  taken back with force=true, which the policy admits only on our Secret;
+- `delete` deletes without reading: the policy refuses a Secret that is not ours.
+
+`ensure_guarded` checks once per management cluster (with get on the policy and its binding only) that the
+policy is installed, at least at REQUIRED_POLICY_REVISION, before any write relies on it.
 """
 
 from __future__ import annotations
@@ -11,6 +26,8 @@ from __future__ import annotations
 import base64
 import json
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +35,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from pullsecret import retrying
-from pullsecret.errors import TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
+from pullsecret.errors import AdapterError, TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
 from pullsecret.retrying import Deadline
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
@@ -31,6 +48,14 @@ A_GENERATION = "hyperfleet.io/generation"
 A_LINEAGE = "hyperfleet.io/lineage"  # compact JSON: registry names and short fingerprints only
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
 MAX_ATTEMPTS = 8
+
+# The admission policy the writes rely on (terraform/kubernetes/admission-policy.yaml).
+POLICY_NAME = "hyperfleet-pullsecret-adapter-scope"
+A_POLICY_REVISION = "hyperfleet.io/policy-revision"
+REQUIRED_POLICY_REVISION = 2  # 2: generation order; dockerconfigjson before a change too
+POLICY_CHECK_TTL_S = 3600.0  # re-checked hourly: a policy removed later is noticed
+# A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
+_DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")
 
 
 class OwnershipConflict(TerminalError):
@@ -93,6 +118,27 @@ class DesiredSecret:
         }
 
 
+def probe_manifest(namespace: str, name: str) -> dict[str, Any]:
+    """What the dry-run probe applies: our label and type, values our live Secret already has (no change)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"managed-by": "hyperfleet"}},
+        "type": DOCKERCONFIGJSON,
+    }
+
+
+@dataclass(frozen=True)
+class Probed:
+    """Our live Secret as the dry-run probe saw it (None: absent)."""
+
+    live: dict[str, Any] | None
+
+    @property
+    def recorded_generation(self) -> int:
+        return _generation(((self.live or {}).get("metadata") or {}).get("annotations") or {})
+
+
 @dataclass(frozen=True)
 class ApplyResult:
     written: bool
@@ -109,11 +155,15 @@ def _generation(annotations: dict[str, str]) -> int:
 
 
 def differs(live: dict[str, Any], desired: DesiredSecret) -> bool:
-    """True when the live object's content or our metadata differ from the desired state."""
+    """True when a field the adapter owns differs from the desired state.
+
+    Only our fields: data[.dockerconfigjson], type, our labels and annotations. Another manager's key (say,
+    added with kubectl edit) is not compared: apply never removes it, so comparing it would write forever.
+    """
     metadata = live.get("metadata") or {}
     labels = metadata.get("labels") or {}
     annotations = metadata.get("annotations") or {}
-    if live.get("type") != DOCKERCONFIGJSON or (live.get("data") or {}) != desired.data():
+    if live.get("type") != DOCKERCONFIGJSON or (live.get("data") or {}).get(KEY) != desired.data()[KEY]:
         return True
     if any(labels.get(k) != v for k, v in desired.labels.items()):
         return True
@@ -124,11 +174,55 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class KubeSecrets:
-    """Apply / delete the pull Secret through one Secrets API (pullsecret.kubeapi)."""
+def _body(exc: ApiException) -> dict[str, Any]:
+    try:
+        parsed = json.loads(getattr(exc, "body", None) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
-    def __init__(self, field_manager: str) -> None:
+
+def policy_denial(exc: BaseException) -> tuple[str, str] | None:
+    """(reason, message) of a denial by our admission policy, else None."""
+    if not isinstance(exc, ApiException):
+        return None
+    message = str(_body(exc).get("message") or "")
+    found = _DENIAL.search(message)
+    if found is None or found.group(1) != POLICY_NAME:
+        return None
+    return found.group(2), message[found.start() :][:400]
+
+
+def _would_create_without_data(exc: ApiException) -> bool:
+    """The probe's dry run had to create the Secret and validation wants its data: nothing is at that name."""
+    if kube_status(exc) != (422, "Invalid"):
+        return False
+    details = _body(exc).get("details") or {}
+    causes = details.get("causes") if isinstance(details, dict) else None
+    # Exactly that one cause: a Secret of another type also lacks the key, but is refused for its type too.
+    return bool(causes) and all(
+        isinstance(c, dict) and c.get("field") == f"data[{KEY}]" and c.get("reason") == "FieldValueRequired"
+        for c in causes or []
+    )
+
+
+def _field_conflict(exc: ApiException) -> bool:
+    """A server-side apply conflict: fields we apply are owned by another manager with other values."""
+    details = _body(exc).get("details") or {}
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return any(isinstance(c, dict) and c.get("reason") == "FieldManagerConflict" for c in causes or [])
+
+
+class KubeSecrets:
+    """Probe / apply / delete the pull Secret through one Secrets API (pullsecret.kubeapi); verifies the admission
+    policy per cluster."""
+
+    def __init__(self, field_manager: str, identity_email: str | None = None) -> None:
         self._field_manager = field_manager
+        self._probe_manager = f"{field_manager}-probe"
+        self._identity_email = identity_email
+        self._guarded: dict[str, float] = {}  # API server URL -> monotonic time of the last successful check
+        self._guard_lock = threading.Lock()
 
     def _call(self, what: str, deadline: Deadline, fn: Any, *args: Any, **kwargs: Any) -> Any:
         def attempt() -> Any:
@@ -146,50 +240,153 @@ class KubeSecrets:
             on_give_up=lambda cause: from_kube(cause, what=what),
         )
 
-    def read(self, api: Any, namespace: str, name: str, deadline: Deadline) -> dict[str, Any] | None:
-        """The live Secret as a dict, or None when it does not exist."""
-        what = f"read Secret {namespace}/{name}"
+    # -- the admission policy ---------------------------------------------------------------
+    def ensure_guarded(self, api: Any, deadline: Deadline) -> None:
+        """Refuse (terminal) to write on a cluster whose API server does not enforce our admission policy."""
+        host = str(getattr(getattr(api.api_client, "configuration", None), "host", ""))
+        with self._guard_lock:
+            checked = self._guarded.get(host)
+        if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:
+            return
+        from kubernetes.client import AdmissionregistrationV1Api
+
+        admission = AdmissionregistrationV1Api(api.api_client)
+        policy = self._read_policy("ValidatingAdmissionPolicy", admission.read_validating_admission_policy, deadline)
+        binding = self._read_policy(
+            "ValidatingAdmissionPolicyBinding", admission.read_validating_admission_policy_binding, deadline
+        )
+        problem = policy_problem(policy, binding, self._identity_email)
+        if problem is not None:
+            raise TerminalError(
+                f"the management cluster does not enforce the adapter's admission policy: {problem}; apply "
+                "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
+                reason="AdmissionPolicyMissing",
+                service="kubernetes",
+            )
+        with self._guard_lock:
+            self._guarded[host] = time.monotonic()
+
+    def _read_policy(self, kind: str, fn: Any, deadline: Deadline) -> dict[str, Any]:
+        what = f"read {kind} {POLICY_NAME}"
         try:
-            response = self._call(what, deadline, api.read_namespaced_secret, name, namespace)
+            response = self._call(what, deadline, fn, POLICY_NAME)
         except (TerminalError, TransientError):
             raise
         except ApiException as exc:
             status = kube_status(exc)
             if status is not None and status[0] == 404:
-                return None
+                raise TerminalError(
+                    f"{kind} {POLICY_NAME} is not installed on the management cluster; apply "
+                    "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
+                    reason="AdmissionPolicyMissing",
+                    service="kubernetes",
+                ) from None
+            if status is not None and status[0] == 403:
+                raise TerminalError(
+                    f"cannot verify {kind} {POLICY_NAME}: the runtime identity may not read it (RBAC of an older "
+                    "release?); re-apply `terraform output -raw kubernetes_manifests`; nothing was written",
+                    reason="AdmissionPolicyUnverified",
+                    service="kubernetes",
+                ) from None
             raise from_kube(exc, what=what) from None
         body: dict[str, Any] = json.loads(response.data)
         return body
 
-    def apply(
-        self,
-        api: Any,
-        desired: DesiredSecret,
-        deadline: Deadline,
-        live: dict[str, Any] | None,
-    ) -> ApplyResult:
-        """Make the Secret equal `desired`, starting from `live` as just read (None: it does not exist).
+    # -- probe, apply, delete ---------------------------------------------------------------
+    def probe(self, api: Any, ns: str, name: str, deadline: Deadline) -> Probed:
+        """Our live Secret through a dry-run apply; raises OwnershipConflict / TerminalError / TransientError."""
+        what = f"probe Secret {ns}/{name}"
+        try:
+            response = self._call(
+                what,
+                deadline,
+                api.patch_namespaced_secret,
+                name,
+                ns,
+                probe_manifest(ns, name),
+                field_manager=self._probe_manager,
+                force=True,  # nothing is stored; force only lets the policy judge our values against the live ones
+                dry_run="All",
+                _content_type="application/apply-patch+yaml",
+            )
+        except (TerminalError, TransientError):
+            raise
+        except ApiException as exc:
+            if _would_create_without_data(exc):
+                return Probed(None)  # a dry-run create, refused for want of data: no Secret at that name
+            raise self._refusal(exc, ns, name, what) from None
+        if response.status == 201:
+            return Probed(None)  # a dry-run create: there is no Secret at that name
+        body: dict[str, Any] = json.loads(response.data)
+        return Probed(body)
 
-        Raises OwnershipConflict / TerminalError / TransientError. After a lost race it reads again.
+    def _refusal(self, exc: ApiException, ns: str, name: str, what: str) -> AdapterError:
+        """The meaning of a refused probe or write."""
+        denied = policy_denial(exc)
+        if denied is not None:
+            reason, message = denied
+            if reason == "StaleGeneration":
+                # A newer generation landed between our probe and our write: the redelivery reports stale.
+                return TransientError(f"{what}: {message}", reason="WriteConflict", service="kubernetes")
+            if reason == "OwnershipConflict":
+                return OwnershipConflict(
+                    f"Kubernetes Secret {ns}/{name} exists without the label managed-by=hyperfleet or is not a "
+                    "dockerconfigjson Secret; refusing to overwrite it (the admission policy denied the write)",
+                    service="kubernetes",
+                )
+            if reason == "SecretTypeMismatch":
+                return TerminalError(
+                    f"Kubernetes Secret {ns}/{name} is not of type {DOCKERCONFIGJSON}; the type is immutable, "
+                    "delete it to let the adapter recreate it",
+                    reason="SecretTypeMismatch",
+                    service="kubernetes",
+                )
+            return TerminalError(f"{what}: {message}", reason=reason, service="kubernetes")
+        status = kube_status(exc)
+        if status is not None and status[0] == 404:
+            # The namespace is missing: the placement adapter may still be creating it.
+            return TransientError(
+                f"{what}: namespace {ns} not found (yet)", reason="NamespaceMissing", service="kubernetes"
+            )
+        if status is not None and status == (422, "Invalid") and "field is immutable" in str(_body(exc)):
+            # Validation runs before admission: a Secret of another type answers "type is immutable". The
+            # adapter only ever writes dockerconfigjson Secrets, so that one is someone else's.
+            return OwnershipConflict(
+                f"Kubernetes Secret {ns}/{name} exists with a type other than {DOCKERCONFIGJSON}, so the adapter "
+                "did not write it; refusing to overwrite it",
+                service="kubernetes",
+            )
+        return from_kube(exc, what=what)
+
+    def apply(self, api: Any, desired: DesiredSecret, deadline: Deadline, probed: Probed) -> ApplyResult:
+        """Make the Secret equal `desired`, starting from `probed` (just probed). After a lost race it probes again.
+
+        Raises OwnershipConflict / TerminalError / TransientError.
         """
         ns, name = desired.namespace, desired.name
+        collided = False
         for attempt in range(MAX_ATTEMPTS):
             if attempt:
-                live = self.read(api, ns, name, deadline)
+                probed = self.probe(api, ns, name, deadline)
+            live = probed.live
+            if live is None and collided:
+                # Create said it exists, the probe says it cannot be shown: ours without its data key (someone
+                # removed it). A full apply (no precondition: the policy still judges ownership) restores it.
+                applied = self._apply(api, desired.manifest(_now()), deadline, force=False)
+                if applied is None:
+                    continue
+                return ApplyResult(
+                    True, str(applied["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
+                )
             if live is None:
                 result = self._create(api, desired, deadline)
                 if result is not None:
                     return result
-                continue  # created concurrently by someone else: re-read and decide again
+                collided = True
+                continue  # created concurrently by someone else: probe and decide again
+            collided = False
             metadata = live.get("metadata") or {}
-            labels = metadata.get("labels") or {}
             annotations = metadata.get("annotations") or {}
-            if labels.get("managed-by") != "hyperfleet":
-                raise OwnershipConflict(
-                    f"Kubernetes Secret {ns}/{name} exists without the label managed-by=hyperfleet; "
-                    "refusing to overwrite it",
-                    service="kubernetes",
-                )
             recorded = _generation(annotations)
             if recorded > desired.generation:
                 return ApplyResult(
@@ -197,50 +394,55 @@ class KubeSecrets:
                 )
             if not differs(live, desired):
                 return ApplyResult(False, str(metadata.get("resourceVersion", "")), recorded_generation=recorded)
-            if live.get("type") != DOCKERCONFIGJSON:
-                raise TerminalError(
-                    f"Kubernetes Secret {ns}/{name} has type {str(live.get('type'))[:60]!r}; the type is immutable, "
-                    "delete it to let the adapter recreate it",
-                    reason="SecretTypeMismatch",
-                    service="kubernetes",
-                )
-            created_at = annotations.get(A_CREATED_AT) or _now()
             body = desired.manifest(
-                created_at,
+                annotations.get(A_CREATED_AT) or _now(),
                 resource_version=str(metadata.get("resourceVersion", "")),
                 kept_lineage=annotations.get(A_LINEAGE),
             )
-            what = f"apply Secret {ns}/{name}"
-            try:
-                response = self._call(
-                    what,
-                    deadline,
-                    api.patch_namespaced_secret,
-                    name,
-                    ns,
-                    body,
-                    field_manager=self._field_manager,
-                    force=True,
-                    _content_type="application/apply-patch+yaml",
-                )
-            except (TerminalError, TransientError):
-                raise
-            except ApiException as exc:
-                status = kube_status(exc)
-                if status is not None and status[0] in (404, 409):
-                    continue  # changed or deleted since we read it: the next round reads again
-                raise from_kube(exc, what=what) from None
-            applied = json.loads(response.data)
+            applied = self._apply(api, body, deadline, force=False)
+            if applied is None:
+                continue  # changed or deleted since the probe: the next round probes again
             return ApplyResult(
-                True,
-                str(applied["metadata"].get("resourceVersion", "")),
-                recorded_generation=desired.generation,
+                True, str(applied["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
             )
         raise TransientError(
             f"apply Secret {ns}/{name}: kept conflicting with concurrent writers",
             reason="WriteConflict",
             service="kubernetes",
         )
+
+    def _apply(self, api: Any, body: dict[str, Any], deadline: Deadline, *, force: bool) -> dict[str, Any] | None:
+        """One server-side apply; None when the precondition failed (probe again)."""
+        ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        what = f"apply Secret {ns}/{name}"
+        try:
+            response = self._call(
+                what,
+                deadline,
+                api.patch_namespaced_secret,
+                name,
+                ns,
+                body,
+                field_manager=self._field_manager,
+                force=force,
+                _content_type="application/apply-patch+yaml",
+            )
+        except (TerminalError, TransientError):
+            raise
+        except ApiException as exc:
+            status = kube_status(exc)
+            if status is not None and status[0] == 409 and not force and _field_conflict(exc):
+                # Someone else set a field we apply (e.g. kubectl edit of the data): take it back. The probe
+                # showed the Secret is ours, the resourceVersion pins that object, the policy re-checks both.
+                return self._apply(api, body, deadline, force=True)
+            if status is not None and status[0] in (404, 409):
+                return None
+            denied = policy_denial(exc)
+            if denied is not None and denied[0] == "StaleGeneration":
+                return None  # a newer generation landed since the probe: the next probe reports it
+            raise self._refusal(exc, ns, name, what) from None
+        applied: dict[str, Any] = json.loads(response.data)
+        return applied
 
     def _create(self, api: Any, desired: DesiredSecret, deadline: Deadline) -> ApplyResult | None:
         what = f"create Secret {desired.namespace}/{desired.name}"
@@ -259,47 +461,67 @@ class KubeSecrets:
             status = kube_status(exc)
             if status is not None and status == (409, "AlreadyExists"):
                 return None
-            if status is not None and status[0] == 404:
-                # The namespace is missing: the placement adapter may still be creating it.
-                raise TransientError(
-                    f"{what}: namespace {desired.namespace} not found (yet)",
-                    reason="NamespaceMissing",
-                    service="kubernetes",
-                ) from None
-            raise from_kube(exc, what=what) from None
+            raise self._refusal(exc, desired.namespace, desired.name, what) from None
         created = json.loads(response.data)
         return ApplyResult(
             True, str(created["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
         )
 
     def delete(self, api: Any, namespace: str, name: str, deadline: Deadline) -> bool:
-        """Delete our Secret (only if it carries managed-by=hyperfleet); True if something was deleted."""
-        live = self.read(api, namespace, name, deadline)
-        if live is None:
-            return False
-        metadata = live.get("metadata") or {}
-        if (metadata.get("labels") or {}).get("managed-by") != "hyperfleet":
-            raise OwnershipConflict(
-                f"Kubernetes Secret {namespace}/{name} is not labelled managed-by=hyperfleet; not deleting it",
-                service="kubernetes",
-            )
+        """Delete our Secret; True if something was deleted. The admission policy refuses one that is not ours."""
         what = f"delete Secret {namespace}/{name}"
-        body = {
-            "apiVersion": "v1",
-            "kind": "DeleteOptions",
-            "preconditions": {"uid": metadata.get("uid"), "resourceVersion": metadata.get("resourceVersion")},
-        }
         try:
-            self._call(what, deadline, api.delete_namespaced_secret, name, namespace, body=body)
+            self._call(what, deadline, api.delete_namespaced_secret, name, namespace)
         except (TerminalError, TransientError):
             raise
         except ApiException as exc:
             status = kube_status(exc)
             if status is not None and status[0] == 404:
                 return False
-            if status is not None and status[0] == 409:
-                raise TransientError(
-                    f"{what}: it changed while deleting", reason="WriteConflict", service="kubernetes"
+            denied = policy_denial(exc)
+            if denied is not None and denied[0] == "OwnershipConflict":
+                raise OwnershipConflict(
+                    f"Kubernetes Secret {namespace}/{name} is not labelled managed-by=hyperfleet; not deleting it",
+                    service="kubernetes",
                 ) from None
-            raise from_kube(exc, what=what) from None
+            raise self._refusal(exc, namespace, name, what) from None
         return True
+
+    def read(self, api: Any, namespace: str, name: str, deadline: Deadline) -> dict[str, Any] | None:
+        """The live Secret, or None: for the operator CLI's own credentials (the runtime identity may not read)."""
+        what = f"read Secret {namespace}/{name}"
+        try:
+            response = self._call(what, deadline, api.read_namespaced_secret, name, namespace)
+        except (TerminalError, TransientError):
+            raise
+        except ApiException as exc:
+            status = kube_status(exc)
+            if status is not None and status[0] == 404:
+                return None
+            raise from_kube(exc, what=what) from None
+        body: dict[str, Any] = json.loads(response.data)
+        return body
+
+
+def policy_problem(policy: dict[str, Any], binding: dict[str, Any], identity_email: str | None) -> str | None:
+    """Why the installed policy and binding do not give the guarantees the adapter relies on, or None. Pure."""
+    annotations = (policy.get("metadata") or {}).get("annotations") or {}
+    try:
+        revision = int(annotations.get(A_POLICY_REVISION, "0"))
+    except ValueError:
+        revision = 0
+    if revision < REQUIRED_POLICY_REVISION:
+        return f"policy revision {revision} is older than the required {REQUIRED_POLICY_REVISION}"
+    spec = policy.get("spec") or {}
+    if spec.get("failurePolicy", "Fail") != "Fail":
+        return "the policy's failurePolicy is not Fail"
+    if identity_email:
+        conditions = " ".join(str(c.get("expression", "")) for c in spec.get("matchConditions") or [])
+        if f"'{identity_email}'" not in conditions:
+            return f"the policy does not match the runtime identity {identity_email}"
+    binding_spec = binding.get("spec") or {}
+    if binding_spec.get("policyName") != POLICY_NAME:
+        return f"the binding points at {str(binding_spec.get('policyName'))[:80]!r}"
+    if "Deny" not in (binding_spec.get("validationActions") or []):
+        return "the binding does not deny (validationActions lacks Deny)"
+    return None

@@ -66,18 +66,21 @@ def from_report(reported: Any) -> dict[str, Any]:
     """The lineage a status `data.lineage` object (see `report`) describes, or {} when it records none."""
     if not isinstance(reported, dict) or reported.get("recorded") is False:
         return {}
-    registries = reported.get("registries")
-    if not isinstance(registries, dict):
+    listed = reported.get("registries")
+    if isinstance(listed, dict):  # reports written before registries became a list
+        listed = [{"registry": name, **value} for name, value in listed.items() if isinstance(value, dict)]
+    if not isinstance(listed, list):
         return {}
     out: dict[str, list[Any]] = {}
-    for registry, value in registries.items():
-        if not isinstance(value, dict):
+    for value in listed:
+        if not isinstance(value, dict) or not isinstance(value.get("registry"), str):
             continue
         fingerprint, since_version = value.get("fingerprint"), value.get("since_version")
         if isinstance(fingerprint, str) and isinstance(since_version, str):
-            out[str(registry)] = [fingerprint, since_version, _epoch(value.get("since"))]
+            out[value["registry"]] = [fingerprint, since_version, _epoch(value.get("since"))]
+    version = reported.get("sm_version") or reported.get("secret_version") or ""
     return {
-        "version": version_id(str(reported.get("secret_version") or "")),
+        "version": version_id(str(version)),
         "previous_version": reported.get("previous_version"),
         "added": list(reported.get("added") or []),
         "changed": list(reported.get("changed") or []),
@@ -86,12 +89,16 @@ def from_report(reported: Any) -> dict[str, Any]:
     }
 
 
-def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:
-    """The status `data.lineage` object: per registry its fingerprint and the version/time since when."""
+def report(lineage: dict[str, Any], *, sm_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:
+    """The status `data.lineage` object: per registry its fingerprint and the version/time since when.
+
+    Registries are listed as values, never used as keys: the API's condition-mapping engine masks `data` keys
+    that contain words such as `auth`, `private` or `cert`, which registry host names may well contain.
+    """
     registries = lineage.get("registries") if isinstance(lineage.get("registries"), dict) else {}
     assert isinstance(registries, dict)
     out: dict[str, Any] = {
-        "secret_version": secret_version,
+        "sm_version": sm_version,
         "kubernetes_resource_version": kubernetes_resource_version,
     }
     if not lineage:
@@ -102,11 +109,11 @@ def report(lineage: dict[str, Any], *, secret_version: str, kubernetes_resource_
         added=list(lineage.get("added") or []),
         changed=list(lineage.get("changed") or []),
         removed=list(lineage.get("removed") or []),
-        registries={
-            registry: {"fingerprint": value[0], "since_version": value[1], "since": _rfc3339(value[2])}
-            for registry, value in registries.items()
+        registries=[
+            {"registry": registry, "fingerprint": value[0], "since_version": value[1], "since": _rfc3339(value[2])}
+            for registry, value in sorted(registries.items())
             if isinstance(value, list) and len(value) == 3
-        },
+        ],
     )
     return out
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-_LEVELS = {"DEBUG": 10, "INFO": 20, "NOTICE": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+_LEVELS = {"DEBUG": 10, "INFO": 20, "NOTICE": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50, "OFF": 100}
 _ERROR_REPORTING_TYPE = "type.googleapis.com/google.devtools.clouderrorreporting.v1beta1.ReportedErrorEvent"
 REDACTED = "[REDACTED]"
 
@@ -119,7 +119,12 @@ class Logger:
         self.level = _LEVELS.get(level.upper(), 20)
         self.project_id = project_id
 
-    def configure(self, *, level: str | None = None, project_id: str | None = None) -> None:
+    def configure(
+        self, *, level: str | None = None, project_id: str | None = None, stream: IO[str] | None = None
+    ) -> None:
+        """Change the level (OFF: nothing), the project of trace names, or the stream (default stdout)."""
+        if stream is not None:
+            self._stream = stream
         if level is not None:
             self.level = _LEVELS.get(level.upper(), 20)
         if project_id is not None:

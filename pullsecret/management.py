@@ -1,15 +1,15 @@
 """GKE management cluster → an authenticated Kubernetes API client, cached per cluster.
 
-`get_cluster` gives the endpoint and CA (or the DNS endpoint, trusted through the system store).
-The bearer token is the runtime identity's access token, fetched for each request through the
-client's `refresh_api_key_hook`, so an expiring token is refreshed before it is sent.
+`get_cluster` gives the endpoint and CA (or the DNS endpoint, trusted through the system store), and
+tells whether this function can reach that endpoint at all (`choose_endpoint`). The CA stays in memory
+(the client's `ca_cert_data`): nothing is written to the temp folder, which Cloud Run holds in memory.
+The bearer token is the runtime identity's access token, fetched for each request through the client's
+`refresh_api_key_hook`, so an expiring token is refreshed before it is sent.
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -23,29 +23,103 @@ from pullsecret.errors import TerminalError, from_google, is_retryable_google
 from pullsecret.retrying import Deadline
 
 ENDPOINT_TTL_S = 3600.0
+UNREACHABLE = "ManagementClusterUnreachable"
+VPC_EGRESS_FIX = (
+    "configure Direct VPC egress for the function (terraform variables vpc_network/vpc_subnetwork, which also "
+    "set VPC_EGRESS=true)"
+)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where to reach a control plane: https://host, with the cluster CA (PEM) or the system trust store."""
+
+    host: str
+    ca_pem: bytes | None
+
+
+def choose_endpoint(cluster: Any, *, mode: str, vpc_egress: bool, what: str) -> Endpoint:
+    """The endpoint this function can use for a GetCluster answer; TerminalError naming the fix when none.
+
+    Fields (google.container.v1, https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
+    - `control_plane_endpoints_config.dns_endpoint_config`: `allow_external_traffic` false means the DNS
+      endpoint takes no user traffic at all (only Google-managed services), whatever the caller's network.
+    - `control_plane_endpoints_config.ip_endpoints_config`: `enabled` false turns IP access off;
+      `enable_public_endpoint` false leaves only the private endpoint, which is then `cluster.endpoint`.
+      Older answers say the same with `private_cluster_config.enable_private_endpoint`.
+    A private endpoint is reachable only from the cluster's VPC, so only with VPC egress (`vpc_egress`).
+    """
+    endpoints = cluster.control_plane_endpoints_config
+    dns = endpoints.dns_endpoint_config
+    if mode == "dns" and dns.endpoint:
+        if not dns.allow_external_traffic:
+            raise TerminalError(
+                f"{what}: its DNS endpoint {dns.endpoint} does not allow external traffic "
+                "(allow_external_traffic=false): enable external traffic on the DNS endpoint (the cluster's "
+                "--enable-dns-access setting), or set MANAGEMENT_ENDPOINT=ip "
+                f"(a private IP endpoint also needs VPC egress: {VPC_EGRESS_FIX})",
+                reason=UNREACHABLE,
+                service="gke",
+            )
+        return Endpoint(dns.endpoint, None)
+    ip = endpoints.ip_endpoints_config
+    dns_hint = (
+        f", or set MANAGEMENT_ENDPOINT=dns (its DNS endpoint {dns.endpoint} allows external traffic)"
+        if dns.endpoint and dns.allow_external_traffic
+        else ", or enable its DNS endpoint with external traffic and set MANAGEMENT_ENDPOINT=dns"
+    )
+    if "enabled" in ip and not ip.enabled:
+        raise TerminalError(
+            f"{what}: its IP endpoints are disabled: set MANAGEMENT_ENDPOINT=dns "
+            "(its DNS endpoint must allow external traffic)",
+            reason=UNREACHABLE,
+            service="gke",
+        )
+    if not cluster.endpoint or not cluster.master_auth.cluster_ca_certificate:
+        raise TerminalError(
+            f"{what}: the cluster has no endpoint or CA certificate", reason="ManagementClusterNotReady", service="gke"
+        )
+    private_only = (
+        not ip.enable_public_endpoint
+        if "enable_public_endpoint" in ip
+        else cluster.private_cluster_config.enable_private_endpoint
+    )
+    if private_only and not vpc_egress:
+        raise TerminalError(
+            f"{what}: its control plane has only a private endpoint ({cluster.endpoint}), which the function "
+            f"reaches only from the cluster's VPC: {VPC_EGRESS_FIX}{dns_hint}",
+            reason=UNREACHABLE,
+            service="gke",
+        )
+    return Endpoint(cluster.endpoint, base64.b64decode(cluster.master_auth.cluster_ca_certificate))
 
 
 @dataclass
 class _Entry:
     api: Any  # pullsecret.kubeapi.SecretsApi
     created: float
-    ca_file: str | None
 
 
 class ManagementClusters:
     """Thread-safe cache of Kubernetes clients keyed by GKE cluster resource name."""
 
     def __init__(
-        self, gke_client: Any, identity: RuntimeIdentity, *, endpoint: str = "ip", pool_size: int = 64
+        self,
+        gke_client: Any,
+        identity: RuntimeIdentity,
+        *,
+        endpoint: str = "ip",
+        vpc_egress: bool = False,
+        pool_size: int = 64,
     ) -> None:
         self._gke = gke_client
         self._identity = identity
         self._endpoint = endpoint
+        self._vpc_egress = vpc_egress
         self._pool_size = pool_size
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
         self._building: dict[str, threading.Lock] = {}
-        self._tmpdir = tempfile.mkdtemp(prefix="pullsecret-ca-")
 
     def api_for(self, cluster_name: str, deadline: Deadline) -> Any:
         """The Secrets API of the management cluster (built once, shared); raises Terminal/TransientError."""
@@ -97,24 +171,11 @@ class ManagementClusters:
         except gexc.GoogleAPICallError as exc:
             raise from_google(exc, service="gke", what=what) from None
 
+        endpoint = choose_endpoint(cluster, mode=self._endpoint, vpc_egress=self._vpc_egress, what=what)
         config = Configuration()
-        ca_file: str | None = None
-        dns = cluster.control_plane_endpoints_config.dns_endpoint_config.endpoint
-        if self._endpoint == "dns" and dns:
-            config.host = f"https://{dns}"
-        else:
-            if not cluster.endpoint or not cluster.master_auth.cluster_ca_certificate:
-                raise TerminalError(
-                    f"{what}: the cluster has no endpoint or CA certificate",
-                    reason="ManagementClusterNotReady",
-                    service="gke",
-                )
-            config.host = f"https://{cluster.endpoint}"
-            ca_pem = base64.b64decode(cluster.master_auth.cluster_ca_certificate)
-            fd, ca_file = tempfile.mkstemp(dir=self._tmpdir, suffix=".pem")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(ca_pem)
-            config.ssl_ca_cert = ca_file
+        config.host = f"https://{endpoint.host}"
+        if endpoint.ca_pem is not None:
+            config.ca_cert_data = endpoint.ca_pem.decode()  # urllib3 loads PEM data from memory: no temp file
         config.verify_ssl = True
         config.connection_pool_maxsize = self._pool_size
         config.retries = False  # retries are ours (backoff with jitter inside the event deadline)
@@ -126,4 +187,4 @@ class ManagementClusters:
         config.refresh_api_key_hook = refresh_token  # type: ignore[assignment]
         config.api_key["authorization"] = ""
         # The Secret calls only: CoreV1Api would import 250 pydantic models on the first event (kubeapi).
-        return _Entry(api=SecretsApi(ApiClient(config)), created=time.monotonic(), ca_file=ca_file)
+        return _Entry(api=SecretsApi(ApiClient(config)), created=time.monotonic())

@@ -1,7 +1,8 @@
 """The one place that knows the order of the steps of a cluster reconcile.
 
-read cluster ‖ statuses → preconditions → pull secret → (Secret Manager ‖ management-cluster client and
-live Secret) → Kubernetes apply → status report. Independent calls overlap on a shared thread pool.
+read cluster ‖ statuses → preconditions → pull secret → (Secret Manager ‖ management-cluster client, admission
+policy check and dry-run probe of our Secret) → Kubernetes apply → status report. Independent calls overlap on
+a shared thread pool.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import dockerconfig, kubesecret, lineage, preconditions, secretstore, status
+from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry, secretstore, status
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
@@ -34,6 +35,17 @@ _SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
+def _settle(futures: list[Future[Any]], deadline: Deadline) -> None:
+    """Cancel work not started yet and wait for work already running, bounded by the deadline.
+
+    No work outlives its event: Cloud Run gives an instance no CPU after the response, so a call left
+    running would stall half-way and land (or not) during some later request.
+    """
+    for future in futures:
+        future.cancel()
+    wait(futures, timeout=deadline.remaining() + 1.0)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What one reconcile did: `result` is the metric label (applied, unchanged, skipped, stale, gone, terminal)."""
@@ -41,6 +53,9 @@ class Outcome:
     result: str
     report: status.Report | None = None
     report_code: int | None = None
+    reason: str | None = None  # why, for terminal and transient outcomes (also the status reason)
+    service: str | None = None  # the system at fault, when one is
+    detail: str | None = None  # a person's sentence for the final log line (never secret material)
 
 
 class Reconciler:
@@ -56,6 +71,7 @@ class Reconciler:
         kube: KubeSecrets,
         pool: ThreadPoolExecutor,
         identity_email: str | None,
+        registries: registry.RegistryVerifier | None = None,
     ) -> None:
         self.settings = settings
         self.hyperfleet = hyperfleet
@@ -65,6 +81,7 @@ class Reconciler:
         self.pool = pool
         self.identity_email = identity_email
         self._platform: tuple[bytes, PullSecret] | None = None
+        self.registries = registries or registry.RegistryVerifier(settings)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -79,10 +96,10 @@ class Reconciler:
             with log.step("hyperfleet.get_cluster"):
                 cluster = self.hyperfleet.get_cluster(cluster_id)
         except BaseException:
-            statuses_future.cancel()
+            _settle([statuses_future], deadline)
             raise
         if cluster is None:
-            statuses_future.cancel()
+            _settle([statuses_future], deadline)
             log.info(f"cluster {cluster_id} no longer exists; nothing to do", operation="hyperfleet.get_cluster")
             return Outcome("gone")
         statuses = statuses_future.result()
@@ -92,15 +109,18 @@ class Reconciler:
             generation = preconditions.cluster_generation(cluster)
         except TerminalError as exc:
             # Without a generation no status can be reported (observed_generation >= 1).
-            log.error(
-                f"cluster {cluster_id}: {exc.message}; cannot report a status",
-                operation="preconditions",
-                error_kind="terminal",
-                reason=exc.reason,
-            )
-            return Outcome("terminal")
+            return Outcome("terminal", reason=exc.reason, detail=f"{exc.message}; cannot report a status")
         try:
             decision = preconditions.evaluate(cluster, statuses, self.settings, cluster_id=cluster_id)
+            placed = getattr(decision, "placement", None)
+            log.debug(
+                f"preconditions decided: {type(decision).__name__}",
+                operation="preconditions",
+                generation=generation,
+                project=getattr(decision, "project_id", None),
+                management_cluster=placed.management_cluster if placed is not None else None,
+                namespace=placed.namespace if placed is not None else None,
+            )
             if isinstance(decision, preconditions.NotMet):
                 log.info(f"preconditions not met: {decision.message}", operation="preconditions")
                 return self._report(cluster_id, "skipped", status.preconditions_not_met(generation, decision.message))
@@ -116,14 +136,13 @@ class Reconciler:
                     self.clusters.invalidate(placement.management_cluster)
                 raise
         except TerminalError as exc:
-            log.error(
-                f"cluster {cluster_id}: {exc.message}",
-                operation="reconcile",
-                error_kind="terminal",
-                reason=exc.reason,
-                service=exc.service,
+            # The handler's final `reconcile` line logs it (error level, reason, service): one line per outcome.
+            data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
+            report = status.terminal_failure(
+                generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service)
             )
-            return self._report(cluster_id, "terminal", status.terminal_failure(generation, exc.reason, exc.message))
+            outcome = self._report(cluster_id, "terminal", report)
+            return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
 
     # -- steps ------------------------------------------------------------------------------
     def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:
@@ -211,9 +230,10 @@ class Reconciler:
             data.update(
                 management_cluster=placement.management_cluster,
                 kubernetes_namespace=placement.namespace,
-                kubernetes_secret_name=kube_name,
+                kubernetes_name=kube_name,
             )
             api = self.clusters.api_for(placement.management_cluster, deadline)
+            self.kube.ensure_guarded(api, deadline)  # the delete relies on the policy to spare foreign Secrets
             with log.step("kubernetes.delete_secret", namespace=placement.namespace, name=kube_name) as fields:
                 try:
                     deleted = self.kube.delete(api, placement.namespace, kube_name, deadline)
@@ -223,12 +243,12 @@ class Reconciler:
                     data["kubernetes_cleanup"] = "not managed by hyperfleet; left in place"
                 fields["result"] = data["kubernetes_cleanup"]
         if deleting.project_id is None:
-            data["secretmanager_cleanup"] = "no GCP project known; nothing to delete"
+            data["sm_cleanup"] = "no GCP project known; nothing to delete"
         else:
-            data["secret_name"] = f"projects/{deleting.project_id}/secrets/{secret_id}"
+            data["sm_name"] = f"projects/{deleting.project_id}/secrets/{secret_id}"
             with log.step("secretmanager.delete_secret", secret_id=secret_id, policy=settings.deletion_policy) as f:
                 try:
-                    data["secretmanager_cleanup"] = self.store.delete_secret(
+                    data["sm_cleanup"] = self.store.delete_secret(
                         project=deleting.project_id,
                         secret_id=secret_id,
                         policy=settings.deletion_policy,
@@ -236,11 +256,11 @@ class Reconciler:
                     )
                 except secretstore.OwnershipConflict as exc:
                     log.warning(exc.message, operation="secretmanager.delete_secret")
-                    data["secretmanager_cleanup"] = "not managed by hyperfleet; left in place"
-                f["result"] = data["secretmanager_cleanup"]
+                    data["sm_cleanup"] = "not managed by hyperfleet; left in place"
+                f["result"] = data["sm_cleanup"]
         message = (
             f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
-            f"Secret Manager secret {data['secretmanager_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
+            f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
         )
         return self._report(cluster_id, "finalized", status.finalized(deleting.generation, message, data))
 
@@ -259,24 +279,41 @@ class Reconciler:
         reported = _observed_generation(own)
         if reported > act.generation:
             # Our own status already reports a newer generation: this read of the cluster is stale.
-            stale_data = {"secret_name": f"projects/{act.project_id}/secrets/{secret_id}"}
+            stale_data = {"sm_name": f"projects/{act.project_id}/secrets/{secret_id}"}
             return self._report(cluster_id, "stale", status.stale(act.generation, reported, stale_data))
 
-        def read_live() -> tuple[Any, dict[str, Any] | None]:
+        def probe_live() -> tuple[Any, kubesecret.Probed]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
-            with log.step("kubernetes.read_secret"):
-                return api, self.kube.read(api, placement.namespace, kube_name, deadline)
+            self.kube.ensure_guarded(api, deadline)
+            with log.step("kubernetes.probe_secret"):
+                return api, self.kube.probe(api, placement.namespace, kube_name, deadline)
 
-        live_future: Future[tuple[Any, dict[str, Any] | None]] = self._submit(read_live)
+        live_future: Future[tuple[Any, kubesecret.Probed]] = self._submit(probe_live)
         secret_name = f"projects/{act.project_id}/secrets/{secret_id}"
         latest_future = self._submit(self.store.latest, secret_name, deadline)
         try:
             merged = self._pull_secret(act, deadline)
+            # Registry handshakes (new fingerprints only) overlap the reads below and, in report mode, the writes.
+            checks = self.registries.start(merged.secret, deadline)
             cluster_name = str(cluster.get("name") or cluster_id)
             # Every read first (the management cluster, the live Secret, the newest version), so that a
             # terminal problem on one side leaves nothing written on the other.
             latest = latest_future.result()
-            api, live = live_future.result()
+            api, probed = live_future.result()
+            if probed.recorded_generation > act.generation:
+                # The Kubernetes Secret records a newer generation: write nothing anywhere.
+                return self._report(
+                    cluster_id,
+                    "stale",
+                    status.stale(
+                        act.generation,
+                        probed.recorded_generation,
+                        {"management_cluster": placement.management_cluster, "kubernetes_name": kube_name},
+                    ),
+                )
+            live = probed.live
+            if checks is not None and checks.mode == "enforce":
+                checks.result().enforce()  # a refused credential: terminal, nothing written
             with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id) as fields:
                 stored = self.store.store(
                     project=act.project_id,
@@ -293,18 +330,14 @@ class Reconciler:
                 )
                 fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
         except BaseException:
-            # No work outlives its event: reads already running finish (bounded by the same deadline).
-            pending: list[Future[Any]] = [live_future, latest_future]
-            for future in pending:
-                future.cancel()
-            wait(pending, timeout=deadline.remaining() + 1.0)
+            _settle([live_future, latest_future], deadline)
             raise
         data: dict[str, Any] = {
-            "secret_name": secret_name,
-            "secret_version": stored.version_name,
+            "sm_name": secret_name,
+            "sm_version": stored.version_name,
             "management_cluster": placement.management_cluster,
             "kubernetes_namespace": placement.namespace,
-            "kubernetes_secret": kube_name,
+            "kubernetes_name": kube_name,
             "fingerprint": merged.secret.short_fingerprint,
             "registries": list(merged.secret.registries),
         }
@@ -314,7 +347,8 @@ class Reconciler:
         if merged.shadowed:
             data["shadowed"] = [dict(d) for d in merged.shadowed[:50]]
         if stored.stale:
-            return self._report(cluster_id, "stale", status.stale(act.generation, stored.recorded_generation, data))
+            report = status.stale(act.generation, stored.recorded_generation, data)
+            return self._report(cluster_id, "stale", _with_registries(report, checks))
 
         desired = DesiredSecret(
             namespace=placement.namespace,
@@ -352,7 +386,7 @@ class Reconciler:
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
             with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
-                applied = self.kube.apply(api, desired, deadline, live)
+                applied = self.kube.apply(api, desired, deadline, probed)
                 fields.update(written=applied.written, stale=applied.stale)
         finally:
             if verified is not None:
@@ -360,13 +394,14 @@ class Reconciler:
                     verified.result()
         data["kubernetes_resource_version"] = applied.resource_version
         if applied.stale:
-            return self._report(cluster_id, "stale", status.stale(act.generation, applied.recorded_generation, data))
+            report = status.stale(act.generation, applied.recorded_generation, data)
+            return self._report(cluster_id, "stale", _with_registries(report, checks))
         if applied.written and not stored.written and live is not None:
             data.setdefault("repaired", "kubernetes_secret")
         elif applied.written and live is None and not stored.written:
             data.setdefault("repaired", "kubernetes_secret_recreated")
         data["lineage"] = lineage.report(
-            recorded, secret_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+            recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.resource_version
         )
         if stored.written:
             data["retention"] = self._retention(stored.version_name, desired.source_version)
@@ -374,7 +409,7 @@ class Reconciler:
         return self._report(
             cluster_id,
             "applied" if changed else "unchanged",
-            status.provisioned(act.generation, changed=changed, data=data),
+            _with_registries(status.provisioned(act.generation, changed=changed, data=data), checks),
         )
 
     def _current_generation(self, cluster_id: str) -> int | None:
@@ -436,6 +471,17 @@ class Reconciler:
         return {"keep": self.settings.retain_versions, "destroyed": list(result.destroyed)}
 
 
+def _with_registries(report: status.Report, checks: registry.Pending | None) -> status.Report:
+    """Add each registry's answer to `data`; in report mode a refused credential turns Health False."""
+    if checks is None:
+        return report
+    verification = checks.result()
+    report.data.update(verification.data())
+    if verification.rejected and verification.mode == "report":
+        return status.registry_rejected(report, verification.rejected)
+    return report
+
+
 def _observed_generation(own: dict[str, Any] | None) -> int:
     value = (own or {}).get("observed_generation")
     return value if isinstance(value, int) else 0
@@ -448,6 +494,6 @@ def _still_ours(own: dict[str, Any] | None, secret_name: str, latest: secretstor
     Then nobody else wrote to it since we did, and its ownership was checked when we first wrote it.
     """
     data = (own or {}).get("data") or {}
-    if latest.data is None or data.get("secret_name") != secret_name or data.get("secret_version") != latest.name:
+    if latest.data is None or data.get("sm_name") != secret_name or data.get("sm_version") != latest.name:
         return False
     return bool(data.get("fingerprint")) and hashlib.sha256(latest.data).hexdigest()[:12] == data.get("fingerprint")

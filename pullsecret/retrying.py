@@ -14,6 +14,7 @@ from google.api_core import exceptions as gexc
 from google.api_core.retry import Retry
 
 from pullsecret.errors import TransientError
+from pullsecret.logs import log
 
 T = TypeVar("T")
 
@@ -33,7 +34,20 @@ class Deadline:
 
 def retry_policy(predicate: Callable[[BaseException], bool], deadline: Deadline) -> Retry:
     """Full-jitter exponential backoff (0.1 s doubling to 5 s) until the deadline."""
-    return Retry(predicate=predicate, initial=0.1, maximum=5.0, multiplier=2.0, timeout=max(deadline.remaining(), 0.01))
+    return Retry(
+        predicate=predicate,
+        initial=0.1,
+        maximum=5.0,
+        multiplier=2.0,
+        timeout=max(deadline.remaining(), 0.01),
+        on_error=_attempt_failed,
+    )
+
+
+def _attempt_failed(exc: BaseException) -> None:
+    """LOG_LEVEL=DEBUG shows each retried attempt's outcome (the step line shows only the last)."""
+    code = getattr(exc, "grpc_status_code", None) or getattr(exc, "status", None) or getattr(exc, "code", None)
+    log.debug(f"attempt failed ({type(exc).__name__} {code or ''}), retrying with backoff", operation="retry")
 
 
 def call(

@@ -9,8 +9,8 @@ Pace: each reconcile may add a secret version, and Secret Manager allows SECRET_
 minute per project, so events go out at `Settings.publish_rate()`: 90 % of that quota divided by the
 writes a changed cluster costs (ROTATION_WRITES_PER_CLUSTER, 1), unless ROTATION_PUBLISH_RATE says.
 
-Resumable: progress (the notified version, page, offset, done) is a record on a secret of its own,
-`hyperfleet-ADAPTER-rotation` (annotations only, compare-and-swap on its etag), saved after every page,
+Resumable: progress (the notified version, page, offset, done) is a record on a secret of its own
+(`progress_secret_id`; annotations only, compare-and-swap on its etag), saved after every page,
 before handing on, and when a publish fails. A redelivered notification continues from that record instead
 of page 1 (at most the clusters published after the last save go out once more); one for a version
 already done publishes nothing, one older than the recorded version is ignored. A fan-out that would
@@ -93,6 +93,12 @@ class Progress:
 
     def ahead_of(self, other: Progress) -> bool:
         return self.done > other.done or (self.page, self.offset) > (other.page, other.offset)
+
+
+def progress_secret_id(settings: Settings) -> str:
+    """The progress record's secret id: SECRET_ID_TEMPLATE for `_rotation_ADAPTER`, a name no cluster has
+    (cluster ids never contain "_"), inside the IAM condition that covers the per-cluster secrets."""
+    return settings.secret_id_template.format(cluster_id=f"_rotation_{settings.adapter_name}")
 
 
 def version_number(version_name: str) -> int:
@@ -193,7 +199,7 @@ def fan_out(
         raise TransientError("rotation: no project for the progress record (set SECRET_PROJECT_ID)")
     ledger = _Ledger(
         store,
-        f"projects/{project}/secrets/hyperfleet-{settings.adapter_name}-rotation",
+        f"projects/{project}/secrets/{progress_secret_id(settings)}",
         {"managed-by": "hyperfleet", "adapter": settings.adapter_name, "resource-type": "rotation-progress"},
         deadline,
     )

@@ -59,6 +59,7 @@ from pullsecret.errors import (
     grpc_code_name,
     is_retryable_google,
     looks_like_io,
+    mapped_pages,
 )
 from pullsecret.logs import log
 from pullsecret.pacing import PACER, WritePacer
@@ -736,7 +737,7 @@ class SecretStore:
             self._client.list_secret_versions,
             request=types.ListSecretVersionsRequest(parent=secret_name, page_size=100),
         )
-        versions = list(pager)
+        versions = list(mapped_pages(pager, service=SERVICE, what=what))
         # Newest first, whatever order the answer had (version ids are increasing integers).
         versions.sort(key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
         enabled = types.SecretVersion.State.ENABLED
@@ -816,14 +817,15 @@ class SecretStore:
     def _disable_all(self, secret_name: str, secret_id: str, deadline: Deadline) -> str:
         from google.cloud.secretmanager_v1 import types
 
+        what = f"list versions of secret {secret_id}"
         pager = self._call(
-            f"list versions of secret {secret_id}",
+            what,
             deadline,
             self._client.list_secret_versions,
             request=types.ListSecretVersionsRequest(parent=secret_name, filter="state:ENABLED", page_size=100),
         )
         count = 0
-        for version in list(pager):
+        for version in list(mapped_pages(pager, service=SERVICE, what=what)):
             try:
                 self._call(
                     f"disable {version.name}",
@@ -845,10 +847,11 @@ class SecretStore:
             secret = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
         except gexc.NotFound:
             return None
-        pager = self._call(
-            f"list versions of secret {secret_id}", deadline, self._client.list_secret_versions, parent=name
+        what = f"list versions of secret {secret_id}"
+        pager = self._call(what, deadline, self._client.list_secret_versions, parent=name)
+        versions = sorted(
+            mapped_pages(pager, service=SERVICE, what=what), key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True
         )
-        versions = sorted(pager, key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
         return {
             "name": secret.name,
             "labels": dict(secret.labels),

@@ -1,15 +1,46 @@
 """Outcome → the AdapterStatusCreateRequest body (Applied, Available, Health, and Finalized on deletion).
 
-Pure. Messages come from the adapter's own errors and names, never from payloads.
+Pure. Messages come from the adapter's own errors and names, never from payloads. What the real API
+enforces or advises (contract.md §2, hyperfleet-api 2026) and how the reports follow it:
+- `observed_time` is the moment the body is built (UTC, milliseconds), so it lies inside the server's window
+  [now-30m, now+5m] and a later report of one process is never discarded as older than an earlier one.
+- `Available` is never `Unknown` (the server keeps Unknown only on an adapter's first report).
+- `Health` reasons come from the adapter framework's vocabulary: `Healthy`, `ResourcesSkipped`,
+  `ExecutionFailed:<phase>`; `Finalized` reasons: `CleanupInProgress`, `CleanupConfirmed` (and `NotDeleting`,
+  `AdapterUnhealthy`, which these reports do not need).
+- `data` keys never contain a word the condition-mapping engine masks (`secret`, `token`, `auth`,
+  `registrykey`, `credential`, `private`, `cert`, ...; hyperfleet-api pkg/util/mask_sensitive.go): `sm_*`
+  names Secret Manager things, `kubernetes_*` Kubernetes ones; registry names appear as values, never as keys.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 MAX_MESSAGE = 1000
+HEALTHY = "Healthy"
+RESOURCES_SKIPPED = "ResourcesSkipped"
+# Where a runtime failure happened, as the adapter framework names its phases (`ExecutionFailed:<phase>`).
+PHASE_PRECONDITIONS = "preconditions"  # reading and judging the cluster (HyperFleet API)
+PHASE_RESOURCES = "resources"  # Secret Manager, GKE, the Kubernetes Secret
+PHASE_UNKNOWN = "unknown"  # the framework's own word when the phase is not known
+PHASE_REGISTRY = "registry"  # REGISTRY_VERIFICATION: a registry refused the pull secret's credential
+
+
+def execution_failed(phase: str) -> str:
+    """The Health reason of a runtime failure in `phase`."""
+    return f"ExecutionFailed:{phase}"
+
+
+def phase_of(service: str | None) -> str:
+    """The framework phase a failing service belongs to."""
+    if service == "hyperfleet":
+        return PHASE_PRECONDITIONS
+    if service in ("secretmanager", "gke", "kubernetes", "metadata"):
+        return PHASE_RESOURCES
+    return PHASE_UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -65,10 +96,10 @@ def provisioned(generation: int, *, changed: bool, data: dict[str, Any]) -> Repo
                 "Available",
                 "True",
                 "PullSecretAvailable",
-                f"Secret Manager version {data.get('secret_version', '?')} verified; Kubernetes Secret "
-                f"{data.get('kubernetes_namespace', '?')}/{data.get('kubernetes_secret', '?')} matches it",
+                f"Secret Manager version {data.get('sm_version', '?')} verified; Kubernetes Secret "
+                f"{data.get('kubernetes_namespace', '?')}/{data.get('kubernetes_name', '?')} matches it",
             ),
-            Condition("Health", "True", "Healthy", "all operations completed"),
+            Condition("Health", "True", HEALTHY, "all operations completed"),
         ),
         data,
     )
@@ -80,7 +111,7 @@ def preconditions_not_met(generation: int, message: str) -> Report:
         (
             Condition("Applied", "False", "PreconditionsNotMet", message),
             Condition("Available", "False", "PreconditionsNotMet", message),
-            Condition("Health", "True", "Healthy", "waiting for preconditions is normal"),
+            Condition("Health", "True", RESOURCES_SKIPPED, "preconditions not met; waiting for them is normal"),
         ),
     )
 
@@ -92,14 +123,17 @@ def stale(generation: int, recorded: int, data: dict[str, Any]) -> Report:
         (
             Condition("Applied", "False", "StaleGeneration", message),
             Condition("Available", "False", "StaleGeneration", message),
-            Condition("Health", "True", "Healthy", "out-of-order delivery is normal"),
+            Condition("Health", "True", RESOURCES_SKIPPED, "out-of-order delivery is normal; nothing written"),
         ),
         data,
     )
 
 
-def terminal_failure(generation: int, reason: str, message: str, data: dict[str, Any] | None = None) -> Report:
-    """A failure no retry fixes: not applied, not available; Health False only for runtime errors."""
+def terminal_failure(
+    generation: int, reason: str, message: str, data: dict[str, Any] | None = None, *, phase: str = PHASE_UNKNOWN
+) -> Report:
+    """A failure no retry fixes: not applied, not available; Health False (`ExecutionFailed:<phase>`) only for
+    runtime errors; the reason itself stays on Applied and Available."""
     business = reason not in ("UnexpectedError", "PermissionDenied", "RequestRejected")
     return Report(
         generation,
@@ -109,8 +143,8 @@ def terminal_failure(generation: int, reason: str, message: str, data: dict[str,
             Condition(
                 "Health",
                 "True" if business else "False",
-                "Healthy" if business else reason,
-                "the input needs fixing; the adapter itself is healthy" if business else message,
+                HEALTHY if business else execution_failed(phase),
+                "the input needs fixing; the adapter itself is healthy" if business else f"{reason}: {message}",
             ),
         ),
         data or {},
@@ -123,8 +157,8 @@ def deletion_pending(generation: int, message: str) -> Report:
         (
             Condition("Applied", "False", "ClusterDeleting", message),
             Condition("Available", "False", "ClusterDeleting", message),
-            Condition("Health", "True", "Healthy", "deletion handling"),
-            Condition("Finalized", "False", "CleanupPending", message),
+            Condition("Health", "True", HEALTHY, "deletion handling"),
+            Condition("Finalized", "False", "CleanupInProgress", message),
         ),
     )
 
@@ -135,8 +169,24 @@ def finalized(generation: int, message: str, data: dict[str, Any]) -> Report:
         (
             Condition("Applied", "False", "ResourcesDeleted", message),
             Condition("Available", "False", "ResourcesDeleted", message),
-            Condition("Health", "True", "Healthy", "cleanup completed"),
+            Condition("Health", "True", HEALTHY, "cleanup completed"),
             Condition("Finalized", "True", "CleanupConfirmed", message),
         ),
         data,
     )
+
+
+def registry_rejected(report: Report, registries: list[str]) -> Report:
+    """REGISTRY_VERIFICATION=report: the pull secret was applied, but registries refused their credential.
+
+    Health turns False (the HyperFleet reason vocabulary's ExecutionFailed:<phase>); Available is untouched.
+    """
+    names = ", ".join(registries[:10]) + (f" and {len(registries) - 10} more" if len(registries) > 10 else "")
+    health = Condition(
+        "Health",
+        "False",
+        execution_failed(PHASE_REGISTRY),
+        f"the registry refused the pull secret's credential for {names}; the pull secret was applied anyway "
+        "(REGISTRY_VERIFICATION=report); see data.registry_checks",
+    )
+    return replace(report, conditions=tuple(health if c.type == "Health" else c for c in report.conditions))

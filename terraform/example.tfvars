@@ -31,4 +31,18 @@ management_namespace_pattern = "^clusters-[a-z0-9-]+$"
 deletion_policy = "DELETE"
 retain_versions = 3
 
+# Manual trigger (README.md, "Manual trigger"): ALLOW_ALL lets these principals run `gcloud functions call`;
+# Cloud Run's IAM refuses everyone else. ALLOW_INTERNAL_ONLY closes the URL to callers outside the VPC.
+ingress_settings = "ALLOW_ALL"
+manual_invokers  = ["group:hyperfleet-oncall@example.com"]
+
+# RETRY_DEADLINE; timeout_seconds must stay >= it + 30 (>= 330 with source rotation), and the triggers' ack
+# deadline follows as timeout_seconds + 60.
+retry_deadline_seconds = 60
+timeout_seconds        = 540
+
+# Private management cluster endpoint: Direct VPC egress (README.md, "Private management clusters").
+# vpc_network    = "projects/hyperfleet-net-prod/global/networks/shared"
+# vpc_subnetwork = "projects/hyperfleet-net-prod/regions/europe-west1/subnetworks/functions"
+
 notification_channel_ids = ["projects/hyperfleet-adapters-prod/notificationChannels/1234567890"]

@@ -30,6 +30,10 @@ locals {
     SECRET_KMS_KEY                = var.secret_kms_key
     DELETION_POLICY               = var.deletion_policy
     RETAIN_VERSIONS               = tostring(var.retain_versions)
+    REGISTRY_VERIFICATION         = var.registry_verification
+    SECRET_ID_TEMPLATE            = var.secret_id_template
+    RETRY_DEADLINE                = tostring(var.retry_deadline_seconds)
+    VPC_EGRESS                    = var.vpc_network == "" ? "false" : "true" # private control planes are reachable
     # Source rotation (rotation.tf): where the fan-out publishes one reconcile event per cluster
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
     ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
@@ -117,6 +121,7 @@ resource "google_artifact_registry_repository" "functions" {
 }
 
 resource "google_cloudfunctions2_function" "adapter" {
+  # checkov:skip=CKV_GCP_124:ingress_settings defaults to ALLOW_ALL so an operator holding roles/run.invoker can run `gcloud functions call` (README, Manual trigger); Cloud Run IAM still refuses every unauthenticated or non-invoker request (no public grant exists). Set ALLOW_INTERNAL_ONLY to close the URL.
   project     = var.project_id
   location    = var.region
   name        = var.function_name
@@ -139,7 +144,7 @@ resource "google_cloudfunctions2_function" "adapter" {
 
   service_config {
     service_account_email            = google_service_account.runtime.email
-    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    ingress_settings                 = var.ingress_settings
     all_traffic_on_latest_revision   = true
     available_memory                 = var.available_memory
     available_cpu                    = var.available_cpu
@@ -148,6 +153,16 @@ resource "google_cloudfunctions2_function" "adapter" {
     max_instance_count               = var.max_instance_count
     min_instance_count               = var.min_instance_count
     environment_variables            = local.function_environment
+
+    # Direct VPC egress (vpc_network set): reach private management cluster endpoints through the VPC.
+    direct_vpc_egress = var.vpc_network == "" ? null : "VPC_EGRESS_${var.vpc_egress}"
+    dynamic "direct_vpc_network_interface" {
+      for_each = var.vpc_network == "" ? [] : [var.vpc_network]
+      content {
+        network    = direct_vpc_network_interface.value
+        subnetwork = var.vpc_subnetwork == "" ? null : var.vpc_subnetwork
+      }
+    }
 
     secret_volumes {
       mount_path = local.hyperfleet_token_mount_path
@@ -181,6 +196,8 @@ resource "google_cloudfunctions2_function" "adapter" {
 
   depends_on = [
     google_project_service.apis,
+    google_project_service.compute,
+    google_kms_crypto_key_iam_member.secret_cmek,
     google_project_iam_member.build_log_writer,
     google_project_iam_member.build_source_reader,
     google_artifact_registry_repository_iam_member.build_writer,
@@ -191,13 +208,13 @@ resource "google_cloudfunctions2_function" "adapter" {
 }
 
 # ---------------------------------------------------------------------------
-# Dead-lettering on the trigger's subscription.
+# Ack deadline and dead-lettering on the trigger's subscription.
 # Eventarc creates and owns the push subscription behind the trigger; neither
-# google_cloudfunctions2_function nor google_eventarc_trigger can set its dead-letter policy
-# (hashicorp/terraform-provider-google#17697, #25069). Eventarc documents updating that
-# subscription with gcloud, which is what this step does, re-running whenever the trigger,
-# the dead-letter topic or the attempt count changes. It also grants the Pub/Sub service agent
-# roles/pubsub.subscriber on that one subscription (required for dead-lettering).
+# google_cloudfunctions2_function nor google_eventarc_trigger can set its ack deadline or
+# dead-letter policy (hashicorp/terraform-provider-google#17697, #25069). Eventarc documents
+# updating that subscription with gcloud, which is what this step does, re-running whenever the
+# trigger, the dead-letter topic, the attempt count or the ack deadline changes. It also grants the
+# Pub/Sub service agent roles/pubsub.subscriber on that one subscription (required for dead-lettering).
 # ---------------------------------------------------------------------------
 
 resource "terraform_data" "trigger_dead_letter" {
@@ -207,6 +224,7 @@ resource "terraform_data" "trigger_dead_letter" {
     google_cloudfunctions2_function.adapter.event_trigger[0].trigger,
     google_pubsub_topic.dead_letter.id,
     var.dead_letter_max_delivery_attempts,
+    local.trigger_ack_deadline_seconds,
   ]
 
   provisioner "local-exec" {
@@ -219,8 +237,32 @@ resource "terraform_data" "trigger_dead_letter" {
       DEAD_LETTER_TOPIC     = google_pubsub_topic.dead_letter.id
       MAX_DELIVERY_ATTEMPTS = tostring(var.dead_letter_max_delivery_attempts)
       PUBSUB_SERVICE_AGENT  = local.pubsub_service_agent_member
+      ACK_DEADLINE_SECONDS  = tostring(local.trigger_ack_deadline_seconds)
     }
   }
 
   depends_on = [google_pubsub_topic_iam_member.dead_letter_publisher]
+}
+
+# The source rotation trigger's subscription gets the same ack deadline (a fan-out runs up to
+# max(RETRY_DEADLINE, 300) s); no dead-letter policy there (DEAD_LETTER_TOPIC empty): a notification
+# that keeps failing is retried until Pub/Sub's retention ends, and Sentinel's cycle covers the rest.
+resource "terraform_data" "rotation_trigger_ack_deadline" {
+  count = var.configure_dead_letter && var.enable_source_rotation ? 1 : 0
+
+  triggers_replace = [
+    google_eventarc_trigger.source_rotation[0].id,
+    local.trigger_ack_deadline_seconds,
+  ]
+
+  provisioner "local-exec" {
+    interpreter = ["bash", "-c"]
+    command     = "${path.module}/scripts/configure-trigger-dead-letter.sh"
+    environment = {
+      PROJECT_ID           = var.project_id
+      REGION               = var.region
+      TRIGGER              = google_eventarc_trigger.source_rotation[0].name
+      ACK_DEADLINE_SECONDS = tostring(local.trigger_ack_deadline_seconds)
+    }
+  }
 }

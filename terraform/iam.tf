@@ -8,6 +8,8 @@ resource "google_service_account" "runtime" {
   account_id   = "hf-pullsecret-run"
   display_name = "HyperFleet pull-secret adapter (runtime)"
   description  = "Runtime identity of ${var.function_name}; also its Kubernetes user on the management clusters."
+
+  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
 }
 
 resource "google_service_account" "trigger" {
@@ -15,6 +17,8 @@ resource "google_service_account" "trigger" {
   account_id   = "hf-pullsecret-trigger"
   display_name = "HyperFleet pull-secret adapter (Eventarc trigger)"
   description  = "Identity Eventarc uses to invoke ${var.function_name}; may only invoke it."
+
+  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
 }
 
 # Builds the function's container (instead of the default compute/Cloud Build account, which
@@ -24,6 +28,8 @@ resource "google_service_account" "build" {
   account_id   = "hf-pullsecret-build"
   display_name = "HyperFleet pull-secret adapter (function build)"
   description  = "Cloud Build identity for building ${var.function_name}'s image."
+
+  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
 }
 
 # ---------------------------------------------------------------------------
@@ -33,9 +39,13 @@ resource "google_service_account" "build" {
 #     (resource.name = projects/NUMBER), so a name-prefix condition would always deny it.
 #     That single permission is granted unconditioned; the function only ever creates
 #     ids of the form hyperfleet-{cluster_id}-pull-secret.
-#   * everything else is conditioned on the hyperfleet- prefix, so the function cannot read,
-#     change or delete any other secret in these projects.
-# Resource names in conditions use the project NUMBER (that is what Secret Manager reports).
+#   * everything else is conditioned on the ids SECRET_ID_TEMPLATE produces (PREFIX...SUFFIX, e.g.
+#     hyperfleet-...-pull-secret), for the secret and its versions, so the function cannot read,
+#     change or delete any other secret in these projects (a prefix alone would also cover e.g. a
+#     hyperfleet-api-token secret). variables.tf refuses a configuration whose source or token
+#     secret would fall under it.
+# Resource names in conditions use the project NUMBER (that is what Secret Manager reports); the
+# condition uses only startsWith / endsWith / extract, the functions IAM documents for resource.name.
 # ---------------------------------------------------------------------------
 
 locals {
@@ -56,6 +66,12 @@ locals {
     local.secret_manager_managed_base_permissions,
     var.deletion_policy == "DELETE" ? local.secret_manager_delete_permissions : [],
   )
+  # PREFIX and SUFFIX of SECRET_ID_TEMPLATE (validated: {cluster_id} once, both non-empty).
+  secret_id_prefix = split("{cluster_id}", var.secret_id_template)[0]
+  secret_id_suffix = split("{cluster_id}", var.secret_id_template)[1]
+  # The IAM condition (CEL) of the managed role, PROJECT_NUMBER standing for each secret project's number:
+  # the secret itself (ends with SUFFIX) or one of its versions (the id before /versions/ ends with SUFFIX).
+  secret_manager_condition = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.secret_id_prefix}\") && (resource.name.endsWith(\"${local.secret_id_suffix}\") || resource.name.extract(\"projects/PROJECT_NUMBER/secrets/{id}/versions/\").endsWith(\"${local.secret_id_suffix}\"))"
 }
 
 resource "google_project_iam_custom_role" "secret_manager_managed" {
@@ -98,9 +114,9 @@ resource "google_project_iam_member" "runtime_secret_manager_managed" {
   member  = google_service_account.runtime.member
 
   condition {
-    title       = "hyperfleet-secrets-only"
-    description = "Only secrets (and their versions) whose id starts with hyperfleet-."
-    expression  = "resource.name.startsWith(\"projects/${data.google_project.secret_projects[each.value].number}/secrets/hyperfleet-\")"
+    title       = "per-cluster-secrets-only"
+    description = "Only secrets (and their versions) named like SECRET_ID_TEMPLATE: ${var.secret_id_template}."
+    expression  = replace(local.secret_manager_condition, "PROJECT_NUMBER", data.google_project.secret_projects[each.value].number)
   }
 }
 
@@ -111,6 +127,40 @@ resource "google_project_iam_member" "runtime_secret_manager_creator" {
   project = each.value
   role    = google_project_iam_custom_role.secret_manager_creator[each.value].id
   member  = google_service_account.runtime.member
+}
+
+# SECRET_KMS_KEY: Secret Manager encrypts a CMEK secret's payload as the Secret Manager service agent of
+# the project that holds the secret, so each secret project's agent must be able to use the key (one key,
+# or one per replication location when the name contains {location}). Without this, creating a secret fails.
+locals {
+  secret_kms_keys = var.secret_kms_key == "" ? [] : distinct([
+    for location in(length(var.secret_replication_locations) > 0 ? var.secret_replication_locations : ["global"]) :
+    replace(var.secret_kms_key, "{location}", location)
+  ])
+  secret_kms_grants = {
+    for pair in setproduct(tolist(local.secret_project_ids), local.secret_kms_keys) : "${pair[0]} ${pair[1]}" => {
+      project = pair[0]
+      key     = pair[1]
+    }
+  }
+}
+
+resource "google_project_service_identity" "secret_projects_secretmanager" {
+  provider = google-beta
+  for_each = var.secret_kms_key == "" ? toset([]) : local.secret_project_ids
+
+  project = each.value
+  service = "secretmanager.googleapis.com"
+
+  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+}
+
+resource "google_kms_crypto_key_iam_member" "secret_cmek" {
+  for_each = local.secret_kms_grants
+
+  crypto_key_id = each.value.key
+  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+  member        = google_project_service_identity.secret_projects_secretmanager[each.value.project].member
 }
 
 # The platform pull secret: read access on that one secret only.
@@ -154,6 +204,29 @@ resource "google_cloud_run_v2_service_iam_member" "trigger_invoker" {
   name     = google_cloudfunctions2_function.adapter.service_config[0].service
   role     = "roles/run.invoker"
   member   = google_service_account.trigger.member
+}
+
+# Operators who may run `gcloud functions call` (terraform/README.md, Manual trigger). Never public.
+resource "google_cloud_run_v2_service_iam_member" "manual_invokers" {
+  for_each = toset(var.manual_invokers)
+
+  project  = var.project_id
+  location = var.region
+  name     = google_cloudfunctions2_function.adapter.service_config[0].service
+  role     = "roles/run.invoker"
+  member   = each.value
+}
+
+# `gcloud functions call` first reads the function (GetFunction: cloudfunctions.functions.get) to find its
+# URL, then posts to it; viewer on this one function is that read.
+resource "google_cloudfunctions2_function_iam_member" "manual_invokers_viewer" {
+  for_each = toset(var.manual_invokers)
+
+  project        = var.project_id
+  location       = var.region
+  cloud_function = google_cloudfunctions2_function.adapter.name
+  role           = "roles/cloudfunctions.viewer"
+  member         = each.value
 }
 
 # Eventarc's push subscription authenticates as the trigger account: the Pub/Sub service agent

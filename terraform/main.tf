@@ -13,6 +13,7 @@ locals {
     "iamcredentials.googleapis.com",
     "iam.googleapis.com",
     "storage.googleapis.com",
+    "cloudresourcemanager.googleapis.com", # data.google_project and every project IAM grant
   ]
 
   labels = merge(var.labels, {
@@ -36,6 +37,13 @@ locals {
   cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.function_name}\""
   pubsub_service_agent_member = google_project_service_identity.pubsub.member
   project_number              = data.google_project.this.number
+
+  # Pub/Sub push waits ack_deadline for the function's answer and redelivers after it, so the
+  # triggers' subscriptions get the function timeout plus a minute (timeout_seconds <= 540 keeps this
+  # within Pub/Sub's 600 s). variables.tf keeps timeout_seconds >= RETRY_DEADLINE + 30, and >= 330 for
+  # the rotation fan-out: RETRY_DEADLINE < timeout < ack deadline, so a running reconcile is never
+  # redelivered, and a failed one is retried by Pub/Sub, not cut off.
+  trigger_ack_deadline_seconds = var.timeout_seconds + 60
 }
 
 data "google_project" "this" {
@@ -49,6 +57,16 @@ resource "google_project_service" "apis" {
 
   project            = var.project_id
   service            = each.value
+  disable_on_destroy = false
+}
+
+# Direct VPC egress only: Cloud Run resolves the network and subnetwork through the Compute API. Not in
+# required_apis because enabling it in a new project also creates the "default" network.
+resource "google_project_service" "compute" {
+  count = var.vpc_network == "" ? 0 : 1
+
+  project            = var.project_id
+  service            = "compute.googleapis.com"
   disable_on_destroy = false
 }
 

@@ -300,3 +300,27 @@ resource "google_monitoring_alert_policy" "dead_lettered" {
     content   = "Cluster events exhausted ${var.dead_letter_max_delivery_attempts} delivery attempts. Pull them from subscription ${google_pubsub_subscription.dead_letter.name}, fix the cause, and republish them to the cluster events topic."
   }
 }
+
+# ---------------------------------------------------------------------------
+# Dashboard: what an operator watches during a rotation burst (issue 13). The function's own log-based
+# metrics above, Secret Manager's request counts as Google records them for the consumer project
+# (serviceruntime.googleapis.com on consumed_api: the project that holds the secrets; with secret projects
+# other than project_id, add them to this project's metrics scope to see their series), and Pub/Sub's
+# dead-letter topic and subscription.
+# ---------------------------------------------------------------------------
+
+resource "google_monitoring_dashboard" "adapter" {
+  project = var.project_id
+  # Checked by tests/infra/test_dashboard.py: rendered by a real terraform, parsed as the Monitoring API's
+  # Dashboard message.
+  dashboard_json = templatefile("${path.module}/dashboard.json.tftpl", {
+    function_name            = var.function_name
+    reconciles_metric        = "${local.user_metric}/${google_logging_metric.reconciles.name}"
+    duration_metric          = "${local.user_metric}/${google_logging_metric.reconcile_duration.name}"
+    api_errors_metric        = "${local.user_metric}/${google_logging_metric.api_errors.name}"
+    dead_letter_topic        = google_pubsub_topic.dead_letter.name
+    dead_letter_subscription = google_pubsub_subscription.dead_letter.name
+  })
+
+  depends_on = [google_project_service.apis]
+}

@@ -14,7 +14,7 @@ output "function_name" {
 }
 
 output "function_uri" {
-  description = "HTTPS URI of the function (internal ingress only)."
+  description = "HTTPS URI of the function (ingress per ingress_settings; callers need roles/run.invoker)."
   value       = google_cloudfunctions2_function.adapter.service_config[0].uri
 }
 
@@ -111,4 +111,9 @@ output "kubernetes_manifests" {
       namespace_pattern = var.management_namespace_pattern
     })
   ])
+}
+
+output "trigger_ack_deadline_seconds" {
+  description = "Ack deadline set on the triggers' Pub/Sub subscriptions (timeout_seconds + 60; see README.md)."
+  value       = local.trigger_ack_deadline_seconds
 }

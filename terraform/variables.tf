@@ -155,6 +155,17 @@ variable "rotation_publish_rate" {
   }
 }
 
+variable "registry_verification" {
+  description = "REGISTRY_VERIFICATION: check each new registry credential with its registry: off, report (status only) or enforce (a refused credential blocks the write). The registries must be reachable through the function's egress."
+  type        = string
+  default     = "report"
+
+  validation {
+    condition     = contains(["off", "report", "enforce"], var.registry_verification)
+    error_message = "The registry_verification must be off, report or enforce."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Where secrets live and come from
 # ---------------------------------------------------------------------------
@@ -199,6 +210,30 @@ variable "pull_secret_source_version" {
   validation {
     condition     = can(regex("^(latest|[1-9][0-9]*)$", var.pull_secret_source_version))
     error_message = "The pull_secret_source_version must be latest or a positive version number."
+  }
+}
+
+variable "secret_id_template" {
+  description = "SECRET_ID_TEMPLATE: id of each cluster's Secret Manager secret; {cluster_id} appears once, with a fixed prefix and suffix. The runtime account's IAM condition covers exactly the ids of this form (prefix...suffix), so no other secret in a secret project may be named like it."
+  type        = string
+  default     = "hyperfleet-{cluster_id}-pull-secret"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]+\\{cluster_id\\}[A-Za-z0-9_-]+$", var.secret_id_template))
+    error_message = "The secret_id_template must be PREFIX{cluster_id}SUFFIX with a non-empty prefix and suffix of letters, digits, - and _ (the IAM condition is built from both)."
+  }
+
+  # The IAM condition grants every secret named PREFIX...SUFFIX in a secret project: the two secrets this
+  # configuration names for other purposes must not fall under it (the function could change them).
+  validation {
+    condition = alltrue([
+      for secret in [var.pull_secret_source_secret, var.hyperfleet_api_token_secret] : !(
+        contains(concat([var.pinned_secret_project_id], var.secret_project_ids), split("/", secret)[1])
+        && startswith(split("/", secret)[3], split("{cluster_id}", var.secret_id_template)[0])
+        && endswith(split("/", secret)[3], split("{cluster_id}", var.secret_id_template)[1])
+      )
+    ])
+    error_message = "The pull_secret_source_secret or hyperfleet_api_token_secret is in a secret project and named like secret_id_template (PREFIX...SUFFIX): the runtime account's Secret Manager grant would cover it. Rename that secret or change secret_id_template."
   }
 }
 
@@ -354,7 +389,9 @@ variable "management_namespace_pattern" {
   validation {
     condition = (
       startswith(var.management_namespace_pattern, "^") && endswith(var.management_namespace_pattern, "$")
-      && can(regex(var.management_namespace_pattern, "probe")) && !strcontains(var.management_namespace_pattern, "'")
+      # regexall only raises on an invalid pattern (regex also raises when nothing matches, which an
+      # anchored pattern never does against a fixed probe word).
+      && can(regexall(var.management_namespace_pattern, "")) && !strcontains(var.management_namespace_pattern, "'")
     )
     error_message = "The management_namespace_pattern must be a valid RE2 pattern anchored with ^ and $ and without single quotes."
   }
@@ -419,6 +456,74 @@ variable "available_cpu" {
   }
 }
 
+variable "ingress_settings" {
+  description = "Ingress of the function's Cloud Run service. ALLOW_ALL (default): the URL answers from anywhere, but only principals holding roles/run.invoker on the service get past Cloud Run's IAM check (no allUsers grant exists), which is what `gcloud functions call` needs from an operator's machine. ALLOW_INTERNAL_ONLY: only the project's VPC and Google-internal sources (the Eventarc trigger still works), so `gcloud functions call` from outside fails and publishing to the topic is the only manual trigger. See terraform/README.md, Manual trigger."
+  type        = string
+  default     = "ALLOW_ALL"
+
+  validation {
+    condition     = contains(["ALLOW_ALL", "ALLOW_INTERNAL_ONLY", "ALLOW_INTERNAL_AND_GCLB"], var.ingress_settings)
+    error_message = "The ingress_settings must be ALLOW_ALL, ALLOW_INTERNAL_ONLY or ALLOW_INTERNAL_AND_GCLB."
+  }
+}
+
+variable "manual_invokers" {
+  description = "Principals (e.g. group:hyperfleet-oncall@example.com) granted roles/run.invoker on the function's Cloud Run service, so they can run `gcloud functions call`. Public principals are refused."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition = alltrue([
+      for m in var.manual_invokers : can(regex("^(serviceAccount|group|user|principal|principalSet):", m))
+    ])
+    error_message = "Each manual invoker must be an IAM member such as group:EMAIL; allUsers and allAuthenticatedUsers are not accepted."
+  }
+}
+
+variable "retry_deadline_seconds" {
+  description = "RETRY_DEADLINE: seconds of in-process retries per reconcile before the event goes back to Pub/Sub (a rotation fan-out gets at least 300). Must leave timeout_seconds room: see timeout_seconds."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.retry_deadline_seconds >= 1 && var.retry_deadline_seconds <= 480
+    error_message = "The retry_deadline_seconds must be between 1 and 480."
+  }
+}
+
+variable "vpc_network" {
+  description = "Direct VPC egress (for private management clusters): the VPC network (name or projects/P/global/networks/N) the function sends traffic through. Empty: no VPC egress (the function reaches only public endpoints)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.vpc_network == "" || can(regex("^([a-z]([-a-z0-9]{0,61}[a-z0-9])?|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/global/networks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)$", var.vpc_network))
+    error_message = "The vpc_network must be empty, a network name or projects/PROJECT/global/networks/NETWORK."
+  }
+}
+
+variable "vpc_subnetwork" {
+  description = "Direct VPC egress: subnetwork (name or projects/P/regions/R/subnetworks/S, in the function's region) whose addresses the function instances take. Needs vpc_network; empty with vpc_network set: the subnetwork named like the network."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.vpc_subnetwork == "" || (var.vpc_network != "" && can(regex("^([a-z]([-a-z0-9]{0,61}[a-z0-9])?|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/regions/[a-z]+-[a-z]+[0-9]+/subnetworks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)$", var.vpc_subnetwork)))
+    error_message = "The vpc_subnetwork must be empty, or (with vpc_network set) a subnetwork name or projects/PROJECT/regions/REGION/subnetworks/SUBNET."
+  }
+}
+
+variable "vpc_egress" {
+  description = "Direct VPC egress: PRIVATE_RANGES_ONLY (default: only RFC 1918 destinations, e.g. a private GKE endpoint, go through the VPC; Google APIs and the HyperFleet API stay direct) or ALL_TRAFFIC (everything through the VPC, which then needs Cloud NAT or Private Google Access). Used only with vpc_network."
+  type        = string
+  default     = "PRIVATE_RANGES_ONLY"
+
+  validation {
+    condition     = contains(["PRIVATE_RANGES_ONLY", "ALL_TRAFFIC"], var.vpc_egress)
+    error_message = "The vpc_egress must be PRIVATE_RANGES_ONLY or ALL_TRAFFIC."
+  }
+}
+
 variable "timeout_seconds" {
   description = "Function timeout; event-driven functions allow at most 540 s (the 5-minute slow-reconcile alert needs more than 300)."
   type        = number
@@ -427,6 +532,19 @@ variable "timeout_seconds" {
   validation {
     condition     = var.timeout_seconds >= 60 && var.timeout_seconds <= 540
     error_message = "The timeout_seconds must be between 60 and 540."
+  }
+
+  # A reconcile retries in-process for up to RETRY_DEADLINE, plus one call in flight (<= 30 s), and must
+  # answer before the function times out; the trigger's ack deadline is timeout_seconds + 60 (main.tf).
+  validation {
+    condition     = var.timeout_seconds >= var.retry_deadline_seconds + 30
+    error_message = "The timeout_seconds must be at least retry_deadline_seconds + 30, or a reconcile still retrying is cut off by the timeout."
+  }
+
+  # The rotation fan-out (one notification, every cluster) runs for up to max(RETRY_DEADLINE, 300) s.
+  validation {
+    condition     = !var.enable_source_rotation || var.timeout_seconds >= max(var.retry_deadline_seconds, 300) + 30
+    error_message = "With enable_source_rotation the timeout_seconds must be at least max(retry_deadline_seconds, 300) + 30: the rotation fan-out may run that long."
   }
 }
 

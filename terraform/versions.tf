@@ -1,16 +1,18 @@
 terraform {
-  # terraform_data (dead-letter step) needs 1.4+; lifecycle preconditions need 1.2+.
-  required_version = ">= 1.5.0"
+  # Validations that refer to other variables (variables.tf) need 1.9+; terraform_data 1.4+.
+  required_version = ">= 1.9.0"
 
   required_providers {
+    # 7.31 is the oldest release checked offline (tests/infra/test_provider_schema.py checks every resource,
+    # argument and block against both ends of this range) and has Direct VPC egress on cloudfunctions2 (GA).
     google = {
       source  = "hashicorp/google"
-      version = ">= 6.0, < 8.0"
+      version = ">= 7.31, < 8.0"
     }
-    # Only for google_project_service_identity (the Pub/Sub service agent), which is beta-only.
+    # Only for google_project_service_identity (the Pub/Sub and Secret Manager service agents), which is beta-only.
     google-beta = {
       source  = "hashicorp/google-beta"
-      version = ">= 6.0, < 8.0"
+      version = ">= 7.31, < 8.0"
     }
     archive = {
       source  = "hashicorp/archive"

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import base64
-import uuid
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import requests
 
+from emulators import seed
 from emulators.pubsub import push_envelope
 
 PLATFORM_SOURCE_SECRET = "platform-pull-secret"
@@ -81,19 +86,7 @@ class Admin:
 
 
 def sentinel_event(cluster_id: str, generation: int = 1, *, event_id: str | None = None) -> dict[str, Any]:
-    return {
-        "specversion": "1.0",
-        "type": "com.redhat.hyperfleet.cluster.reconcile",
-        "source": "hyperfleet-sentinel",
-        "id": event_id or str(uuid.uuid4()),
-        "datacontenttype": "application/json",
-        "data": {
-            "id": cluster_id,
-            "kind": "Cluster",
-            "href": f"/api/hyperfleet/v1/clusters/{cluster_id}",
-            "generation": generation,
-        },
-    }
+    return seed.sentinel_event(cluster_id, generation, event_id=event_id)
 
 
 def pubsub_envelope(
@@ -131,12 +124,63 @@ def seed_ready_cluster(
     generation: int = 1,
     namespace: bool = True,
     placement_data: dict[str, Any] | None = None,
+    project: str = "hf-demo-project",
     **extra: Any,
 ) -> None:
-    """A gcp cluster whose validation, dns and placement adapters are Available at its generation."""
-    admin.seed_cluster(cluster_id, gcp_cluster(cluster_id, generation=generation, **extra))
-    for adapter in ("validation", "dns"):
-        admin.seed_status(cluster_id, adapter, {"observed_generation": generation})
-    admin.seed_status(cluster_id, "placement", {"observed_generation": generation, "data": placement_data or {}})
-    if namespace:
-        admin.call("PUT", f"/kubernetes/namespaces/clusters-{cluster_id}")
+    """A gcp cluster whose validation, dns and placement adapters are Available at its generation.
+
+    One admin call (`PUT /ready_clusters/{id}`, emulators.seed). Placement `data` defaults to `{}`, so the
+    function's own MANAGEMENT_CLUSTER and namespace template apply; the platform pull secret is the `world`
+    fixture's business.
+    """
+    admin.call(
+        "PUT",
+        f"/ready_clusters/{cluster_id}",
+        {
+            "generation": generation,
+            "project": project,
+            "namespace": namespace,
+            "placement_data": placement_data or {},
+            "cluster": extra,
+            "platform_secret": False,
+        },
+    )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bare_copy(dest: Path, *, venv: bool = False) -> Path:
+    """The repository's tracked files (`git ls-files`), copied to `dest`; `venv` links this checkout's .venv in."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in (n for n in listed.decode().split("\0") if n):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    if venv:
+        (dest / ".venv").symlink_to(ROOT / ".venv", target_is_directory=True)
+    return dest
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what would leak into a nested command (Python paths, ADC, make)."""
+    dropped = ("PYTHON", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_", "MAKE", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env.update(extra)
+    return env
+
+
+def shell_blocks(markdown: str, heading: str) -> list[str]:
+    """The ```sh blocks of the section under `heading` (up to the next heading of the same or a higher level)."""
+    level = len(heading) - len(heading.lstrip("#"))
+    lines = markdown.splitlines()
+    start = lines.index(heading)
+    end, fenced = len(lines), False
+    for index in range(start + 1, len(lines)):
+        if lines[index].startswith("```"):
+            fenced = not fenced  # a "# comment" inside a code block is no heading
+        elif not fenced and re.match(rf"^#{{1,{level}}} ", lines[index]):
+            end = index
+            break
+    section = "\n".join(lines[start:end])
+    return [block.strip() for block in re.findall(r"^```sh\n(.*?)^```$", section, flags=re.S | re.M)]

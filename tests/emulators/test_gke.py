@@ -87,6 +87,42 @@ def test_no_dns_endpoint_when_not_configured(emulator: GkeEmulator, client: cont
     assert "/zones/us-east1-b/" in cluster.self_link
 
 
+def test_control_plane_shapes_use_the_real_fields(
+    emulator: GkeEmulator, client: container_v1.ClusterManagerClient
+) -> None:
+    public = client.get_cluster(name=NAME).control_plane_endpoints_config
+    assert public.ip_endpoints_config.enable_public_endpoint and public.ip_endpoints_config.public_endpoint
+    assert public.dns_endpoint_config.allow_external_traffic is True
+
+    emulator.add_cluster(
+        NAME, endpoint="10.0.0.2", ca_pem=CA_PEM, dns_endpoint="gke-abc.goog", dns_allow_external_traffic=False,
+        public_endpoint=False,
+    )  # fmt: skip
+    private = client.get_cluster(name=NAME)
+    ip = private.control_plane_endpoints_config.ip_endpoints_config
+    assert "enable_public_endpoint" in ip and not ip.enable_public_endpoint  # explicitly false, not unset
+    assert ip.private_endpoint == private.endpoint == "10.0.0.2" and not ip.public_endpoint
+    assert private.private_cluster_config.enable_private_endpoint is True
+    dns = private.control_plane_endpoints_config.dns_endpoint_config
+    assert "allow_external_traffic" in dns and not dns.allow_external_traffic
+
+    emulator.add_cluster(NAME, endpoint="10.0.0.2", ca_pem=CA_PEM, public_endpoint=False, legacy_private_config=True)
+    legacy = client.get_cluster(name=NAME)
+    assert "ip_endpoints_config" not in legacy.control_plane_endpoints_config
+    assert legacy.private_cluster_config.enable_private_endpoint and legacy.endpoint == "10.0.0.2"
+
+    emulator.add_cluster(NAME, endpoint="10.0.0.2", ca_pem=CA_PEM, dns_endpoint="gke-abc.goog", ip_endpoints=False)
+    dns_only = client.get_cluster(name=NAME)
+    assert not dns_only.control_plane_endpoints_config.ip_endpoints_config.enabled and dns_only.endpoint == ""
+
+    status, body = emulator.handle_admin(
+        "PUT", "/clusters", {"name": NAME, "endpoint": "x", "ca_pem": CA_PEM.decode(), "public_endpoint": False}
+    )
+    assert status == 200 and body[0]["public_endpoint"] is False
+    bad = {"name": NAME, "endpoint": "x", "ca_pem": CA_PEM.decode(), "public_endpoint": "no"}
+    assert emulator.handle_admin("PUT", "/clusters", bad)[0] == 400
+
+
 def test_not_found_and_invalid(client: container_v1.ClusterManagerClient) -> None:
     wrong_location = f"projects/{PROJECT}/locations/us-central1-a/clusters/mgmt-1"
     with pytest.raises(gexc.NotFound, match=f"Not found: {wrong_location}"):
@@ -148,7 +184,8 @@ def test_admin_routes(emulator: GkeEmulator, client: container_v1.ClusterManager
     assert emulator.handle_admin("PUT", "/clusters", {"name": name})[0] == 400
     assert emulator.handle_admin("GET", "/clusters", None)[1][0]["ca_pem"] == CA_PEM.decode()
     assert emulator.handle_admin("POST", "/iam", {"project": PROJECT, "identity": SA})[0] == 200
-    assert emulator.state()["iam"] == {NUMBER: [SA]}
+    [owner] = emulator.state()["iam"]
+    assert (owner["member"], owner["role"], owner["resource"]) == (SA, "roles/owner", f"projects/{NUMBER}")
     assert emulator.handle_admin("POST", "/reset", None)[0] == 200
     assert emulator.state()["clusters"] == []
     with pytest.raises(gexc.NotFound):

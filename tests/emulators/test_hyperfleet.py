@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,8 @@ def test_status_write_201_and_aggregation(hf: HyperFleetEmulator) -> None:
         {"drop": "Health"},
         {"drop": "Applied"},
         {"observed_generation": 0},
-        {"observed_time": (datetime.now(UTC) - timedelta(minutes=31)).isoformat()},
-        {"observed_time": (datetime.now(UTC) + timedelta(minutes=6)).isoformat()},
+        {"observed_offset": -timedelta(minutes=31)},  # computed when the test runs, not at collection
+        {"observed_offset": timedelta(minutes=6)},
         {"observed_time": "yesterday"},
     ],
 )
@@ -105,6 +106,8 @@ def test_status_write_400(hf: HyperFleetEmulator, change: dict[str, Any]) -> Non
         body["conditions"] = [c for c in body["conditions"] if c["type"] != change["drop"]]
     elif "conditions" in change:
         body["conditions"] = body["conditions"] + change["conditions"]
+    elif "observed_offset" in change:
+        body["observed_time"] = (datetime.now(UTC) + change["observed_offset"]).isoformat()
     else:
         body.update(change)
     response = put_status(hf, body)
@@ -134,6 +137,62 @@ def test_status_write_204_discards(hf: HyperFleetEmulator) -> None:
     assert {v["status"] for v in hf.expected_violations.list()} == {204}  # the spec omits 204
 
 
+@pytest.mark.parametrize("offset", [timedelta(minutes=4, seconds=30), -timedelta(minutes=29, seconds=30)])
+def test_observed_time_inside_the_window_is_accepted(hf: HyperFleetEmulator, offset: timedelta) -> None:
+    assert put_status(hf, status_body(observed_time=rfc3339(datetime.now(UTC) + offset))).status_code == 201
+
+
+def with_available(status: str) -> list[dict[str, str]]:
+    conditions = status_body()["conditions"]
+    conditions[1] = {**conditions[1], "status": status, "reason": "Checking"}
+    return list(conditions)
+
+
+def test_available_unknown_only_on_the_first_report(hf: HyperFleetEmulator) -> None:
+    first = put_status(hf, status_body(conditions=with_available("Unknown")))
+    assert first.status_code == 201  # the adapter's first report may say Unknown
+    assert put_status(hf, status_body(conditions=with_available("True"))).status_code == 201
+    later = put_status(hf, status_body(conditions=with_available("Unknown")))
+    assert later.status_code == 204  # a later Unknown is discarded; the stored True stays
+    stored = hf.state()["statuses"]["cls-abc123"]["pullsecret"]
+    assert {c["type"]: c["status"] for c in stored["conditions"]}["Available"] == "True"
+    assert put_status(hf, status_body(conditions=with_available("False"))).status_code == 201
+    assert hf.violations.list() == []
+
+
+def test_masked_data_keys_and_reasons_outside_the_vocabulary_are_recorded(hf: HyperFleetEmulator) -> None:
+    clean = status_body(data={"sm_version": "projects/1/secrets/x/versions/1", "registries": ["quay.io"]})
+    assert put_status(hf, clean).status_code == 201
+    assert hf.conventions.list() == []
+    body = status_body(
+        data={
+            "secret_name": "x",
+            "nested": {"AuthProvider": "y", "ok": [{"kubeconfig": "z"}]},
+            "lineage": {"registries": {"private.example.com": {}}},
+        }
+    )
+    body["conditions"][2] = {"type": "Health", "status": "False", "reason": "PermissionDenied", "message": "m"}
+    body["conditions"].append({"type": "Finalized", "status": "False", "reason": "CleanupPending", "message": "m"})
+    assert put_status(hf, body).status_code == 201  # the API accepts it: the engine only masks
+    recorded = {(c["kind"], c.get("key") or c.get("reason")) for c in hf.conventions.list()}
+    assert recorded == {
+        ("masked-data-key", "data.secret_name"),
+        ("masked-data-key", "data.nested.AuthProvider"),
+        ("masked-data-key", "data.nested.ok[0].kubeconfig"),
+        ("masked-data-key", "data.lineage.registries.private.example.com"),
+        ("health-reason", "PermissionDenied"),
+        ("finalized-reason", "CleanupPending"),
+    }
+    hf.conventions.clear()
+    body["data"] = {}
+    body["conditions"][2]["reason"] = "ExecutionFailed:resources"
+    body["conditions"][3]["reason"] = "CleanupInProgress"
+    assert put_status(hf, body).status_code == 201
+    assert hf.conventions.list() == []
+    listed = requests.get(f"{hf.url}/_emulator/violations", timeout=5).json()
+    assert listed["conventions"] == []
+
+
 def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
     token_file = tmp_path / "sub" / "token"
     hf = HyperFleetEmulator(book, token_file=token_file)
@@ -151,6 +210,52 @@ def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
         assert hf.violations.list() == []
     finally:
         hf.stop()
+
+
+def test_token_rotation_forbidden_token_and_reset(book: FaultBook, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    hf = HyperFleetEmulator(book, token_file=token_file)
+    hf.start()
+    try:
+        hf.seed_cluster("c1", {"name": "cluster-one"})
+        first = token_file.read_text().strip()
+        url = f"{hf.url}{API}/clusters/c1"
+
+        def get(token: str) -> requests.Response:
+            return requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5)
+
+        admin = requests.put(f"{hf.url}/_emulator/token", json={"token": "rotated-token"}, timeout=5)
+        assert admin.status_code == 200
+        assert get(first).status_code == 401  # the issuer rotated: the old token is refused
+        assert get("rotated-token").status_code == 200
+        assert token_file.read_text().strip() == first  # the file is the test's to rotate
+        hf.set_token("rotated-token", forbidden=True)
+        denied = get("rotated-token")
+        assert denied.status_code == 403
+        assert (denied.json()["code"], denied.json()["status"]) == ("HYPERFLEET-AUZ-001", 403)
+        assert hf.violations.list() == []  # 403 is the spec's `default` problem answer
+        hf.reset()
+        # 404, not 401: authenticated again (reset dropped c1)
+        assert get(first).status_code == 404 and token_file.read_text().strip() == first
+        token_file.write_text("changed by a test\n")
+        hf.reset()
+        assert token_file.read_text().strip() == first
+    finally:
+        hf.stop()
+
+
+def test_in_flight_and_served_calls(hf: HyperFleetEmulator, book: FaultBook) -> None:
+    book.add({"service": "hyperfleet", "method": "getClusterStatuses", "latency_ms": 300})
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(requests.get, f"{hf.url}{API}/clusters/cls-abc123/statuses", timeout=5)
+        deadline = time.monotonic() + 5
+        while hf.in_flight() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert hf.in_flight() == 1
+        assert slow.result().status_code == 200
+    assert hf.in_flight() == 0
+    ((operation, start, end),) = hf.served()
+    assert operation == "getClusterStatuses" and end - start >= 0.3
 
 
 def test_schema_violating_request_is_recorded(hf: HyperFleetEmulator) -> None:

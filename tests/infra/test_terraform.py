@@ -29,6 +29,8 @@ REQUIRED_APIS = {
     "logging.googleapis.com",
     "monitoring.googleapis.com",
     "iamcredentials.googleapis.com",
+    "iam.googleapis.com",
+    "cloudresourcemanager.googleapis.com",
 }
 FUNCTION_ENVIRONMENT = {
     "HYPERFLEET_API_URL",
@@ -49,6 +51,10 @@ FUNCTION_ENVIRONMENT = {
     "RETAIN_VERSIONS",
     "ADAPTER_TOPIC",
     "ROTATION_PUBLISH_RATE",
+    "REGISTRY_VERIFICATION",
+    "SECRET_ID_TEMPLATE",
+    "RETRY_DEADLINE",
+    "VPC_EGRESS",
 }
 SECRET_MANAGER_PERMISSIONS = {
     "secretmanager.secrets.get",
@@ -206,15 +212,14 @@ def test_secret_manager_custom_role_has_exactly_the_functions_permissions(config
         assert body["project"] == "${each.value}"
 
 
-def test_secret_manager_bindings_are_conditioned_on_the_hyperfleet_prefix(config: Config) -> None:
+def test_secret_manager_bindings_are_conditioned_on_the_secret_id_template(config: Config) -> None:
     managed = config.resource("google_project_iam_member", "runtime_secret_manager_managed")
     assert managed["role"] == "${google_project_iam_custom_role.secret_manager_managed[each.value].id}"
     assert managed["member"] == "${google_service_account.runtime.member}"
     expression = block(managed, "condition")["expression"]
-    assert re.fullmatch(
-        r'resource\.name\.startsWith\(\\?"projects/\$\{data\.google_project\.secret_projects\[each\.value\]'
-        r'\.number\}/secrets/hyperfleet-\\?"\)',
-        expression,
+    assert expression == (
+        '${replace(local.secret_manager_condition, "PROJECT_NUMBER", '
+        "data.google_project.secret_projects[each.value].number)}"
     ), expression
     creator = config.resource("google_project_iam_member", "runtime_secret_manager_creator")
     assert "condition" not in creator
@@ -273,8 +278,11 @@ def test_trigger_identity_may_only_invoke_the_function(config: Config) -> None:
     assert kind == "google_cloud_run_v2_service_iam_member"
     assert body["role"] == "roles/run.invoker"
     assert body["name"] == "${google_cloudfunctions2_function.adapter.service_config[0].service}"
-    invokers = [b for _, _, b in config.iam_resources() if b["role"] == "roles/run.invoker"]
-    assert len(invokers) == 1
+    invokers = {name: b for _, name, b in config.iam_resources() if b["role"] == "roles/run.invoker"}
+    # Besides the trigger, only the operators listed in manual_invokers (validated: never public).
+    assert set(invokers) == {"trigger_invoker", "manual_invokers"}
+    assert invokers["manual_invokers"]["for_each"] == "${toset(var.manual_invokers)}"
+    assert invokers["manual_invokers"]["name"] == invokers["trigger_invoker"]["name"]
 
 
 def test_pubsub_service_agent_can_dead_letter(config: Config) -> None:
@@ -296,7 +304,7 @@ def test_function_trigger_ingress_identities_and_sizing(config: Config) -> None:
     assert build["runtime"] == "${var.runtime}"
     assert config.variables["runtime"]["default"] == "python311"
     service = block(function, "service_config")
-    assert service["ingress_settings"] == "ALLOW_INTERNAL_ONLY"
+    assert service["ingress_settings"] == "${var.ingress_settings}"
     assert service["service_account_email"] == "${google_service_account.runtime.email}"
     for key in ("available_memory", "timeout_seconds", "max_instance_request_concurrency", "max_instance_count"):
         assert service[key] == "${var." + key + "}", key
@@ -645,3 +653,214 @@ def test_source_topic_script_adds_once_keeps_other_topics_and_removes(tmp_path: 
     assert topics.read_text().splitlines() == ["projects/platform/topics/audit"]
     assert run(ACTION="remove").returncode == 0
     assert run(ACTION="rotate").returncode == 2
+
+
+# --- issue 10: what the first real deployment needs ---------------------------------------------
+
+# Google's IAM permission of each Secret Manager method (cloud.google.com/secret-manager/docs/access-control).
+SECRET_MANAGER_METHOD_PERMISSIONS = {
+    "access_secret_version": "secretmanager.versions.access",
+    "add_secret_version": "secretmanager.versions.add",
+    "create_secret": "secretmanager.secrets.create",
+    "delete_secret": "secretmanager.secrets.delete",
+    "destroy_secret_version": "secretmanager.versions.destroy",
+    "disable_secret_version": "secretmanager.versions.disable",
+    "enable_secret_version": "secretmanager.versions.enable",
+    "get_secret": "secretmanager.secrets.get",
+    "get_secret_version": "secretmanager.versions.get",
+    "list_secret_versions": "secretmanager.versions.list",
+    "list_secrets": "secretmanager.secrets.list",
+    "update_secret": "secretmanager.secrets.update",
+}
+
+
+def test_secret_manager_roles_grant_every_method_the_code_calls(config: Config) -> None:
+    source = (REPOSITORY_ROOT / "pullsecret" / "secretstore.py").read_text()
+    called = set(re.findall(r"self\._client\.(\w+)", source))
+    assert called, "no Secret Manager client calls found in pullsecret/secretstore.py"
+    unknown = called - set(SECRET_MANAGER_METHOD_PERMISSIONS)
+    assert not unknown, f"add the IAM permission of {unknown} to SECRET_MANAGER_METHOD_PERMISSIONS"
+    granted = {
+        *config.locals["secret_manager_managed_base_permissions"],
+        *config.locals["secret_manager_delete_permissions"],
+        *config.resource("google_project_iam_custom_role", "secret_manager_creator")["permissions"],
+    }
+    needed = {SECRET_MANAGER_METHOD_PERMISSIONS[method] for method in called}
+    assert needed <= granted, f"the code calls methods whose permissions terraform/ never grants: {needed - granted}"
+
+
+class CelString(str):
+    """The three string functions IAM documents for resource.name in conditions."""
+
+    def startsWith(self, prefix: str) -> bool:  # CEL's name
+        return self.startswith(prefix)
+
+    def endsWith(self, suffix: str) -> bool:  # CEL's name
+        return self.endswith(suffix)
+
+    def extract(self, template: str) -> CelString:
+        # cloud.google.com/iam/docs/conditions-attribute-reference#extract: the text matched by {x}, up to
+        # the literal that follows it; empty when the template does not match.
+        before, _, after = template.partition("{")
+        after = after.partition("}")[2]
+        index = self.find(before)
+        if index < 0:
+            return CelString("")
+        rest = self[index + len(before) :]
+        end = rest.find(after) if after else len(rest)
+        return CelString("" if end < 0 else rest[:end])
+
+
+def evaluate_condition(expression: str, resource_name: str) -> bool:
+    assert re.fullmatch(r'[\w\s.()"/{}&|!-]+', expression), expression  # nothing but CEL string calls
+    resource = type("Resource", (), {"name": CelString(resource_name)})
+    python = expression.replace("&&", " and ").replace("||", " or ")
+    return bool(eval(python, {"__builtins__": {}}, {"resource": resource}))  # noqa: S307 - checked above
+
+
+def test_secret_manager_condition_covers_only_the_secret_id_template(config: Config) -> None:
+    template = config.variables["secret_id_template"]["default"]
+    prefix, suffix = template.split("{cluster_id}")
+    condition = hcl_unescape(config.locals["secret_manager_condition"])
+    condition = condition.replace("${local.secret_id_prefix}", prefix).replace("${local.secret_id_suffix}", suffix)
+    expression = condition.replace("PROJECT_NUMBER", "123")
+    ours = "projects/123/secrets/" + template.format(cluster_id="2abc9def")
+    for name in (ours, f"{ours}/versions/7", f"{ours}/versions/latest"):
+        assert evaluate_condition(expression, name), name
+    for name in (
+        "projects/123/secrets/hyperfleet-api-token",  # a token in the same project (issue 10, defect 4)
+        "projects/123/secrets/hyperfleet-api-token/versions/1",
+        "projects/123/secrets/hyperfleet-api-token/versions/latest",
+        "projects/123/secrets/platform-pull-secret",
+        "projects/123/secrets/platform-pull-secret/versions/1",
+        "projects/999/secrets/" + template.format(cluster_id="2abc9def"),
+        "projects/123/secrets/" + template.format(cluster_id="x") + "-old",
+    ):
+        assert not evaluate_condition(expression, name), name
+    assert config.locals["function_environment"]["SECRET_ID_TEMPLATE"] == "${var.secret_id_template}"
+
+
+def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config: Config) -> None:
+    identity = config.resource("google_project_service_identity", "secret_projects_secretmanager")
+    assert identity["provider"] in ("${google-beta}", "google-beta")
+    assert identity["service"] == "secretmanager.googleapis.com"
+    assert identity["for_each"] == '${var.secret_kms_key == "" ? toset([]) : local.secret_project_ids}'
+    grant = config.resource("google_kms_crypto_key_iam_member", "secret_cmek")
+    assert grant["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+    assert grant["crypto_key_id"] == "${each.value.key}"
+    agent = "${google_project_service_identity.secret_projects_secretmanager[each.value.project].member}"
+    assert grant["member"] == agent
+    assert grant["for_each"] == "${local.secret_kms_grants}"
+    # One key per replication location when the name holds {location} (as pullsecret/secretstore.py expands it).
+    assert 'replace(var.secret_kms_key, "{location}", location)' in config.locals["secret_kms_keys"]
+    function = config.resource("google_cloudfunctions2_function", "adapter")
+    assert "${google_kms_crypto_key_iam_member.secret_cmek}" in function["depends_on"]
+
+
+def test_service_accounts_wait_for_the_apis(config: Config) -> None:
+    for name, body in config.of_type("google_service_account").items():
+        assert "${google_project_service.apis}" in body.get("depends_on", []), name
+
+
+def test_ingress_default_lets_an_invoker_call_the_function(config: Config) -> None:
+    ingress = config.variables["ingress_settings"]
+    # ALLOW_INTERNAL_ONLY refuses `gcloud functions call` from outside the VPC; IAM keeps everyone else out.
+    assert ingress["default"] == "ALLOW_ALL"
+    assert "run.invoker" in ingress["description"]
+    assert config.variables["manual_invokers"]["default"] == []
+    # gcloud functions call (gen2) reads the function first (GetFunction) for its URL, then posts to it.
+    viewer = config.resource("google_cloudfunctions2_function_iam_member", "manual_invokers_viewer")
+    assert viewer["role"] == "roles/cloudfunctions.viewer"
+    assert viewer["for_each"] == "${toset(var.manual_invokers)}"
+    assert viewer["cloud_function"] == "${google_cloudfunctions2_function.adapter.name}"
+
+
+def test_trigger_ack_deadline_follows_the_function_timeout(config: Config) -> None:
+    assert config.locals["trigger_ack_deadline_seconds"] == "${var.timeout_seconds + 60}"
+    assert config.variables["timeout_seconds"]["default"] + 60 <= 600  # Pub/Sub's maximum ack deadline
+    step = config.resource("terraform_data", "trigger_dead_letter")
+    env = step["provisioner"][0]["local-exec"]["environment"]
+    assert env["ACK_DEADLINE_SECONDS"] == "${tostring(local.trigger_ack_deadline_seconds)}"
+    assert "${local.trigger_ack_deadline_seconds}" in step["triggers_replace"]
+    rotation = config.resource("terraform_data", "rotation_trigger_ack_deadline")
+    env = rotation["provisioner"][0]["local-exec"]["environment"]
+    assert env["TRIGGER"] == "${google_eventarc_trigger.source_rotation[0].name}"
+    assert env["ACK_DEADLINE_SECONDS"] == "${tostring(local.trigger_ack_deadline_seconds)}"
+    assert "DEAD_LETTER_TOPIC" not in env
+    assert config.locals["function_environment"]["RETRY_DEADLINE"] == "${tostring(var.retry_deadline_seconds)}"
+
+
+FAKE_PUBSUB_GCLOUD = r"""#!/usr/bin/env bash
+# A stand-in for the gcloud calls of configure-trigger-dead-letter.sh; the subscription lives in $FAKE_STATE.
+echo "$*" >>"$FAKE_CALLS"
+case "$1 $2 $3" in
+  "eventarc triggers describe") echo "projects/p/subscriptions/eventarc-europe-west1-t-sub-1" ;;
+  "pubsub subscriptions add-iam-policy-binding") ;;
+  "pubsub subscriptions update")
+    ack="" topic="" attempts=""
+    for arg in "$@"; do
+      case "$arg" in
+        --ack-deadline=*) ack="${arg#*=}" ;;
+        --dead-letter-topic=*) topic="${arg#*=}" ;;
+        --max-delivery-attempts=*) attempts="${arg#*=}" ;;
+      esac
+    done
+    printf '%s\t%s\t%s\n' "$ack" "$topic" "$attempts" >"$FAKE_STATE" ;;
+  "pubsub subscriptions describe") cat "$FAKE_STATE" ;;
+  *) exit 3 ;;
+esac
+"""
+
+
+def test_dead_letter_script_sets_the_ack_deadline_and_the_policy(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gcloud = bin_dir / "gcloud"
+    gcloud.write_text(FAKE_PUBSUB_GCLOUD)
+    gcloud.chmod(0o755)
+    calls, state = tmp_path / "calls", tmp_path / "state"
+    script = TERRAFORM_DIR / "scripts" / "configure-trigger-dead-letter.sh"
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_CALLS": str(calls),
+        "FAKE_STATE": str(state),
+        "PROJECT_ID": "p",
+        "REGION": "europe-west1",
+        "TRIGGER": "projects/p/locations/europe-west1/triggers/t",
+        "ACK_DEADLINE_SECONDS": "600",
+    }
+    dead_letter = {
+        "DEAD_LETTER_TOPIC": "projects/p/topics/hyperfleet-pullsecret-adapter-dead-letter",
+        "MAX_DELIVERY_ATTEMPTS": "10",
+        "PUBSUB_SERVICE_AGENT": "serviceAccount:service-1@gcp-sa-pubsub.iam.gserviceaccount.com",
+    }
+    result = subprocess.run(["bash", str(script)], env=env | dead_letter, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert state.read_text().split("\t")[:2] == ["600", dead_letter["DEAD_LETTER_TOPIC"]]
+    assert "--condition" not in calls.read_text()  # not a flag of the GA track (issue 10, defect 2)
+    # The rotation trigger: ack deadline only.
+    result = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert state.read_text().split("\t")[:2] == ["600", ""]
+    bindings = [line for line in calls.read_text().splitlines() if "add-iam-policy-binding" in line]
+    assert len(bindings) == 1, bindings
+    for bad in ({"ACK_DEADLINE_SECONDS": "601"}, {"DEAD_LETTER_TOPIC": "projects/p/topics/t"}):
+        result = subprocess.run(["bash", str(script)], env=env | bad, capture_output=True, text=True, check=False)
+        assert result.returncode == 2, (bad, result.stderr)
+
+
+def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: Config) -> None:
+    # Issue 11, item 9: a private IP endpoint is reachable only through the cluster's VPC.
+    service = block(config.resource("google_cloudfunctions2_function", "adapter"), "service_config")
+    assert service["direct_vpc_egress"] == '${var.vpc_network == "" ? null : "VPC_EGRESS_${var.vpc_egress}"}'
+    (interface,) = [d["direct_vpc_network_interface"] for d in service["dynamic"]]
+    assert interface["for_each"] == '${var.vpc_network == "" ? [] : [var.vpc_network]}'
+    content = interface["content"][0]
+    assert content["network"] == "${direct_vpc_network_interface.value}"
+    assert content["subnetwork"] == '${var.vpc_subnetwork == "" ? null : var.vpc_subnetwork}'
+    for name in ("vpc_network", "vpc_subnetwork"):
+        assert config.variables[name]["default"] == "", name
+    assert config.variables["vpc_egress"]["default"] == "PRIVATE_RANGES_ONLY"
+    compute = config.resource("google_project_service", "compute")
+    assert compute["count"] == '${var.vpc_network == "" ? 0 : 1}'
+    assert "compute.googleapis.com" not in config.locals["required_apis"]  # would create the default network

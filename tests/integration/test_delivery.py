@@ -1,8 +1,8 @@
-"""Every delivery path of contract.md §1, through functions-framework: its test client and a real process.
+"""Every delivery path of docs/contract.md §1, through functions-framework: its test client and a real process.
 
 Golden payloads live in tests/fixtures/events/. Each delivery must be acknowledged (200) and end with the
 cluster provisioned; NodePool events are acknowledged with no side effects; a transient failure answers
-500 so that Pub/Sub redelivers.
+503 so that Pub/Sub redelivers.
 """
 
 from __future__ import annotations
@@ -123,13 +123,13 @@ def test_nodepool_and_unparseable_events_are_acknowledged_without_side_effects(
     assert any("not a structured-mode CloudEvent" in m for m in messages)
 
 
-def test_transient_failure_answers_500_for_redelivery(
+def test_transient_failure_answers_503_for_redelivery(
     client: Any, admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_ready_cluster(admin, CID, generation=5)
-    admin.fault(service="kubernetes", method="get.secrets", code="503", rate=1.0)
+    admin.fault(service="kubernetes", method="patch.secrets.dryrun", code="503", rate=1.0)
     headers, body = golden("pubsub-push.json")
-    assert client.post("/", headers=headers, data=body).status_code == 500
+    assert client.post("/", headers=headers, data=body).status_code == 503
     admin.call("DELETE", "/faults")
     assert client.post("/", headers=headers, data=body).status_code == 200
     assert_provisioned(admin, world)

@@ -114,7 +114,7 @@ def test_deletion_removes_both_secrets_and_reports_finalized_idempotently(
     assert conds["Applied"]["status"] == "False" and conds["Available"]["status"] == "False"
     assert conds["Health"]["status"] == "True"
     assert first["body"]["data"]["kubernetes_cleanup"] == "deleted"
-    assert first["body"]["data"]["secretmanager_cleanup"] == "deleted"
+    assert first["body"]["data"]["sm_cleanup"] == "deleted"
     assert first["body"]["observed_generation"] == 2
 
     # A repeat (redelivery, or Sentinel's next cycle) finds nothing and confirms again.
@@ -122,7 +122,7 @@ def test_deletion_removes_both_secrets_and_reports_finalized_idempotently(
     again = reports(admin)[-1]
     assert conditions(again)["Finalized"]["status"] == "True"
     assert again["body"]["data"]["kubernetes_cleanup"] == "absent"
-    assert again["body"]["data"]["secretmanager_cleanup"] == "absent"
+    assert again["body"]["data"]["sm_cleanup"] == "absent"
 
 
 def test_deletion_of_a_cluster_never_provisioned_is_finalized(adapter: Adapter, admin: Admin, world: Any) -> None:
@@ -149,7 +149,7 @@ def test_deletion_policy_disable_keeps_the_secret_with_every_version_disabled(
     assert set(states(world).values()) == {"DISABLED"}
     assert world.secretmanager.secret(PROJECT, SECRET_ID) is not None
     assert kube_secret(world) is None
-    assert reports(admin)[-1]["body"]["data"]["secretmanager_cleanup"] == "disabled 2 version(s)"
+    assert reports(admin)[-1]["body"]["data"]["sm_cleanup"] == "disabled 2 version(s)"
     assert deliver(adapter, 3).result == "finalized"
     assert conditions(reports(admin)[-1])["Finalized"]["status"] == "True"
     assert set(states(world).values()) == {"DISABLED"}
@@ -167,7 +167,7 @@ def test_deletion_policy_retain_touches_no_version(
     assert states(world) == {1: "ENABLED"}
     assert kube_secret(world) is None
     assert "secretmanager" not in admin.calls()
-    assert reports(admin)[-1]["body"]["data"]["secretmanager_cleanup"] == "retained"
+    assert reports(admin)[-1]["body"]["data"]["sm_cleanup"] == "retained"
 
 
 def test_deletion_leaves_objects_that_are_not_ours(adapter: Adapter, admin: Admin, world: Any) -> None:
@@ -190,7 +190,7 @@ def test_deletion_leaves_objects_that_are_not_ours(adapter: Adapter, admin: Admi
     assert kube_secret(world) is not None and kube_secret(world)["data"] == foreign["data"]  # type: ignore[index]
     assert states(world) == {1: "ENABLED"}
     data = reports(admin)[-1]["body"]["data"]
-    assert data["kubernetes_cleanup"] == data["secretmanager_cleanup"] == "not managed by hyperfleet; left in place"
+    assert data["kubernetes_cleanup"] == data["sm_cleanup"] == "not managed by hyperfleet; left in place"
 
 
 def test_deletion_retries_when_the_secret_changes_under_it(adapter: Adapter, admin: Admin, world: Any) -> None:
@@ -228,6 +228,59 @@ def test_kubernetes_secret_edited_by_someone_else_is_restored(adapter: Adapter, 
     assert admin.calls()["secretmanager"].get("AccessSecretVersion") == 1
 
 
+def test_kubernetes_secret_changed_with_kubectl_edit_is_taken_back(adapter: Adapter, admin: Admin, world: Any) -> None:
+    # kubectl edit is an Update by the manager "kubectl-edit": it now owns the data, so our apply (force=false)
+    # conflicts; the adapter takes the field back with force=true, which the admission policy admits on our Secret.
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    original = kube_secret(world)
+    assert original is not None
+    edited = json.loads(json.dumps(original))
+    edited["data"][".dockerconfigjson"] = base64.b64encode(b'{"auths":{"evil.example":{"auth":"eDp5"}}}').decode()
+    for key in ("resourceVersion", "managedFields"):
+        edited["metadata"].pop(key, None)
+    admin.call(
+        "PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", {"object": edited, "manager": "kubectl-edit"}
+    )
+    admin.call("DELETE", "/calls")
+    assert deliver(adapter).result == "applied"
+    restored = kube_secret(world)
+    assert restored is not None and restored["data"] == original["data"]
+    assert reports(admin)[-1]["body"]["data"]["repaired"] == "kubernetes_secret"
+    owners = {e["manager"] for e in restored["metadata"]["managedFields"] if "f:data" in e["fieldsV1"]}
+    assert "hyperfleet-pullsecret" in owners
+    # the refused apply (409), then the forced one
+    assert admin.calls()["kubernetes"].get("patch.secrets") == 2
+    assert deliver(adapter).result == "unchanged"
+
+
+def test_a_key_of_someone_else_on_our_secret_costs_no_write_and_no_storm(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    # Issue 11, item 5: a key added with kubectl edit is not ours; apply never removes it, so the adapter compares
+    # only the fields it owns and leaves it: no write, no "repaired", however many events follow.
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    edited = kube_secret(world)
+    assert edited is not None
+    edited["data"]["note"] = base64.b64encode(b"added by hand").decode()
+    for key in ("resourceVersion", "managedFields"):
+        edited["metadata"].pop(key, None)
+    admin.call(
+        "PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", {"object": edited, "manager": "kubectl-edit"}
+    )
+    before = kube_secret(world)
+    assert before is not None
+    admin.call("DELETE", "/calls")
+    for _ in range(3):
+        assert deliver(adapter).result == "unchanged"
+    after = kube_secret(world)
+    assert after == before and set(after["data"]) == {".dockerconfigjson", "note"}
+    writes = {m: n for m, n in admin.calls()["kubernetes"].items() if not m.endswith(".dryrun")}
+    assert writes == {}, writes
+    assert all("repaired" not in r["body"]["data"] for r in reports(admin)[-3:])
+
+
 def test_kubernetes_secret_deleted_by_someone_else_is_recreated(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
     deliver(adapter)
@@ -257,7 +310,7 @@ def test_secret_manager_version_disabled_or_destroyed_by_hand_gets_a_fresh_versi
     assert kube is not None
     assert kube["metadata"]["annotations"]["hyperfleet.io/gcp-secret-path"].endswith("/versions/2")
     data = reports(admin)[-1]["body"]["data"]
-    assert data["repaired"] == "secret_manager_version" and data["secret_version"].endswith("/versions/2")
+    assert data["repaired"] == "secret_manager_version" and data["sm_version"].endswith("/versions/2")
     # and then it is steady again
     assert deliver(fresh).result == "unchanged"
     assert len(versions(world)) == 2
@@ -354,6 +407,11 @@ def test_retention_respects_version_destroy_ttl(
 # --- 6. lineage ----------------------------------------------------------------------------------------------
 
 
+def by_registry(lineage: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`data.lineage.registries` (a list: registry names are values, never masked keys) by registry."""
+    return {entry["registry"]: entry for entry in lineage["registries"]}
+
+
 def test_lineage_answers_which_credential_since_when_without_revealing_it(
     adapter: Adapter, admin: Admin, world: Any
 ) -> None:
@@ -361,20 +419,20 @@ def test_lineage_answers_which_credential_since_when_without_revealing_it(
     deliver(adapter)
     first = reports(admin)[-1]["body"]["data"]["lineage"]
     assert first["added"] == ["quay.io", "registry.redhat.io"] and first["previous_version"] is None
-    assert first["registries"]["quay.io"]["since_version"] == "1"
+    assert by_registry(first)["quay.io"]["since_version"] == "1"
 
     new_generation(admin, 2, own_registry(7))
     deliver(adapter, 2)
     second = reports(admin)[-1]["body"]["data"]["lineage"]
     kube = kube_secret(world)
     assert kube is not None
-    assert second["secret_version"].endswith("/versions/2")
+    assert second["sm_version"].endswith("/versions/2")
     assert second["kubernetes_resource_version"] == kube["metadata"]["resourceVersion"]
     assert second["previous_version"] == "1"
     assert second["added"] == ["r7.registry.example"] and second["changed"] == [] and second["removed"] == []
-    assert second["registries"]["quay.io"] == first["registries"]["quay.io"]  # unchanged since version 1
-    assert second["registries"]["r7.registry.example"]["since_version"] == "2"
-    assert len(second["registries"]["quay.io"]["fingerprint"]) == 12
+    assert by_registry(second)["quay.io"] == by_registry(first)["quay.io"]  # unchanged since version 1
+    assert by_registry(second)["r7.registry.example"]["since_version"] == "2"
+    assert len(by_registry(second)["quay.io"]["fingerprint"]) == 12
 
     new_generation(admin, 3, None)
     deliver(adapter, 3)

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from emulators.kubernetes import manifests
+from pullsecret import kubesecret
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import (
@@ -99,8 +101,8 @@ def test_first_provisioning_writes_one_version_and_the_kubernetes_secret(
     assert conds["Applied"]["status"] == "True" and conds["Available"]["status"] == "True"
     assert conds["Health"]["status"] == "True"
     data = report["body"]["data"]
-    assert data["secret_version"] == stored[0]["name"]
-    assert data["kubernetes_namespace"] == NAMESPACE and data["kubernetes_secret"] == KUBE_NAME
+    assert data["sm_version"] == stored[0]["name"]
+    assert data["kubernetes_namespace"] == NAMESPACE and data["kubernetes_name"] == KUBE_NAME
     assert PLATFORM_AUTH not in json.dumps(report["body"])
 
     lines = log_lines(capsys)
@@ -126,7 +128,7 @@ def test_duplicate_delivery_writes_nothing_new(adapter: Adapter, admin: Admin, w
     calls = admin.calls()
     # One read of the newest version (the access quota), no write.
     assert calls.get("secretmanager") == {"AccessSecretVersion": 1}, calls
-    assert set(calls.get("kubernetes", {})) == {"get.secrets"}
+    assert set(calls.get("kubernetes", {})) == {"patch.secrets.dryrun"}  # the probe: no read, no write
     assert sum(sum(m.values()) for s, m in calls.items() if s != "metadata") <= 5
     assert conditions(last_report(admin))["Available"]["status"] == "True"
 
@@ -239,18 +241,55 @@ def test_foreign_secret_manager_secret_is_never_adopted(adapter: Adapter, admin:
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
 
 
-def test_foreign_kubernetes_secret_is_never_overwritten(adapter: Adapter, admin: Admin, world: Any) -> None:
+@pytest.mark.parametrize(
+    ("secret_type", "key"), [("Opaque", "x"), ("kubernetes.io/dockerconfigjson", ".dockerconfigjson")]
+)
+def test_foreign_kubernetes_secret_is_never_overwritten_nor_shown(
+    adapter: Adapter, admin: Admin, world: Any, secret_type: str, key: str
+) -> None:
     seed_ready_cluster(admin, CID)
+    theirs = base64.b64encode(json.dumps({"auths": {"their.registry": {"auth": "dGhlaXI6c2VjcmV0"}}}).encode()).decode()
     foreign = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": KUBE_NAME, "namespace": NAMESPACE},
-        "type": "Opaque",
-        "data": {"x": base64.b64encode(b"theirs").decode()},
+        "metadata": {"name": KUBE_NAME, "namespace": NAMESPACE, "labels": {"app": "theirs"}},
+        "type": secret_type,
+        "data": {key: theirs},
     }
-    admin.call("PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", foreign)
+    # Written by another field manager, without managed-by=hyperfleet.
+    admin.call("PUT", f"/kubernetes/namespaces/{NAMESPACE}/secrets/{KUBE_NAME}", {"object": foreign, "manager": "helm"})
+    before = world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)
     assert_terminal(adapter, admin, world, "OwnershipConflict", "refusing to overwrite")
-    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)["data"] == foreign["data"]
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) == before  # untouched, resourceVersion included
+    assert "CreateSecret" not in admin.calls().get("secretmanager", {})  # nothing written on either side
+    # What the API server answered the adapter's identity: refusals, never their data (nor any form of it).
+    answers = world.kubernetes.answers(world.metadata.service_account)
+    assert answers and all(a["code"] >= 400 for a in answers if a["call"].endswith(".secrets.dryrun"))
+    shown = json.dumps(answers)
+    for form in (theirs, "dGhlaXI6c2VjcmV0", "their.registry", "theirs"):
+        assert form not in shown, form
+
+
+def test_writes_refused_where_the_admission_policy_is_not_installed(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    world.kubernetes.delete_policy("ValidatingAdmissionPolicyBinding", kubesecret.POLICY_NAME)
+    assert_terminal(adapter, admin, world, "AdmissionPolicyMissing", "kubernetes_manifests")
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
+    assert versions(world) == []
+    calls = admin.calls()["kubernetes"]
+    assert set(calls) == {"get.validatingadmissionpolicies", "get.validatingadmissionpolicybindings"}, calls
+    # Installed again: the next event checks again (a refusal is not remembered) and provisions.
+    world.seed_defaults()
+    assert deliver(adapter).result == "applied"
+
+
+def test_an_outdated_admission_policy_is_refused(adapter: Adapter, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    [policy] = [d for d in manifests.render(world.metadata.service_account) if d["kind"] == "ValidatingAdmissionPolicy"]
+    policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION] = "1"
+    world.kubernetes.put_policy(policy)
+    assert_terminal(adapter, admin, world, "AdmissionPolicyMissing", "revision 1 is older than the required 2")
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "default"])
@@ -294,8 +333,8 @@ def test_permission_denied_is_terminal(adapter: Adapter, admin: Admin, world: An
         ("secretmanager", "CreateSecret", "RESOURCE_EXHAUSTED"),
         ("gke", "GetCluster", "UNAVAILABLE"),
         ("kubernetes", "create.secrets", "503"),
-        ("kubernetes", "get.secrets", "429"),
-        ("kubernetes", "get.secrets", "reset"),
+        ("kubernetes", "patch.secrets.dryrun", "429"),
+        ("kubernetes", "patch.secrets.dryrun", "reset"),
         ("hyperfleet", "getClusterById", "503"),
         ("hyperfleet", "putClusterStatuses", "500"),
         ("hyperfleet", "getClusterStatuses", "reset"),
@@ -392,6 +431,9 @@ def test_management_cluster_credentials_are_fetched_once(adapter: Adapter, admin
     for index in range(3):
         assert deliver(adapter, cluster_id=f"cls-{index}").result == "applied"
     assert admin.calls()["gke"] == {"GetCluster": 1}
+    # and the admission policy is checked once per management cluster, not per event
+    kube = admin.calls()["kubernetes"]
+    assert kube["get.validatingadmissionpolicies"] == kube["get.validatingadmissionpolicybindings"] == 1, kube
 
 
 def test_a_revoked_token_is_replaced_on_redelivery(adapter: Adapter, admin: Admin, world: Any) -> None:

@@ -145,5 +145,5 @@ def test_lost_answers_of_the_progress_record_neither_stall_nor_repeat_the_fan_ou
     harness.count("cases tried")
     assert continuations == []
     assert sorted(published) == clusters  # each exactly once
-    record = world.secretmanager.secret(campaign.PROJECT, "hyperfleet-pullsecret-rotation")
+    record = world.secretmanager.secret(campaign.PROJECT, "hyperfleet-_rotation_pullsecret-pull-secret")
     assert record is not None and record["versions"] == [] and record["labels"]["managed-by"] == "hyperfleet"

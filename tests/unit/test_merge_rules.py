@@ -96,8 +96,8 @@ def test_canonical_keys_report_shadowed_duplicates_within_one_source() -> None:
     assert base64.b64decode(result.secret.document()["auths"]["docker.io"]["auth"]) == b"p:kept"
     shadowed = {d["shadowed"]: d for d in result.shadowed}
     assert set(shadowed) == {"index.docker.io", "https://registry-1.docker.io/"}
-    assert shadowed["index.docker.io"]["same_credential"] is False
-    assert shadowed["https://registry-1.docker.io/"]["same_credential"] is True
+    assert shadowed["index.docker.io"]["same_entry"] is False
+    assert shadowed["https://registry-1.docker.io/"]["same_entry"] is True
     assert all(d["kept"] == "docker.io" and d["source"] == "platform" for d in result.shadowed)
     assert "hidden" not in json.dumps(result.shadowed)
 

@@ -12,7 +12,7 @@ from pullsecret.logs import Logger, event_context, parse_trace, protect
 
 def test_every_report_has_the_three_required_conditions_once() -> None:
     reports = [
-        status.provisioned(2, changed=True, data={"secret_version": "v"}),
+        status.provisioned(2, changed=True, data={"sm_version": "v"}),
         status.preconditions_not_met(2, "waiting"),
         status.terminal_failure(2, "InvalidPullSecret", "bad"),
         status.terminal_failure(2, "UnexpectedError", "bug"),

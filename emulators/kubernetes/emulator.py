@@ -1,0 +1,441 @@
+"""The emulator: routing, the admin API and one request's path through auth to the verbs."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import socket
+import threading
+import urllib.parse
+from collections.abc import Callable
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from emulators.core import FaultBook, ServiceControl
+from emulators.kubernetes.admission import POLICY_KINDS
+from emulators.kubernetes.base import Json
+from emulators.kubernetes.http import Hangup, HttpsServing
+from emulators.kubernetes.status import ApiError, fault_error, forbidden, unauthorized
+from emulators.kubernetes.verbs import POLICY_RESOURCES, Request, Verbs
+from emulators.tlsutil import TLSMaterial
+
+ADMISSION_GROUP = "admissionregistration.k8s.io"
+AUTHORIZATION_GROUP = "authorization.k8s.io"
+# The API groups served besides core/v1, with their discovery (APIResourceList.resources).
+GROUPS: dict[str, list[Json]] = {
+    ADMISSION_GROUP: [
+        {
+            "name": name,
+            "singularName": kind.lower(),
+            "namespaced": False,
+            "kind": kind,
+            "verbs": ["get", "list"],
+        }
+        for name, kind in (
+            ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+            ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
+        )
+    ],
+    AUTHORIZATION_GROUP: [
+        {
+            "name": "selfsubjectaccessreviews",
+            "singularName": "selfsubjectaccessreview",
+            "namespaced": False,
+            "kind": "SelfSubjectAccessReview",
+            "verbs": ["create"],
+        }
+    ],
+}
+GROUPS_LIST = sorted(GROUPS)
+JOURNAL_SIZE = 2000  # answers kept per emulator, for tests that check what a user was shown
+
+
+class KubernetesEmulator(Verbs, HttpsServing):
+    """A faithful-enough kube-apiserver for core/v1 Namespaces and Secrets, over HTTPS."""
+
+    service = "kubernetes"
+
+    def __init__(self, book: FaultBook, *, authenticate: Callable[[str], str | None] | None = None) -> None:
+        self.book = book
+        self.control = ServiceControl(book, self.service)
+        self._authenticate = authenticate
+        self._lock = threading.RLock()
+        self._rv = 0
+        self._namespaces: dict[str, Json] = {}
+        self._secrets: dict[tuple[str, str], Json] = {}
+        self._rbac: dict[tuple[str, str, str], Json] = {}
+        self._granted = 0
+        self._policies: dict[str, Json] = {}
+        self._policy_bindings: dict[str, Json] = {}
+        self._tokens: dict[str, str] = {}
+        self._journal: collections.deque[Json] = collections.deque(maxlen=JOURNAL_SIZE)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._tls: TLSMaterial | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "resourceVersion": str(self._rv),
+                "namespaces": sorted(self._namespaces),
+                "secrets": [copy.deepcopy(self._secrets[k]) for k in sorted(self._secrets)],
+                "rbac": self.rbac_state(),
+                "validatingadmissionpolicies": sorted(self._policies),
+                "validatingadmissionpolicybindings": sorted(self._policy_bindings),
+                "tokens": len(self._tokens),
+            }
+
+    def reset(self) -> None:
+        """Forget namespaces, Secrets, RBAC and static tokens; resourceVersions keep growing."""
+        with self._lock:
+            self._namespaces.clear()
+            self._secrets.clear()
+            self._rbac.clear()
+            self._policies.clear()
+            self._policy_bindings.clear()
+            self._tokens.clear()
+            self._journal.clear()
+            self._bump()
+
+    def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """Serve an admin route (path relative to /kubernetes); see the module docstring."""
+        parts = [p for p in path.split("?", maxsplit=1)[0].split("/") if p]
+        body = body if body is not None else {}
+        try:
+            if method == "GET" and parts == ["state"]:
+                return 200, self.state()
+            if method == "POST" and parts == ["reset"]:
+                self.reset()
+                return 200, {}
+            if parts == ["rbac"] and method == "PUT":
+                verbs = body.get("verbs", ["*"])
+                resources = body.get("resources", ["*"])
+                if not isinstance(body.get("identity"), str) or not isinstance(verbs, list):
+                    return 400, {"error": "rbac needs identity (string) and verbs (list)"}
+                self.grant(body["identity"], str(body.get("namespace", "*")), verbs, resources)
+                return 200, self.state()["rbac"]
+            if parts == ["manifests"] and method == "PUT":
+                documents = body.get("documents")
+                if not isinstance(documents, list):
+                    return 400, {"error": "manifests needs documents (a list of RBAC and admission policy objects)"}
+                self.apply_manifests(documents)
+                return 200, self.state()
+            if parts == ["rbac"] and method == "DELETE":
+                self.revoke(str(body.get("identity", "")))
+                return 200, self.state()["rbac"]
+            if parts == ["tokens"] and method == "PUT":
+                if not isinstance(body.get("token"), str) or not isinstance(body.get("identity"), str):
+                    return 400, {"error": "tokens needs token and identity (strings)"}
+                self.add_token(body["token"], body["identity"])
+                return 200, {}
+            if len(parts) == 2 and parts[0] == "namespaces":
+                if method == "PUT":
+                    return 200, self.add_namespace(parts[1], body.get("labels"))
+                if method == "DELETE":
+                    if self.delete_namespace(parts[1]):
+                        return 200, {}
+                    return 404, {"error": f"namespace {parts[1]} not found"}
+            if len(parts) == 4 and parts[0] == "namespaces" and parts[2] == "secrets":
+                ns, name = parts[1], parts[3]
+                if method == "GET":
+                    found = self.get_secret(ns, name)
+                    return (200, found) if found else (404, {"error": f"secret {ns}/{name} not found"})
+                if method == "PUT":
+                    manager = body.get("manager") if "object" in body else None
+                    raw = copy.deepcopy(body.get("object", body))
+                    if not isinstance(raw, dict):
+                        return 400, {"error": "body must be a Secret object"}
+                    meta = raw.setdefault("metadata", {})
+                    meta["name"], meta["namespace"] = name, ns
+                    return 200, self.put_secret(raw, manager=manager)
+                if method == "DELETE":
+                    if self.delete_secret(ns, name):
+                        return 200, {}
+                    return 404, {"error": f"secret {ns}/{name} not found"}
+        except ApiError as exc:
+            return 400, {"error": exc.message}
+        except (ValueError, TypeError, AttributeError) as exc:
+            return 400, {"error": str(exc)}
+        return 404, {"error": f"no admin route {method} /kubernetes/{'/'.join(parts)}"}
+
+    @staticmethod
+    def route(method: str, path: str) -> tuple[str, str, str, str]:
+        """(verb, resource, namespace, name) of an API path; resource "" when unknown."""
+        parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
+        is_get = method == "GET"
+        if parts == ["version"]:
+            return "get", "version", "", ""
+        core_discovery = parts in (["api"], ["api", "v1"], ["apis"])
+        group_discovery = parts[:1] == ["apis"] and len(parts) in (2, 3) and parts[1] in GROUPS
+        if is_get and (core_discovery or group_discovery):
+            return "get", "discovery", "", ""
+        if parts == ["apis", AUTHORIZATION_GROUP, "v1", "selfsubjectaccessreviews"] and method == "POST":
+            return "create", "selfsubjectaccessreviews", "", ""
+        if parts[:3] == ["apis", ADMISSION_GROUP, "v1"] and len(parts) in (4, 5) and parts[3] in POLICY_RESOURCES:
+            if method != "GET":
+                return "", parts[3], "", ""  # read-only here: the admin API seeds them
+            return ("get", parts[3], "", parts[4]) if len(parts) == 5 else ("list", parts[3], "", "")
+        if parts[:2] != ["api", "v1"]:
+            return "", "", "", ""
+        rest = parts[2:]
+        collection_verbs = {"GET": "list", "POST": "create", "DELETE": "deletecollection"}
+        item_verbs = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+        if rest == ["secrets"] and is_get:
+            return "list", "secrets", "", ""
+        if rest == ["namespaces"] and is_get:
+            return "list", "namespaces", "", ""
+        if len(rest) == 2 and rest[0] == "namespaces" and is_get:
+            return "get", "namespaces", rest[1], rest[1]
+        if len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "secrets":
+            return collection_verbs.get(method, ""), "secrets", rest[1], ""
+        if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "secrets":
+            return item_verbs.get(method, ""), "secrets", rest[1], rest[3]
+        return "", "", "", ""
+
+    def serve(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any, dict[str, str]]:
+        """Answer one API request: (status code, JSON body, extra headers); raises Hangup."""
+        verb, resource, namespace, name = self.route(method, path)
+        if verb == "list" and urllib.parse.parse_qs(query).get("watch", [""])[-1] in ("true", "1"):
+            verb = "watch"  # RBAC authorizes a watch as its own verb (RequestInfoFactory)
+        call = f"{verb or method.lower()}.{resource or 'unknown'}"
+        if "dryRun=" in query:
+            call += ".dryrun"  # counted apart: a dry run writes nothing (the tests count writes by name)
+        fault = self.control.enter(call)
+        if fault in ("reset", "timeout"):
+            raise Hangup(fault)
+        if fault == "429-text":
+            return 429, b"Too many requests, please try again later.\n", {"Retry-After": "1"}
+        user: str | None = None
+        try:
+            if fault is not None:
+                raise fault_error(fault)
+            anonymous_ok = resource == "version"
+            user = self.identify(headers)
+            if user is None and not (anonymous_ok and "authorization" not in headers):
+                raise unauthorized()
+            if not verb or not resource:
+                if resource or (path.startswith("/api/v1/") and self.route("GET", path)[1]):
+                    raise ApiError(
+                        405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
+                    )
+                raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+            accept = headers.get("accept", "application/json")
+            if not any(t in accept for t in ("json", "*/*")) and accept.strip():
+                raise ApiError(
+                    406,
+                    "NotAcceptable",
+                    "the server was unable to respond with a content type that the client supports",
+                    {},
+                )
+            req = Request(
+                method,
+                verb,
+                resource,
+                namespace,
+                name,
+                urllib.parse.parse_qs(query, keep_blank_values=True),
+                headers,
+                body,
+                user or "",
+            )
+            if resource in ("version", "discovery"):
+                return 200, self._discovery(path), {}
+            if resource == "selfsubjectaccessreviews":
+                # Any authenticated user may ask about itself (bootstrap ClusterRole system:basic-user).
+                return 201, self._access_review(user or "", body), {}
+            group = ADMISSION_GROUP if resource in POLICY_RESOURCES else ""
+            if not self.authorize(user or "", verb, resource, namespace, name=name, group=group):
+                raise forbidden(user or "system:anonymous", verb, resource, name, namespace, group=group)
+            code, payload, extra = self._dispatch(req)
+            self._record(user, call, code, payload)
+            return code, payload, extra
+        except ApiError as exc:
+            self._record(user, call, exc.code, exc.status())
+            return exc.code, exc.status(), exc.headers
+
+    def _record(self, user: str | None, call: str, code: int, payload: Any) -> None:
+        if user is not None:
+            with self._lock:
+                self._journal.append({"user": user, "call": call, "code": code, "body": copy.deepcopy(payload)})
+
+    def answers(self, user: str) -> list[Json]:
+        """What the API answered `user`, newest last (bounded): {call, code, body}; tests assert what it saw."""
+        with self._lock:
+            return [{k: v for k, v in e.items() if k != "user"} for e in self._journal if e["user"] == user]
+
+    def apply_manifests(self, documents: list[Json]) -> None:
+        """Install RBAC objects and admission policies (e.g. emulators.kubernetes.manifests.render())."""
+        for doc in documents:
+            if doc.get("kind") in self.RBAC_KINDS:
+                self.put_rbac(doc)
+            elif doc.get("kind") in POLICY_KINDS:
+                self.put_policy(doc)
+            else:
+                raise ValueError(f"cannot install a {doc.get('kind')!r} here")
+
+    def _access_review(self, user: str, body: bytes) -> Json:
+        """SelfSubjectAccessReview (authorization.k8s.io/v1): RBAC's answer for the caller, as `kubectl auth can-i`."""
+        if body.startswith(PROTOBUF_MAGIC):  # kubectl sends built-in types as protobuf
+            review: Json = {"spec": {"resourceAttributes": _review_attributes(body)}}
+        else:
+            try:
+                review = json.loads(body or b"{}")
+            except ValueError as exc:
+                raise ApiError(400, "BadRequest", f"couldn't get version/kind; json parse error: {exc}") from None
+        attrs = ((review or {}).get("spec") or {}).get("resourceAttributes") or {}
+        allowed = self.authorize(
+            user,
+            str(attrs.get("verb", "")),
+            str(attrs.get("resource", "")),
+            str(attrs.get("namespace", "")),
+            name=str(attrs.get("name", "")),
+            group=str(attrs.get("group", "")),
+        )
+        status: Json = {"allowed": allowed}
+        if allowed:
+            status["reason"] = "RBAC: allowed by the emulator's RBAC objects"
+        return {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": review.get("spec") or {},
+            "status": status,
+        }
+
+    def _discovery(self, path: str) -> Json:
+        parts = [p for p in path.split("/") if p]
+        if parts == ["apis"]:
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": group,
+                        "versions": [{"groupVersion": f"{group}/v1", "version": "v1"}],
+                        "preferredVersion": {"groupVersion": f"{group}/v1", "version": "v1"},
+                    }
+                    for group in GROUPS_LIST
+                ],
+            }
+        if parts[:1] == ["apis"] and len(parts) == 2:
+            version = {"groupVersion": f"{parts[1]}/v1", "version": "v1"}
+            return {
+                "kind": "APIGroup",
+                "apiVersion": "v1",
+                "name": parts[1],
+                "versions": [version],
+                "preferredVersion": version,
+            }
+        if parts[:1] == ["apis"] and len(parts) == 3:
+            return {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{parts[1]}/v1",
+                "resources": GROUPS[parts[1]],
+            }
+        if path.rstrip("/") == "/version":
+            return {
+                "major": "1",
+                "minor": "33",
+                "gitVersion": "v1.33.5-gke.emulator",
+                "gitCommit": "0000000000000000000000000000000000000000",
+                "gitTreeState": "clean",
+                "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.24.6",
+                "compiler": "gc",
+                "platform": "linux/amd64",
+            }
+        if path.rstrip("/") == "/api":
+            return {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.address}],
+            }
+
+        def resource(name: str, kind: str, namespaced: bool, verbs: list[str], short: list[str]) -> Json:
+            out: Json = {
+                "name": name,
+                "singularName": kind.lower(),
+                "namespaced": namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }
+            if short:
+                out["shortNames"] = short
+            return out
+
+        return {
+            "kind": "APIResourceList",
+            "groupVersion": "v1",
+            "resources": [
+                resource(
+                    "namespaces",
+                    "Namespace",
+                    False,
+                    ["create", "delete", "get", "list", "patch", "update", "watch"],
+                    ["ns"],
+                ),
+                resource(
+                    "secrets",
+                    "Secret",
+                    True,
+                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                    [],
+                ),
+            ],
+        }
+
+
+# k8s.io/apimachinery/pkg/runtime/serializer/protobuf: "k8s\x00" + runtime.Unknown{typeMeta=1, raw=2, ...}.
+PROTOBUF_MAGIC = b"k8s\x00"
+# authorization/v1 generated.proto: SelfSubjectAccessReview{spec=2}, spec{resourceAttributes=1},
+# ResourceAttributes{namespace=1, verb=2, group=3, version=4, resource=5, subresource=6, name=7}.
+_ATTRIBUTE_FIELDS = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name"}
+
+
+def _fields(data: bytes) -> dict[int, bytes]:
+    """The length-delimited fields of one protobuf message (the last of each number); others skipped."""
+    out: dict[int, bytes] = {}
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        shift = value = 0
+        while True:
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+
+    while pos < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            varint()
+        elif wire == 2:
+            size = varint()
+            out[number] = data[pos : pos + size]
+            pos += size
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise ApiError(400, "BadRequest", "unsupported protobuf wire type")
+    return out
+
+
+def _review_attributes(body: bytes) -> Json:
+    try:
+        raw = _fields(body[len(PROTOBUF_MAGIC) :]).get(2, b"")
+        spec = _fields(raw).get(2, b"")
+        attrs = _fields(_fields(spec).get(1, b""))
+    except IndexError:
+        raise ApiError(400, "BadRequest", "truncated protobuf body") from None
+    return {name: attrs[number].decode() for number, name in _ATTRIBUTE_FIELDS.items() if number in attrs}

@@ -1,0 +1,262 @@
+"""Every `validation` block of terraform/variables.tf, evaluated by a real Terraform (`terraform test`).
+
+The variables are copied alone into a scratch module (no providers, so `terraform init` is offline) and each
+case becomes a plan-only test file: the defaults, example.tfvars and a few known-good values must plan; at
+least one bad value per validation block must fail with that block's own error message. Python re-implementing
+Terraform's functions (regex, startswith, can) is exactly what missed issue 10's defect 1, hence the binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+from hcl2 import SerializationOptions
+
+from tests.infra import reality
+
+TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
+OPTIONS = SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True)
+# Validations that refer to other variables (secret_id_template, timeout_seconds) need Terraform 1.9.
+MINIMUM_TERRAFORM = (1, 9)
+
+GOOD: dict[str, dict[str, Any]] = {
+    "example": {},
+    "token_beside_the_cluster_secrets": {
+        # The case of issue 10, defect 4: an API token in the project that holds the cluster secrets.
+        "hyperfleet_api_token_secret": "projects/hyperfleet-secrets-prod/secrets/hyperfleet-api-token",
+    },
+    "namespace_pattern_with_alternatives": {"management_namespace_pattern": "^(clusters|hcp)-[a-z0-9-]{1,40}$"},
+    "cmek_per_location": {
+        "secret_replication_locations": ["europe-west1", "europe-west4"],
+        "secret_kms_key": "projects/hyperfleet-kms-prod/locations/{location}/keyRings/r/cryptoKeys/k",
+    },
+    "private_cluster_over_vpc": {
+        "vpc_network": "projects/hyperfleet-net-prod/global/networks/shared",
+        "vpc_subnetwork": "projects/hyperfleet-net-prod/regions/europe-west1/subnetworks/functions",
+        "vpc_egress": "ALL_TRAFFIC",
+        "ingress_settings": "ALLOW_INTERNAL_ONLY",
+        "manual_invokers": ["group:hyperfleet-oncall@example.com"],
+    },
+    "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
+}
+
+# (variable, index of its validation block, overrides of example.tfvars)
+BAD: list[tuple[str, int, dict[str, Any]]] = [
+    ("project_id", 0, {"project_id": "Hyperfleet_Prod"}),
+    ("region", 0, {"region": "europe"}),
+    ("function_name", 0, {"function_name": "Hyperfleet"}),
+    ("labels", 0, {"labels": {"Team": "x"}}),
+    ("existing_cluster_events_topic", 0, {"existing_cluster_events_topic": "topics/events"}),
+    ("cluster_events_topic_name", 0, {"cluster_events_topic_name": "goog-events"}),
+    ("cluster_events_publishers", 0, {"cluster_events_publishers": ["allUsers"]}),
+    ("message_retention_duration", 0, {"message_retention_duration": "599s"}),
+    ("pubsub_kms_key_name", 0, {"pubsub_kms_key_name": "my-key"}),
+    ("dead_letter_max_delivery_attempts", 0, {"dead_letter_max_delivery_attempts": 4}),
+    ("rotation_publish_rate", 0, {"rotation_publish_rate": 0}),
+    ("pinned_secret_project_id", 0, {"pinned_secret_project_id": "Secrets"}),
+    ("secret_project_ids", 0, {"secret_project_ids": ["Secrets"]}),
+    ("pull_secret_source_secret", 0, {"pull_secret_source_secret": "platform-pull-secret"}),
+    ("pull_secret_source_version", 0, {"pull_secret_source_version": "0"}),
+    ("secret_id_template", 0, {"secret_id_template": "{cluster_id}"}),
+    ("secret_id_template", 0, {"secret_id_template": "hyperfleet-{cluster_id}"}),
+    (
+        "secret_id_template",
+        1,
+        {"hyperfleet_api_token_secret": "projects/hyperfleet-secrets-prod/secrets/hyperfleet-token-pull-secret"},
+    ),
+    (
+        "secret_id_template",
+        1,
+        {
+            "secret_id_template": "platform-{cluster_id}-secret",
+            "pull_secret_source_secret": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret",
+        },
+    ),
+    ("secret_replication_locations", 0, {"secret_replication_locations": ["Europe"]}),
+    ("secret_kms_key", 0, {"secret_kms_key": "key"}),
+    ("deletion_policy", 0, {"deletion_policy": "KEEP"}),
+    ("retain_versions", 0, {"retain_versions": 0}),
+    ("hyperfleet_api_url", 0, {"hyperfleet_api_url": "http://hyperfleet.example.com"}),
+    ("hyperfleet_api_token_secret", 0, {"hyperfleet_api_token_secret": "hyperfleet-api-token"}),
+    ("hyperfleet_status_method", 0, {"hyperfleet_status_method": "PATCH"}),
+    ("adapter_name", 0, {"adapter_name": "Pull_Secret"}),
+    ("precondition_adapters", 0, {"precondition_adapters": ["DNS"]}),
+    ("management_cluster", 0, {"management_cluster": "projects/hyperfleet-mgmt-prod/clusters/mc-eu-1"}),
+    ("management_cluster_project_ids", 0, {"management_cluster_project_ids": ["Mgmt"]}),
+    ("management_endpoint", 0, {"management_endpoint": "private"}),
+    ("management_namespace_template", 0, {"management_namespace_template": "clusters"}),
+    ("management_namespace_pattern", 0, {"management_namespace_pattern": "^(clusters-[a-z0-9-]+$"}),
+    ("management_namespace_pattern", 0, {"management_namespace_pattern": "clusters-[a-z0-9-]+"}),
+    ("runtime", 0, {"runtime": "python310"}),
+    ("log_level", 0, {"log_level": "TRACE"}),
+    ("max_event_age_seconds", 0, {"max_event_age_seconds": 59}),
+    ("available_memory", 0, {"available_memory": "512MB"}),
+    ("available_cpu", 0, {"available_cpu": "0.5"}),
+    ("ingress_settings", 0, {"ingress_settings": "ALLOW_INTERNAL"}),
+    ("manual_invokers", 0, {"manual_invokers": ["allAuthenticatedUsers"]}),
+    ("retry_deadline_seconds", 0, {"retry_deadline_seconds": 0}),
+    ("vpc_network", 0, {"vpc_network": "Shared Net"}),
+    ("vpc_subnetwork", 0, {"vpc_subnetwork": "functions"}),
+    ("vpc_egress", 0, {"vpc_egress": "ALL"}),
+    ("registry_verification", 0, {"registry_verification": "warn"}),
+    ("timeout_seconds", 0, {"timeout_seconds": 541}),
+    ("timeout_seconds", 1, {"enable_source_rotation": False, "retry_deadline_seconds": 100, "timeout_seconds": 120}),
+    ("timeout_seconds", 2, {"timeout_seconds": 300}),
+    ("max_instance_request_concurrency", 0, {"max_instance_request_concurrency": 0}),
+    ("max_instance_count", 0, {"max_instance_count": 101}),
+    ("min_instance_count", 0, {"min_instance_count": 11}),
+    ("notification_channel_ids", 0, {"notification_channel_ids": ["channels/1"]}),
+    ("failure_rate_threshold", 0, {"failure_rate_threshold": 1}),
+    ("api_error_threshold", 0, {"api_error_threshold": -1}),
+    ("slow_reconcile_threshold_ms", 0, {"slow_reconcile_threshold_ms": 999}),
+]
+
+
+def hcl_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value).replace("${", "$${").replace("%{", "%%{")
+    if isinstance(value, list):
+        return "[" + ", ".join(hcl_literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {hcl_literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no HCL literal for {value!r}")
+
+
+def load(path: Path) -> dict[str, Any]:
+    with path.open() as handle:
+        parsed: dict[str, Any] = hcl2.load(handle, serialization_options=OPTIONS)
+    parsed.pop("__comments__", None)
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def variables() -> dict[str, dict[str, Any]]:
+    merged: dict[str, dict[str, Any]] = {}
+    for block in load(TERRAFORM_DIR / "variables.tf").get("variable", []):
+        merged.update(block)
+    return merged
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Any]:
+    return load(TERRAFORM_DIR / "example.tfvars")
+
+
+def write_case(directory: Path, name: str, values: dict[str, Any]) -> None:
+    body = "\n".join(f"    {key} = {hcl_literal(value)}" for key, value in sorted(values.items()))
+    text = f'run "check" {{\n  command = plan\n  variables {{\n{body}\n  }}\n}}\n'
+    (directory / f"{name}.tftest.hcl").write_text(text)
+
+
+def run_cases(variables_tf: Path, cases: dict[str, dict[str, Any]], work: Path) -> dict[str, dict[str, Any]]:
+    """Plan every case with the real terraform; {case: {"status": ..., "errors": [detail, ...]}}."""
+    binary, why = reality.terraform(MINIMUM_TERRAFORM)
+    if binary is None:
+        reality.missing(why)
+    assert binary is not None
+    module = work / "module"
+    (module / "tests").mkdir(parents=True)
+    shutil.copy(variables_tf, module / "variables.tf")
+    for name, values in cases.items():
+        write_case(module / "tests", name, values)
+    cli_config = work / "terraformrc"
+    cli_config.write_text("")
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(cli_config),
+        "TF_IN_AUTOMATION": "1",
+        "CHECKPOINT_DISABLE": "1",
+        "TF_DATA_DIR": str(work / "data"),
+    }
+    init = subprocess.run(
+        [str(binary), "init", "-input=false", "-no-color"],
+        cwd=module,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert init.returncode == 0, f"terraform init (no providers, offline) failed:\n{init.stdout}\n{init.stderr}"
+    completed = subprocess.run(
+        [str(binary), "test", "-json", "-no-color"],
+        cwd=module,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    results: dict[str, dict[str, Any]] = {name: {"status": None, "errors": []} for name in cases}
+    for line in completed.stdout.splitlines():
+        message = json.loads(line)
+        test_file = message.get("@testfile", "")
+        name = Path(test_file).name.removesuffix(".tftest.hcl")
+        if name not in results:
+            continue
+        if message.get("type") == "test_run" and message["test_run"].get("progress") == "complete":
+            results[name]["status"] = message["test_run"]["status"]
+        if message.get("type") == "diagnostic" and message["diagnostic"]["severity"] == "error":
+            diagnostic = message["diagnostic"]
+            results[name]["errors"].append(f"{diagnostic['summary']}: {diagnostic.get('detail', '')}")
+    unrun = [name for name, result in results.items() if result["status"] is None]
+    assert not unrun, f"terraform test did not run {unrun}:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    return results
+
+
+def cases_of(variables: dict[str, dict[str, Any]], example: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    required = {name for name, body in variables.items() if "default" not in body}
+    cases = {"defaults": {name: example[name] for name in required}}
+    for name, overrides in GOOD.items():
+        cases[f"good_{name}"] = {**example, **overrides}
+    for index, (_, _, overrides) in enumerate(BAD):
+        cases[f"bad_{index:02d}"] = {**example, **overrides}
+    return cases
+
+
+def test_every_validation_block_has_a_bad_value(variables: dict[str, dict[str, Any]]) -> None:
+    blocks = {(name, i) for name, body in variables.items() for i in range(len(body.get("validation", [])))}
+    covered = {(name, index) for name, index, _ in BAD}
+    assert not blocks - covered, f"validation blocks without a bad value in BAD: {sorted(blocks - covered)}"
+    assert not covered - blocks, f"BAD names validation blocks that do not exist: {sorted(covered - blocks)}"
+
+
+def test_real_terraform_accepts_the_good_values_and_refuses_each_bad_one(
+    variables: dict[str, dict[str, Any]], example: dict[str, Any], tmp_path: Path
+) -> None:
+    results = run_cases(TERRAFORM_DIR / "variables.tf", cases_of(variables, example), tmp_path)
+    problems = []
+    for name, result in results.items():
+        if not name.startswith("bad_") and result["status"] != "pass":
+            problems.append(f"{name} should plan but did not: {result['errors']}")
+    for index, (variable, block, overrides) in enumerate(BAD):
+        result = results[f"bad_{index:02d}"]
+        message = variables[variable]["validation"][block]["error_message"]
+        if result["status"] == "pass" or not any(message in error for error in result["errors"]):
+            problems.append(
+                f"{variable} validation #{block} did not refuse {overrides}: {result['status']} {result['errors']}"
+            )
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_catches_a_validation_that_refuses_its_own_default(tmp_path: Path) -> None:
+    # Issue 10, defect 1: can(regex(pattern, "probe")) is false for the anchored default.
+    variables_tf = tmp_path / "variables.tf"
+    variables_tf.write_text(
+        'variable "pattern" {\n  type    = string\n  default = "^clusters-[a-z0-9-]+$"\n'
+        '  validation {\n    condition     = can(regex(var.pattern, "probe"))\n'
+        '    error_message = "The pattern must be valid RE2."\n  }\n}\n'
+    )
+    results = run_cases(variables_tf, {"defaults": {}}, tmp_path / "work")
+    assert results["defaults"]["status"] != "pass"
+    assert any("The pattern must be valid RE2." in error for error in results["defaults"]["errors"])

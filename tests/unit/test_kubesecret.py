@@ -1,0 +1,95 @@
+"""Pure decisions of pullsecret.kubesecret: what counts as a change, which refusals mean what, which policy will do."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from emulators.kubernetes.manifests import render
+from pullsecret import kubesecret
+from pullsecret.kubesecret import DesiredSecret
+
+SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
+DESIRED = DesiredSecret(
+    namespace="clusters-a",
+    name="a-pull-secret",
+    content=b'{"auths":{}}',
+    fingerprint="f" * 64,
+    generation=3,
+    source_version="projects/1/secrets/s/versions/2",
+    labels={"managed-by": "hyperfleet", "adapter": "pullsecret"},
+    created_by=SA,
+)
+
+
+def live() -> dict[str, Any]:
+    return DESIRED.manifest("2026-01-01T00:00:00Z")
+
+
+def test_only_the_fields_the_adapter_owns_are_compared() -> None:
+    assert not kubesecret.differs(live(), DESIRED)
+    theirs = live()
+    theirs["data"]["note"] = "eA=="  # a key of someone else's
+    theirs["metadata"]["labels"]["team"] = "x"
+    theirs["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    assert not kubesecret.differs(theirs, DESIRED)
+    for change in (
+        lambda s: s["data"].__setitem__(".dockerconfigjson", "e30="),
+        lambda s: s["metadata"]["labels"].pop("adapter"),
+        lambda s: s["metadata"]["annotations"].__setitem__(kubesecret.A_GENERATION, "2"),
+        lambda s: s["metadata"]["annotations"].pop(kubesecret.A_CREATED_AT),
+        lambda s: s.__setitem__("type", "Opaque"),
+    ):
+        changed = live()
+        change(changed)
+        assert kubesecret.differs(changed, DESIRED)
+
+
+def _api_exception(status: int, body: dict[str, Any]) -> ApiException:
+    exc = ApiException(status=status, reason="x")
+    exc.body = json.dumps(body)
+    return exc
+
+
+def test_policy_denials_are_recognised_by_policy_name_and_reason() -> None:
+    message = (
+        "secrets \"a\" is forbidden: ValidatingAdmissionPolicy 'hyperfleet-pullsecret-adapter-scope' with binding "
+        "'hyperfleet-pullsecret-adapter-scope' denied request: OwnershipConflict: the pull-secret adapter may only ..."
+    )
+    denied = kubesecret.policy_denial(_api_exception(403, {"message": message, "reason": "Forbidden"}))
+    assert denied is not None and denied[0] == "OwnershipConflict"
+    other_policy = message.replace("hyperfleet-pullsecret-adapter-scope", "someone-elses", 1)
+    assert kubesecret.policy_denial(_api_exception(403, {"message": other_policy})) is None
+    rbac = 'secrets "a" is forbidden: User "u" cannot get resource "secrets" in API group "" in the namespace "n"'
+    assert kubesecret.policy_denial(_api_exception(403, {"message": rbac})) is None
+
+
+@pytest.fixture
+def installed() -> tuple[dict[str, Any], dict[str, Any]]:
+    docs = {d["kind"]: d for d in render(SA)}
+    return docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
+
+
+def test_the_shipped_policy_is_accepted(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    assert kubesecret.policy_problem(*installed, SA) is None
+    assert kubesecret.policy_problem(*installed, None) is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda p, b: p["metadata"]["annotations"].pop(kubesecret.A_POLICY_REVISION), "revision 0 is older"),
+        (lambda p, b: p["spec"].__setitem__("failurePolicy", "Ignore"), "failurePolicy is not Fail"),
+        (lambda p, b: p["spec"].__setitem__("matchConditions", []), "does not match the runtime identity"),
+        (lambda p, b: b["spec"].__setitem__("policyName", "other"), "the binding points at 'other'"),
+        (lambda p, b: b["spec"].__setitem__("validationActions", ["Warn"]), "does not deny"),
+    ],
+)
+def test_a_weaker_policy_is_refused(installed: tuple[dict[str, Any], dict[str, Any]], edit: Any, problem: str) -> None:
+    policy, binding = copy.deepcopy(installed)
+    edit(policy, binding)
+    assert problem in str(kubesecret.policy_problem(policy, binding, SA))

@@ -1,0 +1,58 @@
+"""Every report follows the HyperFleet API's rules and the adapter framework's vocabulary (contract.md §2)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pullsecret import status
+
+REPORTS = [
+    status.provisioned(2, changed=True, data={}),
+    status.provisioned(2, changed=False, data={}),
+    status.preconditions_not_met(2, "waiting"),
+    status.stale(2, 3, {}),
+    status.terminal_failure(2, "InvalidPullSecret", "bad input"),
+    status.terminal_failure(2, "PermissionDenied", "denied", phase=status.phase_of("kubernetes")),
+    status.terminal_failure(2, "RequestRejected", "rejected", phase=status.phase_of("hyperfleet")),
+    status.terminal_failure(2, "UnexpectedError", "bug"),
+    status.deletion_pending(2, "deleting"),
+    status.finalized(2, "gone", {}),
+]
+FINALIZED_REASONS = {"NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy"}
+
+
+def health_reason_ok(reason: str) -> bool:
+    return reason in ("Healthy", "ResourcesSkipped") or (
+        reason.startswith("ExecutionFailed:") and len(reason) > len("ExecutionFailed:")
+    )
+
+
+@pytest.mark.parametrize("report", REPORTS)
+def test_reasons_come_from_the_framework_vocabulary(report: status.Report) -> None:
+    conditions = {c.type: c for c in report.conditions}
+    assert health_reason_ok(conditions["Health"].reason), conditions["Health"]
+    if "Finalized" in conditions:
+        assert conditions["Finalized"].reason in FINALIZED_REASONS
+    assert conditions["Available"].status != "Unknown"  # kept by the server on a first report only
+
+
+def test_runtime_failures_name_their_phase_and_keep_the_cause() -> None:
+    denied = {c.type: c for c in REPORTS[5].conditions}
+    assert denied["Health"].status == "False" and denied["Health"].reason == "ExecutionFailed:resources"
+    assert denied["Available"].reason == "PermissionDenied" and "PermissionDenied" in denied["Health"].message
+    rejected = {c.type: c for c in REPORTS[6].conditions}
+    assert rejected["Health"].reason == "ExecutionFailed:preconditions"
+    unexpected = {c.type: c for c in REPORTS[7].conditions}
+    assert unexpected["Health"].reason == "ExecutionFailed:unknown"
+    skipped = {c.type: c for c in REPORTS[2].conditions}
+    assert skipped["Health"].status == "True" and skipped["Health"].reason == "ResourcesSkipped"
+
+
+def test_observed_time_is_now_inside_the_server_window() -> None:
+    before = datetime.now(UTC)
+    body = REPORTS[0].body("pullsecret")
+    observed = datetime.fromisoformat(body["observed_time"].replace("Z", "+00:00"))
+    assert body["observed_time"].endswith("Z")
+    assert before - timedelta(milliseconds=1) <= observed <= datetime.now(UTC)
