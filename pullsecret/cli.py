@@ -230,7 +230,11 @@ def _inspect(adapter: Any, cluster_id: str) -> int:
         recorded_fingerprint = ours_data["fingerprint"]
     report["kubernetes"] = _inspect_kubernetes(reconciler, cluster_id, statuses, kube_name, deadline)
     live_fp = report["kubernetes"].get("content_fingerprint")
-    report["in_sync"] = bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
+    # null when a side could not be read (e.g. the runtime identity may not read Secrets): unknown, not false.
+    unreadable = "error" in report["kubernetes"] or "error" in report["secret_manager"]
+    report["in_sync"] = (
+        None if unreadable else bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
+    )
     sensitive_strings = report["kubernetes"].pop("_sensitive", [])
     text = json.dumps(report, indent=2, sort_keys=True, default=str)
     for sensitive in sensitive_strings:  # belt and braces: nothing above carries data, but never print it

@@ -53,7 +53,7 @@ def test_transient_failure_is_one_warning_line_and_a_503_without_traceback(
     process: FunctionProcess, admin: Admin, world: Any
 ) -> None:
     seed_ready_cluster(admin, CID)
-    admin.fault(service="kubernetes", method="get.secrets", code="503", rate=1.0)
+    admin.fault(service="kubernetes", method="patch.secrets.dryrun", code="503", rate=1.0)
     response = requests.post(process.url, json=push_envelope(sentinel_event(CID)), timeout=60)
     assert response.status_code == 503, response.text
     time.sleep(0.3)  # let the process flush whatever it would print after answering
@@ -119,7 +119,7 @@ def test_pubsub_redelivers_a_transient_failure_without_a_traceback(
         seed_ready_cluster(admin, CID)
         pubsub.create_topic("hyperfleet-cluster-events")
         pubsub.create_push_subscription("hyperfleet-cluster-events", "pullsecret-push", process.url)
-        admin.fault(service="kubernetes", method="get.secrets", code="503", rate=1.0)
+        admin.fault(service="kubernetes", method="patch.secrets.dryrun", code="503", rate=1.0)
         pubsub.publish_sentinel_event("hyperfleet-cluster-events", sentinel_event(CID))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not final_lines(json_lines(process.output())):
@@ -200,7 +200,7 @@ def test_debug_level_adds_the_decisions_and_each_attempt(
     from pullsecret.logs import log
 
     seed_ready_cluster(admin, CID)
-    admin.fault(service="kubernetes", method="get.secrets", code="503", count=1)
+    admin.fault(service="kubernetes", method="patch.secrets.dryrun", code="503", count=1)
     monkeypatch.setenv("LOG_LEVEL", "DEBUG")
     try:
         handler.Adapter.from_environment().handle(
@@ -223,7 +223,8 @@ def test_a_missing_namespace_goes_back_to_pubsub_without_in_process_retries(
     seed_ready_cluster(admin, CID, namespace=False)
     admin.call("DELETE", "/calls")
     assert client.post("/", json=push_envelope(sentinel_event(CID))).status_code == 503
-    assert admin.calls()["kubernetes"].get("create.secrets") == 1
+    secret_calls = {k: v for k, v in admin.calls()["kubernetes"].items() if ".secrets" in k}
+    assert secret_calls == {"patch.secrets.dryrun": 1}, secret_calls  # the probe finds no namespace; no retry
     (final,) = final_lines(logged(capsys))
     assert final["result"] == "transient" and final["reason"] == "NamespaceMissing"
     assert final["service"] == "kubernetes" and final["severity"] == "WARNING"
