@@ -125,7 +125,13 @@ class Emulators:
 
 
 def apply_environment(env: dict[str, str]) -> None:
-    """Point this process at the stack; must run before google-auth is first imported."""
-    assert "google.auth" not in sys.modules, "google-auth read its environment before the stack was known"
+    """Point this process at the stack; must run before google-auth reads the metadata host.
+
+    google.auth.compute_engine._metadata reads GCE_METADATA_HOST / GCE_METADATA_IP when imported; the rest of
+    google-auth may already be loaded (tests.support's emulator imports load it).
+    """
+    assert "google.auth.compute_engine._metadata" not in sys.modules, (
+        "google-auth read the metadata host before the stack was known"
+    )
     os.environ.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
     os.environ.update(env)

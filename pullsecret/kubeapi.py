@@ -1,17 +1,19 @@
-"""The Kubernetes Secret calls the adapter makes, through the official client's ApiClient.
+"""The Kubernetes calls the adapter makes, through the official client's ApiClient.
 
 `kubernetes.client.CoreV1Api` builds about 250 pydantic model classes when imported (0.4-1 s of CPU on
-the first event of every instance) to validate the arguments of its 400 methods. The adapter calls five
-of them with plain dicts and reads raw JSON (`_preload_content=False`). This class offers those five with
-the same signatures and answers, built on the same public machinery the generated methods use
-(`ApiClient.param_serialize`, `ApiClient.call_api`, `ApiException.from_response`): same transport,
-TLS, bearer-token hook and errors, without the import.
+the first event of every instance), `AdmissionregistrationV1Api` dozens more, to validate the arguments of
+their methods. The adapter calls seven of them with plain dicts and reads raw JSON
+(`_preload_content=False`). This class offers those seven with the same signatures and answers, built on
+the same public machinery the generated methods use (`ApiClient.param_serialize`, `ApiClient.call_api`,
+`ApiException.from_response`): same transport, TLS, bearer-token hook and errors, without the imports.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+POLICY_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"
+BINDING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
 COLLECTION_PATH = "/api/v1/namespaces/{namespace}/secrets"
 ITEM_PATH = "/api/v1/namespaces/{namespace}/secrets/{name}"
 # Keyword arguments of the generated methods -> their query parameter (core_v1_api.py *_serialize).
@@ -29,7 +31,8 @@ _OPTIONS = {"_content_type", "_preload_content", "_request_timeout", "_headers"}
 
 
 class SecretsApi:
-    """`CoreV1Api`'s namespaced Secret methods, answering raw responses like `_preload_content=False`."""
+    """`CoreV1Api`'s namespaced Secret methods and `AdmissionregistrationV1Api`'s two policy reads, answering
+    raw responses like `_preload_content=False`."""
 
     def __init__(self, api_client: Any) -> None:
         self.api_client = api_client
@@ -48,6 +51,12 @@ class SecretsApi:
 
     def delete_namespaced_secret(self, name: str, namespace: str, body: Any = None, **options: Any) -> Any:
         return self._send("DELETE", ITEM_PATH, {"namespace": namespace, "name": name}, body, options)
+
+    def read_validating_admission_policy(self, name: str, **options: Any) -> Any:
+        return self._send("GET", POLICY_PATH, {"name": name}, None, options)
+
+    def read_validating_admission_policy_binding(self, name: str, **options: Any) -> Any:
+        return self._send("GET", BINDING_PATH, {"name": name}, None, options)
 
     def _send(self, method: str, path: str, path_params: dict[str, str], body: Any, options: dict[str, Any]) -> Any:
         from kubernetes.client.exceptions import ApiException

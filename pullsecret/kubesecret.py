@@ -248,12 +248,11 @@ class KubeSecrets:
             checked = self._guarded.get(host)
         if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:
             return
-        from kubernetes.client import AdmissionregistrationV1Api
-
-        admission = AdmissionregistrationV1Api(api.api_client)
-        policy = self._read_policy("ValidatingAdmissionPolicy", admission.read_validating_admission_policy, deadline)
+        # `api` (pullsecret.kubeapi.SecretsApi) also reads the two policy objects, without importing
+        # AdmissionregistrationV1Api's models on the first event.
+        policy = self._read_policy("ValidatingAdmissionPolicy", api.read_validating_admission_policy, deadline)
         binding = self._read_policy(
-            "ValidatingAdmissionPolicyBinding", admission.read_validating_admission_policy_binding, deadline
+            "ValidatingAdmissionPolicyBinding", api.read_validating_admission_policy_binding, deadline
         )
         problem = policy_problem(policy, binding, self._identity_email)
         if problem is not None:
