@@ -88,6 +88,9 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     """Figures 1-6 for one flow (the product or the replayed seed design)."""
     tag = flow[0]
     stack.reset()
+    if flow == "seed":
+        env = {**env, "SEED_KUBE_TOKEN": stack.grant_seed_design_rights()}
+        os.environ["SEED_KUBE_TOKEN"] = env["SEED_KUBE_TOKEN"]
     path_ids = names(f"{tag}-path", plan.path_events)
     base_ids = names(f"{tag}-base", plan.path_events)
     cpu_first_ids = names(f"{tag}-cpu1", plan.cpu_first_events)
@@ -201,6 +204,7 @@ def measure_bursts(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[st
     log("burst: rotation (product)")
     out["rotation"] = run(inproc.product_handler(rotated), 1)
     log("burst: rotation back (seed flow)")
+    os.environ["SEED_KUBE_TOKEN"] = stack.grant_seed_design_rights()
     out["seed_rotation"] = run(inproc.seed_handler(env), 1)
     log("duplicates: 50 concurrent deliveries of one change")
     out["duplicates"] = inproc.duplicates(stack, inproc.product_handler(env), "dup-0000", 50)

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "hf-demo-project"
 MANAGEMENT_CLUSTER = f"projects/{PROJECT}/locations/us-central1/clusters/mgmt-1"
 ROTATED_SOURCE_SECRET = "platform-pull-secret-rotated"
+SEED_KUBE_TOKEN_VALUE = "bench-seed-design-token"  # a static Kubernetes token the emulator maps to the seed identity
 
 
 def source_version(secret: str = PLATFORM_SOURCE_SECRET) -> str:
@@ -116,6 +117,26 @@ class Emulators:
 
     def zero_calls(self) -> None:
         self.admin.call("DELETE", "/calls")
+
+    def grant_seed_design_rights(self) -> str:
+        """A Kubernetes identity for the replayed seed design, which read and wrote Secrets without the
+        adapter's labels: the adapter's own identity has no read and is held to the admission policy.
+
+        Returns the bearer token (`SEED_KUBE_TOKEN`, read by bench/seedflow.py). `reset` drops it.
+        """
+        identity = "seed-design@bench.local"
+        self.admin.call("PUT", "/kubernetes/tokens", {"token": SEED_KUBE_TOKEN_VALUE, "identity": identity})
+        self.admin.call(
+            "PUT",
+            "/kubernetes/rbac",
+            {
+                "identity": identity,
+                "namespace": "*",
+                "verbs": ["get", "list", "create", "update", "patch", "delete"],
+                "resources": ["secrets"],
+            },
+        )
+        return SEED_KUBE_TOKEN_VALUE
 
     def quota(self, writes: int | None, window_s: float) -> None:
         self.admin.call("PUT", "/secretmanager/quota", {"writes_per_minute": writes, "window_s": window_s})
