@@ -33,7 +33,7 @@ class Plan:
     throughput_clusters: int = 200
     throughput_seconds: float = 4.0
     burst_clusters: int = 2000
-    burst_writes: int = 120  # per window: 60 writes/s, Secret Manager's 600/min scaled x6
+    burst_writes: int = 80  # per window: 40 writes/s, Secret Manager's 600/min scaled x4
     burst_window_s: float = 2.0
     burst_concurrency: int = 64
 
