@@ -145,7 +145,7 @@ def terminal_failure(
     the report says `Finalized=False` (`AdapterUnhealthy`) and what blocks the cleanup, rather than nothing.
     """
     business = reason not in ("UnexpectedError", "PermissionDenied", "RequestRejected")
-    conditions = (
+    conditions: tuple[Condition, ...] = (
         Condition("Applied", "False", reason, message),
         Condition("Available", "False", reason, message),
         Condition(
