@@ -110,6 +110,7 @@ class Reconciler:
         except TerminalError as exc:
             # Without a generation no status can be reported (observed_generation >= 1).
             return Outcome("terminal", reason=exc.reason, detail=f"{exc.message}; cannot report a status")
+        decision: preconditions.Decision | None = None
         try:
             decision = preconditions.evaluate(cluster, statuses, self.settings, cluster_id=cluster_id)
             placed = getattr(decision, "placement", None)
@@ -138,8 +139,10 @@ class Reconciler:
         except TerminalError as exc:
             # The handler's final `reconcile` line logs it (error level, reason, service): one line per outcome.
             data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
+            # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
+            deleting = isinstance(decision, preconditions.Deleting)
             report = status.terminal_failure(
-                generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service)
+                generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service), deleting=deleting
             )
             outcome = self._report(cluster_id, "terminal", report)
             return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)

@@ -6,8 +6,8 @@ enforces or advises (contract.md §2, hyperfleet-api 2026) and how the reports f
   [now-30m, now+5m] and a later report of one process is never discarded as older than an earlier one.
 - `Available` is never `Unknown` (the server keeps Unknown only on an adapter's first report).
 - `Health` reasons come from the adapter framework's vocabulary: `Healthy`, `ResourcesSkipped`,
-  `ExecutionFailed:<phase>`; `Finalized` reasons: `CleanupInProgress`, `CleanupConfirmed` (and `NotDeleting`,
-  `AdapterUnhealthy`, which these reports do not need).
+  `ExecutionFailed:<phase>`; `Finalized` reasons: `CleanupInProgress`, `CleanupConfirmed`, `AdapterUnhealthy`
+  (a terminal failure during deletion: cleanup is blocked until someone acts); `NotDeleting` is not needed.
 - `data` keys never contain a word the condition-mapping engine masks (`secret`, `token`, `auth`,
   `registrykey`, `credential`, `private`, `cert`, ...; hyperfleet-api pkg/util/mask_sensitive.go): `sm_*`
   names Secret Manager things, `kubernetes_*` Kubernetes ones; registry names appear as values, never as keys.
@@ -130,25 +130,35 @@ def stale(generation: int, recorded: int, data: dict[str, Any]) -> Report:
 
 
 def terminal_failure(
-    generation: int, reason: str, message: str, data: dict[str, Any] | None = None, *, phase: str = PHASE_UNKNOWN
+    generation: int,
+    reason: str,
+    message: str,
+    data: dict[str, Any] | None = None,
+    *,
+    phase: str = PHASE_UNKNOWN,
+    deleting: bool = False,
 ) -> Report:
     """A failure no retry fixes: not applied, not available; Health False (`ExecutionFailed:<phase>`) only for
-    runtime errors; the reason itself stays on Applied and Available."""
+    runtime errors; the reason itself stays on Applied and Available.
+
+    `deleting`: the cluster is soft-deleted, so the API waits for `Finalized=True` before it hard-deletes;
+    the report says `Finalized=False` (`AdapterUnhealthy`) and what blocks the cleanup, rather than nothing.
+    """
     business = reason not in ("UnexpectedError", "PermissionDenied", "RequestRejected")
-    return Report(
-        generation,
-        (
-            Condition("Applied", "False", reason, message),
-            Condition("Available", "False", reason, message),
-            Condition(
-                "Health",
-                "True" if business else "False",
-                HEALTHY if business else execution_failed(phase),
-                "the input needs fixing; the adapter itself is healthy" if business else f"{reason}: {message}",
-            ),
+    conditions: tuple[Condition, ...] = (
+        Condition("Applied", "False", reason, message),
+        Condition("Available", "False", reason, message),
+        Condition(
+            "Health",
+            "True" if business else "False",
+            HEALTHY if business else execution_failed(phase),
+            "the input needs fixing; the adapter itself is healthy" if business else f"{reason}: {message}",
         ),
-        data or {},
     )
+    if deleting:
+        blocked = Condition("Finalized", "False", "AdapterUnhealthy", f"cleanup blocked ({reason}): {message}")
+        conditions = (*conditions, blocked)
+    return Report(generation, conditions, data or {})
 
 
 def deletion_pending(generation: int, message: str) -> Report:

@@ -170,6 +170,38 @@ def test_deletion_policy_retain_touches_no_version(
     assert reports(admin)[-1]["body"]["data"]["sm_cleanup"] == "retained"
 
 
+def test_a_terminal_failure_during_deletion_reports_finalized_false_adapter_unhealthy(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    """The API hard-deletes only after Finalized=True: a blocked cleanup says so and names what blocked it."""
+    seed_ready_cluster(admin, CID)
+    assert deliver(adapter).result == "applied"
+    delete_cluster(admin, 2)
+    # Terraform grants secretmanager.secrets.delete only with deletion_policy = "DELETE"; the function runs
+    # with DELETE: a deployment out of step, so DeleteSecret answers PERMISSION_DENIED (no retry fixes it).
+    world.apply_terraform_iam(deletion_policy="DISABLE")
+
+    outcome = deliver(adapter, 2)
+    assert outcome.result == "terminal" and outcome.reason == "PermissionDenied"
+    assert kube_secret(world) is None  # the Kubernetes Secret goes first
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is not None  # nothing deleted by a denied call
+    report = reports(admin)[-1]
+    conds = conditions(report)
+    assert report["body"]["observed_generation"] == 2
+    assert conds["Finalized"]["status"] == "False" and conds["Finalized"]["reason"] == "AdapterUnhealthy"
+    blocked = conds["Finalized"]["message"]
+    assert f"delete secret {SECRET_ID}" in blocked and "secretmanager denied the runtime identity" in blocked
+    assert conds["Applied"]["reason"] == conds["Available"]["reason"] == "PermissionDenied"
+    assert conds["Health"]["status"] == "False" and conds["Health"]["reason"] == "ExecutionFailed:resources"
+    assert not any(secret in json.dumps(report) for secret in SENSITIVE)
+
+    # Once the grant is back, the next event finishes the cleanup and confirms it.
+    world.apply_terraform_iam()
+    assert deliver(adapter, 2).result == "finalized"
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+    assert conditions(reports(admin)[-1])["Finalized"]["reason"] == "CleanupConfirmed"
+
+
 def test_deletion_leaves_objects_that_are_not_ours(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
     foreign = {

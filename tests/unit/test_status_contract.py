@@ -19,6 +19,8 @@ REPORTS = [
     status.terminal_failure(2, "UnexpectedError", "bug"),
     status.deletion_pending(2, "deleting"),
     status.finalized(2, "gone", {}),
+    status.terminal_failure(2, "PermissionDenied", "delete secret s: denied", phase="resources", deleting=True),
+    status.terminal_failure(2, "InvalidCluster", "bad id", deleting=True),
 ]
 FINALIZED_REASONS = {"NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy"}
 
@@ -48,6 +50,17 @@ def test_runtime_failures_name_their_phase_and_keep_the_cause() -> None:
     assert unexpected["Health"].reason == "ExecutionFailed:unknown"
     skipped = {c.type: c for c in REPORTS[2].conditions}
     assert skipped["Health"].status == "True" and skipped["Health"].reason == "ResourcesSkipped"
+
+
+def test_a_terminal_failure_during_deletion_is_not_finalized_and_says_what_blocks_cleanup() -> None:
+    # The API hard-deletes a soft-deleted cluster only once every required adapter reports Finalized=True.
+    denied = {c.type: c for c in REPORTS[10].conditions}
+    assert denied["Finalized"].status == "False" and denied["Finalized"].reason == "AdapterUnhealthy"
+    assert "PermissionDenied" in denied["Finalized"].message and "delete secret s" in denied["Finalized"].message
+    assert denied["Health"].reason == "ExecutionFailed:resources" and denied["Applied"].reason == "PermissionDenied"
+    business = {c.type: c for c in REPORTS[11].conditions}
+    assert business["Finalized"].reason == "AdapterUnhealthy" and business["Health"].status == "True"
+    assert "Finalized" not in {c.type for c in REPORTS[5].conditions}  # not deleting: no Finalized at all
 
 
 def test_observed_time_is_now_inside_the_server_window() -> None:
