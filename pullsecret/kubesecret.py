@@ -14,7 +14,9 @@ MANAGEMENT_NAMESPACE_PATTERN, and never lets an older cluster generation replace
 - `apply` writes only when our fields differ (data[.dockerconfigjson], type, our labels and annotations;
   fields of other managers are not compared, since apply never removes them): create when absent, else an
   apply (force=false) with the probed resourceVersion as precondition; a field another manager changed is
-  taken back with force=true, which the policy admits only on our Secret;
+  taken back with force=true, which the policy admits only on our Secret. When the probed managedFields show
+  no manager but ours owning a field we apply (after our own create, whose Update entry the API server counts
+  as a manager apart from our Apply), the apply is forced at once: one write instead of a refused one and a retry;
 - `delete` deletes without reading: the policy refuses a Secret that is not ours.
 
 `ensure_guarded` checks once per management cluster (with get on the policy and its binding only) that the
@@ -204,6 +206,47 @@ def _would_create_without_data(exc: ApiException) -> bool:
         isinstance(c, dict) and c.get("field") == f"data[{KEY}]" and c.get("reason") == "FieldValueRequired"
         for c in causes or []
     )
+
+
+def _owned_paths(tree: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The field paths a managedFields entry's fieldsV1 names: {"f:data": {"f:k": {}}} -> {("data",), ("data", "k")}."""
+    out: set[tuple[str, ...]] = set()
+    for key, child in (tree or {}).items() if isinstance(tree, dict) else ():
+        if key.startswith("f:"):
+            path = (*prefix, key[2:])
+            out.add(path)
+            out |= _owned_paths(child, path)
+    return out
+
+
+def _applied_paths(body: dict[str, Any]) -> set[tuple[str, ...]]:
+    """The leaf fields our apply sets: type, data keys, our labels and annotations."""
+    metadata = body.get("metadata") or {}
+    out: set[tuple[str, ...]] = {("type",)} if "type" in body else set()
+    out |= {("data", k) for k in body.get("data") or {}}
+    out |= {("metadata", "labels", k) for k in metadata.get("labels") or {}}
+    out |= {("metadata", "annotations", k) for k in metadata.get("annotations") or {}}
+    return out
+
+
+def only_ours_own(live: dict[str, Any], body: dict[str, Any], managers: set[str]) -> bool:
+    """True when every managedFields entry owning a field of `body` is one of our managers, whatever its operation.
+
+    The API server keys a field manager by (name, operation) (kubernetes/kubernetes#107417, #80916): the Update
+    entry our create recorded is "another manager" to our Apply, so a force=false apply changing one of its fields
+    conflicts with ourselves. When no other name owns a field we apply, force=true takes nothing from anyone else
+    and saves that refused round trip. Without managedFields to judge by, False: force=false stays the guard.
+    """
+    entries = (live.get("metadata") or {}).get("managedFields")
+    if not isinstance(entries, list) or not entries:
+        return False
+    ours = _applied_paths(body)
+    for entry in entries:
+        if not isinstance(entry, dict):
+            return False
+        if entry.get("manager") not in managers and _owned_paths(entry.get("fieldsV1")) & ours:
+            return False
+    return True
 
 
 def _field_conflict(exc: ApiException) -> bool:
@@ -398,7 +441,12 @@ class KubeSecrets:
                 resource_version=str(metadata.get("resourceVersion", "")),
                 kept_lineage=annotations.get(A_LINEAGE),
             )
-            applied = self._apply(api, body, deadline, force=False)
+            # Force only when nobody but us owns a field we apply (our create's Update entry conflicts with our
+            # Apply); the resourceVersion precondition pins the very object whose managedFields were judged.
+            force = bool(metadata.get("resourceVersion")) and only_ours_own(
+                live, body, {self._field_manager, self._probe_manager}
+            )
+            applied = self._apply(api, body, deadline, force=force)
             if applied is None:
                 continue  # changed or deleted since the probe: the next round probes again
             return ApplyResult(

@@ -363,6 +363,26 @@ def test_apply_conflicts_with_an_update_manager(api: Api, emu: KubernetesEmulato
     )
 
 
+def test_apply_conflicts_with_its_own_name_s_create(api: Api) -> None:
+    # Managers are keyed by (name, operation): a create by "pullsecret" is an Update entry that an Apply by
+    # "pullsecret" conflicts with (kubernetes/kubernetes#107417, #80916); force takes the field into the Apply entry.
+    body = client.V1Secret(
+        metadata=client.V1ObjectMeta(name="cls-abc-pull-secret", labels={"managed-by": "hyperfleet"}),
+        type="kubernetes.io/dockerconfigjson",
+        data={".dockerconfigjson": b64(DOCKERCONFIG), "x": b64("1")},
+    )
+    api.create_namespaced_secret(NS, body, field_manager="pullsecret")
+    with pytest.raises(ApiException) as err:
+        apply(api, apply_body(x="2"))
+    assert status_of(err.value)["message"] == (
+        'Apply failed with 1 conflict: conflict with "pullsecret" using v1: .data.x'
+    )
+    taken = apply(api, apply_body(x="2"), force=True)
+    owners = {(e.manager, e.operation): e.fields_v1 for e in taken.metadata.managed_fields}
+    assert "f:x" in owners[("pullsecret", "Apply")]["f:data"]
+    assert "f:x" not in owners[("pullsecret", "Update")]["f:data"]
+
+
 def test_apply_drops_fields_the_manager_no_longer_applies(api: Api) -> None:
     apply(api, apply_body(x="1"))
     dropped = apply(api, apply_body())

@@ -286,6 +286,28 @@ def test_kubernetes_secret_changed_with_kubectl_edit_is_taken_back(adapter: Adap
     assert deliver(adapter).result == "unchanged"
 
 
+def test_the_first_change_after_our_create_is_one_kubernetes_write(adapter: Adapter, admin: Admin, world: Any) -> None:
+    # Our create is recorded as an Update by our field manager, our changes are Applies; the API server keys
+    # managers by (name, operation), so a force=false apply would conflict with our own create and be re-sent.
+    # The probed managedFields show nobody else owns our fields: the change goes out forced, once.
+    seed_ready_cluster(admin, CID)
+    deliver(adapter)
+    created = kube_secret(world)
+    assert created is not None
+    assert {(e["manager"], e["operation"]) for e in created["metadata"]["managedFields"]} == {
+        ("hyperfleet-pullsecret", "Update")
+    }
+    seed_ready_cluster(admin, CID, generation=2)
+    admin.call("DELETE", "/calls")
+    assert deliver(adapter, generation=2).result == "applied"
+    changed = kube_secret(world)
+    assert changed is not None and changed["metadata"]["annotations"]["hyperfleet.io/generation"] == "2"
+    writes = {m: n for m, n in admin.calls()["kubernetes"].items() if not m.endswith(".dryrun")}
+    assert writes == {"patch.secrets": 1}, writes
+    owners = {(e["manager"], e["operation"]) for e in changed["metadata"]["managedFields"]}
+    assert ("hyperfleet-pullsecret", "Apply") in owners
+
+
 def test_a_key_of_someone_else_on_our_secret_costs_no_write_and_no_storm(
     adapter: Adapter, admin: Admin, world: Any
 ) -> None:

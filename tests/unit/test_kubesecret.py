@@ -49,6 +49,45 @@ def test_only_the_fields_the_adapter_owns_are_compared() -> None:
         assert kubesecret.differs(changed, DESIRED)
 
 
+def _with_owners(*entries: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    secret = live()
+    secret["metadata"]["managedFields"] = [
+        {"manager": m, "operation": op, "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": f}
+        for m, op, f in entries
+    ]
+    return secret
+
+
+OURS = {"hf", "hf-probe"}
+OUR_DATA = {"f:data": {".": {}, "f:.dockerconfigjson": {}}, "f:type": {}}
+
+
+def test_force_is_decided_by_who_owns_the_fields_we_apply() -> None:
+    body = DESIRED.manifest("2026-01-01T00:00:00Z")
+    # Our create's Update entry and our Apply entry: only our own name, whatever the operation.
+    assert kubesecret.only_ours_own(_with_owners(("hf", "Update", OUR_DATA), ("hf", "Apply", OUR_DATA)), body, OURS)
+    # The probe's dry-run entry is ours too.
+    probe = {"f:metadata": {"f:labels": {"f:managed-by": {}}}, "f:type": {}}
+    assert kubesecret.only_ours_own(_with_owners(("hf", "Update", OUR_DATA), ("hf-probe", "Apply", probe)), body, OURS)
+    # Another manager on a field of someone else's (not in our apply) does not matter.
+    note = {"f:data": {"f:note": {}}}
+    assert kubesecret.only_ours_own(
+        _with_owners(("hf", "Update", OUR_DATA), ("kubectl-edit", "Update", note)), body, OURS
+    )
+    # Another manager on a field we apply: no force, the conflict decides as before.
+    for theirs in (
+        {"f:data": {"f:.dockerconfigjson": {}}},
+        {"f:type": {}},
+        {"f:metadata": {"f:annotations": {"f:" + kubesecret.A_GENERATION: {}}}},
+        {"f:metadata": {"f:labels": {"f:adapter": {}}}},
+    ):
+        owned = _with_owners(("hf", "Update", OUR_DATA), ("kubectl-edit", "Update", theirs))
+        assert not kubesecret.only_ours_own(owned, body, OURS), theirs
+    # Nothing to judge by: no force.
+    assert not kubesecret.only_ours_own(live(), body, OURS)
+    assert not kubesecret.only_ours_own(_with_owners(), body, OURS)
+
+
 def _api_exception(status: int, body: dict[str, Any]) -> ApiException:
     exc = ApiException(status=status, reason="x")
     exc.body = json.dumps(body)
