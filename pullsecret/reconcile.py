@@ -25,7 +25,7 @@ from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.kubesecret import label_value as kube_label
 from pullsecret.logs import bind, log, protect
-from pullsecret.management import ManagementClusters
+from pullsecret.management_clusters import ManagementClusters
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore, secret_labels
 
