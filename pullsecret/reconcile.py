@@ -75,7 +75,7 @@ class _Reads:
     Secret Manager version, and our live Kubernetes Secret with the API that serves it."""
 
     merged: MergeResult
-    checks: registry.Pending | None
+    checks: registry_verification.Pending | None
     latest: secretstore.Latest
     api: Any
     probed: kubesecret.Probed
