@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry, secretstore, status
+from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry_verification, secretstore, status
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
@@ -75,7 +75,7 @@ class _Reads:
     Secret Manager version, and our live Kubernetes Secret with the API that serves it."""
 
     merged: MergeResult
-    checks: registry.Pending | None
+    checks: registry_verification.Pending | None
     latest: secretstore.Latest
     api: Any
     probed: kubesecret.Probed
@@ -94,7 +94,7 @@ class Reconciler:
         kube: KubeSecrets,
         pool: ThreadPoolExecutor,
         identity_email: str | None,
-        registries: registry.RegistryVerifier | None = None,
+        registries: registry_verification.RegistryVerifier | None = None,
     ) -> None:
         self.settings = settings
         self.hyperfleet = hyperfleet
@@ -104,7 +104,7 @@ class Reconciler:
         self.pool = pool
         self.identity_email = identity_email
         self._platform: tuple[bytes, PullSecret] | None = None
-        self.registries = registries or registry.RegistryVerifier(settings)
+        self.registries = registries or registry_verification.RegistryVerifier(settings)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -161,7 +161,7 @@ class Reconciler:
                 raise
         except TerminalError as exc:
             # The handler's final `reconcile` line logs it (error level, reason, service): one line per outcome.
-            data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
+            data = getattr(exc, "data", None)  # registry_verification.RegistryRejected names each registry's answer
             # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
             deleting = isinstance(decision, preconditions.Deleting)
             report = status.terminal_failure(
@@ -551,7 +551,7 @@ class Reconciler:
         return {"keep": self.settings.retain_versions, "destroyed": list(result.destroyed)}
 
 
-def _with_registries(report: status.Report, checks: registry.Pending | None) -> status.Report:
+def _with_registries(report: status.Report, checks: registry_verification.Pending | None) -> status.Report:
     """Add each registry's answer to `data`; in report mode a refused credential turns Health False."""
     if checks is None:
         return report
