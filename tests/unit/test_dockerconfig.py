@@ -47,7 +47,15 @@ def test_valid_forms_and_canonical_bytes() -> None:
 
 
 def test_unpadded_base64_auth_is_accepted() -> None:
-    parse(doc(**{"quay.io": {"auth": AUTH.rstrip("=")}}), source="t")
+    unpadded = AUTH.rstrip("=")
+    assert unpadded != AUTH  # the fixture really has padding to drop
+    secret = parse(doc(**{"quay.io": {"auth": unpadded}}), source="t")
+    assert secret.registries == ("quay.io",)
+    assert json.loads(secret.canonical) == {"auths": {"quay.io": {"auth": unpadded}}}  # kept as given
+    # Decoded, not waved through: unpadded base64 of a value without "user:password" is still refused.
+    for no_password in (b"nocolon", b"nocolon!"):
+        with pytest.raises(InvalidPullSecret, match="user:password"):
+            parse(doc(**{"quay.io": {"auth": base64.b64encode(no_password).decode().rstrip("=")}}), source="t")
 
 
 @pytest.mark.parametrize(
