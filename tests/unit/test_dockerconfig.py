@@ -113,3 +113,29 @@ def test_registry_fingerprints_are_short_and_secret_free() -> None:
     secret = parse(doc(**{"quay.io": {"auth": AUTH}}), source="t")
     prints = secret.registry_fingerprints()
     assert list(prints) == ["quay.io"] and len(prints["quay.io"]) == 12
+
+
+@pytest.mark.parametrize("side", ["platform", "cluster"])
+def test_merge_of_one_source_with_default_settings_is_that_source(side: str) -> None:
+    """The production path when only PULL_SECRET_SOURCE (or only spec.pullSecret) is set."""
+    only = parse(doc(**{"https://quay.io/": {"auth": AUTH}, "gcr.io": {"identitytoken": "tok-123456"}}), source="t")
+    merged = merge(only, None) if side == "platform" else merge(None, only)
+    assert merged.secret == only  # keys as given: no folding without canonical_keys
+    assert merged.secret.registries == ("gcr.io", "https://quay.io/")
+    assert merged.conflicts == ()
+    assert merged.conflict_details == ()
+    assert merged.shadowed == ()
+
+
+def test_merge_of_one_source_with_canonical_keys_folds_its_keys() -> None:
+    only = parse(doc(**{"https://quay.io/": {"auth": AUTH}, "quay.io": {"auth": AUTH}}), source="t")
+    merged = merge(None, only, canonical_keys=True)
+    assert merged.secret.registries == ("quay.io",)
+    assert [d["shadowed"] for d in merged.shadowed] == ["https://quay.io/"]
+    assert merged.conflicts == ()
+
+
+@pytest.mark.parametrize("entry", [{"username": "u"}, {"password": "p4ssw0rd"}, {"username": "", "password": "p"}])
+def test_username_without_password_or_the_reverse_is_no_credential(entry: dict[str, str]) -> None:
+    with pytest.raises(InvalidPullSecret, match="has no credential"):
+        parse(doc(**{"quay.io": entry}), source="t")
