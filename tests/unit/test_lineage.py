@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -105,7 +106,7 @@ def test_report_lists_registries_as_values_with_times() -> None:
         "version": "4",
         "previous_version": "3",
         "added": ["new.io"],
-        "changed": [],
+        "changed": ["quay.io"],
         "removed": ["gone.io"],
         "registries": {"quay.io": ["aaa", "2", T3], "new.io": ["ddd", "4", T4], "bad.io": ["x", "1"]},
     }
@@ -114,7 +115,7 @@ def test_report_lists_registries_as_values_with_times() -> None:
         "kubernetes_resource_version": "77",
         "previous_version": "3",
         "added": ["new.io"],
-        "changed": [],
+        "changed": ["quay.io"],
         "removed": ["gone.io"],
         "registries": [
             {"registry": "new.io", "fingerprint": "ddd", "since_version": "4", "since": "2023-11-15T22:13:20Z"},
@@ -150,8 +151,8 @@ def test_report_without_a_time_or_registries() -> None:
 
 def test_from_report_reads_back_what_report_wrote() -> None:
     recorded = lineage.advance(
-        {"registries": {"quay.io": ["aaa", "2", T3]}},
-        fingerprints={"quay.io": "aaa", "new.io": "ddd"},
+        {"registries": {"quay.io": ["aaa", "2", T3], "x.io": ["xxx", "2", T3], "gone.io": ["ggg", "1", T3]}},
+        fingerprints={"quay.io": "aaa", "new.io": "ddd", "x.io": "XXX"},
         version_name=V4,
         previous_version=V3,
         now=T4,
@@ -202,3 +203,17 @@ def test_from_report_skips_entries_it_cannot_read() -> None:
     }
     assert lineage.from_report(reported)["registries"] == {"c.io": ["ccc", "4", None], "d.io": ["ddd", "4", None]}
     assert lineage.from_report({"registries": []})["version"] == ""
+
+
+def test_times_are_utc_whatever_the_hosts_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30: a local-time slip shows
+    time.tzset()
+    try:
+        reported = lineage.report(
+            {"registries": {"quay.io": ["aaa", "3", T3]}}, sm_version=V3, kubernetes_resource_version=None
+        )
+        assert reported["registries"][0]["since"] == "2023-11-14T22:13:20Z"
+        assert lineage.from_report(reported)["registries"] == {"quay.io": ["aaa", "3", T3]}
+    finally:
+        monkeypatch.undo()
+        time.tzset()
