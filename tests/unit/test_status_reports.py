@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -33,6 +34,17 @@ def test_the_body_carries_generation_time_conditions_and_data() -> None:
         "reason": "SecretsApplied",
         "message": "pull secret stored in Secret Manager and applied to the management cluster",
     }
+
+
+def test_the_body_is_in_utc_whatever_the_hosts_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        assert status.stale(1, 2, {}).body("a", now=NOW)["observed_time"] == "2026-11-23T14:05:06.789Z"
+        assert status.stale(1, 2, {}).body("a")["observed_time"].endswith("Z")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_the_body_without_a_time_is_stamped_now() -> None:
@@ -148,6 +160,8 @@ def test_registry_rejected_turns_only_health_false() -> None:
     assert "for r0.io, r1.io, r2.io, r3.io, r4.io, r5.io, r6.io, r7.io, r8.io, r9.io and 2 more;" in (
         many.conditions[2].message
     )
+    eleven = status.registry_rejected(applied, [f"r{i}.io" for i in range(11)])
+    assert "r9.io and 1 more;" in eleven.conditions[2].message
     ten = status.registry_rejected(applied, [f"r{i}.io" for i in range(10)])
     assert "r9.io; the pull secret" in ten.conditions[2].message
 
