@@ -6,11 +6,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+MUTATION_VENV := .venv-mutation
+MUTATION_STAMP := $(MUTATION_VENV)/.installed
 SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 PYTEST_FLAGS ?=
 
-.PHONY: venv demo up trigger test unit lint typecheck infra-check provider-schema emulators bench reliability clean
+.PHONY: venv demo up trigger test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
 venv: $(STAMP)
 
@@ -24,6 +26,11 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	@touch $(CHECKOV_STAMP)
+
+$(MUTATION_STAMP): requirements-mutation.txt requirements.txt requirements-dev.txt constraints.txt
+	@test -x $(MUTATION_VENV)/bin/python || $(PYTHON) -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -r requirements-mutation.txt -c constraints.txt
+	@touch $(MUTATION_STAMP)
 
 # The google / google-beta provider schemas (both ends of terraform/versions.tf's range), read offline from the
 # hash-pinned CDK bindings in requirements-provider-schema.txt; only the extracted JSON is kept.
@@ -76,5 +83,10 @@ bench: $(STAMP)
 reliability: $(STAMP)
 	RELIABILITY_FULL=1 RELIABILITY_REPORT=$${RELIABILITY_REPORT:-/tmp/pullsecret-reliability-report.json} $(PY) -m pytest tests/reliability -p no:cacheprovider $(PYTEST_FLAGS)
 
+# Mutation testing of the decision and redaction code (slow: not part of `make test`); the last lines are the
+# kill rate per module. One module at a time, niced: MODULES="lineage status" JOBS=1.
+mutation: $(MUTATION_STAMP)
+	nice -n 10 $(MUTATION_VENV)/bin/python -m tests.mutation --jobs $(or $(JOBS),1) $(MODULES)
+
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(MUTATION_VENV) mutants $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache
