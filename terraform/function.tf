@@ -194,16 +194,11 @@ resource "google_cloudfunctions2_function" "adapter" {
     }
   }
 
+  # The grants it relies on, through their propagation wait (main.tf).
   depends_on = [
     google_project_service.apis,
     google_project_service.compute,
-    google_kms_crypto_key_iam_member.secret_cmek,
-    google_project_iam_member.build_log_writer,
-    google_project_iam_member.build_source_reader,
-    google_artifact_registry_repository_iam_member.build_writer,
-    google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
-    google_service_account_iam_member.pubsub_agent_trigger_token,
-    google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
+    time_sleep.iam_propagation,
   ]
 }
 

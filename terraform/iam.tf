@@ -84,7 +84,8 @@ resource "google_project_iam_custom_role" "secret_manager_managed" {
   permissions = local.secret_manager_managed_permissions
   stage       = "GA"
 
-  depends_on = [google_project_service.secret_project_secretmanager]
+  # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
+  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
 }
 
 resource "google_project_iam_custom_role" "secret_manager_creator" {
@@ -97,13 +98,16 @@ resource "google_project_iam_custom_role" "secret_manager_creator" {
   permissions = ["secretmanager.secrets.create"]
   stage       = "GA"
 
-  depends_on = [google_project_service.secret_project_secretmanager]
+  # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
+  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
 }
 
 data "google_project" "secret_projects" {
   for_each = local.secret_project_ids
 
   project_id = each.value
+
+  depends_on = [google_project_service.apis] # cloudresourcemanager.googleapis.com, as for data.google_project.this
 }
 
 resource "google_project_iam_member" "runtime_secret_manager_managed" {

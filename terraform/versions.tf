@@ -18,6 +18,11 @@ terraform {
       source  = "hashicorp/archive"
       version = ">= 2.4, < 3.0"
     }
+    # time_sleep: IAM propagation waits before the function and its trigger (main.tf).
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1.0"
+    }
   }
 
   # State lives in a GCS bucket chosen at init time:

@@ -563,8 +563,11 @@ def test_function_environment_wires_the_fan_out(config: Config) -> None:
     assert environment["ROTATION_PUBLISH_RATE"] == "${tostring(var.rotation_publish_rate)}"
     # cluster_events_topic_id is a full projects/P/topics/T id in both branches (what ADAPTER_TOPIC needs).
     assert config.locals["cluster_events_topic_id"].count("google_pubsub_topic.cluster_events[0].id") == 1
+    # The function starts only after the grant has propagated (the wait it depends on, main.tf).
     function = config.resource("google_cloudfunctions2_function", "adapter")
-    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in function["depends_on"]
+    assert "${time_sleep.iam_propagation}" in function["depends_on"]
+    waited = config.resource("time_sleep", "iam_propagation")["depends_on"]
+    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in waited
 
 
 def test_source_topic_step_runs_the_script_after_the_publisher_grant(config: Config) -> None:
@@ -754,7 +757,11 @@ def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config
     # One key per replication location when the name holds {location} (as pullsecret/secretstore.py expands it).
     assert 'replace(var.secret_kms_key, "{location}", location)' in config.locals["secret_kms_keys"]
     function = config.resource("google_cloudfunctions2_function", "adapter")
-    assert "${google_kms_crypto_key_iam_member.secret_cmek}" in function["depends_on"]
+    assert "${time_sleep.iam_propagation}" in function["depends_on"]
+    assert (
+        "${google_kms_crypto_key_iam_member.secret_cmek}"
+        in config.resource("time_sleep", "iam_propagation")["depends_on"]
+    )
 
 
 def test_service_accounts_wait_for_the_apis(config: Config) -> None:
