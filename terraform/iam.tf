@@ -198,6 +198,30 @@ resource "google_project_iam_member" "runtime_cluster_viewer" {
   member  = google_service_account.runtime.member
 }
 
+# The DNS-based control-plane endpoint authorizes each request with IAM's container.clusters.connect on the
+# cluster before Kubernetes RBAC sees it (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation#dns-based_endpoint);
+# clusterViewer does not hold it. Only with management_endpoint = "dns": a custom role with that one permission.
+resource "google_project_iam_custom_role" "cluster_connect" {
+  for_each = var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])
+
+  project     = each.value
+  role_id     = "hyperfleetPullSecretClusterConnect"
+  title       = "HyperFleet pull-secret adapter: reach the DNS endpoint"
+  description = "container.clusters.connect only: the DNS-based control-plane endpoint's IAM check."
+  permissions = ["container.clusters.connect"]
+  stage       = "GA"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_project_iam_member" "runtime_cluster_connect" {
+  for_each = var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])
+
+  project = each.value
+  role    = google_project_iam_custom_role.cluster_connect[each.value].id
+  member  = google_service_account.runtime.member
+}
+
 # ---------------------------------------------------------------------------
 # Trigger: the trigger account may invoke this function's Cloud Run service and nothing else.
 # ---------------------------------------------------------------------------

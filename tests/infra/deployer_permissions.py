@@ -315,6 +315,8 @@ SCOPES: dict[str, str] = {
     "google_project_iam_member.runtime_secret_manager_creator": SECRET_PROJECT,
     "data.google_project.secret_projects": SECRET_PROJECT,
     "google_project_iam_member.runtime_cluster_viewer": MANAGEMENT_PROJECT,
+    "google_project_iam_custom_role.cluster_connect": MANAGEMENT_PROJECT,
+    "google_project_iam_member.runtime_cluster_connect": MANAGEMENT_PROJECT,
     "google_project_service_identity.secretmanager": SOURCE_PROJECT,
     "google_secret_manager_secret_iam_member.runtime_pull_secret_source": SOURCE_SECRET,
     "terraform_data.source_rotation_topic": SOURCE_SECRET,
