@@ -16,9 +16,11 @@ PYTEST_FLAGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+$(STAMP): requirements.txt requirements.in requirements-dev.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# The function's exact runtime set first (fully resolved, hash-pinned: what Cloud Functions installs).
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	@touch $(STAMP)
 
