@@ -170,7 +170,7 @@ def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if _holder(state_dir) is None:
-            print("Stopped: the function, the emulators and the Pub/Sub emulator; env file and token removed.")
+            print(f"Stopped the playground (pid {pid}): its function and emulators, its env file and token are gone.")
             return 0
         time.sleep(0.1)
     print(f"The playground (pid {pid}) did not stop within {timeout:.0f} s.")
@@ -220,7 +220,8 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
     function: FunctionProcess | None = None
     ready = False
     try:
-        stack = Stack(pubsub=reason is None).start()
+        stack = Stack(pubsub=reason is None)
+        stack.start()
         # The demo's platform pull secret: the registry emulator's hosts, so verification talks to them only.
         seed.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
         for cluster_id in clusters:
