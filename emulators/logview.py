@@ -1,8 +1,8 @@
 """`make logs`: the function's JSON log lines (Cloud Logging's structured format) as lines a person reads.
 
-One line per record: time, severity, the cluster, the message, then the few fields that say what happened
-(`result`, `reason`, `service`, `written`, `http_status`, the duration). Lines that are not JSON (what
-functions-framework or gunicorn print themselves) are shown as they are. Reads `<state>/function.log` of
+One line per record: time, severity, the cluster, the message (it says what happened), then `reason`,
+`service` and the duration. Lines that are not JSON (what functions-framework or gunicorn print themselves)
+are shown as they are. Reads `<state>/function.log` of
 `make up` (or any file of such lines); `--follow` keeps reading as the function writes, `--cluster` keeps one
 cluster's lines, `--raw` prints the JSON as it is.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import IO, Any
 
 LABELS = "logging.googleapis.com/labels"
-# Fields worth a glance, in this order; everything else stays in the JSON (`--raw`).
-SHOWN = ("result", "reason", "service", "written", "stale", "writes", "http_status", "available", "outcome")
+# Fields worth a glance beside the message; everything else stays in the JSON (`--raw`).
+SHOWN = ("reason", "service")  # the message says the rest (result, written, the HTTP answer)
 _SEVERITY_WIDTH = 7
 
 
