@@ -45,6 +45,8 @@ class ReconcileRequest:
     delivery: str
     trace: TraceContext | None = None
     published_at: datetime | None = None
+    # The event's `generation` as sent, when it was there but no positive integer (dropped; a warning says so).
+    unusable_generation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,9 @@ def _from_sentinel(
     if not isinstance(cluster_id, str) or not _CLUSTER_ID.fullmatch(cluster_id):
         return skip("the event data has no usable cluster id ('id' or 'resource_id')")
     generation = body.get("generation")
+    unusable: str | None = None
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+        unusable = None if generation is None else json.dumps(generation)[:40]
         generation = None
     return ReconcileRequest(
         cluster_id=cluster_id,
@@ -208,6 +212,7 @@ def _from_sentinel(
         delivery=delivery,
         trace=trace,
         published_at=published_at,
+        unusable_generation=unusable,
     )
 
 
