@@ -43,7 +43,7 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	@touch $(CHECKOV_STAMP)
 
-$(MUTATION_STAMP): requirements-mutation.txt requirements.txt requirements-dev.txt constraints.txt
+$(MUTATION_STAMP): requirements-mutation.txt requirements-dev.txt requirements-emulators.txt requirements.in constraints.txt
 	@test -x $(MUTATION_VENV)/bin/python || $(PYTHON) -m venv $(MUTATION_VENV)
 	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -r requirements-mutation.txt -c constraints.txt
 	@touch $(MUTATION_STAMP)
