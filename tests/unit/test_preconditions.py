@@ -205,3 +205,74 @@ def test_waiting_names_the_generation_and_the_available_status() -> None:
     assert decision.message == (
         "waiting for adapters: validation (at generation 2, cluster at 3), dns (Available=False)"
     )
+
+
+def test_project_id_and_platform_in_their_older_layouts() -> None:
+    for gcp in ({"projectId": "proj-two"}, {"projectID": "proj-two"}):
+        legacy = cluster(spec={"provider": {"type": "GCP"}, "gcp": gcp})
+        decision = evaluate(legacy, ALL_READY, SETTINGS, cluster_id="c1")
+        assert isinstance(decision, Act) and decision.project_id == "proj-two"
+    empty = cluster(spec={"provider": "gcp", "gcp": {"projectId": ""}})
+    assert isinstance(evaluate(empty, ALL_READY, SETTINGS, cluster_id="c1"), NotMet)
+
+
+def test_exact_messages_of_terminal_and_waiting_decisions() -> None:
+    with pytest.raises(InvalidCluster) as caught:
+        evaluate(cluster(generation=0), ALL_READY, SETTINGS, cluster_id="c1")
+    assert caught.value.message == "the cluster has no valid generation (an integer >= 1)"
+    no_platform = evaluate(cluster(spec={}), ALL_READY, SETTINGS, cluster_id="c1")
+    assert no_platform == NotMet(3, "the cluster spec names no platform (spec.platform.type)")
+    settings = load({"HYPERFLEET_API_URL": "http://h", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"})
+    with pytest.raises(InvalidPlacement) as unplaced:
+        evaluate(cluster(), ALL_READY, settings, cluster_id="c1")
+    assert unplaced.value.message == (
+        "no management cluster: the placement data names none and MANAGEMENT_CLUSTER is not set"
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"managementCluster": "mgmt-1"},
+            "the management cluster must be a GKE name projects/P/locations/L/clusters/C",
+        ),
+        ({"managementCluster": 7}, "the management cluster must be a GKE name projects/P/locations/L/clusters/C"),
+        (
+            {"managementCluster": "projects/p/locations/l/clusters/m\n"},
+            "the management cluster must be a GKE name projects/P/locations/L/clusters/C",
+        ),
+        ({"namespace": ["x"]}, "the placement data's namespace is not a string"),
+        ({"namespace": "clusters-" + "a" * 80}, "namespace '" + ("clusters-" + "a" * 80)[:80] + "' is not a valid"),
+    ],
+)
+def test_placement_problems_are_named(data: dict[str, Any], message: str) -> None:
+    statuses = [*ALL_READY[:2], ready("placement", data=data)]
+    with pytest.raises(InvalidPlacement) as caught:
+        evaluate(cluster(), statuses, SETTINGS, cluster_id="c1")
+    assert caught.value.message.startswith(message)
+
+
+def test_placement_data_of_null_means_defaults_and_of_another_type_is_refused() -> None:
+    null = {**ready("placement"), "data": None}
+    decision = evaluate(cluster(), [*ALL_READY[:2], null], SETTINGS, cluster_id="c1")
+    assert isinstance(decision, Act) and decision.placement.namespace == "clusters-c1"
+    with pytest.raises(InvalidPlacement, match="adapter's data is not an object"):
+        evaluate(cluster(), [*ALL_READY[:2], {**ready("placement"), "data": []}], SETTINGS, cluster_id="c1")
+
+
+def test_deleting_keeps_the_placement_when_known_and_none_when_broken() -> None:
+    deleted = cluster(deleted_time="2026-11-21T10:00:00Z")
+    decision = evaluate(deleted, ALL_READY, SETTINGS, cluster_id="c1")
+    assert decision == Deleting(
+        generation=3,
+        project_id="proj-one",
+        placement=evaluate(cluster(), ALL_READY, SETTINGS, cluster_id="c1").placement,
+    )
+    broken = [*ALL_READY[:2], ready("placement", data={"namespace": "kube-system"})]
+    assert evaluate(deleted, broken, SETTINGS, cluster_id="c1") == Deleting(3, "proj-one", None)
+
+
+def test_statuses_that_are_not_objects_are_ignored() -> None:
+    decision = evaluate(cluster(), ["x", {"adapter": 5}, *ALL_READY], SETTINGS, cluster_id="c1")
+    assert isinstance(decision, Act)
