@@ -12,19 +12,23 @@ STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+MUTATION_VENV := .venv-mutation
+MUTATION_STAMP := $(MUTATION_VENV)/.installed
 SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 PYTEST_FLAGS ?=
 
-.PHONY: venv demo up down trigger logs test unit lint typecheck infra-check provider-schema emulators bench reliability clean
+.PHONY: venv demo up down trigger logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
 venv: $(STAMP)
 
-$(RUN_STAMP): requirements.txt requirements-emulators.txt constraints.txt
+$(RUN_STAMP): requirements.txt requirements.in requirements-emulators.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
 	@test -x $(PY) || { echo "Creating $(VENV) (once) ..."; $(PYTHON) -m venv $(VENV); }
 	@echo "Installing the function's and the emulators' pinned dependencies into $(VENV)" \
 	  "(requirements-emulators.txt, about 320 MB; a minute or more the first time, seconds afterwards) ..."
+	@# The function's exact runtime set first (fully resolved, hash-pinned: what Cloud Functions installs).
+	@$(PIP_INSTALL) --require-hashes -r requirements.txt
 	@$(PIP_INSTALL) -r requirements-emulators.txt -c constraints.txt
 	@touch $(RUN_STAMP)
 
@@ -38,6 +42,11 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	@touch $(CHECKOV_STAMP)
+
+$(MUTATION_STAMP): requirements-mutation.txt requirements.txt requirements-dev.txt constraints.txt
+	@test -x $(MUTATION_VENV)/bin/python || $(PYTHON) -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -r requirements-mutation.txt -c constraints.txt
+	@touch $(MUTATION_STAMP)
 
 # The google / google-beta provider schemas (both ends of terraform/versions.tf's range), read offline from the
 # hash-pinned CDK bindings in requirements-provider-schema.txt; only the extracted JSON is kept.
@@ -98,5 +107,10 @@ bench: $(STAMP)
 reliability: $(STAMP)
 	RELIABILITY_FULL=1 RELIABILITY_REPORT=$${RELIABILITY_REPORT:-/tmp/pullsecret-reliability-report.json} $(PY) -m pytest tests/reliability -p no:cacheprovider $(PYTEST_FLAGS)
 
+# Mutation testing of the decision and redaction code (slow: not part of `make test`); the last lines are the
+# kill rate per module. One module at a time, niced: MODULES="lineage status" JOBS=1.
+mutation: $(MUTATION_STAMP)
+	nice -n 10 $(MUTATION_VENV)/bin/python -m tests.mutation --jobs $(or $(JOBS),1) $(MODULES)
+
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(MUTATION_VENV) mutants $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache

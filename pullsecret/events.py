@@ -136,7 +136,14 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
         inner_attributes = {k[3:]: v for k, v in message_attributes.items() if k.startswith("ce-")}
         inner_attributes.setdefault("id", message_id)
         return _from_sentinel(inner_attributes, payload, delivery=delivery, trace=trace, published_at=published)
+    return _from_structured(payload, message_id, trace, published)
 
+
+def _from_structured(
+    payload: bytes, message_id: str, trace: TraceContext | None, published: datetime | None
+) -> ParsedEvent:
+    """Pub/Sub message data that is a structured-mode CloudEvent (JSON): the Sentinel event inside it."""
+    delivery = "pubsub"
     try:
         structured = json.loads(payload)
         if not isinstance(structured, dict):
