@@ -269,9 +269,14 @@ def signals_ignored() -> Iterator[None]:
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so one `finally` cleans up after either."""
-    saved = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so one `finally` cleans up after either.
+
+    SIGINT too is set explicitly: a shell starts a background job (`make up &`) with SIGINT ignored, and
+    Python then installs no handler of its own.
+    """
+    saved = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, saved)
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)

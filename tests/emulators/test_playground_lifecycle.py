@@ -44,14 +44,17 @@ def _carrying(tmpdir: Path) -> list[str]:
 class Playground:
     """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
 
-    def __init__(self, base: Path, state: Path, *options: str) -> None:
+    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False) -> None:
         self.tmpdir = base / "tmp"
         self.tmpdir.mkdir(exist_ok=True)
         self.state = state
         self.out = base / f"out-{time.monotonic_ns()}.txt"
         with self.out.open("w") as sink:
+            command = [sys.executable, "-m", "emulators", "playground", "--state-dir", str(state), *options]
+            if sigint_ignored:  # what a shell does to a background job (`make up &`); kept across exec
+                command = ["bash", "-c", 'trap "" INT; exec "$0" "$@"', *command]
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "emulators", "playground", "--state-dir", str(state), *options],
+                command,
                 cwd=ROOT,
                 env=clean_env(TMPDIR=str(self.tmpdir)),
                 stdout=sink,
@@ -219,3 +222,15 @@ def test_an_interrupted_demo_leaves_no_process_and_no_temporary_folder(tmp_path:
     assert proc.returncode == 130 and "Demo interrupted" in said and "Traceback" not in said, said
     assert _carrying(tmpdir) == []
     assert list(tmpdir.iterdir()) == []
+
+
+def test_a_playground_started_as_a_background_job_still_stops_on_sigint(
+    tmp_path: Path, playgrounds: list[Playground]
+) -> None:
+    playground = Playground(tmp_path, tmp_path / "state", "--no-pubsub", sigint_ignored=True)
+    playgrounds.append(playground)
+    playground.wait_ready()
+    os.kill(playground.proc.pid, signal.SIGINT)
+    assert playground.wait_exit(timeout=60) == 0, playground.output()
+    assert "# Stopped: the function, the emulators" in playground.output()
+    playground.assert_nothing_left()
