@@ -331,7 +331,7 @@ class Reconciler:
                     current_generation=lambda: self._current_generation(cluster_id),
                     owned=_still_ours(own, secret_name, latest),
                 )
-                fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
+                fields.update(written=stored.written, writes=stored.writes)
         except BaseException:
             _settle([live_future, latest_future], deadline)
             raise
@@ -349,10 +349,6 @@ class Reconciler:
             data["conflict_details"] = [dict(d) for d in merged.conflict_details[:50]]
         if merged.shadowed:
             data["shadowed"] = [dict(d) for d in merged.shadowed[:50]]
-        if stored.stale:
-            report = status.stale(act.generation, stored.recorded_generation, data)
-            return self._report(cluster_id, "stale", _with_registries(report, checks))
-
         desired = DesiredSecret(
             namespace=placement.namespace,
             name=kube_name,
@@ -416,7 +412,7 @@ class Reconciler:
         )
 
     def _current_generation(self, cluster_id: str) -> int | None:
-        """The cluster's generation as the API holds it now (asked only after a concurrent write)."""
+        """The cluster's generation as the API holds it now (asked after each Secret Manager write)."""
         cluster = self.hyperfleet.get_cluster(cluster_id)
         generation = (cluster or {}).get("generation")
         return generation if isinstance(generation, int) else None
