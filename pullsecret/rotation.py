@@ -27,8 +27,9 @@ them over every interleaving of two deliveries, within bounds):
 - R2 (at every moment): a version is followed only when strictly newer than the recorded one, or when the
   recorded one no longer exists (the source was recreated: its numbering restarted). A newer rotation records
   its version at once; the older holder's next save fails its compare-and-swap, it stops (`superseded`) and
-  frees the lease; the newer one publishes only after the older's lease is free or over, so no cluster
-  receives an event of an older rotation after one of a newer.
+  frees the lease; the newer one publishes only once the older's lease is free or over. So an older
+  rotation's event follows a newer one's only when its holder stalled past its lease between the check and
+  the publish (a lease is no fence); events carry no source, and each reconcile reads the newest one.
 - R3 (after quiescence): every cluster that exists when the newest rotation ends got at least one of its
   events; repeats are bounded by the clusters published since the last save (one page).
 
@@ -267,6 +268,12 @@ def fan_out(
         if recorded is not None and recorded.source != source:
             recorded = None  # the record of another source (PULL_SECRET_SOURCE changed): start over
         if recorded is not None and recorded.version > number:
+            if store.newest_source_version(settings.pull_secret_source, deadline) != newest:
+                # A newer version was added since we checked (its rotation recorded it): this one is outdated.
+                log.info(
+                    f"rotation to {newest}: a newer version is being fanned out; nothing to do", operation="rotation"
+                )
+                return "ignored", 0
             # `number` is the source's newest version, so the recorded one no longer exists: the source was
             # deleted and created again and numbers its versions from 1 again.
             log.warning(

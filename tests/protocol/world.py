@@ -14,6 +14,7 @@ Only the behaviour the write protocol and the rotation fan-out rely on, each rul
 
 from __future__ import annotations
 
+import contextlib
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,7 @@ class FakeSecretManager:
         self.run = run
         self.secrets: dict[str, Secret] = {}
         self.on_destroy = on_destroy  # called with (secret, version) before a destroy (an invariant check)
+        self.on_update: list[Any] = []  # called after a secret's metadata changed (waiters for a record)
 
     # -- helpers --------------------------------------------------------------------------------
     def _secret(self, name: str) -> Secret:
@@ -74,7 +76,12 @@ class FakeSecretManager:
         if outcome == "ok":
             return apply()
         if outcome == "landed":
-            self.run.land_later(label, apply)
+
+            def land() -> None:
+                with contextlib.suppress(gexc.GoogleAPICallError):
+                    apply()  # refused when it lands (a stale etag, say): nothing changes either way
+
+            self.run.land_later(label, land)
         raise gexc.DeadlineExceeded(f"{label}: deadline exceeded")
 
     # -- reads ----------------------------------------------------------------------------------
@@ -124,6 +131,8 @@ class FakeSecretManager:
                 raise gexc.FailedPrecondition(f"The etag provided [{secret.etag}] does not match the current etag.")
             current.annotations = dict(secret.annotations)
             current.etag += 1
+            for callback in self.on_update:
+                callback()
             return pytypes.SimpleNamespace(name=secret.name, etag=str(current.etag))
 
         return self._write("update secret", apply)
