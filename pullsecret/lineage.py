@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-A_LINEAGE = "hyperfleet-lineage"
-MAX_ANNOTATION_CHARS = 8000  # Secret Manager allows < 16 KiB of annotations in total; leave room
+MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_LINEAGE), sent with every apply
 
 
 def version_id(version_name: str | None) -> str:
-    return (version_name or "").rsplit("/", 1)[-1]
+    return (version_name or "").rpartition("/")[2]
 
 
 def decode(text: str | None) -> dict[str, Any]:
