@@ -200,6 +200,92 @@ class _Ledger:
         return True
 
 
+def _verified_newest(
+    settings: Settings, notification: SecretVersionAdded, store: SecretStore, deadline: Deadline
+) -> str | None:
+    """The notified version when it is our source's newest enabled version; None (logged) when not to act."""
+    if not source_matches(settings, notification):
+        log.info(
+            f"version added to {notification.secret[:200]}, which is not PULL_SECRET_SOURCE (or the source pins a "
+            "version); nothing to do",
+            operation="rotation",
+        )
+        return None
+    if not settings.adapter_topic:
+        log.warning(
+            "the platform pull secret has a new version but ADAPTER_TOPIC is not set: clusters are updated on "
+            "Sentinel's next cycle only",
+            operation="rotation",
+        )
+        return None
+    assert settings.pull_secret_source is not None  # source_matches
+    newest = store.newest_source_version(settings.pull_secret_source, deadline)
+    if newest is None or newest != notification.version:
+        log.warning(
+            f"rotation: the notification names {notification.version[:300] or 'no version'}, but the source's newest "
+            f"enabled version is {newest or 'none'}; not acting on it",
+            operation="rotation",
+        )
+        return None
+    return newest
+
+
+def _continues(recorded: Progress | None, nonce: str, source: str, number: int) -> bool:
+    """A continuation may take part only with the nonce the record holds for this very fan-out."""
+    return (
+        recorded is not None
+        and bool(recorded.nonce)
+        and hmac.compare_digest(recorded.nonce, nonce)
+        and (recorded.source, recorded.version) == (source, number)
+    )
+
+
+def _comparable(
+    recorded: Progress | None, *, source: str, number: int, newest: str, store: SecretStore, deadline: Deadline
+) -> Progress | str | None:
+    """The record as this notification may compare with it: None for another source, a done version 0 when the
+    source was recreated, "outdated" when a newer version appeared meanwhile."""
+    if recorded is not None and recorded.source != source:
+        return None  # the record of another source (PULL_SECRET_SOURCE changed): start over
+    if recorded is None or recorded.version <= number:
+        return recorded
+    if store.newest_source_version(newest, deadline) != newest:
+        # A newer version was added since we checked (its rotation recorded it): this one is outdated.
+        log.info(f"rotation to {newest}: a newer version is being fanned out; nothing to do", operation="rotation")
+        return "outdated"
+    # `number` is the source's newest version, so the recorded one no longer exists: the source was deleted and
+    # created again and numbers its versions from 1 again.
+    log.warning(
+        f"rotation: the record names version {recorded.version} of {source}, which is past its newest "
+        f"({number}): the secret was recreated; starting over",
+        operation="rotation",
+    )
+    recorded = dataclasses.replace(recorded, version=0, done=True)
+    return recorded
+
+
+def _claim(
+    ledger: _Ledger, recorded: Progress | None, fresh: Progress, *, me: str, now: float, lease: float
+) -> Progress | None:
+    """Become the holder (R1, R2); None when the record changed meanwhile (read it again); raises Held."""
+    busy = recorded is not None and recorded.lease_until > now and recorded.holder != me
+    if recorded is not None and recorded.version < fresh.version:
+        # A newer version: record it at once (the older holder stops at its next save), publish only when the
+        # older lease is free or over.
+        start = dataclasses.replace(fresh, lease_until=recorded.lease_until if busy else 0.0)
+        if not ledger.save(start):
+            return None
+        recorded = start
+    if busy and recorded is not None:
+        raise Held(
+            f"rotation to version {fresh.version}: another delivery holds the fan-out for "
+            f"{recorded.lease_until - now:.0f} s more; Pub/Sub redelivers this one",
+            service="secretmanager",
+        )
+    claim = dataclasses.replace(recorded or fresh, holder=me, lease_until=now + lease, nonce="")
+    return claim if ledger.save(claim) else None
+
+
 def fan_out(
     settings: Settings,
     notification: SecretVersionAdded,
@@ -216,32 +302,12 @@ def fan_out(
     Raises TransientError (the notification is redelivered and resumes from the saved progress), Held
     when another delivery holds the fan-out.
     """
-    if not source_matches(settings, notification):
-        log.info(
-            f"version added to {notification.secret[:200]}, which is not PULL_SECRET_SOURCE (or the source pins a "
-            "version); nothing to do",
-            operation="rotation",
-        )
-        return "ignored", 0
-    if not settings.adapter_topic:
-        log.warning(
-            "the platform pull secret has a new version but ADAPTER_TOPIC is not set: clusters are updated on "
-            "Sentinel's next cycle only",
-            operation="rotation",
-        )
+    newest = _verified_newest(settings, notification, store, deadline)
+    if newest is None:
         return "ignored", 0
     project = settings.secret_project_id or state_project
     if project is None:
         raise TransientError("rotation: no project for the progress record (set SECRET_PROJECT_ID)")
-    assert settings.pull_secret_source is not None  # source_matches
-    newest = store.newest_source_version(settings.pull_secret_source, deadline)
-    if newest is None or newest != notification.version:
-        log.warning(
-            f"rotation: the notification names {notification.version[:300] or 'no version'}, but the source's newest "
-            f"enabled version is {newest or 'none'}; not acting on it",
-            operation="rotation",
-        )
-        return "ignored", 0
     store.invalidate_source()
     source, number = newest.rsplit("/versions/", 1)[0], version_number(newest)
     ledger = _Ledger(
@@ -252,58 +318,29 @@ def fan_out(
     )
     me = uuid.uuid4().hex
     for _ in range(5):
-        recorded = ledger.load()
-        now = clock()
-        if notification.continuation is not None and (
-            recorded is None
-            or not recorded.nonce
-            or not hmac.compare_digest(recorded.nonce, notification.continuation)
-            or (recorded.source, recorded.version) != (source, number)
-        ):
+        found = ledger.load()
+        nonce = notification.continuation
+        if nonce is not None and not _continues(found, nonce, source, number):
             log.warning(
                 "rotation: a continuation message without the progress record's nonce; refused",
                 operation="rotation",
             )
             return "refused", 0
-        if recorded is not None and recorded.source != source:
-            recorded = None  # the record of another source (PULL_SECRET_SOURCE changed): start over
-        if recorded is not None and recorded.version > number:
-            if store.newest_source_version(settings.pull_secret_source, deadline) != newest:
-                # A newer version was added since we checked (its rotation recorded it): this one is outdated.
-                log.info(
-                    f"rotation to {newest}: a newer version is being fanned out; nothing to do", operation="rotation"
-                )
-                return "ignored", 0
-            # `number` is the source's newest version, so the recorded one no longer exists: the source was
-            # deleted and created again and numbers its versions from 1 again.
-            log.warning(
-                f"rotation: the record names version {recorded.version} of {source}, which is past its newest "
-                f"({number}): the secret was recreated; starting over",
-                operation="rotation",
-            )
-            recorded = dataclasses.replace(recorded, version=0, done=True)
+        recorded = _comparable(found, source=source, number=number, newest=newest, store=store, deadline=deadline)
+        if isinstance(recorded, str):
+            return "ignored", 0
         if recorded is not None and recorded.version == number and recorded.done:
             log.info(f"rotation to {newest}: every cluster was already published", operation="rotation")
             return "done", 0
-        busy = recorded is not None and recorded.lease_until > now and recorded.holder != me
-        if recorded is not None and recorded.version < number:
-            # A newer version: record it at once (the older holder stops at its next save), publish only when
-            # the older lease is free or over.
-            start = Progress(source, number, lease_until=recorded.lease_until if busy else 0.0)
-            if not ledger.save(start):
-                continue
-            recorded = start
-        if busy and recorded is not None:
-            raise Held(
-                f"rotation to {newest}: another delivery holds the fan-out for {recorded.lease_until - now:.0f} s "
-                "more; Pub/Sub redelivers this one",
-                service="secretmanager",
-            )
-        progress = recorded if recorded is not None else Progress(source, number)
-        claim = dataclasses.replace(
-            progress, holder=me, lease_until=now + settings.rotation_slice_s + LEASE_MARGIN_S, nonce=""
+        claim = _claim(
+            ledger,
+            recorded,
+            Progress(source, number),
+            me=me,
+            now=clock(),
+            lease=settings.rotation_slice_s + LEASE_MARGIN_S,
         )
-        if not ledger.save(claim):
+        if claim is None:
             continue
         log.info(
             f"rotation to {newest}: " + (f"resuming after {claim.after}" if claim.after else "starting"),
