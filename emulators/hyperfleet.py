@@ -67,7 +67,10 @@ _SPEC_HOST = "https://hyperfleet.redhat.com"  # the specs' server URL; openapi-c
 
 _CLUSTER_RE = re.compile(rf"^{BASE}/clusters/(?P<id>[^/]+)$")
 _STATUSES_RE = re.compile(rf"^{BASE}/clusters/(?P<id>[^/]+)/statuses$")
-_SEARCH_TERM = re.compile(r"^\s*(?P<field>[A-Za-z0-9_.\-]+)\s*=\s*'(?P<value>[^']*)'\s*$")
+_SEARCH_TERM = re.compile(r"^\s*(?P<field>[A-Za-z0-9_.\-]+)\s*(?P<op>=|>)\s*'(?P<value>[^']*)'\s*$")
+# hyperfleet-api pkg/db/sql_helpers.go (ArgsToOrder): "field" or "field asc|desc"; pkg/handlers/list_params.go:
+# without `order` the server sorts by "created_time desc".
+_ORDER = re.compile(r"^(?P<field>[a-z_][a-z0-9_]*)(\s+(?P<direction>asc|desc))?$")
 
 _spec_lock = threading.Lock()
 _spec_cache: dict[str, Any] = {}
@@ -785,9 +788,16 @@ class HyperFleetEmulator(HTTPEmulator):
                 term = _SEARCH_TERM.match(raw)
                 if term is None:
                     return problem(400, f"unsupported search expression: {raw!r}", request.path), False
-                terms.append((term.group("field"), term.group("value")))
+                if term.group("op") == ">" and term.group("field") != "id":
+                    return problem(400, f"unsupported search expression: {raw!r}", request.path), False
+                terms.append((term.group("field") + (">" if term.group("op") == ">" else ""), term.group("value")))
+        order = _ORDER.match((request.arg("order") or "").strip())
+        if request.arg("order") and (order is None or order.group("field") != "id"):
+            return problem(400, f"unsupported order: {request.arg('order')!r}", request.path), False
         with self._lock:
             clusters = sorted(self._clusters.values(), key=lambda c: (str(c.get("created_time")), c["id"]))
+            if order is not None:  # keyset paging: `order=id asc` with `search=id > 'last'` (TSL comparison)
+                clusters = sorted(clusters, key=lambda c: str(c["id"]), reverse=order.group("direction") == "desc")
             selected = [c for c in clusters if all(self._field_matches(c, f, v) for f, v in terms)]
             items = copy.deepcopy(selected[(page - 1) * size : page * size])
             expected = any(c["id"] in self._invalid for c in items)
@@ -796,6 +806,8 @@ class HyperFleetEmulator(HTTPEmulator):
 
     @staticmethod
     def _field_matches(cluster: dict[str, Any], field: str, value: str) -> bool:
+        if field == "id>":
+            return str(cluster["id"]) > value
         if field.startswith("labels."):
             return (cluster.get("labels") or {}).get(field[len("labels.") :]) == value
         if field.startswith("status.conditions."):

@@ -237,6 +237,10 @@ class SecretVersionAdded:
     event_id: str
     delivery: str
     trace: TraceContext | None = None
+    continuation: str | None = None  # the nonce of a handed-on fan-out (pullsecret.rotation), None otherwise
+
+
+CONTINUATION = "hyperfleetContinuation"  # message attribute of a handed-on rotation fan-out: its nonce
 
 
 def parse_notification(
@@ -268,10 +272,12 @@ def parse_notification(
     if not _SECRET_NAME.match(secret):
         return SkippedEvent("the notification names no valid secret", event_id, event_type, "pubsub", trace)
     version = message_attributes.get("versionId")
+    continuation = message_attributes.get(CONTINUATION)
     return SecretVersionAdded(
         secret=secret,
         version=version if isinstance(version, str) else "",
         event_id=event_id,
         delivery="pubsub",
         trace=trace,
+        continuation=None if continuation is None else str(continuation)[:200],
     )

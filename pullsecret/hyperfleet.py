@@ -245,11 +245,15 @@ class HyperFleetClient:
             raise TerminalError(f"{what}: the cluster no longer exists", reason="ClusterGone", service="hyperfleet")
         raise self._failure(response, what)
 
-    def list_clusters(self, *, page: int, size: int, search: str | None = None) -> tuple[list[dict[str, Any]], int]:
-        """One page of clusters and the total."""
+    def list_clusters(
+        self, *, page: int, size: int, search: str | None = None, order: str | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """One page of clusters and the total (`order`: e.g. "id asc"; the API's default is created_time desc)."""
         params: dict[str, Any] = {"page": page, self._size_param: size}
         if search:
             params["search"] = search
+        if order:
+            params["order"] = order
         response = self._request("GET", "/clusters", what="list clusters", params=params)
         if response.status_code != 200:
             raise self._failure(response, "list clusters")

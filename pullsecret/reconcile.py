@@ -320,9 +320,6 @@ class Reconciler:
             return self._report(cluster_id, "stale", stale)
         stored = self._store(target, act, reads, own, deadline)
         data = _provisioned_data(target, act.placement, reads.merged, stored)
-        if stored.stale:
-            report = status.stale(act.generation, stored.recorded_generation, data)
-            return self._report(cluster_id, "stale", _with_registries(report, reads.checks))
         desired, recorded = self._desired(target, act, reads=reads, stored=stored, own=own, deadline=deadline)
         if stored.repaired:
             log.warning(
@@ -399,7 +396,7 @@ class Reconciler:
                 current_generation=lambda: self._current_generation(target.cluster_id),
                 owned=_still_ours(own, target.secret_name, reads.latest),
             )
-            fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
+            fields.update(written=stored.written, writes=stored.writes)
         return stored
 
     def _desired(
@@ -493,7 +490,7 @@ class Reconciler:
         )
 
     def _current_generation(self, cluster_id: str) -> int | None:
-        """The cluster's generation as the API holds it now (asked only after a concurrent write)."""
+        """The cluster's generation as the API holds it now (asked after each Secret Manager write)."""
         cluster = self.hyperfleet.get_cluster(cluster_id)
         generation = (cluster or {}).get("generation")
         return generation if isinstance(generation, int) else None

@@ -2,35 +2,60 @@
 
 Secret Manager publishes `SECRET_VERSION_ADD` to the source secret's topic (attributes `eventType`,
 `secretId`, `versionId`; data = the Secret resource JSON). The function receives it like any Pub/Sub
-message; this module drops the cached source, lists the clusters from the HyperFleet API page by page
-and publishes one Sentinel-shaped reconcile CloudEvent per cluster to ADAPTER_TOPIC.
+message; this module checks it, drops the cached source, lists the clusters from the HyperFleet API in id
+order (keyset: `id > 'last'`, so a cluster deleted meanwhile shifts nothing) and publishes one Sentinel-shaped
+reconcile CloudEvent per cluster to ADAPTER_TOPIC.
 
 Pace: each reconcile may add a secret version, and Secret Manager allows SECRET_WRITE_QUOTA writes per
 minute per project, so events go out at `Settings.publish_rate()`: 90 % of that quota divided by the
 writes a changed cluster costs (ROTATION_WRITES_PER_CLUSTER, 1), unless ROTATION_PUBLISH_RATE says.
 
-Resumable: progress (the notified version, page, offset, done) is a record on a secret of its own
-(`progress_secret_id`; annotations only, compare-and-swap on its etag), saved after every page,
-before handing on, and when a publish fails. A redelivered notification continues from that record instead
-of page 1 (at most the clusters published after the last save go out once more); one for a version
-already done publishes nothing, one older than the recorded version is ignored. A fan-out that would
-outlive ROTATION_SLICE (keep it under the function timeout) saves its place and publishes a continuation:
-the same notification again, on ADAPTER_TOPIC, which the function handles like the first.
+What a notification may decide. Anyone allowed to publish to either topic can send one, so nothing in it is
+believed: the version it names must be the source's newest version, enabled (our own AccessSecretVersion of
+`latest`, which also gives the secret's project number), or nothing happens (`ignored`). A continuation
+(below) must carry the nonce the progress record holds, or it is `refused`.
+
+Progress record (`progress_secret_id`; one annotation on a secret of its own, compare-and-swap on its etag):
+the source secret as Secret Manager names it (project number and id), the version number, the keyset cursor
+(`after`: every cluster id up to it was published), done, the holder (the invocation publishing now) and its
+lease (wall clock), and the continuation nonce. Invariants (tests/protocol/test_rotation_protocol.py explores
+them over every interleaving of two deliveries, within bounds):
+
+- R1 (at every moment): only the holder publishes, and only before its lease ends; a delivery that finds the
+  record held by a live lease publishes nothing and fails transiently (Pub/Sub redelivers it, and it takes
+  over when the lease ran out: a holder that died leaves at most the clusters since its last save to repeat).
+- R2 (at every moment): a version is followed only when strictly newer than the recorded one, or when the
+  recorded one no longer exists (the source was recreated: its numbering restarted). A newer rotation records
+  its version at once; the older holder's next save fails its compare-and-swap, it stops (`superseded`) and
+  frees the lease; the newer one publishes only once the older's lease is free or over. So an older
+  rotation's event follows a newer one's only when its holder stalled past its lease between the check and
+  the publish (a lease is no fence); events carry no source, and each reconcile reads the newest one.
+- R3 (after quiescence): every cluster that exists when the newest rotation ends got at least one of its
+  events; repeats are bounded by the clusters published since the last save (one page).
+
+A fan-out that would outlive ROTATION_SLICE (keep it under the function timeout) saves its place with a fresh
+nonce and publishes a continuation: the same notification again, on ADAPTER_TOPIC, with the nonce as the
+`hyperfleetContinuation` attribute; the invocation it starts takes over like any other delivery.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hmac
 import json
 import os
+import re
+import secrets
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pullsecret.config import SOURCE_VERSION_RE, Settings
 from pullsecret.errors import TransientError
-from pullsecret.events import SecretVersionAdded
+from pullsecret.events import CONTINUATION, SecretVersionAdded
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.logs import log
 from pullsecret.retrying import Deadline
@@ -40,8 +65,9 @@ PAGE_SIZE = 100
 EVENT_TYPE = "com.redhat.hyperfleet.cluster.reconcile"
 EVENT_SOURCE = "hyperfleet-pullsecret-rotation"
 A_PROGRESS = "hyperfleet-rotation"
-CONTINUATION = "hyperfleetContinuation"  # message attribute of a handed-on notification
 HAND_ON_RESERVE_S = 5.0  # slice time kept for saving the place and publishing the continuation (at most)
+LEASE_MARGIN_S = 60.0  # a holder's lease: its slice plus this (saves renew it)
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")  # ids that may go into a search expression as the cursor
 
 
 def sentinel_event(cluster: dict[str, Any]) -> dict[str, Any]:
@@ -73,26 +99,35 @@ def source_matches(settings: Settings, notification: SecretVersionAdded) -> bool
 
 @dataclass(frozen=True)
 class Progress:
-    """How far the fan-out of one source version got: the next cluster is `offset` on `page`."""
+    """How far the fan-out of one source version got, and who publishes it now (see the module docstring)."""
 
-    version: str
-    page: int = 1
-    offset: int = 0
+    source: str  # projects/NUMBER/secrets/ID
+    version: int
+    after: str = ""  # every cluster id <= after (in id order) was published
     done: bool = False
+    holder: str = ""
+    lease_until: float = 0.0  # unix seconds
+    nonce: str = ""
 
     def encode(self) -> dict[str, str]:
         return {A_PROGRESS: json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)}
 
     @staticmethod
     def decode(annotations: dict[str, str]) -> Progress | None:
+        """The record, or None when absent or unreadable (an older format included: the fan-out starts over)."""
         try:
             value = json.loads(annotations.get(A_PROGRESS) or "")
-            return Progress(str(value["version"]), int(value["page"]), int(value["offset"]), bool(value["done"]))
+            return Progress(
+                str(value["source"]),
+                int(value["version"]),
+                str(value["after"]),
+                bool(value["done"]),
+                str(value["holder"]),
+                float(value["lease_until"]),
+                str(value["nonce"]),
+            )
         except (ValueError, KeyError, TypeError):
             return None
-
-    def ahead_of(self, other: Progress) -> bool:
-        return self.done > other.done or (self.page, self.offset) > (other.page, other.offset)
 
 
 def progress_secret_id(settings: Settings) -> str:
@@ -104,6 +139,12 @@ def progress_secret_id(settings: Settings) -> str:
 def version_number(version_name: str) -> int:
     tail = version_name.rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else 0
+
+
+class Held(TransientError):
+    """Another delivery holds the fan-out (or a newer one waits for an older one to stop): redeliver later."""
+
+    default_reason = "RotationHeld"
 
 
 class Publisher:
@@ -142,27 +183,107 @@ class _Ledger:
         self.labels = labels
         self.deadline = deadline
         self.etag: str | None = None
-        self.recorded: Progress | None = None
 
     def load(self) -> Progress | None:
         found = self.store.read_record(self.name, self.deadline)
         self.etag = None if found is None else found[1]
-        self.recorded = None if found is None else Progress.decode(found[0])
-        return self.recorded
+        return None if found is None else Progress.decode(found[0])
 
-    def save(self, progress: Progress) -> Progress:
-        """Record `progress`; when someone else moved the record on meanwhile, returns theirs to follow."""
-        for _ in range(5):
-            etag = self.store.write_record(
-                self.name, progress.encode(), etag=self.etag, labels=self.labels, deadline=self.deadline
-            )
-            if etag is not None:
-                self.etag, self.recorded = etag, progress
-                return progress
-            theirs = self.load()
-            if theirs is not None and (theirs.version != progress.version or theirs.ahead_of(progress)):
-                return theirs  # a newer rotation, or a concurrent delivery further on: follow it
-        raise TransientError(f"rotation progress {self.name}: it kept changing", reason="WriteConflict")
+    def save(self, progress: Progress) -> bool:
+        """Record `progress` if nobody changed the record since we read or wrote it; False when someone did."""
+        etag = self.store.write_record(
+            self.name, progress.encode(), etag=self.etag, labels=self.labels, deadline=self.deadline
+        )
+        if etag is None:
+            return False
+        self.etag = etag
+        return True
+
+
+def _verified_newest(
+    settings: Settings, notification: SecretVersionAdded, store: SecretStore, deadline: Deadline
+) -> str | None:
+    """The notified version when it is our source's newest enabled version; None (logged) when not to act."""
+    if not source_matches(settings, notification):
+        log.info(
+            f"version added to {notification.secret[:200]}, which is not PULL_SECRET_SOURCE (or the source pins a "
+            "version); nothing to do",
+            operation="rotation",
+        )
+        return None
+    if not settings.adapter_topic:
+        log.warning(
+            "the platform pull secret has a new version but ADAPTER_TOPIC is not set: clusters are updated on "
+            "Sentinel's next cycle only",
+            operation="rotation",
+        )
+        return None
+    assert settings.pull_secret_source is not None  # source_matches
+    newest = store.newest_source_version(settings.pull_secret_source, deadline)
+    if newest is None or newest != notification.version:
+        log.warning(
+            f"rotation: the notification names {notification.version[:300] or 'no version'}, but the source's newest "
+            f"enabled version is {newest or 'none'}; not acting on it",
+            operation="rotation",
+        )
+        return None
+    return newest
+
+
+def _continues(recorded: Progress | None, nonce: str, source: str, number: int) -> bool:
+    """A continuation may take part only with the nonce the record holds for this very fan-out."""
+    return (
+        recorded is not None
+        and bool(recorded.nonce)
+        and hmac.compare_digest(recorded.nonce, nonce)
+        and (recorded.source, recorded.version) == (source, number)
+    )
+
+
+def _comparable(
+    recorded: Progress | None, *, source: str, number: int, newest: str, store: SecretStore, deadline: Deadline
+) -> Progress | str | None:
+    """The record as this notification may compare with it: None for another source, a done version 0 when the
+    source was recreated, "outdated" when a newer version appeared meanwhile."""
+    if recorded is not None and recorded.source != source:
+        return None  # the record of another source (PULL_SECRET_SOURCE changed): start over
+    if recorded is None or recorded.version <= number:
+        return recorded
+    if store.newest_source_version(newest, deadline) != newest:
+        # A newer version was added since we checked (its rotation recorded it): this one is outdated.
+        log.info(f"rotation to {newest}: a newer version is being fanned out; nothing to do", operation="rotation")
+        return "outdated"
+    # `number` is the source's newest version, so the recorded one no longer exists: the source was deleted and
+    # created again and numbers its versions from 1 again.
+    log.warning(
+        f"rotation: the record names version {recorded.version} of {source}, which is past its newest "
+        f"({number}): the secret was recreated; starting over",
+        operation="rotation",
+    )
+    recorded = dataclasses.replace(recorded, version=0, done=True)
+    return recorded
+
+
+def _claim(
+    ledger: _Ledger, recorded: Progress | None, fresh: Progress, *, me: str, now: float, lease: float
+) -> Progress | None:
+    """Become the holder (R1, R2); None when the record changed meanwhile (read it again); raises Held."""
+    busy = recorded is not None and recorded.lease_until > now and recorded.holder != me
+    if recorded is not None and recorded.version < fresh.version:
+        # A newer version: record it at once (the older holder stops at its next save), publish only when the
+        # older lease is free or over.
+        start = dataclasses.replace(fresh, lease_until=recorded.lease_until if busy else 0.0)
+        if not ledger.save(start):
+            return None
+        recorded = start
+    if busy and recorded is not None:
+        raise Held(
+            f"rotation to version {fresh.version}: another delivery holds the fan-out for "
+            f"{recorded.lease_until - now:.0f} s more; Pub/Sub redelivers this one",
+            service="secretmanager",
+        )
+    claim = dataclasses.replace(recorded or fresh, holder=me, lease_until=now + lease, nonce="")
+    return claim if ledger.save(claim) else None
 
 
 def fan_out(
@@ -174,60 +295,68 @@ def fan_out(
     publisher: Publisher,
     deadline: Deadline,
     state_project: str | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> tuple[str, int]:
     """Handle one SECRET_VERSION_ADD (or its continuation); returns (result, events published).
 
-    Raises TransientError (the notification is redelivered and resumes from the saved progress).
+    Raises TransientError (the notification is redelivered and resumes from the saved progress), Held
+    when another delivery holds the fan-out.
     """
-    if not source_matches(settings, notification):
-        log.info(
-            f"version added to {notification.secret[:200]}, which is not PULL_SECRET_SOURCE (or the source pins a "
-            "version); nothing to do",
-            operation="rotation",
-        )
-        return "ignored", 0
-    store.invalidate_source()
-    if not settings.adapter_topic:
-        log.warning(
-            "the platform pull secret has a new version but ADAPTER_TOPIC is not set: clusters are updated on "
-            "Sentinel's next cycle only",
-            operation="rotation",
-        )
+    newest = _verified_newest(settings, notification, store, deadline)
+    if newest is None:
         return "ignored", 0
     project = settings.secret_project_id or state_project
     if project is None:
         raise TransientError("rotation: no project for the progress record (set SECRET_PROJECT_ID)")
+    store.invalidate_source()
+    source, number = newest.rsplit("/versions/", 1)[0], version_number(newest)
     ledger = _Ledger(
         store,
         f"projects/{project}/secrets/{progress_secret_id(settings)}",
         {"managed-by": "hyperfleet", "adapter": settings.adapter_name, "resource-type": "rotation-progress"},
         deadline,
     )
-    version = notification.version or f"{notification.secret}/versions/0"
-    recorded = ledger.load()
-    same_secret = recorded is not None and recorded.version.split("/")[3:4] == version.split("/")[3:4]
-    if recorded is not None and same_secret and version_number(recorded.version) > version_number(version):
-        log.info(f"rotation: {recorded.version} is newer than this notification; nothing to do", operation="rotation")
-        return "ignored", 0
-    if recorded is not None and recorded.version == version and recorded.done:
-        log.info(f"rotation to {version}: every cluster was already published", operation="rotation")
-        return "done", 0
-    progress = recorded if recorded is not None and recorded.version == version else Progress(version)
-    if progress is not recorded:
-        log.info(f"rotation to {version}: starting", operation="rotation")
-    else:
-        log.info(
-            f"rotation to {version}: resuming at page {progress.page}, offset {progress.offset}", operation="rotation"
+    me = uuid.uuid4().hex
+    for _ in range(5):
+        found = ledger.load()
+        nonce = notification.continuation
+        if nonce is not None and not _continues(found, nonce, source, number):
+            log.warning(
+                "rotation: a continuation message without the progress record's nonce; refused",
+                operation="rotation",
+            )
+            return "refused", 0
+        recorded = _comparable(found, source=source, number=number, newest=newest, store=store, deadline=deadline)
+        if isinstance(recorded, str):
+            return "ignored", 0
+        if recorded is not None and recorded.version == number and recorded.done:
+            log.info(f"rotation to {newest}: every cluster was already published", operation="rotation")
+            return "done", 0
+        claim = _claim(
+            ledger,
+            recorded,
+            Progress(source, number),
+            me=me,
+            now=clock(),
+            lease=settings.rotation_slice_s + LEASE_MARGIN_S,
         )
-    return _publish_from(
-        settings,
-        notification,
-        progress=progress,
-        hyperfleet=hyperfleet,
-        publisher=publisher,
-        ledger=ledger,
-        deadline=deadline,
-    )
+        if claim is None:
+            continue
+        log.info(
+            f"rotation to {newest}: " + (f"resuming after {claim.after}" if claim.after else "starting"),
+            operation="rotation",
+        )
+        return _publish_from(
+            settings,
+            notification,
+            progress=claim,
+            hyperfleet=hyperfleet,
+            publisher=publisher,
+            ledger=ledger,
+            deadline=deadline,
+            clock=clock,
+        )
+    raise TransientError("rotation progress: it kept changing", reason="WriteConflict", service="secretmanager")
 
 
 def _publish_from(
@@ -239,50 +368,70 @@ def _publish_from(
     publisher: Publisher,
     ledger: _Ledger,
     deadline: Deadline,
+    clock: Callable[[], float],
 ) -> tuple[str, int]:
     topic = settings.adapter_topic
     assert topic is not None
     interval = 1.0 / settings.publish_rate()
     reserve = min(HAND_ON_RESERVE_S, settings.rotation_slice_s / 4)
+    lease = settings.rotation_slice_s + LEASE_MARGIN_S
     published = 0
     next_at = time.monotonic()
     futures: list[Any] = []
 
-    def flush(at: Progress) -> None:
-        """Wait for every publish; on failure save how far the confirmed part got, then raise."""
+    def flush() -> None:
+        """Wait for every publish; on failure raise (the redelivery resumes after the last save)."""
         try:
             for future in futures:
                 future.result(timeout=max(deadline.remaining(), 1.0))
-        except Exception as exc:  # noqa: BLE001 - any publish failure means: let Pub/Sub redeliver
+        except Exception as exc:  # noqa: BLE001 - any publish failure means: let Pub/Sub redelivers
             raise TransientError(
-                f"publishing reconcile events failed ({type(exc).__name__}); redelivery resumes at page {at.page}",
+                f"publishing reconcile events failed ({type(exc).__name__}); redelivery resumes after "
+                f"{progress.after or 'the start'}",
                 reason="PublishFailed",
                 service="pubsub",
             ) from None
         finally:
             futures.clear()
 
+    def save(at: Progress) -> bool:
+        """Save `at`; False when a newer rotation took the record (then this fan-out stops: `superseded`)."""
+        if ledger.save(at):
+            return True
+        theirs = ledger.load()
+        if theirs is not None and (theirs.source, theirs.version) != (at.source, at.version):
+            if theirs.lease_until > clock() and not theirs.holder:
+                # The newer rotation waits for our lease: free it (best effort), so its redelivery goes at once.
+                ledger.save(dataclasses.replace(theirs, lease_until=0.0))
+            log.info(f"rotation to version {at.version}: a newer version took over; stopping", operation="rotation")
+            return False
+        raise Held(f"rotation to version {at.version}: another delivery took over the fan-out", service="secretmanager")
+
     while True:
-        page, offset = progress.page, progress.offset
-        with log.step("hyperfleet.list_clusters", page=page):
-            clusters, total = hyperfleet.list_clusters(page=page, size=PAGE_SIZE)
-        for index in range(offset, len(clusters)):
-            if deadline.remaining() < reserve:
-                here = Progress(progress.version, page, index)
-                flush(progress)
-                followed = ledger.save(here)
-                if followed is not here and (followed.version != here.version or followed.done):
+        search = f"id > '{progress.after}'" if progress.after else None
+        with log.step("hyperfleet.list_clusters", after=progress.after):
+            clusters, _total = hyperfleet.list_clusters(page=1, size=PAGE_SIZE, search=search, order="id asc")
+        after = progress.after
+        for cluster in clusters:
+            cluster_id = cluster.get("id")
+            if deadline.remaining() < reserve or clock() >= progress.lease_until:
+                flush()
+                nonce = secrets.token_urlsafe(24)
+                here = dataclasses.replace(progress, after=after, holder="", lease_until=0.0, nonce=nonce)
+                if not save(here):
                     return "superseded", published
-                _hand_on(publisher, topic, notification, followed)
+                _hand_on(publisher, topic, notification, nonce)
                 log.info(
-                    f"rotation to {progress.version}: handed on at page {page}, offset {index} after {published} "
-                    "event(s)",
+                    f"rotation to version {progress.version}: handed on after {after or 'the start'} following "
+                    f"{published} event(s)",
                     operation="rotation",
                     published=published,
                 )
                 return "continued", published
-            cluster = clusters[index]
-            if not isinstance(cluster.get("id"), str) or cluster.get("deleted_time"):
+            if not isinstance(cluster_id, str) or not _SAFE_ID.match(cluster_id) or cluster_id <= after:
+                continue  # not a cluster id we can page on, or one the API should not have listed again
+            after = cluster_id
+            if cluster.get("deleted_time"):
                 continue
             delay = next_at - time.monotonic()
             if delay > 0:
@@ -290,17 +439,22 @@ def _publish_from(
             next_at = max(next_at, time.monotonic()) + interval
             futures.append(publisher.publish(topic, sentinel_event(cluster)))
             published += 1
-        last = not clusters or page * PAGE_SIZE >= total
-        flush(progress)
-        reached = Progress(progress.version, page + 1, 0, done=last)
-        followed = ledger.save(reached)
-        if followed is not reached and (followed.version != reached.version or followed.done):
-            return "superseded" if followed.version != reached.version else "rotated", published
-        progress = followed
-        if progress.done:
+        flush()
+        last = len(clusters) < PAGE_SIZE
+        reached = dataclasses.replace(
+            progress,
+            after=after,
+            done=last,
+            holder="" if last else progress.holder,
+            lease_until=0.0 if last else clock() + lease,
+        )
+        if not save(reached):
+            return "superseded", published
+        progress = reached
+        if last:
             break
     log.info(
-        f"platform pull secret rotated ({progress.version.rsplit('/', 1)[-1] or '?'}): published {published} "
+        f"platform pull secret rotated (version {progress.version}): published {published} "
         f"reconcile event(s) to {topic} in this invocation",
         operation="rotation",
         published=published,
@@ -308,20 +462,20 @@ def _publish_from(
     return "rotated", published
 
 
-def _hand_on(publisher: Publisher, topic: str, notification: SecretVersionAdded, at: Progress) -> None:
-    """Publish the notification again on ADAPTER_TOPIC: the invocation it starts resumes from the record."""
+def _hand_on(publisher: Publisher, topic: str, notification: SecretVersionAdded, nonce: str) -> None:
+    """Publish the notification again on ADAPTER_TOPIC with the record's nonce: its invocation takes over."""
     attributes = {
         "eventType": "SECRET_VERSION_ADD",
         "secretId": notification.secret,
         "versionId": notification.version,
-        CONTINUATION: f"{at.page}:{at.offset}",
+        CONTINUATION: nonce,
     }
     data = json.dumps({"name": notification.secret}).encode("utf-8")
     try:
         publisher.publish_raw(topic, data, attributes).result(timeout=30.0)
     except Exception as exc:  # noqa: BLE001 - the place is saved: a redelivery resumes from it
         raise TransientError(
-            f"handing the rotation on failed ({type(exc).__name__}); redelivery resumes at page {at.page}",
+            f"handing the rotation on failed ({type(exc).__name__}); a redelivery resumes from the saved place",
             reason="PublishFailed",
             service="pubsub",
         ) from None

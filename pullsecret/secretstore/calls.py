@@ -84,7 +84,7 @@ class Calls:
         self._source_ttl_s = source_ttl_s
         self._source_cache: dict[str, tuple[float, bytes]] = {}
         self._pacer = pacer
-        self._flights: dict[tuple[str, str], _Flight] = {}
+        self._flights: dict[tuple[str, str, int], _Flight] = {}
         self._flights_lock = threading.Lock()
 
     # -- plumbing ------------------------------------------------------------------------------

@@ -36,3 +36,13 @@ class SourceReads(Calls):
 
     def invalidate_source(self) -> None:
         self._source_cache.clear()
+
+    def newest_source_version(self, source: str, deadline: Deadline) -> str | None:
+        """The resolved name (projects/NUMBER/secrets/ID/versions/N) of the source secret's newest version when
+        it is enabled, else None (AccessSecretVersion of `latest`; raises TransientError / TerminalError)."""
+        latest = source.rsplit("/versions/", 1)[0] + "/versions/latest"
+        try:
+            response = self._call(f"read {latest}", deadline, self._client.access_secret_version, name=latest)
+        except (gexc.NotFound, gexc.FailedPrecondition):
+            return None
+        return str(response.name)

@@ -3,29 +3,41 @@
 Steady state reads the newest version's content with AccessSecretVersion (the 90,000/min access quota, not
 the 600/min read or write quotas) and compares bytes: equal content costs that one call, and a newest
 version that was disabled or destroyed by hand shows up at once (FAILED_PRECONDITION) and gets a fresh one.
+A change costs one AddSecretVersion (a new cluster: CreateSecret first), plus one read of the cluster's
+generation after it. There is no claim, no lease and no record on the secret.
 
-A change costs one write: AddSecretVersion (a new cluster: CreateSecret first, so two). There is no claim,
-no lease and no record on the secret; instead:
+Invariants. Secret Manager has no conditional AddSecretVersion, so "newest generation on top" cannot hold at
+every moment; this module keeps the following, and tests/protocol/test_write_protocol.py checks them over every
+interleaving (within bounds) of two and three deliveries, lost and late answers included:
 
-* Duplicates in one process: concurrent deliveries of the same content for the same secret share one
-  write (single flight); a delivery that read the newest version before this process wrote that content
-  reads it again instead of writing.
-* Duplicates across instances: each writer knows the newest version number `base` it read before
-  writing. When AddSecretVersion returns a number above base + 1, someone wrote in between: the writer
-  reads the version just below its own (AccessSecretVersion: access quota). Same content: a concurrent
-  duplicate; the writer destroys that older one, so the newest version (its own) holds the content once.
-  Each writer only ever destroys its own lower neighbour, so N racing writers leave exactly the newest.
-  DestroySecretVersion (not disable: a disabled version is billed and still a copy) costs a write, only
-  in that race.
-* Older generations never win: the caller acts on the cluster as just read and skips the write when its
-  own last status already reports a newer generation (a stale read). A concurrent writer of different
-  content directly below ours means two generations raced: the caller's `current_generation` re-reads
-  the cluster, and if it moved past ours we are the stale one holding the newest version; we put the
-  newer content back on top (AddSecretVersion of the neighbour's bytes), destroy the neighbour it copies
-  and our stale version, and report stale. Lineage is carried on the Kubernetes Secret and the status, not here.
-* Ambiguous failures (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, a reset: the write may have landed) are
-  never retried blindly: the newest versions above `base` are read first, and a version holding our
-  content is adopted as ours. RESOURCE_EXHAUSTED and ABORTED were not applied and are sent again.
+- Always (at every moment):
+  A1. A version is destroyed only as a duplicate: its upper neighbour, written by the destroying delivery,
+      holds the same bytes (`_settle_race`). So no destroy removes the only copy of any content on top.
+  A2. A write is never retried blindly after an ambiguous failure (UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL,
+      a reset: it may have landed): the versions above the one read before writing are read first, and one
+      holding our bytes is adopted as ours (`_add`). RESOURCE_EXHAUSTED and ABORTED were not applied and
+      are sent again.
+  A3. A delivery reports a version as applied only after the cluster was read again after that version
+      landed and still had the delivery's generation (`_check_generation`). A delivery that finds the cluster
+      moved on fails transiently (NewerGeneration): its redelivery reads the cluster afresh and writes the
+      newest generation's content on top. No delivery "restores" another's content: it cannot know which
+      generation a version below it holds.
+  A4. Single flight shares a write only between deliveries of the same secret, content AND generation in
+      one process; a follower that read the newest version before this process wrote reads it again.
+- After quiescence (every delivery done or redelivered to completion):
+  Q1. The newest version is enabled and holds the newest generation's content. Proof sketch: the last
+      write W of changed content is followed by its writer's generation read R (A3). A delivery of a newer
+      generation read the cluster after that generation existed, hence (when R saw W's generation) after R,
+      and read the newest version after that: it sees W (or later) and writes on top if it differs. If R saw
+      a newer generation, W's delivery is redelivered and does the same.
+  Q2. Each content is held by one version per race: N concurrent writers of one content leave the newest
+      (A1: each destroys only its lower neighbour when equal).
+
+Mechanics:
+* Duplicates across instances: each writer knows the newest version number `base` it read before writing.
+  When AddSecretVersion returns a number above base + 1, someone wrote in between: the writer reads the
+  version just below its own (access quota); same bytes is a concurrent duplicate, which it destroys
+  (DestroySecretVersion, not disable: a disabled version is billed and still a copy).
 * Ownership: a write to an existing secret is preceded by one GetSecret (its managed-by=hyperfleet label)
   unless the caller knows the secret is still as it left it (`owned`); CreateSecret makes it ours.
 * Every write waits for its slot in the process-wide pacer (pullsecret.pacing): refusals adapt the pace
@@ -34,7 +46,6 @@ no lease and no record on the secret; instead:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import random
@@ -62,8 +73,6 @@ MAX_SCAN = 16  # versions read back after an ambiguous failure, looking for one 
 class StoreResult:
     version_name: str  # the version holding the content (projects/NUMBER/secrets/ID/versions/N)
     written: bool  # a new version was added by this call
-    stale: bool = False  # a newer generation of the cluster wrote concurrently; ours was taken back
-    recorded_generation: int = 0  # when stale: the cluster's current generation
     created_at: int | None = None  # unix seconds the version was created, when known (lineage's "since")
     repaired: bool = False  # the newest version had been disabled or destroyed by hand
     retired: tuple[str, ...] = ()  # versions this call destroyed (a concurrent duplicate)
@@ -91,8 +100,14 @@ class _Added:
     accepted: int  # write requests accepted (0 when an earlier, ambiguous attempt was found to have landed)
 
 
+class NewerGeneration(TransientError):
+    """The cluster moved past the writer's generation after its version landed (A3): redeliver, read again."""
+
+    default_reason = "NewerGeneration"
+
+
 class _Flight:
-    """One write of one content to one secret in this process; later deliveries share its result."""
+    """One write of one content for one generation to one secret in this process; later deliveries share it."""
 
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -147,7 +162,7 @@ class VersionWrites(Calls):
         name = f"projects/{project}/secrets/{secret_id}"
         if latest is not None and latest.state == "enabled" and latest.data == secret.canonical and latest.name:
             return StoreResult(latest.name, written=False)
-        key = (name, secret.fingerprint)
+        key = (name, secret.fingerprint, generation)  # A4: never shared across generations
         while True:
             now = time.monotonic()
             with self._flights_lock:
@@ -165,8 +180,6 @@ class VersionWrites(Calls):
             shared = flight.result
             if shared is None:
                 continue  # that write failed: try ourselves
-            if shared.stale:
-                return shared.as_follower()
             # This process wrote this content; our read may predate that. Read again before writing.
             fresh = self.latest(name, deadline)
             if fresh.state == "enabled" and fresh.data == secret.canonical and fresh.name:
@@ -200,7 +213,7 @@ class VersionWrites(Calls):
         flight.done.set()
         return result
 
-    def _start_flight(self, key: tuple[str, str]) -> _Flight:
+    def _start_flight(self, key: tuple[str, str, int]) -> _Flight:
         """A new flight for `key`, at the end of the (insertion-ordered) table. Caller holds the lock."""
         self._flights.pop(key, None)
         flight = self._flights[key] = _Flight()
@@ -251,15 +264,9 @@ class VersionWrites(Calls):
             added.name, written=True, created_at=added.created_at, repaired=latest.state == "unusable", writes=writes
         )
         if _number(added.name) > base + 1:
-            result = self._settle_race(
-                result,
-                name=name,
-                project=project,
-                data=data,
-                generation=generation,
-                current_generation=current_generation,
-                deadline=deadline,
-            )
+            result = self._settle_race(result, name=name, project=project, data=data, deadline=deadline)
+        if current_generation is not None:
+            self._check_generation(result.version_name, generation, current_generation)
         if result.written:
             version_name = result.version_name
             result = dataclasses.replace(result, verify=lambda: self.verify(version_name, data, deadline))
@@ -369,57 +376,34 @@ class VersionWrites(Calls):
         return None
 
     def _settle_race(
-        self,
-        result: StoreResult,
-        *,
-        name: str,
-        project: str,
-        data: bytes,
-        generation: int,
-        current_generation: Callable[[], int | None] | None,
-        deadline: Deadline,
+        self, result: StoreResult, *, name: str, project: str, data: bytes, deadline: Deadline
     ) -> StoreResult:
-        """Someone wrote between our read and our write: compare with the version just below ours."""
+        """Someone wrote between our read and our write: a copy of our bytes just below ours goes (A1, Q2).
+
+        A different content below is left alone: whose generation is newer is `_check_generation`'s question.
+        """
         ours = _number(result.version_name)
         below = f"{name}/versions/{ours - 1}"
-        neighbour = self._access(below, deadline)
-        if neighbour is None:
-            return result  # disabled or destroyed: nothing to compare with
-        if neighbour == data:
-            # A concurrent duplicate: the older copy goes, the newest version (ours) keeps the content.
-            if self._destroy(below, project, deadline):
-                log.info(
-                    f"a concurrent delivery wrote the same content as version {ours - 1}; destroyed that copy",
-                    operation="secretmanager.store",
-                )
-                return dataclasses.replace(result, retired=(below,), writes=result.writes + 1)
-            return result
-        current: int | None = None
-        if current_generation is not None:
-            with contextlib.suppress(AdapterError):
-                current = current_generation()
-        if current is None or current <= generation:
-            return result  # ours is the newest generation: it stays on top
-        # We are the older generation and hold the newest version: put the newer content back on top.
-        restored = self._add(
-            name=name, project=project, secret_id=name.rsplit("/", 1)[-1], data=neighbour, base=ours, deadline=deadline
-        )
-        writes = result.writes + restored.accepted
-        retired: list[str] = []
-        # The neighbour is now a copy of the restored version, and ours a stale one (maybe a copy of an
-        # older version): both go, so each content is held once.
-        for extra in (below, result.version_name):
-            if extra != restored.name and self._destroy(extra, project, deadline):
-                retired.append(extra)
-                writes += 1
-        log.info(
-            f"generation {current} wrote concurrently; restored its content as {lineage.version_id(restored.name)} "
-            f"over generation {generation}'s version {ours}",
-            operation="secretmanager.store",
-        )
-        return StoreResult(
-            restored.name, written=False, stale=True, recorded_generation=current, retired=tuple(retired), writes=writes
-        )
+        if self._access(below, deadline) != data:
+            return result  # different content, or disabled / destroyed: nothing to retire
+        if self._destroy(below, project, deadline):
+            log.info(
+                f"a concurrent delivery wrote the same content as version {ours - 1}; destroyed that copy",
+                operation="secretmanager.store",
+            )
+            return dataclasses.replace(result, retired=(below,), writes=result.writes + 1)
+        return result
+
+    @staticmethod
+    def _check_generation(version_name: str, generation: int, current_generation: Callable[[], int | None]) -> None:
+        """A3: after our version landed, the cluster must still be at our generation; raises NewerGeneration."""
+        current = current_generation()
+        if current is not None and current > generation:
+            raise NewerGeneration(
+                f"generation {current} of the cluster appeared while generation {generation} wrote version "
+                f"{lineage.version_id(version_name)}; the redelivery writes the newest generation on top",
+                service=SERVICE,
+            )
 
     def _destroy(self, version_name: str, project: str, deadline: Deadline) -> bool:
         """Destroy a duplicate version (best effort: a failure is logged, the copy stays)."""

@@ -68,6 +68,24 @@ def test_get_cluster_and_list(hf: HyperFleetEmulator) -> None:
     assert hf.violations.list() == []
 
 
+def test_keyset_paging_by_id(hf: HyperFleetEmulator) -> None:
+    """`order=id asc` with `search=id > 'last'` (hyperfleet-api ArgsToOrder and TSL comparisons)."""
+    for cid in ("cls-b", "cls-c", "cls-d", "cls-a"):
+        hf.seed_cluster(cid, {"name": cid, "generation": 1, "spec": {}})
+
+    def ids(**params: str) -> list[str]:
+        listing = requests.get(f"{hf.url}{API}/clusters", params={"size": "2", **params}, timeout=5)
+        assert listing.status_code == 200, listing.text
+        return [c["id"] for c in listing.json()["items"]]
+
+    assert ids(order="id asc") == ["cls-a", "cls-abc123"]
+    assert ids(order="id asc", search="id > 'cls-abc123'") == ["cls-b", "cls-c"]
+    assert ids(order="id desc") == ["cls-d", "cls-c"]
+    bad = requests.get(f"{hf.url}{API}/clusters", params={"order": "id; drop"}, timeout=5)
+    assert bad.status_code == 400
+    assert hf.violations.list() == []
+
+
 def test_status_write_201_and_aggregation(hf: HyperFleetEmulator) -> None:
     response = put_status(hf, status_body())
     assert response.status_code == 201

@@ -252,10 +252,16 @@ def test_a_transient_rotation_failure_is_one_warning_line(
     monkeypatch.setenv("ADAPTER_TOPIC", "projects/hf-demo-project/topics/pullsecret-reconcile")
     admin.fault(service="hyperfleet", method="getClusters", code="503", rate=1.0)
     secret = "projects/123456789012/secrets/platform-pull-secret"
+    # The notification names the source's newest version (anything else is not acted on).
+    newest = len(admin.get("/secretmanager/projects/hf-demo-project/secrets/platform-pull-secret")["versions"])
     envelope = {
         "message": {
             "data": base64.b64encode(json.dumps({"name": secret}).encode()).decode(),
-            "attributes": {"eventType": "SECRET_VERSION_ADD", "secretId": secret, "versionId": f"{secret}/versions/2"},
+            "attributes": {
+                "eventType": "SECRET_VERSION_ADD",
+                "secretId": secret,
+                "versionId": f"{secret}/versions/{newest}",
+            },
             "messageId": "9002",
             "publishTime": "2099-01-01T00:00:00Z",
         },

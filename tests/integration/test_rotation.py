@@ -136,6 +136,7 @@ def test_publish_failure_is_transient(
     monkeypatch.setenv("ADAPTER_TOPIC", f"projects/{PROJECT}/topics/no-such-topic")
     adapter = Adapter.from_environment()
     seed_ready_cluster(admin, "cls-rot1")
+    new_platform_version(admin)  # the notification names the newest version: it is acted on
     with pytest.raises(TransientError, match="publishing reconcile events failed"):
         adapter.handle(eventarc_attributes(), notification())
 

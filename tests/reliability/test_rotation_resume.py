@@ -49,6 +49,13 @@ def notification(version: int = 2) -> dict[str, Any]:
     }
 
 
+def source_with_versions(admin: Any, count: int = 2) -> None:
+    """Give the platform source `count` versions, so that `notification(count)` names its newest one."""
+    path = f"/secretmanager/projects/{campaign.PROJECT}/secrets/{PLATFORM_SOURCE_SECRET}"
+    payloads = [v["payload_b64"] for v in admin.get(path)["versions"]][:count]
+    admin.call("PUT", path, {"versions": payloads + [payloads[-1]] * (count - len(payloads))})
+
+
 def drain(pubsub: PubSubEmulator) -> tuple[list[str], list[dict[str, Any]]]:
     """Every message on the adapter topic: the cluster ids of reconcile events, and the continuations."""
     published: list[str] = []
@@ -66,8 +73,9 @@ def drain(pubsub: PubSubEmulator) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def test_redelivered_notifications_resume_and_publish_each_cluster_at_most_once_more(
-    adapter_factory: Any, world: Any, pubsub: PubSubEmulator
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator
 ) -> None:
+    source_with_versions(admin)
     pubsub.reset()
     pubsub.create_topic(TOPIC)
     pubsub.create_pull_subscription(TOPIC, SUB)
@@ -124,6 +132,7 @@ def test_lost_answers_of_the_progress_record_neither_stall_nor_repeat_the_fan_ou
     adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator, code: str
 ) -> None:
     """The record's CreateSecret / UpdateSecret land but their answers are lost: the record is read back."""
+    source_with_versions(admin)
     pubsub.reset()
     pubsub.create_topic(TOPIC)
     pubsub.create_pull_subscription(TOPIC, SUB)
@@ -147,3 +156,66 @@ def test_lost_answers_of_the_progress_record_neither_stall_nor_repeat_the_fan_ou
     assert sorted(published) == clusters  # each exactly once
     record = world.secretmanager.secret(campaign.PROJECT, "hyperfleet-_rotation_pullsecret-pull-secret")
     assert record is not None and record["versions"] == [] and record["labels"]["managed-by"] == "hyperfleet"
+
+
+def _rotation_adapter(adapter_factory: Any, pubsub: PubSubEmulator) -> Any:
+    pubsub.reset()
+    pubsub.create_topic(TOPIC)
+    pubsub.create_pull_subscription(TOPIC, SUB)
+    return adapter_factory(
+        PUBSUB_EMULATOR_HOST=pubsub.address,
+        ADAPTER_TOPIC=f"projects/{campaign.PROJECT}/topics/{TOPIC}",
+        ROTATION_PUBLISH_RATE="200",
+    )
+
+
+def test_a_forged_version_number_cannot_silence_later_rotations(
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator
+) -> None:
+    """A SECRET_VERSION_ADD naming versions/999999999 (anyone who may publish to the topic can send it) used to
+    be recorded, and every real rotation after it was `ignored` as older."""
+    source_with_versions(admin)
+    adapter = _rotation_adapter(adapter_factory, pubsub)
+    clusters = [f"cls-forge{i}" for i in range(3)]
+    for cid in clusters:
+        campaign.seed_generation(world, cid, 1, namespace=False)
+    harness.count("deliveries", 2)
+    assert adapter.handle(eventarc_attributes("f-1"), notification(999999999)).result == "ignored"
+    assert drain(pubsub) == ([], [])
+    assert adapter.handle(eventarc_attributes("f-2"), notification(2)).result == "rotated"
+    published, _ = drain(pubsub)
+    harness.count("cases tried")
+    assert sorted(published) == clusters
+
+
+def test_a_recreated_source_rotates_although_its_numbering_restarted(
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator
+) -> None:
+    """The source deleted and created again numbers its versions from 1: its rotations are not `ignored`."""
+    source_with_versions(admin, 3)
+    adapter = _rotation_adapter(adapter_factory, pubsub)
+    campaign.seed_generation(world, "cls-recreate", 1, namespace=False)
+    assert adapter.handle(eventarc_attributes("r-1"), notification(3)).result == "rotated"
+    drain(pubsub)
+    source_with_versions(admin, 1)  # recreated: one version, numbered 1
+    harness.count("deliveries", 2)
+    assert adapter.handle(eventarc_attributes("r-2"), notification(1)).result == "rotated"
+    published, _ = drain(pubsub)
+    harness.count("cases tried")
+    assert published == ["cls-recreate"]
+
+
+def test_a_continuation_without_the_record_nonce_is_refused(
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator
+) -> None:
+    """A handed-on notification must carry the nonce the progress record holds; a forged one publishes nothing."""
+    source_with_versions(admin)
+    adapter = _rotation_adapter(adapter_factory, pubsub)
+    campaign.seed_generation(world, "cls-nonce", 1, namespace=False)
+    for forged in ("1:0", ""):
+        envelope = notification()
+        envelope["message"]["attributes"][CONTINUATION] = forged
+        harness.count("deliveries")
+        assert adapter.handle(eventarc_attributes("c-1"), envelope).result == "refused"
+    harness.count("cases tried")
+    assert drain(pubsub) == ([], [])

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pullsecret.secretstore.versions import NewerGeneration
 from tests.reliability import campaign, harness
 
 AMBIGUOUS = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL")
@@ -170,13 +171,20 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
     read_by_generation_2 = store.latest(name, Deadline(10))  # version 1
     assert write(3).version_name.endswith("/versions/2")
     harness.count("cases tried")
-    result = write(2, latest=read_by_generation_2, current_generation=lambda: 3 if cluster_moved_on else 2)
-    live = {v["version"]: v["payload_b64"] for v in _live_versions(world, cid)}
-    newest = world.secretmanager.payload(campaign.PROJECT, _secret(cid))
-    assert len(set(live.values())) == len(live), live  # every content once
     if cluster_moved_on:
-        assert result.stale and result.recorded_generation == 3 and not result.written
-        assert newest == contents[3].canonical and sorted(live) == [1, 4]  # 2 and 3 retired
+        # Generation 2 landed on top of generation 3 (no gap to see): it must not report success (A3) ...
+        with pytest.raises(NewerGeneration):
+            write(2, latest=read_by_generation_2, current_generation=lambda: 3)
+        # ... and its redelivery, reading the cluster at generation 3, puts generation 3's content back on top.
+        redelivered = write(3, latest=store.latest(name, Deadline(10)), current_generation=lambda: 3)
+        live = {v["version"]: v["payload_b64"] for v in _live_versions(world, cid)}
+        newest = world.secretmanager.payload(campaign.PROJECT, _secret(cid))
+        assert redelivered.written and redelivered.version_name.endswith("/versions/4")
+        assert newest == contents[3].canonical and sorted(live) == [1, 2, 3, 4]
     else:
-        assert result.written and not result.stale and result.version_name.endswith("/versions/3")
+        result = write(2, latest=read_by_generation_2, current_generation=lambda: 2)
+        live = {v["version"]: v["payload_b64"] for v in _live_versions(world, cid)}
+        newest = world.secretmanager.payload(campaign.PROJECT, _secret(cid))
+        assert len(set(live.values())) == len(live), live  # every content once
+        assert result.written and result.version_name.endswith("/versions/3")
         assert newest == contents[2].canonical and sorted(live) == [1, 2, 3]

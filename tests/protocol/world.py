@@ -1,0 +1,169 @@
+"""In-memory services for the interleaving explorer: every call is a scheduling point of the current `Run`.
+
+Only the behaviour the write protocol and the rotation fan-out rely on, each rule from its source:
+- Secret Manager (https://cloud.google.com/secret-manager/docs/reference/rpc/google.cloud.secretmanager.v1):
+  version ids count up from 1 and are never reused; `latest` is the most recently created version whatever its
+  state (https://cloud.google.com/secret-manager/docs/access-secret-version), so accessing it when disabled or
+  destroyed answers FAILED_PRECONDITION; a destroyed version keeps its number and loses its payload;
+  UpdateSecret with a stale etag answers FAILED_PRECONDITION (ABORTED in some regions; the store handles both).
+- Kubernetes: the Secret records the generation it was applied for; `kubesecret.apply` refuses to go back
+  (pullsecret/kubesecret.py) and its write is atomic (resourceVersion precondition).
+- HyperFleet status: a report older than the stored one is discarded (hyperfleet-api
+  pkg/services/adapter_status_validation.go, as emulators/hyperfleet.py models it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types as pytypes
+from dataclasses import dataclass, field
+from typing import Any
+
+import google_crc32c
+from google.api_core import exceptions as gexc
+
+from tests.protocol.scheduler import Run
+
+PROJECT = "123456789"
+
+
+@dataclass
+class Version:
+    number: int
+    data: bytes | None
+    state: str = "ENABLED"  # ENABLED | DISABLED | DESTROYED
+
+
+@dataclass
+class Secret:
+    labels: dict[str, str]
+    annotations: dict[str, str] = field(default_factory=dict)
+    versions: list[Version] = field(default_factory=list)
+    etag: int = 1
+
+
+class FakeSecretManager:
+    """The SecretManagerServiceClient methods the store calls, against one in-memory project."""
+
+    def __init__(self, run: Run, on_destroy: Any = None) -> None:
+        self.run = run
+        self.secrets: dict[str, Secret] = {}
+        self.on_destroy = on_destroy  # called with (secret, version) before a destroy (an invariant check)
+        self.on_update: list[Any] = []  # called after a secret's metadata changed (waiters for a record)
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _secret(self, name: str) -> Secret:
+        secret = self.secrets.get(name)
+        if secret is None:
+            raise gexc.NotFound(f"Secret [{name}] not found.")
+        return secret
+
+    def _version(self, name: str) -> tuple[Secret, Version]:
+        parent, _, ref = name.rpartition("/versions/")
+        secret = self._secret(parent)
+        if ref == "latest":
+            if not secret.versions:
+                raise gexc.NotFound(f"Secret Version [{name}] not found.")
+            return secret, secret.versions[-1]
+        for version in secret.versions:
+            if str(version.number) == ref:
+                return secret, version
+        raise gexc.NotFound(f"Secret Version [{name}] not found.")
+
+    def _write(self, label: str, apply: Any) -> Any:
+        """A write: may answer, lose its answer after landing (now or later), or be lost unapplied."""
+        outcome = self.run.fault(label)
+        if outcome == "ok":
+            return apply()
+        if outcome == "landed":
+
+            def land() -> None:
+                with contextlib.suppress(gexc.GoogleAPICallError):
+                    apply()  # refused when it lands (a stale etag, say): nothing changes either way
+
+            self.run.land_later(label, land)
+        raise gexc.DeadlineExceeded(f"{label}: deadline exceeded")
+
+    # -- reads ----------------------------------------------------------------------------------
+    def access_secret_version(self, *, name: str, **_: Any) -> Any:
+        self.run.point(f"access {name.rsplit('/', 1)[-1]}")
+        _, version = self._version(name)
+        if version.state != "ENABLED" or version.data is None:
+            raise gexc.FailedPrecondition(f"Secret Version [{name}] is in {version.state} state.")
+        parent = name.rpartition("/versions/")[0]
+        return pytypes.SimpleNamespace(
+            name=f"{parent}/versions/{version.number}",
+            payload=pytypes.SimpleNamespace(data=version.data, data_crc32c=google_crc32c.value(version.data)),
+        )
+
+    def get_secret_version(self, *, name: str, **_: Any) -> Any:
+        self.run.point(f"get {name.rsplit('/', 1)[-1]}")
+        _, version = self._version(name)
+        parent = name.rpartition("/versions/")[0]
+        return pytypes.SimpleNamespace(name=f"{parent}/versions/{version.number}", create_time=None)
+
+    def get_secret(self, *, name: str, **_: Any) -> Any:
+        self.run.point("get secret")
+        secret = self._secret(name)
+        return pytypes.SimpleNamespace(
+            name=name, labels=dict(secret.labels), annotations=dict(secret.annotations), etag=str(secret.etag)
+        )
+
+    # -- writes ---------------------------------------------------------------------------------
+    def create_secret(self, *, parent: str, secret_id: str, secret: Any, **_: Any) -> Any:
+        self.run.point("create secret")
+        name = f"{parent}/secrets/{secret_id}"
+
+        def apply() -> Any:
+            if name in self.secrets:
+                raise gexc.AlreadyExists(f"Secret [{name}] already exists.")
+            self.secrets[name] = Secret(labels=dict(secret.labels), annotations=dict(secret.annotations))
+            return pytypes.SimpleNamespace(name=name, etag="1")
+
+        return self._write("create secret", apply)
+
+    def update_secret(self, *, secret: Any, **_: Any) -> Any:
+        self.run.point("update secret")
+
+        def apply() -> Any:
+            current = self._secret(secret.name)
+            if secret.etag and secret.etag != str(current.etag):
+                raise gexc.FailedPrecondition(f"The etag provided [{secret.etag}] does not match the current etag.")
+            current.annotations = dict(secret.annotations)
+            current.etag += 1
+            for callback in self.on_update:
+                callback()
+            return pytypes.SimpleNamespace(name=secret.name, etag=str(current.etag))
+
+        return self._write("update secret", apply)
+
+    def add_secret_version(self, *, parent: str, payload: Any, **_: Any) -> Any:
+        self.run.point("add version")
+
+        def apply() -> Any:
+            secret = self._secret(parent)
+            number = secret.versions[-1].number + 1 if secret.versions else 1
+            secret.versions.append(Version(number, bytes(payload.data)))
+            return pytypes.SimpleNamespace(name=f"{parent}/versions/{number}", create_time=None)
+
+        return self._write("add version", apply)
+
+    def destroy_secret_version(self, *, request: Any, **_: Any) -> Any:
+        name = request.name
+        self.run.point(f"destroy {name.rsplit('/', 1)[-1]}")
+
+        def apply() -> Any:
+            secret, version = self._version(name)
+            if version.state == "DESTROYED":
+                raise gexc.FailedPrecondition(f"Secret Version [{name}] is in DESTROYED state.")
+            if self.on_destroy is not None:
+                self.on_destroy(secret, version)
+            version.state, version.data = "DESTROYED", None
+            return pytypes.SimpleNamespace(name=name)
+
+        return self._write(f"destroy {name.rsplit('/', 1)[-1]}", apply)
+
+    # -- what the checks read (no scheduling point) ---------------------------------------------
+    def newest(self, name: str) -> Version | None:
+        secret = self.secrets.get(name)
+        return secret.versions[-1] if secret and secret.versions else None
