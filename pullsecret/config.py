@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from pullsecret.errors import ConfigError
+from pullsecret.registry_egress import allowed_entry
 
 SOURCE_VERSION_RE = re.compile(r"^projects/([^/]+)/secrets/([A-Za-z0-9_-]{1,255})/versions/(latest|[1-9][0-9]*)$")
 GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
@@ -76,6 +77,8 @@ class Settings:
     registry_cache_ttl_s: float = 3600.0
     registry_concurrency: int = 16
     registry_ca_bundle: str | None = None
+    registry_allowed_hosts: tuple[str, ...] = ()  # host:port the verifier may reach at any address
+    registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
 
     def publish_rate(self) -> float:
         """Rotation events per second: ROTATION_PUBLISH_RATE, else 90 % of the write quota's pace per cluster."""
@@ -216,6 +219,15 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         if not sep or not host.strip() or not scope.strip():
             raise ConfigError(f"REGISTRY_TOKEN_SCOPES must list host=scope pairs, got {pair!r}")
         scopes.append((host.strip().lower(), scope.strip()))
+    allowed_hosts: list[str] = []
+    for entry in _list(env, "REGISTRY_ALLOWED_HOSTS", ()):
+        try:
+            allowed_hosts.append(allowed_entry(entry))
+        except ValueError:
+            raise ConfigError(f"REGISTRY_ALLOWED_HOSTS must list host[:port] entries, got {entry!r}") from None
+    enforce_platform = (_get(env, "REGISTRY_ENFORCE_PLATFORM") or "false").lower()
+    if enforce_platform not in ("true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(f"REGISTRY_ENFORCE_PLATFORM must be true or false, got {enforce_platform!r}")
     ca_bundle = _get(env, "REGISTRY_CA_BUNDLE")
     if ca_bundle is not None and not os.path.isfile(ca_bundle):
         raise ConfigError(f"REGISTRY_CA_BUNDLE names no readable file: {ca_bundle!r}")
@@ -267,4 +279,6 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         registry_cache_ttl_s=_number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
         registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
         registry_ca_bundle=ca_bundle,
+        registry_allowed_hosts=tuple(allowed_hosts),
+        registry_enforce_platform=enforce_platform in ("true", "1", "yes"),
     )

@@ -167,7 +167,8 @@ class Reconciler:
             self._platform = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> MergeResult:
+    def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> tuple[MergeResult, frozenset[str]]:
+        """The merged pull secret, and the registries whose merged entry is the cluster's own."""
         platform: PullSecret | None = None
         if self.settings.pull_secret_source:
             with log.step("secretmanager.read_source"):
@@ -199,7 +200,7 @@ class Reconciler:
                 + ", ".join(merged.conflicts[:20]),
                 operation="dockerconfig.merge",
             )
-        return merged
+        return merged, _own_registries(merged.secret, own)
 
     def names(self, cluster_id: str) -> tuple[str, str]:
         """(Secret Manager secret id, Kubernetes Secret name) of a cluster; raises InvalidCluster."""
@@ -295,9 +296,9 @@ class Reconciler:
         secret_name = f"projects/{act.project_id}/secrets/{secret_id}"
         latest_future = self._submit(self.store.latest, secret_name, deadline)
         try:
-            merged = self._pull_secret(act, deadline)
+            merged, own_registries = self._pull_secret(act, deadline)
             # Registry handshakes (new fingerprints only) overlap the reads below and, in report mode, the writes.
-            checks = self.registries.start(merged.secret, deadline)
+            checks = self.registries.start(merged.secret, deadline, own=own_registries)
             cluster_name = str(cluster.get("name") or cluster_id)
             # Every read first (the management cluster, the live Secret, the newest version), so that a
             # terminal problem on one side leaves nothing written on the other.
@@ -475,14 +476,23 @@ class Reconciler:
 
 
 def _with_registries(report: status.Report, checks: registry_verification.Pending | None) -> status.Report:
-    """Add each registry's answer to `data`; in report mode a refused credential turns Health False."""
+    """Add each registry's answer to `data`; a refused credential that did not stop the write (report mode, or
+    a platform entry in enforce mode) turns Health False in either mode."""
     if checks is None:
         return report
     verification = checks.result()
     report.data.update(verification.data())
-    if verification.rejected and verification.mode == "report":
+    if verification.rejected:
         return status.registry_rejected(report, verification.rejected)
     return report
+
+
+def _own_registries(merged: PullSecret, own: PullSecret | None) -> frozenset[str]:
+    """The merged registries whose entry is exactly one of the cluster's own pull secret's entries."""
+    if own is None:
+        return frozenset()
+    theirs = {dockerconfig.canonical_bytes(entry) for entry in own.document()["auths"].values()}
+    return frozenset(r for r, e in merged.document()["auths"].items() if dockerconfig.canonical_bytes(e) in theirs)
 
 
 def _observed_generation(own: dict[str, Any] | None) -> int:
