@@ -11,6 +11,7 @@ signed by one CA (`ca_pem`; the stack writes it to the file `REGISTRY_CA_BUNDLE`
     anonymous  GET /v2/ -> 200 to anyone
     redirect   like basic, but a request carrying a credential gets 307 to the anonymous host
     foreign    like token, but its realm names the sso as `localhost:<port>`: another domain
+    pivot      like token, but its realm names the internal host below (same address, another port)
     dead       an address that refuses connections (a bound socket that never listens)
     internal   an HTTPS service of the platform's own network (loopback, like a metadata server or a
                control plane): the stack's REGISTRY_ALLOWED_HOSTS lists every host above but this one,
@@ -43,7 +44,7 @@ SERVICE = "registry.emulator"
 DEFAULT_USER = "registry-robot"
 DEFAULT_PASSWORD = "Regi5try-Robot-Passw0rd"  # a fake credential whose leaks the tests look for
 DEFAULT_REFRESH_TOKEN = "emu-refresh-0123456789abcdef"  # an OAuth2 identity token the sso accepts
-ROLES = ("token", "sso", "basic", "anonymous", "redirect", "foreign", "internal")
+ROLES = ("token", "sso", "basic", "anonymous", "redirect", "foreign", "pivot", "internal")
 
 # The API version check: https://distribution.github.io/distribution/spec/api/#api-version-check
 # (200 when the client may proceed, 401 with WWW-Authenticate otherwise; every answer carries this header).
@@ -259,6 +260,8 @@ class RegistryEmulator:
         # (401 with `Bearer realm=...,service=...` until the request carries a token the realm issued).
         sso_port = self._roles["sso"].address.rsplit(":", 1)[1]
         realm_host = f"localhost:{sso_port}" if role == "foreign" else self._roles["sso"].address
+        if role == "pivot":
+            realm_host = self._roles["internal"].address
         challenge = f'Bearer realm="https://{realm_host}/auth",service="{SERVICE}"'
         if authorization is not None and authorization.startswith("Bearer "):
             with self._lock:

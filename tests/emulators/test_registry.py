@@ -35,6 +35,7 @@ def test_the_stack_exposes_the_ca_and_every_host(world: Any) -> None:
         "anonymous",
         "redirect",
         "foreign",
+        "pivot",
         "dead",
         "internal",
     }

@@ -355,6 +355,26 @@ def test_answers_expire_after_the_ttl_and_outages_sooner(world: Any) -> None:
     assert registry_calls(world) == {"basic.ping": 2}
 
 
+def test_a_refusal_is_cached_for_minutes_not_for_the_ttl(world: Any) -> None:
+    """A registry's passing 401 must not stand for REGISTRY_CACHE_TTL (an hour by default)."""
+    from pullsecret import dockerconfig
+    from pullsecret.retrying import Deadline
+
+    now = [1000.0]
+    verifier = _verifier(world, lambda: now[0])
+    secret = dockerconfig.parse({"auths": {world.registry.hosts()["basic"]: {"auth": WRONG}}}, source="t")
+
+    def verify() -> list[str]:
+        return [c.result for c in verifier.start(secret, Deadline(10)).result().checks.values()]
+
+    assert verify() == ["rejected"]
+    world.book.reset_counters()
+    now[0] += 299
+    assert verify() == ["rejected"] and registry_calls(world) == {}
+    now[0] += 2
+    assert verify() == ["rejected"] and registry_calls(world) != {}
+
+
 def test_the_overall_deadline_bounds_the_wait(world: Any, admin: Admin) -> None:
     import time
 

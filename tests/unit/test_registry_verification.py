@@ -199,3 +199,17 @@ def test_status_shows_the_result_kind_and_only_a_policy_reason() -> None:
         {"registry": "a.example", "result": "unreachable"},
         {"registry": "b.example", "result": "skipped", "reason": "an IP address"},
     ]
+
+
+def test_the_answer_cache_is_a_bounded_lru_with_expiry() -> None:
+    from pullsecret.registry_verification import _Expiring
+
+    now = [0.0]
+    cache = _Expiring(3, lambda: now[0])
+    for key in "abc":
+        cache.put(key, key.upper(), ttl=10)
+    assert cache.get("a") == "A"  # a is now the most recently used
+    cache.put("d", "D", ttl=10)
+    assert len(cache) == 3 and cache.get("b") is None and cache.get("a") == "A"
+    now[0] = 10.0
+    assert cache.get("c") is None and cache.get("d") is None
