@@ -49,6 +49,8 @@ class Settings:
     secret_replication_locations: tuple[str, ...] = ()
     secret_kms_key: str | None = None
     management_cluster: str | None = None
+    # Full GKE names a placement may name (`*` stands for any text inside one segment); () admits any cluster.
+    allowed_management_clusters: tuple[str, ...] = ()
     management_endpoint: str = "ip"
     vpc_egress: bool = False  # the function has Direct VPC egress: private control-plane endpoints are reachable
     management_namespace_template: str = "clusters-{cluster_id}"
@@ -85,6 +87,15 @@ class Settings:
         if self.rotation_publish_rate is not None:
             return self.rotation_publish_rate
         return max(0.1, 0.9 * self.secret_write_quota / 60.0 / self.rotation_writes_per_cluster)
+
+
+def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    """`name` matches one ALLOWED_MANAGEMENT_CLUSTERS entry: segment by segment, `*` any text within one."""
+    for pattern in allowed:
+        expression = "/".join(re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("/"))
+        if re.fullmatch(expression, name):
+            return True
+    return False
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -174,6 +185,14 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     management = _get(env, "MANAGEMENT_CLUSTER")
     if management is not None and not GKE_CLUSTER_RE.match(management):
         raise ConfigError(f"MANAGEMENT_CLUSTER must be projects/P/locations/L/clusters/C, got {management!r}")
+    allowed_clusters = _list(env, "ALLOWED_MANAGEMENT_CLUSTERS", ())
+    for name in allowed_clusters:
+        if not GKE_CLUSTER_RE.match(name) or any(ch.isspace() for ch in name):
+            raise ConfigError(
+                f"ALLOWED_MANAGEMENT_CLUSTERS must list projects/P/locations/L/clusters/C names, got {name!r}"
+            )
+    if management is not None and allowed_clusters and not cluster_allowed(management, allowed_clusters):
+        raise ConfigError(f"MANAGEMENT_CLUSTER {management!r} is not among ALLOWED_MANAGEMENT_CLUSTERS")
     endpoint = (_get(env, "MANAGEMENT_ENDPOINT") or "ip").lower()
     if endpoint not in ("ip", "dns"):
         raise ConfigError(f"MANAGEMENT_ENDPOINT must be ip or dns, got {endpoint!r}")
@@ -248,6 +267,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         secret_replication_locations=locations,
         secret_kms_key=kms,
         management_cluster=management,
+        allowed_management_clusters=allowed_clusters,
         management_endpoint=endpoint,
         vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),

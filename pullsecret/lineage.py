@@ -10,6 +10,7 @@ delivery that points at the same version describes it identically. It holds regi
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 A_LINEAGE = "hyperfleet-lineage"
@@ -20,15 +21,57 @@ def version_id(version_name: str | None) -> str:
     return (version_name or "").rsplit("/", 1)[-1]
 
 
+# The schema of a lineage object (what `advance` builds). The annotation lives on a Secret others can edit and
+# the status under a name others could report: nothing of either reaches our status unless it has this shape.
+_VERSION = re.compile(r"^[1-9][0-9]{0,19}$")
+_FINGERPRINT = re.compile(r"^[0-9a-f]{12}$")
+_REGISTRY = re.compile(r"^[\x21-\x7e]{1,255}$")  # visible ASCII, as dockerconfig keys are printed
+_MAX_REGISTRIES = 1000
+_KEYS = {"version", "previous_version", "added", "changed", "removed", "registries"}
+
+
+def valid(value: Any) -> dict[str, Any]:
+    """`value` when it is a lineage object of the documented shape, else {} (never raises)."""
+    if not isinstance(value, dict) or set(value) != _KEYS:
+        return {}
+    registries = value["registries"]
+    if not isinstance(registries, dict) or len(registries) > _MAX_REGISTRIES:
+        return {}
+    for name, entry in registries.items():
+        if not _REGISTRY.fullmatch(name) or not isinstance(entry, list) or len(entry) != 3:
+            return {}
+        fingerprint, since_version, since = entry
+        if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
+            return {}
+        if not isinstance(since_version, str) or not _VERSION.fullmatch(since_version):
+            return {}
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since < 2**40):
+            return {}
+    if not isinstance(value["version"], str) or not _VERSION.fullmatch(value["version"]):
+        return {}
+    previous = value["previous_version"]
+    if previous is not None and (not isinstance(previous, str) or not _VERSION.fullmatch(previous)):
+        return {}
+    for key in ("added", "changed", "removed"):
+        names = value[key]
+        if not isinstance(names, list) or len(names) > _MAX_REGISTRIES:
+            return {}
+        if not all(isinstance(n, str) and _REGISTRY.fullmatch(n) for n in names):
+            return {}
+    if not set(value["added"]) | set(value["changed"]) <= set(registries) or set(value["removed"]) & set(registries):
+        return {}
+    return value
+
+
 def decode(text: str | None) -> dict[str, Any]:
-    """The recorded lineage, or {} when absent or unreadable (never raises)."""
-    if not text:
+    """The recorded lineage, or {} when absent, unreadable or not of the lineage schema (never raises)."""
+    if not text or len(text) > MAX_ANNOTATION_CHARS:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
-    return value if isinstance(value, dict) else {}
+    return valid(value)
 
 
 def advance(
@@ -79,14 +122,16 @@ def from_report(reported: Any) -> dict[str, Any]:
         if isinstance(fingerprint, str) and isinstance(since_version, str):
             out[value["registry"]] = [fingerprint, since_version, _epoch(value.get("since"))]
     version = reported.get("sm_version") or reported.get("secret_version") or ""
-    return {
-        "version": version_id(str(version)),
-        "previous_version": reported.get("previous_version"),
-        "added": list(reported.get("added") or []),
-        "changed": list(reported.get("changed") or []),
-        "removed": list(reported.get("removed") or []),
-        "registries": out,
-    }
+    return valid(
+        {
+            "version": version_id(str(version)),
+            "previous_version": reported.get("previous_version"),
+            "added": list(reported.get("added") or []),
+            "changed": list(reported.get("changed") or []),
+            "removed": list(reported.get("removed") or []),
+            "registries": out,
+        }
+    )
 
 
 def report(lineage: dict[str, Any], *, sm_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:

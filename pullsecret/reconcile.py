@@ -282,9 +282,15 @@ class Reconciler:
         bind(management_cluster=placement.management_cluster)
         reported = _observed_generation(own)
         if reported > act.generation:
-            # Our own status already reports a newer generation: this read of the cluster is stale.
-            stale_data = {"sm_name": f"projects/{act.project_id}/secrets/{secret_id}"}
-            return self._report(cluster_id, "stale", status.stale(act.generation, reported, stale_data))
+            # A status under our name claiming a generation the cluster has not reached is not believed: anyone
+            # who may report statuses could otherwise hold the cluster "stale" forever. A genuinely stale read of
+            # the cluster is still caught by the generations recorded in Secret Manager and on the Secret, which
+            # only this adapter writes.
+            log.warning(
+                f"ignored our status: it claims generation {reported}, the cluster is at {act.generation}",
+                operation="preconditions",
+            )
+            own = None
 
         def probe_live() -> tuple[Any, kubesecret.Probed]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
