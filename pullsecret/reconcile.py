@@ -173,11 +173,16 @@ class Reconciler:
         if self.settings.pull_secret_source:
             with log.step("secretmanager.read_source"):
                 raw = self.store.read_source(self.settings.pull_secret_source, deadline)
-            platform = self._platform_secret(raw)
+            try:
+                platform = self._platform_secret(raw)
+            except dockerconfig.InvalidPullSecret:
+                protect(dockerconfig.sensitive_strings_of(raw))
+                raise
             protect(platform.sensitive_strings())
         own: PullSecret | None = None
         if act.cluster_pull_secret is not None:
             value = act.cluster_pull_secret
+            protect(dockerconfig.sensitive_strings_of(value))  # before validation: a refused one stays unprinted
             if not isinstance(value, (str, dict)):
                 raise dockerconfig.InvalidPullSecret("spec.pullSecret.data must be a JSON object or a JSON string")
             own = dockerconfig.parse(value, source="spec.pullSecret.data")
