@@ -198,13 +198,15 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         raise ConfigError(f"MANAGEMENT_ENDPOINT must be ip or dns, got {endpoint!r}")
     pattern_text = _get(env, "MANAGEMENT_NAMESPACE_PATTERN") or r"^clusters-[a-z0-9-]+$"
     try:
+        # Always matched whole (fullmatch, i.e. `^(?:PATTERN)$`, as the admission policy renders it): `^a|b$`
+        # admits neither `xb` nor `ax`.
         pattern = re.compile(pattern_text)
     except re.error as exc:
         raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN is not a regular expression: {exc}") from None
     if not (pattern_text.startswith("^") and pattern_text.endswith("$")):
         raise ConfigError("MANAGEMENT_NAMESPACE_PATTERN must be anchored with ^ and $")
     for forbidden in ("kube-system", "kube-public", "default"):
-        if pattern.match(forbidden):
+        if pattern.fullmatch(forbidden):
             raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN must not admit the namespace {forbidden!r}")
 
     emulators = {}
