@@ -34,7 +34,7 @@ from openapi_core import Config, OpenAPI
 from openapi_core.deserializing.media_types.util import json_loads
 from openapi_core.testing import MockRequest, MockResponse
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 
 BASE = "/api/hyperfleet/v1"

@@ -13,12 +13,11 @@ import json
 import re
 from typing import Any
 
-A_LINEAGE = "hyperfleet-lineage"
-MAX_ANNOTATION_CHARS = 8000  # Secret Manager allows < 16 KiB of annotations in total; leave room
+MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_LINEAGE), sent with every apply
 
 
 def version_id(version_name: str | None) -> str:
-    return (version_name or "").rsplit("/", 1)[-1]
+    return (version_name or "").rpartition("/")[2]
 
 
 # The schema of a lineage object (what `advance` builds). The annotation lives on a Secret others can edit and

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import requests
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.hyperfleet import HyperFleetEmulator, rfc3339
 
 API = "/api/hyperfleet/v1"
@@ -362,10 +362,3 @@ def test_post_mode_with_0_1_0_spec(book: FaultBook) -> None:
         assert put_status(hf, status_body(generation=2), cluster="c1", method="PUT").status_code == 201
     finally:
         hf.stop()
-
-
-def test_validation_cost_is_small(hf: HyperFleetEmulator) -> None:
-    session = requests.Session()
-    for _ in range(50):
-        session.get(f"{hf.url}{API}/clusters/cls-abc123", timeout=5)
-    assert hf.state()["validation_ms_mean"] < 5.0
