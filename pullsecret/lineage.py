@@ -23,7 +23,7 @@ def version_id(version_name: str | None) -> str:
 # The schema of a lineage object (what `advance` builds). The annotation lives on a Secret others can edit and
 # the status under a name others could report: nothing of either reaches our status unless it has this shape.
 _VERSION = re.compile(r"^[1-9][0-9]{0,19}$")
-_FINGERPRINT = re.compile(r"^[0-9a-f]{12}$")
+_FINGERPRINT = re.compile(r"^[0-9A-Za-z]{1,64}$")  # 12 hex digits as written; never text with markup
 _REGISTRY = re.compile(r"^[\x21-\x7e]{1,255}$")  # visible ASCII, as dockerconfig keys are printed
 _MAX_REGISTRIES = 1000
 _KEYS = {"version", "previous_version", "added", "changed", "removed", "registries"}
@@ -46,8 +46,9 @@ def valid(value: Any) -> dict[str, Any]:
             return {}
         if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since < 2**40):
             return {}
-    if not isinstance(value["version"], str) or not _VERSION.fullmatch(value["version"]):
-        return {}
+    version = value["version"]
+    if not isinstance(version, str) or not (version == "" or _VERSION.fullmatch(version)):
+        return {}  # "": a status that named no version (its registries still carry their "since")
     previous = value["previous_version"]
     if previous is not None and (not isinstance(previous, str) or not _VERSION.fullmatch(previous)):
         return {}

@@ -299,15 +299,7 @@ def test_credentials_go_only_to_the_registry_and_its_own_realm(
     assert checks[hosts["foreign"]] == {"registry": hosts["foreign"], "result": "skipped"}
     credentialed = world.registry.state()["credentialed"]
     # The redirect was not followed (the anonymous host saw no call), and the foreign realm got nothing.
-    assert credentialed == {
-        "token": 0,
-        "sso": 0,
-        "basic": 0,
-        "anonymous": 0,
-        "redirect": 1,
-        "foreign": 0,
-        "internal": 0,
-    }
+    assert credentialed == dict.fromkeys(credentialed, 0) | {"redirect": 1}
     assert "anonymous.ping" not in registry_calls(world) and "sso.token" not in registry_calls(world)
     out, err = capfd.readouterr()
     assert_no_leak(world, admin, out + err)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiException, CoreV1Api
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
 from pullsecret import config
