@@ -31,36 +31,43 @@ _KEYS = {"version", "previous_version", "added", "changed", "removed", "registri
 
 def valid(value: Any) -> dict[str, Any]:
     """`value` when it is a lineage object of the documented shape, else {} (never raises)."""
-    if not isinstance(value, dict) or set(value) != _KEYS:
+    if not isinstance(value, dict) or set(value) != _KEYS or not _valid_registries(value["registries"]):
         return {}
-    registries = value["registries"]
-    if not isinstance(registries, dict) or len(registries) > _MAX_REGISTRIES:
+    # version "": a status that named no version (its registries still carry their "since")
+    if not _valid_version(value["version"], empty=True) or not _valid_version(value["previous_version"], none=True):
         return {}
-    for name, entry in registries.items():
-        if not _REGISTRY.fullmatch(name) or not isinstance(entry, list) or len(entry) != 3:
-            return {}
-        fingerprint, since_version, since = entry
-        if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
-            return {}
-        if not isinstance(since_version, str) or not _VERSION.fullmatch(since_version):
-            return {}
-        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since < 2**40):
-            return {}
-    version = value["version"]
-    if not isinstance(version, str) or not (version == "" or _VERSION.fullmatch(version)):
-        return {}  # "": a status that named no version (its registries still carry their "since")
-    previous = value["previous_version"]
-    if previous is not None and (not isinstance(previous, str) or not _VERSION.fullmatch(previous)):
+    lists = [value[key] for key in ("added", "changed", "removed")]
+    if not all(isinstance(names, list) and len(names) <= _MAX_REGISTRIES for names in lists):
         return {}
-    for key in ("added", "changed", "removed"):
-        names = value[key]
-        if not isinstance(names, list) or len(names) > _MAX_REGISTRIES:
-            return {}
-        if not all(isinstance(n, str) and _REGISTRY.fullmatch(n) for n in names):
-            return {}
-    if not set(value["added"]) | set(value["changed"]) <= set(registries) or set(value["removed"]) & set(registries):
+    if not all(isinstance(n, str) and _REGISTRY.fullmatch(n) for names in lists for n in names):
+        return {}
+    added, changed, removed = (set(names) for names in lists)
+    if not added | changed <= set(value["registries"]) or removed & set(value["registries"]):
         return {}
     return value
+
+
+def _valid_version(version: Any, *, empty: bool = False, none: bool = False) -> bool:
+    if version is None:
+        return none
+    return isinstance(version, str) and (bool(_VERSION.fullmatch(version)) or (empty and version == ""))
+
+
+def _valid_registries(registries: Any) -> bool:
+    """registry name -> [fingerprint, since_version, since (epoch seconds or None)]."""
+    if not isinstance(registries, dict) or len(registries) > _MAX_REGISTRIES:
+        return False
+    for name, entry in registries.items():
+        if not _REGISTRY.fullmatch(name) or not isinstance(entry, list) or len(entry) != 3:
+            return False
+        fingerprint, since_version, since = entry
+        if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
+            return False
+        if not isinstance(since_version, str) or not _VERSION.fullmatch(since_version):
+            return False
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since < 2**40):
+            return False
+    return True
 
 
 def decode(text: str | None) -> dict[str, Any]:

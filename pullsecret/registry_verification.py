@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import SplitResult, urlencode, urlsplit
 
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import PullSecret, canonical_bytes
@@ -375,7 +375,8 @@ class _Handshake:
             return Check("rejected", f"{who} refused the credential (401)")
         return _unexpected(who, answer.status)
 
-    def _token(self, challenge: Challenge) -> str | Check:
+    def _realm(self, challenge: Challenge) -> tuple[SplitResult, str] | Check:
+        """The realm URL and its host[:port], when the credential may go there; else why not (a Check)."""
         realm = challenge.params.get("realm", "")
         try:
             parts = urlsplit(realm)
@@ -390,6 +391,13 @@ class _Handshake:
             self._endpoint(realm_host)
         except Refused:
             return Check("skipped", "the registry's token realm is a private address; no credential sent")
+        return parts, realm_host
+
+    def _token(self, challenge: Challenge) -> str | Check:
+        realm = self._realm(challenge)
+        if isinstance(realm, Check):
+            return realm
+        parts, realm_host = realm
         params: dict[str, str] = {}
         if challenge.params.get("service"):
             params["service"] = challenge.params["service"]
@@ -417,21 +425,26 @@ class _Handshake:
                 path + (f"?{query}" if query else ""),
                 headers={"Authorization": f"Basic {self.credential.secret}"},
             )
-        if answer.status == 401:
-            return Check("rejected", "the registry's token service refused the credential (401)")
-        if answer.status != 200:
-            return _unexpected("the registry's token service", answer.status)
-        try:
-            decoded = json.loads(answer.body) if len(answer.body) <= MAX_BODY else None
-        except (ValueError, RecursionError):
-            decoded = None
-        token = ""
-        if isinstance(decoded, dict):
-            # Some token services set access_token instead of token (go-containerregistry bearer.go).
-            token = decoded.get("token") or decoded.get("access_token") or ""
-        if not isinstance(token, str) or not token:
-            return Check("unreachable", "the registry's token service answered without a token")
-        return token
+        return _token_of(answer)
+
+
+def _token_of(answer: Answer) -> str | Check:
+    """The token of a token service's answer, or the Check its answer amounts to."""
+    if answer.status == 401:
+        return Check("rejected", "the registry's token service refused the credential (401)")
+    if answer.status != 200:
+        return _unexpected("the registry's token service", answer.status)
+    try:
+        decoded = json.loads(answer.body) if len(answer.body) <= MAX_BODY else None
+    except (ValueError, RecursionError):
+        decoded = None
+    token = ""
+    if isinstance(decoded, dict):
+        # Some token services set access_token instead of token (go-containerregistry bearer.go).
+        token = decoded.get("token") or decoded.get("access_token") or ""
+    if not isinstance(token, str) or not token:
+        return Check("unreachable", "the registry's token service answered without a token")
+    return token
 
 
 def _unexpected(who: str, status: int) -> Check:
