@@ -63,6 +63,7 @@ def function_env(stack: Stack, workdir: Path) -> dict[str, str]:
         **stack.env(),
         "PULL_SECRET_SOURCE": seeding.SOURCE_VERSION,
         "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
+        "ALLOWED_MANAGEMENT_CLUSTERS": MANAGEMENT_CLUSTER,
         "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
         "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
     }

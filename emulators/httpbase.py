@@ -51,7 +51,7 @@ class Request:
 
 @dataclass
 class Reply:
-    """One HTTP answer; ``fault`` set to "reset"/"timeout" sends no answer at all."""
+    """One HTTP answer; ``fault`` set to "reset"/"timeout" sends no answer at all, "drip" sends it slowly."""
 
     status: int = 200
     body: bytes = b""
@@ -138,8 +138,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(reply.body)))
         self.end_headers()
         if reply.status not in (204, 304) and self.command != "HEAD":
-            self.wfile.write(reply.body)
+            if reply.fault == "drip":
+                self._drip(reply.body)
+            else:
+                self.wfile.write(reply.body)
         self.wfile.flush()
+
+    def _drip(self, body: bytes) -> None:
+        """A slow server: the body one byte every half second, until sent, the client leaves or the stack stops."""
+        self.close_connection = True
+        for i in range(len(body)):
+            if self.server.stopping.is_set():
+                return
+            try:
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.5)
 
     def _reset(self) -> None:
         # SO_LINGER 0 makes close() send a RST, which clients see as "connection reset by peer".

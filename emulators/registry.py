@@ -11,11 +11,16 @@ signed by one CA (`ca_pem`; the stack writes it to the file `REGISTRY_CA_BUNDLE`
     anonymous  GET /v2/ -> 200 to anyone
     redirect   like basic, but a request carrying a credential gets 307 to the anonymous host
     foreign    like token, but its realm names the sso as `localhost:<port>`: another domain
+    pivot      like token, but its realm names the internal host below (same address, another port)
     dead       an address that refuses connections (a bound socket that never listens)
+    internal   an HTTPS service of the platform's own network (loopback, like a metadata server or a
+               control plane): the stack's REGISTRY_ALLOWED_HOSTS lists every host above but this one,
+               so a pull secret naming it must never reach it (`connections` counts TCP accepts per role)
 
 Faults and latency come from the stack's FaultBook: service `registry`, method `<role>.ping` or `sso.token`
 (e.g. `{"service": "registry", "method": "sso.token", "code": "503", "count": 1}`; `"timeout"` holds
-the connection open, a slow registry). Every request is counted there; `credentialed` counts, per role,
+the connection open, a slow registry; `"drip"` sends the answer's body one byte every half second).
+Every request is counted there; `credentialed` counts, per role,
 the requests that carried an Authorization header (a credential sent somewhere).
 """
 
@@ -39,7 +44,7 @@ SERVICE = "registry.emulator"
 DEFAULT_USER = "registry-robot"
 DEFAULT_PASSWORD = "Regi5try-Robot-Passw0rd"  # a fake credential whose leaks the tests look for
 DEFAULT_REFRESH_TOKEN = "emu-refresh-0123456789abcdef"  # an OAuth2 identity token the sso accepts
-ROLES = ("token", "sso", "basic", "anonymous", "redirect", "foreign")
+ROLES = ("token", "sso", "basic", "anonymous", "redirect", "foreign", "pivot", "internal")
 
 # The API version check: https://distribution.github.io/distribution/spec/api/#api-version-check
 # (200 when the client may proceed, 401 with WWW-Authenticate otherwise; every answer carries this header).
@@ -52,6 +57,9 @@ class _TLSServer(_Server):
     context: ssl.SSLContext
 
     def finish_request(self, request: Any, client_address: Any) -> None:
+        emulator = self.emulator
+        if isinstance(emulator, _Role):
+            emulator.owner.note_connection(emulator.role)
         request.settimeout(10.0)
         try:
             conn = self.context.wrap_socket(request, server_side=True)
@@ -109,6 +117,7 @@ class RegistryEmulator:
         self._refresh: dict[str, str] = {}
         self._tokens: dict[str, str] = {}  # issued token -> service
         self.credentialed: dict[str, int] = {}
+        self.connections: dict[str, int] = {}
         self._in_flight = 0
         self.max_in_flight = 0  # the most requests served at once since the last reset
         self.reset()
@@ -136,6 +145,7 @@ class RegistryEmulator:
             self._refresh = {DEFAULT_REFRESH_TOKEN: DEFAULT_USER}
             self._tokens = {}
             self.credentialed = dict.fromkeys(ROLES, 0)
+            self.connections = dict.fromkeys(ROLES, 0)
             self.max_in_flight = self._in_flight
 
     @property
@@ -151,6 +161,14 @@ class RegistryEmulator:
             found["dead"] = f"127.0.0.1:{self._dead.getsockname()[1]}"
         return found
 
+    def allowed_hosts(self) -> list[str]:
+        """The hosts a function on this stack may verify (its REGISTRY_ALLOWED_HOSTS): all but `internal`."""
+        return [host for role, host in self.hosts().items() if role != "internal"]
+
+    def note_connection(self, role: str) -> None:
+        with self._lock:
+            self.connections[role] = self.connections.get(role, 0) + 1
+
     def issued_tokens(self) -> list[str]:
         with self._lock:
             return list(self._tokens)
@@ -162,6 +180,7 @@ class RegistryEmulator:
                 "accounts": sorted(self._accounts),
                 "tokens_issued": len(self._tokens),
                 "credentialed": dict(self.credentialed),
+                "connections": dict(self.connections),
                 "max_in_flight": self.max_in_flight,
             }
 
@@ -208,12 +227,19 @@ class RegistryEmulator:
         if code is not None:
             if code in ("reset", "timeout"):
                 return Reply.drop(code)
-            return _error(int(code), "UNAVAILABLE", "service unavailable")
+            if code != "drip":
+                return _error(int(code), "UNAVAILABLE", "service unavailable")
+        reply = self._answer(role, request, authorization)
+        if code == "drip":
+            reply.fault = "drip"
+        return reply
+
+    def _answer(self, role: str, request: Request, authorization: str | None) -> Reply:
         if role == "sso":
             return self._token(request)
         if request.path != "/v2/" or request.method not in ("GET", "HEAD"):
             return _error(404, "NOT_FOUND", "the emulator serves only the API version check")
-        if role == "anonymous":
+        if role in ("anonymous", "internal"):
             return _ok()
         if role in ("basic", "redirect"):
             return self._basic(role, authorization)
@@ -234,6 +260,8 @@ class RegistryEmulator:
         # (401 with `Bearer realm=...,service=...` until the request carries a token the realm issued).
         sso_port = self._roles["sso"].address.rsplit(":", 1)[1]
         realm_host = f"localhost:{sso_port}" if role == "foreign" else self._roles["sso"].address
+        if role == "pivot":
+            realm_host = self._roles["internal"].address
         challenge = f'Bearer realm="https://{realm_host}/auth",service="{SERVICE}"'
         if authorization is not None and authorization.startswith("Bearer "):
             with self._lock:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from pullsecret.errors import ConfigError
+from pullsecret.registry_egress import allowed_entry
 
 SOURCE_VERSION_RE = re.compile(r"^projects/([^/]+)/secrets/([A-Za-z0-9_-]{1,255})/versions/(latest|[1-9][0-9]*)$")
 GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
@@ -48,6 +49,8 @@ class Settings:
     secret_replication_locations: tuple[str, ...] = ()
     secret_kms_key: str | None = None
     management_cluster: str | None = None
+    # Full GKE names a placement may name (`*` stands for any text inside one segment); () admits any cluster.
+    allowed_management_clusters: tuple[str, ...] = ()
     management_endpoint: str = "ip"
     vpc_egress: bool = False  # the function has Direct VPC egress: private control-plane endpoints are reachable
     management_namespace_template: str = "clusters-{cluster_id}"
@@ -76,12 +79,23 @@ class Settings:
     registry_cache_ttl_s: float = 3600.0
     registry_concurrency: int = 16
     registry_ca_bundle: str | None = None
+    registry_allowed_hosts: tuple[str, ...] = ()  # host:port the verifier may reach at any address
+    registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
 
     def publish_rate(self) -> float:
         """Rotation events per second: ROTATION_PUBLISH_RATE, else 90 % of the write quota's pace per cluster."""
         if self.rotation_publish_rate is not None:
             return self.rotation_publish_rate
         return max(0.1, 0.9 * self.secret_write_quota / 60.0 / self.rotation_writes_per_cluster)
+
+
+def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    """`name` matches one ALLOWED_MANAGEMENT_CLUSTERS entry: segment by segment, `*` any text within one."""
+    for pattern in allowed:
+        expression = "/".join(re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("/"))
+        if re.fullmatch(expression, name):
+            return True
+    return False
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -186,17 +200,33 @@ def _kms_key(env: Mapping[str, str], locations: tuple[str, ...]) -> str | None:
     return kms
 
 
+def _allowed_management_clusters(env: Mapping[str, str]) -> tuple[str, ...]:
+    """ALLOWED_MANAGEMENT_CLUSTERS: full GKE names (`*` within a segment); MANAGEMENT_CLUSTER must be among them."""
+    allowed = _list(env, "ALLOWED_MANAGEMENT_CLUSTERS", ())
+    for name in allowed:
+        if not GKE_CLUSTER_RE.match(name) or any(ch.isspace() for ch in name):
+            raise ConfigError(
+                f"ALLOWED_MANAGEMENT_CLUSTERS must list projects/P/locations/L/clusters/C names, got {name!r}"
+            )
+    management = _get(env, "MANAGEMENT_CLUSTER")
+    if management is not None and allowed and not cluster_allowed(management, allowed):
+        raise ConfigError(f"MANAGEMENT_CLUSTER {management!r} is not among ALLOWED_MANAGEMENT_CLUSTERS")
+    return allowed
+
+
 def _namespace_pattern(env: Mapping[str, str]) -> re.Pattern[str]:
     """MANAGEMENT_NAMESPACE_PATTERN: anchored, and admitting none of the cluster's own namespaces."""
     pattern_text = _get(env, "MANAGEMENT_NAMESPACE_PATTERN") or r"^clusters-[a-z0-9-]+$"
     try:
+        # Always matched whole (fullmatch, i.e. `^(?:PATTERN)$`, as the admission policy renders it): `^a|b$`
+        # admits neither `xb` nor `ax`.
         pattern = re.compile(pattern_text)
     except re.error as exc:
         raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN is not a regular expression: {exc}") from None
     if not (pattern_text.startswith("^") and pattern_text.endswith("$")):
         raise ConfigError("MANAGEMENT_NAMESPACE_PATTERN must be anchored with ^ and $")
     for forbidden in ("kube-system", "kube-public", "default"):
-        if pattern.match(forbidden):
+        if pattern.fullmatch(forbidden):
             raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN must not admit the namespace {forbidden!r}")
     return pattern
 
@@ -210,6 +240,17 @@ def _token_scopes(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
             raise ConfigError(f"REGISTRY_TOKEN_SCOPES must list host=scope pairs, got {pair!r}")
         scopes.append((host.strip().lower(), scope.strip()))
     return tuple(scopes)
+
+
+def _allowed_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
+    """REGISTRY_ALLOWED_HOSTS: host[:port] entries, normalised to name:port."""
+    allowed: list[str] = []
+    for entry in _list(env, "REGISTRY_ALLOWED_HOSTS", ()):
+        try:
+            allowed.append(allowed_entry(entry))
+        except ValueError:
+            raise ConfigError(f"REGISTRY_ALLOWED_HOSTS must list host[:port] entries, got {entry!r}") from None
+    return tuple(allowed)
 
 
 def _publish_rate(env: Mapping[str, str]) -> float | None:
@@ -248,6 +289,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         secret_kms_key=_kms_key(env, locations),
         # The management cluster: how to reach it, and which namespaces and names the Secret may take.
         management_cluster=_matching(env, "MANAGEMENT_CLUSTER", GKE_CLUSTER_RE, "projects/P/locations/L/clusters/C"),
+        allowed_management_clusters=_allowed_management_clusters(env),
         management_endpoint=_choice(env, "MANAGEMENT_ENDPOINT", "ip", ("ip", "dns"), upper=False, say="ip or dns"),
         vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
@@ -285,4 +327,6 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         registry_cache_ttl_s=_number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
         registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
         registry_ca_bundle=_file(env, "REGISTRY_CA_BUNDLE"),
+        registry_allowed_hosts=_allowed_hosts(env),
+        registry_enforce_platform=_flag(env, "REGISTRY_ENFORCE_PLATFORM"),
     )

@@ -55,7 +55,7 @@ class PullSecret:
 
     @cached_property
     def _sensitive(self) -> tuple[str, ...]:
-        return tuple(sorted(_sensitive(self.document())))
+        return tuple(sensitive_strings_of(self.document()))
 
     def sensitive_strings(self) -> list[str]:
         """Every string whose appearance in output would leak this credential."""
@@ -71,24 +71,43 @@ def canonical_bytes(document: Any) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def _sensitive(document: dict[str, Any]) -> Iterator[str]:
-    for entry in document.get("auths", {}).values():
+def sensitive_strings_of(document: Any) -> list[str]:
+    """Every credential form in a dockerconfigjson, valid or not (an object, or its JSON text): each secret field,
+    an `auth` padded and unpadded, its decoded `user:password` and the password (which may hold `:`).
+
+    Asked before validation too, so that the credentials of a pull secret refused for one bad entry are
+    redacted from the event's output all the same. Never raises.
+    """
+    if isinstance(document, (str, bytes)):
+        try:
+            document = json.loads(document)
+        except (ValueError, RecursionError):
+            return []
+    return sorted(set(_sensitive(document)))
+
+
+def _sensitive(document: Any) -> Iterator[str]:
+    auths = document.get("auths") if isinstance(document, dict) else None
+    if not isinstance(auths, dict):
+        return
+    for entry in auths.values():
         if not isinstance(entry, dict):
-            continue
+            continue  # a malformed entry hides nothing that follows it
         for key in _SECRET_FIELDS:
             value = entry.get(key)
             if isinstance(value, str) and value:
                 yield value
         auth = entry.get("auth")
         if isinstance(auth, str) and auth:
+            # the same credential in both base64 padding forms
+            yield auth.rstrip("=")
+            yield auth.rstrip("=") + "=" * (-len(auth.rstrip("=")) % 4)
             decoded = _b64decode(auth)
             if decoded is not None:
                 text = decoded.decode("utf-8", "replace")
                 yield text
                 if ":" in text:
-                    yield text.split(":", 1)[1]
-                # the same credential in the other base64 padding form
-                yield auth.rstrip("=")
+                    yield text.split(":", 1)[1]  # the password is all after the first colon
 
 
 def _b64decode(value: str) -> bytes | None:

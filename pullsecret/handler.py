@@ -44,6 +44,12 @@ class Adapter:
     def __init__(self, settings: Settings, identity: RuntimeIdentity | None = None) -> None:
         self.settings = settings
         log.configure(level=settings.log_level)
+        if not settings.allowed_management_clusters:
+            log.warning(
+                "ALLOWED_MANAGEMENT_CLUSTERS is unset: the pull secret goes to whichever GKE cluster the placement "
+                "status names, as far as the runtime identity can reach it (docs/trust.md)",
+                operation="config",
+            )
         self.identity = identity or RuntimeIdentity()
         self._lock = threading.Lock()
         self._reconciler: Reconciler | None = None

@@ -54,7 +54,7 @@ MAX_ATTEMPTS = 8
 # The admission policy the writes rely on (terraform/kubernetes/admission-policy.yaml).
 POLICY_NAME = "hyperfleet-pullsecret-adapter-scope"
 A_POLICY_REVISION = "hyperfleet.io/policy-revision"
-REQUIRED_POLICY_REVISION = 2  # 2: generation order; dockerconfigjson before a change too
+REQUIRED_POLICY_REVISION = 3  # 2: generation order; dockerconfigjson before a change too; 3: namespace matched whole
 POLICY_CHECK_TTL_S = 3600.0  # re-checked hourly: a policy removed later is noticed
 # A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")

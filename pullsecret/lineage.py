@@ -10,6 +10,7 @@ delivery that points at the same version describes it identically. It holds regi
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_LINEAGE), sent with every apply
@@ -19,15 +20,65 @@ def version_id(version_name: str | None) -> str:
     return (version_name or "").rpartition("/")[2]
 
 
+# The schema of a lineage object (what `advance` builds). The annotation lives on a Secret others can edit and
+# the status under a name others could report: nothing of either reaches our status unless it has this shape.
+_VERSION = re.compile(r"^[1-9][0-9]{0,19}$")
+_FINGERPRINT = re.compile(r"^[0-9A-Za-z]{1,64}$")  # 12 hex digits as written; never text with markup
+_REGISTRY = re.compile(r"^[\x21-\x7e]{1,255}$")  # visible ASCII, as dockerconfig keys are printed
+_MAX_REGISTRIES = 1000
+_KEYS = {"version", "previous_version", "added", "changed", "removed", "registries"}
+
+
+def valid(value: Any) -> dict[str, Any]:
+    """`value` when it is a lineage object of the documented shape, else {} (never raises)."""
+    if not isinstance(value, dict) or set(value) != _KEYS or not _valid_registries(value["registries"]):
+        return {}
+    # version "": a status that named no version (its registries still carry their "since")
+    if not _valid_version(value["version"], empty=True) or not _valid_version(value["previous_version"], none=True):
+        return {}
+    lists = [value[key] for key in ("added", "changed", "removed")]
+    if not all(isinstance(names, list) and len(names) <= _MAX_REGISTRIES for names in lists):
+        return {}
+    if not all(isinstance(n, str) and _REGISTRY.fullmatch(n) for names in lists for n in names):
+        return {}
+    added, changed, removed = (set(names) for names in lists)
+    if not added | changed <= set(value["registries"]) or removed & set(value["registries"]):
+        return {}
+    return value
+
+
+def _valid_version(version: Any, *, empty: bool = False, none: bool = False) -> bool:
+    if version is None:
+        return none
+    return isinstance(version, str) and (bool(_VERSION.fullmatch(version)) or (empty and version == ""))
+
+
+def _valid_registries(registries: Any) -> bool:
+    """registry name -> [fingerprint, since_version, since (epoch seconds or None)]."""
+    if not isinstance(registries, dict) or len(registries) > _MAX_REGISTRIES:
+        return False
+    for name, entry in registries.items():
+        if not _REGISTRY.fullmatch(name) or not isinstance(entry, list) or len(entry) != 3:
+            return False
+        fingerprint, since_version, since = entry
+        if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
+            return False
+        if not isinstance(since_version, str) or not _VERSION.fullmatch(since_version):
+            return False
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since < 2**40):
+            return False
+    return True
+
+
 def decode(text: str | None) -> dict[str, Any]:
-    """The recorded lineage, or {} when absent or unreadable (never raises)."""
-    if not text:
+    """The recorded lineage, or {} when absent, unreadable or not of the lineage schema (never raises)."""
+    if not text or len(text) > MAX_ANNOTATION_CHARS:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
-    return value if isinstance(value, dict) else {}
+    return valid(value)
 
 
 def advance(
@@ -78,14 +129,16 @@ def from_report(reported: Any) -> dict[str, Any]:
         if isinstance(fingerprint, str) and isinstance(since_version, str):
             out[value["registry"]] = [fingerprint, since_version, _epoch(value.get("since"))]
     version = reported.get("sm_version") or reported.get("secret_version") or ""
-    return {
-        "version": version_id(str(version)),
-        "previous_version": reported.get("previous_version"),
-        "added": list(reported.get("added") or []),
-        "changed": list(reported.get("changed") or []),
-        "removed": list(reported.get("removed") or []),
-        "registries": out,
-    }
+    return valid(
+        {
+            "version": version_id(str(version)),
+            "previous_version": reported.get("previous_version"),
+            "added": list(reported.get("added") or []),
+            "changed": list(reported.get("changed") or []),
+            "removed": list(reported.get("removed") or []),
+            "registries": out,
+        }
+    )
 
 
 def report(lineage: dict[str, Any], *, sm_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 Every line carries `severity`, `message`, `logging.googleapis.com/labels` (cluster id, event id,
 adapter) and `logging.googleapis.com/trace` when the event carried a trace.  Error lines with a
-stack trace carry the Error Reporting `@type` so they are grouped there.  Text that may hold secret
-material is scrubbed by `Redactor` before it is written.
+stack trace carry the Error Reporting `@type` so they are grouped there.  Every string value that may
+hold secret material is scrubbed by `Redactor` before the line is serialised; field names (ours, never secret
+material) and the JSON structure are never touched, so a credential such as `", "` or `severity` cannot make
+a line invalid JSON or rename its keys.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def parse_trace(traceparent: str | None = None, cloud_trace_context: str | None 
 
 @dataclass
 class Redactor:
-    """Scrubs known secret strings (and their JSON-escaped forms) out of text."""
+    """Scrubs known secret strings (and their JSON-escaped forms, should a value quote JSON) out of text."""
 
     _secrets: set[str] = field(default_factory=set)
 
@@ -155,7 +157,7 @@ class Logger:
             entry["@type"] = _ERROR_REPORTING_TYPE
             entry["stack_trace"] = "".join(traceback.format_exception(exc))
             entry["message"] = f"{message}\n{entry['stack_trace']}"
-        line = ctx.redactor.scrub(json.dumps(entry, default=str, ensure_ascii=False))
+        line = json.dumps(_scrubbed(entry, ctx.redactor), ensure_ascii=False)
         stream = self._stream or sys.stdout
         with self._lock:
             stream.write(line + "\n")
@@ -208,6 +210,19 @@ def did(fields: dict[str, Any]) -> str:
     if fields.get("http_status") is not None:
         return f"answered {fields['http_status']}"
     return "done"
+
+
+def _scrubbed(value: Any, redactor: Redactor) -> Any:
+    """`value` with every string in it scrubbed; keys and structure unchanged, other objects as their text."""
+    if isinstance(value, str):
+        return redactor.scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrubbed(item, redactor) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_scrubbed(item, redactor) for item in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return redactor.scrub(str(value))
 
 
 log = Logger()

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret.config import GKE_CLUSTER_RE, Settings
+from pullsecret.config import GKE_CLUSTER_RE, Settings, cluster_allowed
 from pullsecret.dockerconfig import InvalidPullSecret
 from pullsecret.errors import TerminalError
 
@@ -155,6 +155,13 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
         or not _NO_SPACE.fullmatch(management)
     ):
         raise InvalidPlacement("the management cluster must be a GKE name projects/P/locations/L/clusters/C")
+    if settings.allowed_management_clusters and not cluster_allowed(management, settings.allowed_management_clusters):
+        # Another component's status must not decide where the platform's credentials are written.
+        raise InvalidPlacement(
+            f"management cluster {management[:200]!r} is not among ALLOWED_MANAGEMENT_CLUSTERS; "
+            "refusing to write the pull secret there",
+            reason="ForbiddenManagementCluster",
+        )
     namespace = data.get("namespace")
     if namespace is None:
         namespace = settings.management_namespace_template.format(cluster_id=cluster_id.lower())

@@ -190,16 +190,22 @@ class Reconciler:
             self._platform = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> MergeResult:
+    def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> tuple[MergeResult, frozenset[str]]:
+        """The merged pull secret, and the registries whose merged entry is the cluster's own."""
         platform: PullSecret | None = None
         if self.settings.pull_secret_source:
             with log.step("secretmanager.read_source"):
                 raw = self.store.read_source(self.settings.pull_secret_source, deadline)
-            platform = self._platform_secret(raw)
+            try:
+                platform = self._platform_secret(raw)
+            except dockerconfig.InvalidPullSecret:
+                protect(dockerconfig.sensitive_strings_of(raw))
+                raise
             protect(platform.sensitive_strings())
         own: PullSecret | None = None
         if act.cluster_pull_secret is not None:
             value = act.cluster_pull_secret
+            protect(dockerconfig.sensitive_strings_of(value))  # before validation: a refused one stays unprinted
             if not isinstance(value, (str, dict)):
                 raise dockerconfig.InvalidPullSecret("spec.pullSecret.data must be a JSON object or a JSON string")
             own = dockerconfig.parse(value, source="spec.pullSecret.data")
@@ -222,7 +228,7 @@ class Reconciler:
                 + ", ".join(merged.conflicts[:20]),
                 operation="dockerconfig.merge",
             )
-        return merged
+        return merged, _own_registries(merged.secret, own)
 
     def names(self, cluster_id: str) -> tuple[str, str]:
         """(Secret Manager secret id, Kubernetes Secret name) of a cluster; raises InvalidCluster."""
@@ -310,10 +316,15 @@ class Reconciler:
         bind(management_cluster=act.placement.management_cluster)
         reported = _observed_generation(own)
         if reported > act.generation:
-            # Our own status already reports a newer generation: this read of the cluster is stale.
-            return self._report(
-                cluster_id, "stale", status.stale(act.generation, reported, {"sm_name": target.secret_name})
+            # A status under our name claiming a generation the cluster has not reached is not believed: anyone
+            # who may report statuses could otherwise hold the cluster "stale" forever. A genuinely stale read of
+            # the cluster is still caught by the generations recorded in Secret Manager and on the Secret, which
+            # only this adapter writes.
+            log.warning(
+                f"ignored our status: it claims generation {reported}, the cluster is at {act.generation}",
+                operation="preconditions",
             )
+            own = None
         reads = self._read(target, act, deadline)
         stale = self._decide(target, act, reads)
         if stale is not None:
@@ -349,8 +360,8 @@ class Reconciler:
         live_future: Future[tuple[Any, kubesecret.Probed]] = self._submit(probe_live)
         latest_future = self._submit(self.store.latest, target.secret_name, deadline)
         try:
-            merged = self._pull_secret(act, deadline)
-            checks = self.registries.start(merged.secret, deadline)
+            merged, own_registries = self._pull_secret(act, deadline)
+            checks = self.registries.start(merged.secret, deadline, own=own_registries)
             latest = latest_future.result()
             api, probed = live_future.result()
         except BaseException:
@@ -549,14 +560,23 @@ class Reconciler:
 
 
 def _with_registries(report: status.Report, checks: registry_verification.Pending | None) -> status.Report:
-    """Add each registry's answer to `data`; in report mode a refused credential turns Health False."""
+    """Add each registry's answer to `data`; a refused credential that did not stop the write (report mode, or
+    a platform entry in enforce mode) turns Health False in either mode."""
     if checks is None:
         return report
     verification = checks.result()
     report.data.update(verification.data())
-    if verification.rejected and verification.mode == "report":
+    if verification.rejected:
         return status.registry_rejected(report, verification.rejected)
     return report
+
+
+def _own_registries(merged: PullSecret, own: PullSecret | None) -> frozenset[str]:
+    """The merged registries whose entry is exactly one of the cluster's own pull secret's entries."""
+    if own is None:
+        return frozenset()
+    theirs = {dockerconfig.canonical_bytes(entry) for entry in own.document()["auths"].values()}
+    return frozenset(r for r, e in merged.document()["auths"].items() if dockerconfig.canonical_bytes(e) in theirs)
 
 
 def _provisioned_data(

@@ -28,28 +28,30 @@ import hashlib
 import json
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
-
-import requests
-from requests.adapters import HTTPAdapter
+from urllib.parse import SplitResult, urlencode, urlsplit
 
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import PullSecret, canonical_bytes
 from pullsecret.errors import TerminalError
 from pullsecret.logs import log, protect
+from pullsecret.registry_egress import Egress, Endpoint, Refused, Unresolvable, realm_trusted
+from pullsecret.registry_http import MAX_BODY, Answer, ExchangeFailed, PinnedHTTPS
 from pullsecret.retrying import Deadline
 
 RESULTS = ("valid", "rejected", "anonymous", "unreachable", "skipped")
 PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY threads bound the process)
+MAX_PER_EVENT = 20  # registries one event verifies; the rest of a larger pull secret are `skipped`
 UNREACHABLE_TTL_S = 60.0  # an outage is retried sooner than a verdict is
+REJECTED_TTL_S = 300.0  # a refusal too: a registry's passing 401 must not stand for REGISTRY_CACHE_TTL
 CHALLENGE_TTL_S = 600.0  # a registry host's auth challenge, reused by the next new credential for it
-_MAX_BODY = 64 * 1024  # token answers are a few KiB; a larger one is not read further
+CACHE_ENTRIES = 20_000  # answers kept (least recently used dropped first)
+CHALLENGE_ENTRIES = 2_000  # registry hosts whose challenge is kept
 _USER_AGENT = "hyperfleet-pullsecret-adapter"
 _CLIENT_ID = "hyperfleet-pullsecret"
 
@@ -203,15 +205,6 @@ def hostname_of(host: str) -> str:
     return urlsplit("https://" + host).hostname or host
 
 
-def effective_domain(host: str) -> str:
-    """The last two labels of a host name (an IP address is its own domain): go-containerregistry's trust key."""
-    name = hostname_of(host).rstrip(".").lower()
-    if ":" in name or name.replace(".", "").isdigit():
-        return name
-    labels = name.split(".")
-    return ".".join(labels[-2:]) if len(labels) >= 2 else name
-
-
 @dataclass(frozen=True)
 class Credential:
     """What the handshake presents for one registry; `repr` is redacted."""
@@ -250,13 +243,22 @@ def credential_of(entry: Mapping[str, Any]) -> Credential | None:
 
 @dataclass(frozen=True)
 class Check:
-    """The answer for one registry: a result of RESULTS and a fixed, credential-free explanation."""
+    """The answer for one registry: a result of RESULTS, a fixed, credential-free explanation for the logs, and
+    for what was never contacted the reason the status shows (what answered, and how, stays in the logs)."""
 
     result: str
     detail: str
+    reason: str | None = None
 
     def to_json(self, registry: str) -> dict[str, str]:
-        return {"registry": safe_name(registry), "result": self.result, "detail": self.detail}
+        entry = {"registry": safe_name(registry), "result": self.result}
+        if self.reason is not None:
+            entry["reason"] = self.reason
+        return entry
+
+
+def _not_contacted(reason: str) -> Check:
+    return Check("skipped", reason, reason)
 
 
 def safe_name(registry: str) -> str:
@@ -265,13 +267,25 @@ def safe_name(registry: str) -> str:
 
 # --- the handshake ------------------------------------------------------------------------------------
 
+_FAILED = {
+    "timeout": "timed out",
+    "tls": "TLS handshake or certificate verification failed",
+    "connection": "connection failed",
+    "protocol": "the exchange failed",
+}
+
 
 class _Handshake:
-    """One registry's handshake with one credential; every outcome is a Check, nothing raises."""
+    """One registry's handshake with one credential; every outcome is a Check, nothing raises.
+
+    The credential is presented at most once: once refused (or once sent without a usable answer) it is
+    not sent again in this handshake, since registries lock accounts after repeated failed logins.
+    """
 
     def __init__(
         self,
-        session: requests.Session,
+        http: PinnedHTTPS,
+        egress: Egress,
         host: str,
         credential: Credential,
         *,
@@ -280,7 +294,8 @@ class _Handshake:
         deadline: Deadline,
         known: Challenge | None = None,
     ) -> None:
-        self.session = session
+        self.http = http
+        self.egress = egress
         self.host = host
         self.credential = credential
         self.scope = scope
@@ -288,57 +303,48 @@ class _Handshake:
         self.deadline = deadline
         self.known = known
         self.seen: Challenge | None = None  # the challenge this handshake used, for the next one to reuse
+        self.presented = False  # the credential has been sent (to the registry or its token service)
+        self._endpoints: dict[str, Endpoint] = {}
 
-    def _get(self, url: str, **kwargs: Any) -> requests.Response:
-        remaining = self.deadline.remaining()
-        if remaining <= 0:
-            raise TimeoutError("registry verification deadline")
-        # allow_redirects=False: a credential never follows a redirect to another host (nor the same one).
-        return self.session.request(
-            kwargs.pop("method", "GET"),
-            url,
-            timeout=min(self.timeout_s, remaining),
-            allow_redirects=False,
-            stream=True,
-            **kwargs,
-        )
+    def _endpoint(self, host: str) -> Endpoint:
+        """The vetted address of `host`, resolved once per handshake; raises Refused or Unresolvable."""
+        if host not in self._endpoints:
+            self._endpoints[host] = self.egress.vet(host)
+        return self._endpoints[host]
 
-    @staticmethod
-    def _body(response: requests.Response) -> bytes:
-        try:
-            return response.raw.read(_MAX_BODY + 1, decode_content=True) or b""
-        finally:
-            response.close()
+    def _exchange(self, host: str, method: str, target: str, **kwargs: Any) -> Answer:
+        limit = min(self.timeout_s, self.deadline.remaining())
+        return self.http.exchange(self._endpoint(host), method, target, limit_s=limit, **kwargs)
 
     def run(self) -> Check:
         try:
             return self._run()
-        except requests.exceptions.SSLError:
-            return Check("unreachable", "TLS handshake or certificate verification failed")
-        except (requests.exceptions.Timeout, TimeoutError):
-            return Check("unreachable", "timed out")
-        except requests.exceptions.ConnectionError:
-            return Check("unreachable", "connection failed")
-        except (requests.RequestException, OSError, ValueError):
-            return Check("unreachable", "the exchange failed")
+        except Refused as exc:
+            return _not_contacted(exc.reason)
+        except Unresolvable:
+            return Check("unreachable", "the host name does not resolve")
+        except ExchangeFailed as exc:
+            return Check("unreachable", _FAILED.get(exc.kind, "the exchange failed"))
 
     def _run(self) -> Check:
+        self._endpoint(self.host)  # vetted before anything is sent
         if self.known is not None:
             # The host's challenge from an earlier ping (distribution's challenge manager keeps them per
-            # endpoint too). It only shortens the success path: any other answer is checked from a fresh ping.
+            # endpoint too). It only shortens the success path; an answer other than `valid` stands as it
+            # is once the credential went out (never presented twice), else a fresh ping decides.
             self.seen = self.known
             check = self._answer(self.known)
-            if check.result == "valid":
+            if check.result == "valid" or self.presented:
+                if check.result != "valid":
+                    self.seen = None  # the next handshake pings afresh
                 return check
             self.seen = None
-        ping = self._get(f"https://{self.host}/v2/")
-        self._body(ping)
-        if ping.status_code == 200:
+        ping = self._exchange(self.host, "GET", "/v2/")
+        if ping.status == 200:
             return Check("anonymous", "the registry answers /v2/ without a credential; nothing to verify")
-        if ping.status_code != 401:
-            return _unexpected("the registry", ping.status_code)
-        values = ping.raw.headers.getlist("WWW-Authenticate") if ping.raw is not None else []
-        challenge = pick_challenge(parse_challenges(values or [ping.headers.get("WWW-Authenticate", "")]))
+        if ping.status != 401:
+            return _unexpected("the registry", ping.status)
+        challenge = pick_challenge(parse_challenges(ping.challenges))
         if challenge is None:
             return Check("skipped", "the registry asks for an authentication scheme other than Basic or Bearer")
         self.seen = challenge
@@ -346,11 +352,11 @@ class _Handshake:
 
     def _answer(self, challenge: Challenge) -> Check:
         """Answer a Basic or Bearer challenge with the credential, then ask /v2/ again."""
-        ping_url = f"https://{self.host}/v2/"
         if challenge.scheme == "basic":
             if self.credential.kind != "basic":
                 return Check("skipped", "the registry asks for Basic authentication; the entry holds a token")
-            return self._with_authorization(ping_url, f"Basic {self.credential.secret}", "the registry")
+            self.presented = True
+            return self._with_authorization(f"Basic {self.credential.secret}", "the registry")
         token = self.credential.secret if self.credential.kind == "registry" else None
         if token is None:
             outcome = self._token(challenge)
@@ -358,56 +364,87 @@ class _Handshake:
                 return outcome
             token = outcome
         protect([token])
-        return self._with_authorization(ping_url, f"Bearer {token}", "the registry")
+        self.presented = True
+        return self._with_authorization(f"Bearer {token}", "the registry")
 
-    def _with_authorization(self, url: str, authorization: str, who: str) -> Check:
-        response = self._get(url, headers={"Authorization": authorization})
-        self._body(response)
-        if response.status_code == 200:
+    def _with_authorization(self, authorization: str, who: str) -> Check:
+        answer = self._exchange(self.host, "GET", "/v2/", headers={"Authorization": authorization})
+        if answer.status == 200:
             return Check("valid", "the registry accepted the credential")
-        if response.status_code == 401:
+        if answer.status == 401:
             return Check("rejected", f"{who} refused the credential (401)")
-        return _unexpected(who, response.status_code)
+        return _unexpected(who, answer.status)
 
-    def _token(self, challenge: Challenge) -> str | Check:
+    def _realm(self, challenge: Challenge) -> tuple[SplitResult, str] | Check:
+        """The realm URL and its host[:port], when the credential may go there; else why not (a Check)."""
         realm = challenge.params.get("realm", "")
         try:
             parts = urlsplit(realm)
-            realm_host = parts.netloc
+            realm_host, realm_name = parts.netloc, parts.hostname
         except ValueError:
             return Check("skipped", "the registry's token realm is not a URL")
-        if parts.scheme != "https" or not realm_host or parts.username is not None:
+        if parts.scheme != "https" or not realm_host or not realm_name or parts.username is not None:
             return Check("skipped", "the registry's token realm is not an HTTPS URL; no credential sent")
-        if effective_domain(realm_host) != effective_domain(self.host):
+        if not realm_trusted(hostname_of(self.host), realm_name):
             return Check("skipped", "the registry's token realm lies outside its domain; no credential sent")
+        try:
+            self._endpoint(realm_host)
+        except Refused:
+            return Check("skipped", "the registry's token realm is a private address; no credential sent")
+        return parts, realm_host
+
+    def _token(self, challenge: Challenge) -> str | Check:
+        realm = self._realm(challenge)
+        if isinstance(realm, Check):
+            return realm
+        parts, realm_host = realm
         params: dict[str, str] = {}
         if challenge.params.get("service"):
             params["service"] = challenge.params["service"]
         if self.scope:
             params["scope"] = self.scope
+        path = parts.path or "/"
+        self.presented = True
         if self.credential.kind == "identity":
             # An identity token is an OAuth2 refresh token (docker's oauth flow; go-containerregistry refreshOauth).
             form = {**params, "grant_type": "refresh_token", "refresh_token": self.credential.secret}
             form["client_id"] = _CLIENT_ID
-            response = self._get(realm, method="POST", data=form)
+            target = path + (f"?{parts.query}" if parts.query else "")
+            answer = self._exchange(
+                realm_host,
+                "POST",
+                target,
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                body=urlencode(form).encode("ascii"),
+            )
         else:
-            response = self._get(realm, params=params, headers={"Authorization": f"Basic {self.credential.secret}"})
-        body = self._body(response)
-        if response.status_code == 401:
-            return Check("rejected", "the registry's token service refused the credential (401)")
-        if response.status_code != 200:
-            return _unexpected("the registry's token service", response.status_code)
-        try:
-            answer = json.loads(body[:_MAX_BODY]) if len(body) <= _MAX_BODY else None
-        except (ValueError, RecursionError):
-            answer = None
-        token = ""
-        if isinstance(answer, dict):
-            # Some token services set access_token instead of token (go-containerregistry bearer.go).
-            token = answer.get("token") or answer.get("access_token") or ""
-        if not isinstance(token, str) or not token:
-            return Check("unreachable", "the registry's token service answered without a token")
-        return token
+            query = "&".join(q for q in (parts.query, urlencode(params)) if q)
+            answer = self._exchange(
+                realm_host,
+                "GET",
+                path + (f"?{query}" if query else ""),
+                headers={"Authorization": f"Basic {self.credential.secret}"},
+            )
+        return _token_of(answer)
+
+
+def _token_of(answer: Answer) -> str | Check:
+    """The token of a token service's answer, or the Check its answer amounts to."""
+    if answer.status == 401:
+        return Check("rejected", "the registry's token service refused the credential (401)")
+    if answer.status != 200:
+        return _unexpected("the registry's token service", answer.status)
+    try:
+        decoded = json.loads(answer.body) if len(answer.body) <= MAX_BODY else None
+    except (ValueError, RecursionError):
+        decoded = None
+    token = ""
+    if isinstance(decoded, dict):
+        # Some token services set access_token instead of token (go-containerregistry bearer.go).
+        token = decoded.get("token") or decoded.get("access_token") or ""
+    if not isinstance(token, str) or not token:
+        return Check("unreachable", "the registry's token service answered without a token")
+    return token
 
 
 def _unexpected(who: str, status: int) -> Check:
@@ -421,6 +458,37 @@ def _unexpected(who: str, status: int) -> Check:
 # --- per process: cache, single flight, bounded concurrency --------------------------------------------
 
 
+class _Expiring:
+    """A bounded LRU whose entries also expire; the least recently used goes first when full (lock held by caller)."""
+
+    def __init__(self, capacity: int, clock: Callable[[], float]) -> None:
+        self.capacity = capacity
+        self._clock = clock
+        self._items: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> Any:
+        item = self._items.get(key)
+        if item is None:
+            return None
+        if item[0] <= self._clock():
+            del self._items[key]
+            return None
+        self._items.move_to_end(key)
+        return item[1]
+
+    def put(self, key: str, value: Any, ttl: float) -> None:
+        self._items[key] = (self._clock() + ttl, value)
+        self._items.move_to_end(key)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+    def pop(self, key: str) -> None:
+        self._items.pop(key, None)
+
+
 @dataclass
 class Pending:
     """The checks of one event, some still running; `result()` waits for them within the overall deadline."""
@@ -429,6 +497,7 @@ class Pending:
     registries: tuple[str, ...]
     futures: dict[str, Future[Check]]
     deadline: Deadline
+    enforced: frozenset[str] | None = None  # the registries enforce mode may refuse on; None: every one
     _verification: Verification | None = None
 
     def result(self) -> Verification:
@@ -442,7 +511,7 @@ class Pending:
                 checks[registry] = future.result(timeout=self.deadline.remaining())
             except FutureTimeout:
                 checks[registry] = Check("unreachable", "no answer within the verification deadline")
-        self._verification = Verification(self.mode, checks)
+        self._verification = Verification(self.mode, checks, self.enforced)
         return self._verification
 
 
@@ -452,6 +521,7 @@ class Verification:
 
     mode: str
     checks: Mapping[str, Check]
+    enforced: frozenset[str] | None = None
 
     @property
     def rejected(self) -> list[str]:
@@ -465,73 +535,81 @@ class Verification:
         }
 
     def enforce(self) -> None:
-        """Raise RegistryRejected when a registry refused its credential (enforce mode)."""
-        rejected = self.rejected
-        if not rejected:
+        """Raise RegistryRejected when a registry refused a credential enforce mode judges (the cluster's own
+        entries unless REGISTRY_ENFORCE_PLATFORM: one platform registry's 401 must not block the whole fleet)."""
+        refused = [
+            safe_name(r)
+            for r, c in self.checks.items()
+            if c.result == "rejected" and (self.enforced is None or r in self.enforced)
+        ]
+        if not refused:
             return
-        details = "; ".join(f"{safe_name(r)}: {c.detail}" for r, c in self.checks.items() if c.result == "rejected")
         raise RegistryRejected(
-            f"the credential for {', '.join(rejected[:10])} was rejected by the registry ({details[:500]}); "
-            "nothing was written (REGISTRY_VERIFICATION=enforce)",
+            f"the credential for {', '.join(refused[:10])} was rejected by its registry; "
+            "nothing was written (REGISTRY_VERIFICATION=enforce; see data.registry_checks)",
             self.data(),
         )
 
 
 class RegistryVerifier:
-    """Process-wide: the HTTPS session, the per-fingerprint cache, the in-flight handshakes and their threads.
+    """Process-wide: the connection policy, the per-fingerprint cache, the in-flight handshakes and their threads.
 
     Handshakes run on their own REGISTRY_CONCURRENCY threads, never on the reconcile pool: a slow registry
-    holds those threads only, never the Secret Manager and Kubernetes calls of other events.
+    holds those threads only (each request for REGISTRY_TIMEOUT at most, body included), never the Secret
+    Manager and Kubernetes calls of other events. One event verifies at most MAX_PER_EVENT registries.
     """
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, settings: Settings, *, clock: Callable[[], float] = time.monotonic, egress: Egress | None = None
+    ) -> None:
         self.settings = settings
         self._clock = clock
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[float, Check]] = {}
+        self._cache = _Expiring(CACHE_ENTRIES, clock)  # fingerprint -> Check
         self._inflight: dict[str, Future[Check]] = {}
-        self._challenges: dict[str, tuple[float, Challenge]] = {}  # per registry host
+        self._challenges = _Expiring(CHALLENGE_ENTRIES, clock)  # registry host -> Challenge
         self._executor = ThreadPoolExecutor(max_workers=settings.registry_concurrency, thread_name_prefix="registry")
         self._scopes = dict(settings.registry_token_scopes)
-        self._session: requests.Session | None = None
+        self.egress = egress or Egress(settings.registry_allowed_hosts)
+        self._http: PinnedHTTPS | None = None
 
     @property
     def mode(self) -> str:
         return self.settings.registry_verification
 
-    def session(self) -> requests.Session:
+    def http(self) -> PinnedHTTPS:
         with self._lock:
-            if self._session is None:
-                session = requests.Session()
-                # No proxies, .netrc or CA bundle from the environment: what is sent where is this module's.
-                session.trust_env = False
-                session.verify = self.settings.registry_ca_bundle or True
-                session.headers["User-Agent"] = _USER_AGENT
-                adapter = HTTPAdapter(pool_maxsize=self.settings.registry_concurrency, max_retries=0)
-                session.mount("https://", adapter)
-                self._session = session
-            return self._session
+            if self._http is None:
+                self._http = PinnedHTTPS(ca_bundle=self.settings.registry_ca_bundle, user_agent=_USER_AGENT)
+            return self._http
 
-    def start(self, secret: PullSecret, deadline: Deadline) -> Pending | None:
-        """Begin verifying `secret`'s registries; None when verification is off. Cached answers cost no call."""
+    def start(self, secret: PullSecret, deadline: Deadline, *, own: Iterable[str] | None = None) -> Pending | None:
+        """Begin verifying `secret`'s registries (`own`: those from the cluster's own pull secret); None when
+        verification is off. Cached answers cost no call."""
         if self.mode == "off":
             return None
         overall = Deadline(max(0.0, min(self.settings.registry_deadline_s, deadline.remaining() - 1.0)))
         auths: dict[str, Any] = secret.document()["auths"]
         futures: dict[str, Future[Check]] = {}
         mine: deque[tuple[str, Future[Check], Callable[[], Check]]] = deque()
-        now = self._clock()
+        verified = 0
         for registry, entry in auths.items():
             decided = self._static(registry, entry)
             if isinstance(decided, Check):
                 futures[registry] = _done(decided)
                 continue
+            verified += 1
+            if verified > MAX_PER_EVENT:
+                futures[registry] = _done(
+                    _not_contacted(f"more than {MAX_PER_EVENT} registries in one pull secret; not verified")
+                )
+                continue
             host, credential = decided
             key = hashlib.sha256(host.encode() + b"\n" + canonical_bytes(entry)).hexdigest()
             with self._lock:
                 cached = self._cache.get(key)
-                if cached is not None and cached[0] > now:
-                    futures[registry] = _done(cached[1])
+                if cached is not None:
+                    futures[registry] = _done(cached)
                     continue
                 running = self._inflight.get(key)
                 if running is None:
@@ -543,19 +621,20 @@ class RegistryVerifier:
         for _ in range(min(PER_EVENT, len(mine))):
             # Each worker carries the event's log context (labels, trace, the redactor the token joins).
             self._executor.submit(contextvars.copy_context().run, self._drain, mine)
-        return Pending(self.mode, tuple(auths), futures, overall)
+        enforced = None if own is None or self.settings.registry_enforce_platform else frozenset(own)
+        return Pending(self.mode, tuple(auths), futures, overall, enforced)
 
     def _static(self, registry: str, entry: Any) -> Check | tuple[str, Credential]:
         """What is decided without a call: skipped hosts and entries, or (host, credential) to verify."""
         host = registry_host(registry)
         if host is None:
-            return Check("skipped", "not an HTTPS registry address; never contacted")
+            return _not_contacted("not an HTTPS registry address; never contacted")
         name = hostname_of(host)
         if name in self.settings.registry_skip_hosts or host in self.settings.registry_skip_hosts:
-            return Check("skipped", "not an image registry (REGISTRY_SKIP_HOSTS)")
+            return _not_contacted("not an image registry (REGISTRY_SKIP_HOSTS)")
         credential = credential_of(entry) if isinstance(entry, dict) else None
         if credential is None:
-            return Check("skipped", "the entry holds no credential")
+            return _not_contacted("the entry holds no credential")
         return host, credential
 
     def _job(
@@ -567,20 +646,21 @@ class RegistryVerifier:
             with self._lock:
                 known = self._challenges.get(host)
             handshake = _Handshake(
-                self.session(),
+                self.http(),
+                self.egress,
                 host,
                 credential,
                 scope=self._scopes.get(host) or self._scopes.get(hostname_of(host)),
                 timeout_s=self.settings.registry_timeout_s,
                 deadline=deadline,
-                known=known[1] if known is not None and known[0] > self._clock() else None,
+                known=known,
             )
             check = handshake.run()
             with self._lock:
                 if handshake.seen is not None:
-                    self._challenges[host] = (self._clock() + CHALLENGE_TTL_S, handshake.seen)
+                    self._challenges.put(host, handshake.seen, CHALLENGE_TTL_S)
                 else:
-                    self._challenges.pop(host, None)
+                    self._challenges.pop(host)
             (log.warning if check.result == "rejected" else log.info)(
                 f"registry {safe_name(registry)}: {check.result} ({check.detail})",
                 operation="registry.verify",
@@ -607,20 +687,13 @@ class RegistryVerifier:
             ttl = self.settings.registry_cache_ttl_s
             if check.result == "unreachable":
                 ttl = min(ttl, UNREACHABLE_TTL_S)
+            elif check.result == "rejected":
+                ttl = min(ttl, REJECTED_TTL_S)
             with self._lock:
                 if ttl > 0:
-                    self._prune()
-                    self._cache[key] = (self._clock() + ttl, check)
+                    self._cache.put(key, check, ttl)
                 self._inflight.pop(key, None)
             future.set_result(check)
-
-    def _prune(self) -> None:
-        """Drop expired answers once the cache grows large (called with the lock held)."""
-        if len(self._cache) < 50_000:
-            return
-        now = self._clock()
-        for key in [k for k, (expires, _) in self._cache.items() if expires <= now]:
-            del self._cache[key]
 
 
 def _done(check: Check) -> Future[Check]:

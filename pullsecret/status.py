@@ -188,7 +188,8 @@ def finalized(generation: int, message: str, data: dict[str, Any]) -> Report:
 
 
 def registry_rejected(report: Report, registries: list[str]) -> Report:
-    """REGISTRY_VERIFICATION=report: the pull secret was applied, but registries refused their credential.
+    """The pull secret was applied, but registries refused their credential (report mode, or a platform entry
+    in enforce mode).
 
     Health turns False (the HyperFleet reason vocabulary's ExecutionFailed:<phase>); Available is untouched.
     """
@@ -198,6 +199,6 @@ def registry_rejected(report: Report, registries: list[str]) -> Report:
         "False",
         execution_failed(PHASE_REGISTRY),
         f"the registry refused the pull secret's credential for {names}; the pull secret was applied anyway "
-        "(REGISTRY_VERIFICATION=report); see data.registry_checks",
+        "(only the cluster's own entries stop a write, in REGISTRY_VERIFICATION=enforce); see data.registry_checks",
     )
     return replace(report, conditions=tuple(health if c.type == "Health" else c for c in report.conditions))

@@ -21,6 +21,7 @@ locals {
     PULL_SECRET_SOURCE            = "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"
     SECRET_PROJECT_ID             = var.pinned_secret_project_id
     MANAGEMENT_CLUSTER            = var.management_cluster
+    ALLOWED_MANAGEMENT_CLUSTERS   = join(",", local.allowed_management_clusters)
     MANAGEMENT_ENDPOINT           = var.management_endpoint
     MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
     MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
@@ -31,6 +32,7 @@ locals {
     DELETION_POLICY               = var.deletion_policy
     RETAIN_VERSIONS               = tostring(var.retain_versions)
     REGISTRY_VERIFICATION         = var.registry_verification
+    REGISTRY_ALLOWED_HOSTS        = join(",", var.registry_allowed_hosts)
     SECRET_ID_TEMPLATE            = var.secret_id_template
     RETRY_DEADLINE                = tostring(var.retry_deadline_seconds)
     VPC_EGRESS                    = var.vpc_network == "" ? "false" : "true" # private control planes are reachable

@@ -32,6 +32,8 @@ locals {
 
   management_cluster_project  = split("/", var.management_cluster)[1]
   management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))
+  # The clusters a placement may name: those of the projects iam.tf grants clusterViewer in, and no other.
+  allowed_management_clusters = [for p in sort(local.management_cluster_projects) : "projects/${p}/locations/*/clusters/*"]
   hyperfleet_token_mount_path = "/etc/secrets/hyperfleet"
   hyperfleet_token_file_name  = "api-token"
   cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.function_name}\""

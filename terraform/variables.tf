@@ -166,6 +166,17 @@ variable "registry_verification" {
   }
 }
 
+variable "registry_allowed_hosts" {
+  description = "REGISTRY_ALLOWED_HOSTS: host[:port] entries registry verification may contact although they are IP addresses, private names, other ports or resolve to private networks (an on-premises registry). Leave empty in production: nothing of the platform's own network is probed."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for h in var.registry_allowed_hosts : can(regex("^(\\[[0-9a-fA-F:.]+\\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$", h))])
+    error_message = "Every registry_allowed_hosts entry must be host[:port] (an IPv6 address in brackets)."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Where secrets live and come from
 # ---------------------------------------------------------------------------

@@ -151,7 +151,7 @@ def test_apply_that_creates_also_needs_the_create_verb(emu: KubernetesEmulator, 
 def test_the_policy_and_its_binding_are_readable_by_name_only(emu: KubernetesEmulator, tmp_path: Path) -> None:
     admission = client.AdmissionregistrationV1Api(make_api(emu, tmp_path, TOKEN))
     policy = admission.read_validating_admission_policy(POLICY)
-    assert policy.metadata.annotations["hyperfleet.io/policy-revision"] == "2"
+    assert policy.metadata.annotations["hyperfleet.io/policy-revision"] == "3"
     binding = admission.read_validating_admission_policy_binding(POLICY)
     assert binding.spec.policy_name == POLICY and binding.spec.validation_actions == ["Deny"]
     with pytest.raises(ApiException) as err:

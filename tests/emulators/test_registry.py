@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -33,8 +35,34 @@ def test_the_stack_exposes_the_ca_and_every_host(world: Any) -> None:
         "anonymous",
         "redirect",
         "foreign",
+        "pivot",
         "dead",
+        "internal",
     }
+    allowed = env["REGISTRY_ALLOWED_HOSTS"].split(",")
+    assert sorted(allowed) == sorted(h for role, h in world.registry.hosts().items() if role != "internal")
+
+
+def test_the_internal_host_counts_every_connection(world: Any, http: requests.Session) -> None:
+    """The host no pull secret may reach: a TCP accept is counted even when no request follows."""
+    host = world.registry.hosts()["internal"]
+    assert http.get(f"https://{host}/v2/", timeout=5).status_code == 200
+    address, port = host.rsplit(":", 1)
+    with socket.create_connection((address, int(port)), timeout=5):
+        pass
+    deadline = time.monotonic() + 5
+    while world.registry.state()["connections"]["internal"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert world.registry.state()["connections"]["internal"] == 2
+
+
+def test_drip_sends_the_body_one_byte_at_a_time(world: Any, admin: Any, http: requests.Session) -> None:
+    admin.fault(service="registry", method="anonymous.ping", code="drip", count=1)
+    started = time.monotonic()
+    answer = http.get(f"https://{world.registry.hosts()['anonymous']}/v2/", timeout=5, stream=True)
+    assert answer.status_code == 200  # status and headers at once
+    assert answer.raw.read(2) == b"{}"  # then one byte each half second
+    assert time.monotonic() - started >= 0.5
 
 
 def test_plain_verification_without_the_ca_fails(world: Any) -> None:

@@ -95,7 +95,7 @@ def test_admission_policy_confines_the_runtime_user(documents: dict[str, dict[st
     (condition,) = spec["matchConditions"]
     assert condition["expression"] == f"request.userInfo.username == '{RUNTIME_EMAIL}'"
     expressions = [v["expression"] for v in spec["validations"]]
-    assert f"request.namespace.matches(r'{NAMESPACE_PATTERN}')" in expressions
+    assert f"request.namespace.matches(r'^(?:{NAMESPACE_PATTERN})$')" in expressions  # matched whole
     variables = {v["name"]: v["expression"] for v in spec["variables"]}
     for name, subject in (("newManaged", "object"), ("oldManaged", "oldObject")):
         assert f"{subject}.metadata.labels['managed-by'] == 'hyperfleet'" in variables[name]

@@ -888,3 +888,15 @@ def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: 
     compute = config.resource("google_project_service", "compute")
     assert compute["count"] == '${var.vpc_network == "" ? 0 : 1}'
     assert "compute.googleapis.com" not in config.locals["required_apis"]  # would create the default network
+
+
+def test_placements_may_name_only_clusters_of_the_granted_projects(config: Config) -> None:
+    """ALLOWED_MANAGEMENT_CLUSTERS comes from the projects iam.tf grants clusterViewer in, never wider."""
+    environment = config.locals["function_environment"]
+    assert environment["ALLOWED_MANAGEMENT_CLUSTERS"] == '${join(",", local.allowed_management_clusters)}'
+    allowed = config.locals["allowed_management_clusters"]
+    assert "local.management_cluster_projects" in allowed and "projects/${p}/locations/*/clusters/*" in allowed
+    viewer = config.resource("google_project_iam_member", "runtime_cluster_viewer")
+    assert viewer["for_each"] == "${local.management_cluster_projects}"
+    assert environment["REGISTRY_ALLOWED_HOSTS"] == '${join(",", var.registry_allowed_hosts)}'
+    assert config.variables["registry_allowed_hosts"]["default"] == []

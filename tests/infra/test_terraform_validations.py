@@ -45,6 +45,7 @@ GOOD: dict[str, dict[str, Any]] = {
         "manual_invokers": ["group:hyperfleet-oncall@example.com"],
     },
     "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
+    "on_premises_registries": {"registry_allowed_hosts": ["registry.corp.example:5000", "10.1.2.3", "[fd00::5]:443"]},
 }
 
 # (variable, index of its validation block, overrides of example.tfvars)
@@ -106,6 +107,7 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("vpc_subnetwork", 0, {"vpc_subnetwork": "functions"}),
     ("vpc_egress", 0, {"vpc_egress": "ALL"}),
     ("registry_verification", 0, {"registry_verification": "warn"}),
+    ("registry_allowed_hosts", 0, {"registry_allowed_hosts": ["https://registry.corp.example"]}),
     ("timeout_seconds", 0, {"timeout_seconds": 541}),
     ("timeout_seconds", 1, {"enable_source_rotation": False, "retry_deadline_seconds": 100, "timeout_seconds": 120}),
     ("timeout_seconds", 2, {"timeout_seconds": 300}),

@@ -70,3 +70,60 @@ def test_rotation_pace_is_derived_from_the_write_quota() -> None:
     assert doubled.publish_rate() == pytest.approx(9.0)
     assert load({**BASE, "ROTATION_WRITES_PER_CLUSTER": "2"}).publish_rate() == pytest.approx(4.5)
     assert load({**BASE, "ROTATION_PUBLISH_RATE": "3"}).publish_rate() == 3.0  # an explicit pace wins
+
+
+def test_allowed_management_clusters_match_segment_by_segment() -> None:
+    from pullsecret.config import cluster_allowed
+
+    allowed = ("projects/hf-mgmt/locations/*/clusters/mgmt-*", "projects/other/locations/us-east1/clusters/c1")
+    assert cluster_allowed("projects/hf-mgmt/locations/us-central1/clusters/mgmt-1", allowed)
+    assert cluster_allowed("projects/other/locations/us-east1/clusters/c1", allowed)
+    for name in (
+        "projects/hf-mgmt-evil/locations/us-central1/clusters/mgmt-1",  # `*` never spans a segment
+        "projects/hf-mgmt/locations/a/b/clusters/mgmt-1",
+        "projects/hf-mgmt/locations/us-central1/clusters/evil",
+        "projects/other/locations/us-east1/clusters/c10",
+        "projects/HF-MGMT/locations/us-central1/clusters/mgmt-1",
+        "projects/hf.mgmt/locations/us-central1/clusters/mgmt-1",
+    ):
+        assert not cluster_allowed(name, allowed), name
+
+
+def test_allowed_management_clusters_configuration() -> None:
+    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    assert load(base).allowed_management_clusters == ()
+    names = "projects/p1/locations/*/clusters/*, projects/p2/locations/l/clusters/c"
+    loaded = load({**base, "ALLOWED_MANAGEMENT_CLUSTERS": names})
+    assert loaded.allowed_management_clusters == (
+        "projects/p1/locations/*/clusters/*",
+        "projects/p2/locations/l/clusters/c",
+    )
+    with pytest.raises(ConfigError, match="ALLOWED_MANAGEMENT_CLUSTERS"):
+        load({**base, "ALLOWED_MANAGEMENT_CLUSTERS": "mgmt-1"})
+    with pytest.raises(ConfigError, match="not among ALLOWED_MANAGEMENT_CLUSTERS"):
+        load(
+            {
+                **base,
+                "ALLOWED_MANAGEMENT_CLUSTERS": "projects/p2/locations/l/clusters/c",
+                "MANAGEMENT_CLUSTER": "projects/p1/locations/l/clusters/c",
+            }
+        )
+
+
+def test_the_adapter_warns_at_start_when_no_management_cluster_is_allowlisted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pullsecret.handler import Adapter
+
+    Adapter(load({"HYPERFLEET_API_URL": "http://hf.example"}))
+    Adapter(
+        load(
+            {
+                "HYPERFLEET_API_URL": "http://hf.example",
+                "ALLOWED_MANAGEMENT_CLUSTERS": "projects/p/locations/l/clusters/c",
+            }
+        )
+    )
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if "ALLOWED_MANAGEMENT_CLUSTERS is unset" in line]
+    assert len(warnings) == 1 and '"severity": "WARNING"' in warnings[0]

@@ -15,7 +15,6 @@ from pullsecret.registry_verification import (
     RegistryRejected,
     Verification,
     credential_of,
-    effective_domain,
     parse_challenges,
     pick_challenge,
     registry_host,
@@ -85,13 +84,6 @@ def test_pick_takes_the_first_basic_or_bearer_as_go_containerregistry() -> None:
 )
 def test_registry_host_of_a_pull_secret_key(key: str, host: str | None) -> None:
     assert registry_host(key) == host
-
-
-def test_effective_domain_is_the_last_two_labels_or_the_ip() -> None:
-    assert effective_domain("registry.redhat.io") == effective_domain("sso.redhat.io") == "redhat.io"
-    assert effective_domain("registry-1.docker.io") == effective_domain("auth.docker.io:443")
-    assert effective_domain("127.0.0.1:5000") == "127.0.0.1" != effective_domain("localhost:5000")
-    assert effective_domain("quay.io") != effective_domain("evil.example")
 
 
 def test_credentials_in_go_containerregistry_order_and_redacted() -> None:
@@ -181,5 +173,43 @@ def test_enforce_details_name_long_or_unprintable_registries_safely() -> None:
     long_key = "r" * 150 + "\n.example"
     with pytest.raises(RegistryRejected) as caught:
         Verification("enforce", {long_key: Check("rejected", "the registry refused the credential (401)")}).enforce()
-    assert "r" * 100 + ": the registry refused the credential (401)" in caught.value.message
+    assert "r" * 100 + " was rejected" in caught.value.message
     assert "\n" not in caught.value.message
+    assert "401" not in caught.value.message  # what answered, and how, goes to the logs only
+
+
+def test_enforce_judges_only_the_clusters_own_entries_by_default() -> None:
+    checks = {"platform.example": Check("rejected", "x"), "own.example": Check("valid", "x")}
+    Verification("enforce", checks, frozenset({"own.example"})).enforce()  # a platform 401 blocks no cluster
+    with pytest.raises(RegistryRejected, match=r"platform\.example"):
+        Verification("enforce", checks, None).enforce()  # REGISTRY_ENFORCE_PLATFORM=true
+    with pytest.raises(RegistryRejected, match=r"own\.example"):
+        Verification("enforce", {"own.example": Check("rejected", "x")}, frozenset({"own.example"})).enforce()
+
+
+def test_status_shows_the_result_kind_and_only_a_policy_reason() -> None:
+    data = Verification(
+        "report",
+        {
+            "a.example": Check("unreachable", "connection failed"),
+            "b.example": Check("skipped", "an IP address", "an IP address"),
+        },
+    ).data()
+    assert data["registry_checks"] == [
+        {"registry": "a.example", "result": "unreachable"},
+        {"registry": "b.example", "result": "skipped", "reason": "an IP address"},
+    ]
+
+
+def test_the_answer_cache_is_a_bounded_lru_with_expiry() -> None:
+    from pullsecret.registry_verification import _Expiring
+
+    now = [0.0]
+    cache = _Expiring(3, lambda: now[0])
+    for key in "abc":
+        cache.put(key, key.upper(), ttl=10)
+    assert cache.get("a") == "A"  # a is now the most recently used
+    cache.put("d", "D", ttl=10)
+    assert len(cache) == 3 and cache.get("b") is None and cache.get("a") == "A"
+    now[0] = 10.0
+    assert cache.get("c") is None and cache.get("d") is None

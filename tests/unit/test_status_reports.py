@@ -154,7 +154,8 @@ def test_registry_rejected_turns_only_health_false() -> None:
         "False",
         "ExecutionFailed:registry",
         "the registry refused the pull secret's credential for quay.io, gcr.io; the pull secret was applied "
-        "anyway (REGISTRY_VERIFICATION=report); see data.registry_checks",
+        "anyway (only the cluster's own entries stop a write, in REGISTRY_VERIFICATION=enforce); "
+        "see data.registry_checks",
     )
     many = status.registry_rejected(applied, [f"r{i}.io" for i in range(12)])
     assert "for r0.io, r1.io, r2.io, r3.io, r4.io, r5.io, r6.io, r7.io, r8.io, r9.io and 2 more;" in (

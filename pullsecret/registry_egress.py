@@ -1,0 +1,161 @@
+"""Where registry verification may connect, decided before any byte is sent, and which token realm it trusts.
+
+A pull secret's `auths` keys are chosen by the cluster owner, and a token realm by whoever answers at the
+registry host, so neither may steer the function to an address of the platform's own network:
+
+- A host is resolved once; the connection goes to that vetted address (TLS SNI and the certificate are
+  checked for the name), so DNS cannot answer differently between the check and the connect.
+- Unless REGISTRY_ALLOWED_HOSTS names its `host[:port]`, only a DNS name on port 443 is contacted, and only
+  when every address it resolves to is public: IP literals, other ports, single-label and private names
+  (`localhost`, `*.internal`, `*.local`, `*.localhost`) and names resolving to loopback, link-local (the
+  metadata server 169.254.169.254), RFC 1918, CGNAT (100.64.0.0/10), ULA (fc00::/7), multicast or reserved
+  addresses are refused. An allowlisted host is contacted at whatever it resolves to (an on-premises registry).
+- A token realm must be the registry's own host name, or share its registrable domain by the Public Suffix
+  List (`publicsuffixlist` and the list it bundles; nothing is fetched at run time), so `evil.appspot.com`
+  is no realm for `victim.appspot.com`; it is then vetted like a registry host.
+
+A refusal is a `Refused` with a fixed reason, reported as `skipped`; nothing of the resolution is reported.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from publicsuffixlist import PublicSuffixList
+
+DEFAULT_PORT = 443
+_PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan")
+_PSL = PublicSuffixList()  # the bundled list; only_icann=False: private suffixes such as appspot.com count
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], list[str]]
+
+
+class Refused(Exception):
+    """The verifier may not connect there; `reason` is a fixed text for the status."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Unresolvable(Exception):
+    """The name does not resolve (an outage or a typo: `unreachable`, never a verdict)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A vetted place to connect: the name (for SNI, the certificate and Host) and the address to dial."""
+
+    hostname: str  # lower case, no brackets; an IP literal for allowlisted IP hosts
+    port: int
+    address: str  # the resolved, vetted IP address
+
+
+def split_host(host: str) -> tuple[str, int]:
+    """`name[:port]` or `[v6][:port]` → (lower-case name without brackets, port); raises ValueError."""
+    parts = urlsplit("https://" + host)
+    hostname = parts.hostname
+    if not hostname:
+        raise ValueError("no host name")
+    return hostname.rstrip(".").lower(), parts.port or DEFAULT_PORT
+
+
+def allowed_entry(entry: str) -> str:
+    """An REGISTRY_ALLOWED_HOSTS entry in the form `vet` compares (`name:port`); raises ValueError."""
+    text = entry.strip()
+    if not text or any(ch in text for ch in "/@?#") or (text.count(":") > 1 and not text.startswith("[")):
+        raise ValueError(f"not host[:port]: {entry!r}")
+    hostname, port = split_host(text)
+    return f"{hostname}:{port}"
+
+
+def address_refusal(address: Address) -> str | None:
+    """Why the verifier may not connect to this address on its own judgement; None for a public address."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link-local (metadata server)"
+    if address.is_multicast or address.is_unspecified or address.is_reserved:
+        return "not a unicast address"
+    if isinstance(address, ipaddress.IPv4Address) and address in ipaddress.IPv4Network("100.64.0.0/10"):
+        return "shared address space (CGNAT)"
+    if address.is_private or not address.is_global:
+        return "private"
+    return None
+
+
+def _ip(hostname: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(hostname)
+    except ValueError:
+        return None
+
+
+def name_refusal(hostname: str, port: int) -> str | None:
+    """Why a registry host is not contacted without REGISTRY_ALLOWED_HOSTS, judged from the name alone."""
+    if _ip(hostname) is not None:
+        return "an IP address, not a registry name; not contacted unless REGISTRY_ALLOWED_HOSTS names it"
+    if port != DEFAULT_PORT:
+        return f"a port other than {DEFAULT_PORT}; not contacted unless REGISTRY_ALLOWED_HOSTS names it"
+    if "." not in hostname or hostname == "localhost" or hostname.endswith(_PRIVATE_SUFFIXES):
+        return "a private host name; not contacted unless REGISTRY_ALLOWED_HOSTS names it"
+    return None
+
+
+def realm_trusted(registry_hostname: str, realm_hostname: str) -> bool:
+    """A token realm may receive the registry's credential: its own host, or one registrable domain (PSL).
+
+    IP addresses and names with no registrable domain (`localhost`, a bare public suffix) match only
+    themselves. Names are compared in lower case without a trailing dot.
+    """
+    registry = registry_hostname.rstrip(".").lower()
+    realm = realm_hostname.rstrip(".").lower()
+    if registry == realm:
+        return True
+    if _ip(registry) is not None or _ip(realm) is not None:
+        return False
+    domain = _PSL.privatesuffix(registry)
+    return domain is not None and domain == _PSL.privatesuffix(realm)
+
+
+def system_resolver(hostname: str, port: int) -> list[str]:
+    """Every address the system resolver gives for a TCP connection to hostname:port."""
+    try:
+        infos = socket.getaddrinfo(hostname, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise Unresolvable(hostname) from exc
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class Egress:
+    """The connection policy of registry verification (REGISTRY_ALLOWED_HOSTS); thread-safe, no state."""
+
+    def __init__(self, allowed: Iterable[str] = (), *, resolver: Resolver = system_resolver) -> None:
+        self.allowed = frozenset(allowed_entry(entry) for entry in allowed)
+        self._resolve = resolver
+
+    def vet(self, host: str) -> Endpoint:
+        """The one address to connect to for `host[:port]`; raises Refused or Unresolvable."""
+        try:
+            hostname, port = split_host(host)
+        except ValueError:
+            raise Refused("not a host name") from None
+        listed = f"{hostname}:{port}" in self.allowed
+        if not listed:
+            refusal = name_refusal(hostname, port)
+            if refusal is not None:
+                raise Refused(refusal)
+        addresses = [a for a in (_ip(text.split("%", 1)[0]) for text in self._resolve(hostname, port)) if a]
+        if not addresses:
+            raise Unresolvable(hostname)
+        if not listed and any(address_refusal(a) is not None for a in addresses):
+            # Every answer is judged, not just the first: a name mixing public and private addresses is refused.
+            raise Refused("resolves to an address of a private network; not contacted (REGISTRY_ALLOWED_HOSTS)")
+        return Endpoint(hostname, port, str(addresses[0]))

@@ -1,0 +1,151 @@
+"""Where registry verification may connect (pure rules and the vetting with a resolver given as configuration)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from pullsecret import config
+from pullsecret.errors import ConfigError
+from pullsecret.registry_egress import (
+    Egress,
+    Endpoint,
+    Refused,
+    Unresolvable,
+    address_refusal,
+    allowed_entry,
+    name_refusal,
+    realm_trusted,
+)
+
+
+@pytest.mark.parametrize(
+    ("registry", "realm", "trusted"),
+    [
+        ("registry-1.docker.io", "auth.docker.io", True),
+        ("quay.io", "quay.io", True),
+        ("us-docker.pkg.dev", "us-docker.pkg.dev", True),
+        ("gcr.io", "gcr.io", True),
+        ("registry.example.com", "sso.example.com", True),
+        ("Registry.Example.COM.", "sso.example.com", True),
+        # A public suffix (ICANN or private section) is no registrable domain: the last two labels are not one.
+        ("victim.appspot.com", "evil.appspot.com", False),
+        ("bank.co.uk", "evil.co.uk", False),
+        ("victim.github.io", "evil.github.io", False),
+        ("registry.redhat.io", "sso.redhat.com", False),
+        ("quay.io", "evil.example", False),
+        ("127.0.0.1", "127.0.0.1", True),
+        ("127.0.0.1", "localhost", False),
+        ("localhost", "evil.localhost", False),
+        ("10.0.0.5", "10.0.0.6", False),
+    ],
+)
+def test_a_realm_shares_the_registrable_domain_by_the_public_suffix_list(
+    registry: str, realm: str, trusted: bool
+) -> None:
+    assert realm_trusted(registry, realm) is trusted
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("::1", "loopback"),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("10.0.0.5", "private"),
+        ("172.16.3.4", "private"),
+        ("192.168.1.1", "private"),
+        ("100.64.0.1", "CGNAT"),
+        ("fd00::1", "private"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("::ffff:10.1.2.3", "private"),
+        ("0.0.0.0", "not a unicast"),
+        ("224.0.0.1", "not a unicast"),
+        ("240.0.0.1", "not a unicast"),
+        ("192.0.2.1", "private"),
+    ],
+)
+def test_addresses_of_private_networks_are_refused(address: str, why: str) -> None:
+    refusal = address_refusal(ipaddress.ip_address(address))
+    assert refusal is not None and why in refusal
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "142.250.1.1", "2607:f8b0:4004:c1b::64"])
+def test_public_addresses_pass(address: str) -> None:
+    assert address_refusal(ipaddress.ip_address(address)) is None
+
+
+@pytest.mark.parametrize(
+    ("hostname", "port", "fragment"),
+    [
+        ("10.0.0.5", 6443, "an IP address"),
+        ("169.254.169.254", 443, "an IP address"),
+        ("fd00::1", 443, "an IP address"),
+        ("quay.io", 8080, "a port other than 443"),
+        ("localhost", 443, "private host name"),
+        ("metadata.google.internal", 443, "private host name"),
+        ("metadata", 443, "private host name"),
+        ("printer.local", 443, "private host name"),
+    ],
+)
+def test_names_refused_from_the_key_alone(hostname: str, port: int, fragment: str) -> None:
+    refusal = name_refusal(hostname, port)
+    assert refusal is not None and fragment in refusal
+
+
+def _resolver(answers: dict[str, list[str]], calls: list[str]) -> object:
+    def resolve(hostname: str, port: int) -> list[str]:
+        calls.append(hostname)
+        if hostname not in answers:
+            raise Unresolvable(hostname)
+        return answers[hostname]
+
+    return resolve
+
+
+def test_vet_resolves_once_and_pins_the_address() -> None:
+    calls: list[str] = []
+    egress = Egress(resolver=_resolver({"quay.io": ["34.1.2.3", "34.1.2.4"]}, calls))  # type: ignore[arg-type]
+    assert egress.vet("quay.io") == Endpoint("quay.io", 443, "34.1.2.3")
+    assert calls == ["quay.io"]
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [["127.0.0.1"], ["169.254.169.254"], ["34.1.2.3", "10.0.0.1"], ["::ffff:192.168.0.1"], ["fd12::1"]],
+)
+def test_a_public_name_resolving_to_a_private_network_is_refused(answers: list[str]) -> None:
+    egress = Egress(resolver=_resolver({"evil.example.com": answers}, []))  # type: ignore[arg-type]
+    with pytest.raises(Refused, match="private network"):
+        egress.vet("evil.example.com")
+
+
+def test_the_allowlist_admits_exactly_its_host_and_port() -> None:
+    answers = {"127.0.0.1": ["127.0.0.1"], "registry.corp.internal": ["10.1.1.1"], "localhost": ["127.0.0.1"]}
+    egress = Egress(
+        ["127.0.0.1:5000", "Registry.Corp.Internal"],
+        resolver=_resolver(answers, []),  # type: ignore[arg-type]
+    )
+    assert egress.vet("127.0.0.1:5000").address == "127.0.0.1"
+    assert egress.vet("registry.corp.internal:443").address == "10.1.1.1"
+    for host in ("127.0.0.1:5001", "127.0.0.1", "localhost:5000", "registry.corp.internal:5000"):
+        with pytest.raises(Refused):
+            egress.vet(host)
+
+
+def test_an_unresolvable_name_is_unresolvable_not_refused() -> None:
+    with pytest.raises(Unresolvable):
+        Egress(resolver=_resolver({}, [])).vet("nowhere.example.com")  # type: ignore[arg-type]
+
+
+def test_allowed_hosts_configuration() -> None:
+    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    assert config.load(base).registry_allowed_hosts == ()
+    loaded = config.load({**base, "REGISTRY_ALLOWED_HOSTS": "127.0.0.1:5000, Registry.Corp:8443,[::1]:5000,onprem"})
+    assert loaded.registry_allowed_hosts == ("127.0.0.1:5000", "registry.corp:8443", "::1:5000", "onprem:443")
+    for bad in ("https://x.example", "user@x.example", "x.example:99999", "::1"):
+        with pytest.raises(ConfigError, match="REGISTRY_ALLOWED_HOSTS"):
+            config.load({**base, "REGISTRY_ALLOWED_HOSTS": bad})
+    assert allowed_entry("[::1]:5000") == "::1:5000"
