@@ -48,8 +48,9 @@ SPEC_FILES = {
 REQUIRED_CONDITIONS = ("Applied", "Available", "Health")
 CONDITION_STATUSES = ("True", "False", "Unknown")
 # The adapter framework's vocabulary (hyperfleet-adapter docs/adapter-authoring-guide.md, "The Health condition
-# boilerplate"; Finalized reasons from the same framework). The API stores any reason; reports outside the
-# vocabulary are recorded in `conventions`, not refused.
+# boilerplate": status True exactly when the reason is Healthy, False with ResourcesSkipped or ExecutionFailed:*;
+# Finalized reasons from the same framework). The API stores any reason; reports outside the vocabulary are
+# recorded in `conventions`, not refused.
 HEALTH_REASONS = ("Healthy", "ResourcesSkipped")
 HEALTH_REASON_PREFIX = "ExecutionFailed:"
 FINALIZED_REASONS = ("NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy")
@@ -140,22 +141,33 @@ def masked_keys(data: Any, path: str = "data", depth: int = 0) -> list[tuple[str
     return found
 
 
+# hyperfleet-api pkg/errors/errors.go (errorDefinitions: type slug, title, code per status). A 404 is
+# NTF-001 for a missing resource (errors.NotFound in pkg/services/util.go) and NTF-000 "Endpoint Not Found"
+# when no route matched (pkg/api/error.go SendNotFound, installed by server/router.go WithNotFoundHandler).
 _PROBLEMS = {
     400: ("validation-error", "Validation Failed", "HYPERFLEET-VAL-001"),
-    401: ("authentication-required", "Authentication Required", "HYPERFLEET-AUT-001"),
+    401: ("authentication-error", "Authentication Required", "HYPERFLEET-AUT-001"),
     403: ("permission-denied", "Permission Denied", "HYPERFLEET-AUZ-001"),  # the spec's ForbiddenDetails
-    404: ("resource-not-found", "Resource Not Found", "HYPERFLEET-NTF-001"),
+    404: ("not-found", "Resource Not Found", "HYPERFLEET-NTF-001"),
     405: ("method-not-allowed", "Method Not Allowed", "HYPERFLEET-MTH-001"),
-    409: ("resource-conflict", "Resource Conflict", "HYPERFLEET-CNF-001"),
-    429: ("rate-limited", "Too Many Requests", "HYPERFLEET-LMT-001"),
+    409: ("conflict", "Resource Conflict", "HYPERFLEET-CNF-001"),
+    429: ("rate-limit", "Too Many Requests", "HYPERFLEET-LMT-001"),
     500: ("internal-error", "Internal Server Error", "HYPERFLEET-INT-001"),
     503: ("service-unavailable", "Service Unavailable", "HYPERFLEET-SVC-001"),
 }
+NO_ROUTE = ("not-found", "Endpoint Not Found", "HYPERFLEET-NTF-000")
 
 
-def problem(status: int, detail: str, instance: str, errors: list[dict[str, Any]] | None = None) -> Reply:
-    """An RFC 9457 problem+json answer in HyperFleet's shape."""
-    slug, title, code = _PROBLEMS.get(status, ("error", "Error", "HYPERFLEET-INT-001"))
+def problem(
+    status: int,
+    detail: str,
+    instance: str,
+    errors: list[dict[str, Any]] | None = None,
+    *,
+    kind: tuple[str, str, str] | None = None,
+) -> Reply:
+    """An RFC 9457 problem+json answer in HyperFleet's shape (`kind`: slug, title, code, else by status)."""
+    slug, title, code = kind or _PROBLEMS.get(status, ("error", "Error", "HYPERFLEET-INT-001"))
     body: dict[str, Any] = {
         "type": f"https://api.hyperfleet.io/errors/{slug}",
         "title": title,
@@ -712,6 +724,8 @@ class HyperFleetEmulator(HTTPEmulator):
                     "body": body,
                     "code": reply.fault or reply.status,
                     "time": rfc3339(),
+                    # W3C trace context the caller propagated (hyperfleet-adapter forwards the event's).
+                    "traceparent": request.header("traceparent"),
                 }
             )
 
@@ -732,7 +746,7 @@ class HyperFleetEmulator(HTTPEmulator):
         """The server's answer and whether it is knowingly off-spec."""
         path = request.path
         if not path.startswith(BASE + "/"):
-            return problem(404, f"no route {path}", path), False
+            return problem(404, f"The requested endpoint '{path}' does not exist", path, kind=NO_ROUTE), False
         refused = self._auth_failure(request)
         if refused == 401:
             return problem(401, "Account authentication could not be verified", path), self.status_method == "POST"
@@ -755,7 +769,7 @@ class HyperFleetEmulator(HTTPEmulator):
             if request.method != self.status_method:
                 return self._method_not_allowed(path, f"GET, {self.status_method}"), True
             return self._write_status(request, match.group("id"))
-        return problem(404, f"no route {path}", path), False
+        return problem(404, f"The requested endpoint '{path}' does not exist", path, kind=NO_ROUTE), False
 
     @staticmethod
     def _method_not_allowed(path: str, allow: str) -> Reply:
@@ -897,6 +911,8 @@ class HyperFleetEmulator(HTTPEmulator):
                     and reason.startswith(HEALTH_REASON_PREFIX)
                     and len(reason) > len(HEALTH_REASON_PREFIX)
                 )
+                # The boilerplate's status expression: True exactly when the reason is Healthy.
+                ok = ok and (cond.get("status") == "True") == (reason == "Healthy")
             elif cond.get("type") == "Finalized":
                 ok = reason in FINALIZED_REASONS
             else:

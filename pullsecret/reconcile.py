@@ -141,9 +141,13 @@ class Reconciler:
             data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
             # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
             deleting = isinstance(decision, preconditions.Deleting)
-            report = status.terminal_failure(
-                generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service), deleting=deleting
+            # Bad input names no service: its phase is where it was found (judging the cluster, or acting).
+            phase = (
+                status.phase_of(exc.service)
+                if exc.service
+                else (status.PHASE_PRECONDITIONS if decision is None else status.PHASE_RESOURCES)
             )
+            report = status.terminal_failure(generation, exc.reason, exc.message, data, phase=phase, deleting=deleting)
             outcome = self._report(cluster_id, "terminal", report)
             return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
 

@@ -369,3 +369,24 @@ def test_validation_cost_is_small(hf: HyperFleetEmulator) -> None:
     for _ in range(50):
         session.get(f"{hf.url}{API}/clusters/cls-abc123", timeout=5)
     assert hf.state()["validation_ms_mean"] < 5.0
+
+
+@pytest.mark.parametrize(
+    ("health_status", "reason", "recorded"),
+    [
+        ("True", "Healthy", False),
+        ("False", "ResourcesSkipped", False),
+        ("False", "ExecutionFailed:preconditions", False),
+        ("True", "ResourcesSkipped", True),  # the product's old skipped report
+        ("True", "ExecutionFailed:resources", True),
+        ("False", "Healthy", True),
+    ],
+)
+def test_health_status_and_reason_pair_as_in_the_framework_boilerplate(
+    hf: HyperFleetEmulator, health_status: str, reason: str, recorded: bool
+) -> None:
+    # hyperfleet-adapter docs/adapter-authoring-guide.md, "The Health condition boilerplate".
+    body = status_body(data={"sm_version": "1"})
+    body["conditions"][2] = {"type": "Health", "status": health_status, "reason": reason, "message": "m"}
+    assert put_status(hf, body).status_code == 201
+    assert [c["kind"] for c in hf.conventions.list()] == (["health-reason"] if recorded else [])
