@@ -864,3 +864,10 @@ def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: 
     compute = config.resource("google_project_service", "compute")
     assert compute["count"] == '${var.vpc_network == "" ? 0 : 1}'
     assert "compute.googleapis.com" not in config.locals["required_apis"]  # would create the default network
+
+
+def test_retry_budget_defaults_follow_adr_0017(config: Config) -> None:
+    # HyperFleet ADR-0017 (hyperfleet-infra terraform/main.tf max_delivery_attempts = 5): 5 delivery attempts,
+    # and one attempt of a reconcile (RETRY_DEADLINE plus one call in flight, <= 30 s) inside 120 s.
+    assert config.variables["dead_letter_max_delivery_attempts"]["default"] == 5
+    assert config.variables["retry_deadline_seconds"]["default"] + 30 <= 120
