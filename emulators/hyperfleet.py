@@ -11,9 +11,10 @@ faults, the undocumented 204 of a discarded status write, 401 where 0.1.0 docume
 ``expected_violations`` so that ``violations`` stays the list of real contract drift.
 
 Not modelled: cluster/nodepool creation and deletion through the public API (seed through ``/_emulator``),
-nodepools, resources, TSL search beyond ``field='value'`` terms joined by ``and``, ``order``, JWT
-verification (the bearer token is a shared opaque string), the security requirement of the spec (auth is
-enforced by the emulator itself when a token is configured, so a missing header is a 401, not a violation).
+nodepools, resources, TSL search beyond ``field='value'`` terms joined by ``and``, ``order``, the security
+requirement of the spec (auth is enforced by the emulator itself when a token is configured, so a missing
+header is a 401, not a violation). Authentication: the shared opaque bearer token, and, after
+``trust_id_tokens``, RS256 ID tokens verified as the API's JWT handler does (emulators/idtoken.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,6 +38,7 @@ from openapi_core.testing import MockRequest, MockResponse
 
 from emulators.core import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
+from emulators.idtoken import GOOGLE_ISSUER, InvalidIdToken, Jwks, TrustedIssuer, looks_like_jwt, verify
 
 BASE = "/api/hyperfleet/v1"
 ADMIN_PREFIX = "/_emulator"
@@ -230,8 +233,11 @@ class HyperFleetEmulator(HTTPEmulator):
         self.token = token
         self.token_file = Path(token_file) if token_file is not None else None
         self._initial_token = token
-        # Tokens the API authenticates but whose identity holds no rights on the API: 403.
+        # Tokens (or ID-token identities) the API authenticates but that hold no rights on the API: 403.
         self.forbidden_tokens: set[str] = set()
+        # ID-token issuers trusted beside the opaque token (`trust_id_tokens`), and who they authenticated.
+        self._issuers: list[TrustedIssuer] = []
+        self.identities: list[str] = []
         self.required_adapters = list(required_adapters) if required_adapters else None
         self.validate = validate
         self._lock = threading.RLock()
@@ -289,7 +295,7 @@ class HyperFleetEmulator(HTTPEmulator):
             return {
                 "status_method": self.status_method,
                 "spec": SPEC_FILES[self.status_method],
-                "auth": self.token is not None,
+                "auth": self.token is not None or bool(self._issuers),
                 "clusters": copy.deepcopy(self._clusters),
                 "raw_overrides": sorted(self._raw),
                 "statuses": copy.deepcopy(self._statuses),
@@ -308,6 +314,7 @@ class HyperFleetEmulator(HTTPEmulator):
             # Back to the token of start(), in the file too: a test's rotation does not leak into the next.
             self.token = self._initial_token
             self.forbidden_tokens.clear()
+            self.identities.clear()
             if self.token_file is not None and self.token is not None:
                 try:
                     current = self.token_file.read_text(encoding="utf-8").strip()
@@ -729,18 +736,44 @@ class HyperFleetEmulator(HTTPEmulator):
                 }
             )
 
-    def _auth_failure(self, request: Request) -> int | None:
-        """401 for a missing or unknown bearer token, 403 for a known one without rights, else None."""
+    def trust_id_tokens(
+        self,
+        keys: Callable[[], Jwks],
+        *,
+        issuer: str = GOOGLE_ISSUER,
+        audience: str | None = "hyperfleet-api",
+        identity_claim: str = "email",
+        identity_pattern: str | None = None,
+    ) -> None:
+        """Accept RS256 ID tokens of `issuer` beside the opaque token: one `server.jwt.configs` entry of the API."""
+        pattern = re.compile(identity_pattern) if identity_pattern else None
         with self._lock:
-            token, forbidden = self.token, set(self.forbidden_tokens)
-        if token is None:
+            self._issuers = [i for i in self._issuers if i.issuer != issuer]
+            self._issuers.append(TrustedIssuer(issuer, audience, keys, identity_claim, pattern))
+
+    def _auth_failure(self, request: Request) -> tuple[int, str] | None:
+        """(401, AUT code) for a missing, unknown, expired or unverifiable credential, (403, AUZ-001) for a known
+        one without rights, else None; `identities` records who each ID token authenticated."""
+        with self._lock:
+            token, forbidden, issuers = self.token, set(self.forbidden_tokens), list(self._issuers)
+        if token is None and not issuers:
             return None
         header = request.header("Authorization") or ""
         scheme, _, credential = header.partition(" ")
         credential = credential.strip()
-        if scheme.lower() != "bearer" or not secrets.compare_digest(credential.encode(), token.encode()):
-            return 401
-        return 403 if credential in forbidden else None
+        if scheme.lower() != "bearer" or not credential:
+            return 401, "HYPERFLEET-AUT-001"
+        if issuers and looks_like_jwt(credential):
+            try:
+                identity = verify(credential, issuers)
+            except InvalidIdToken as exc:
+                return 401, "HYPERFLEET-AUT-003" if exc.expired else "HYPERFLEET-AUT-002"
+            with self._lock:
+                self.identities.append(identity)
+            return (403, "HYPERFLEET-AUZ-001") if identity in forbidden else None
+        if token is None or not secrets.compare_digest(credential.encode(), token.encode()):
+            return 401, "HYPERFLEET-AUT-002"
+        return (403, "HYPERFLEET-AUZ-001") if credential in forbidden else None
 
     def _serve(self, request: Request, operation: str | None) -> tuple[Reply, bool]:
         """The server's answer and whether it is knowingly off-spec."""
@@ -748,9 +781,15 @@ class HyperFleetEmulator(HTTPEmulator):
         if not path.startswith(BASE + "/"):
             return problem(404, f"The requested endpoint '{path}' does not exist", path, kind=NO_ROUTE), False
         refused = self._auth_failure(request)
-        if refused == 401:
-            return problem(401, "Account authentication could not be verified", path), self.status_method == "POST"
-        if refused == 403:
+        if refused is not None and refused[0] == 401:
+            detail = "Account authentication could not be verified"
+            kind = (
+                _PROBLEMS[401][0],
+                "Invalid Token" if refused[1] == "HYPERFLEET-AUT-003" else _PROBLEMS[401][1],
+                refused[1],
+            )
+            return problem(401, detail, path, kind=kind), self.status_method == "POST"
+        if refused is not None:
             # Core 1.0.25 documents 403 only through its `default` problem answer; 0.1.0 documents none.
             return problem(403, "You do not have permission to perform this action", path), self.status_method == "POST"
         if path == f"{BASE}/clusters":

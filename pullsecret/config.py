@@ -23,6 +23,7 @@ TOPIC_RE = re.compile(r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
+API_AUTH_MODES = ("token-file", "google-id-token")
 MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
@@ -35,6 +36,8 @@ class Settings:
 
     hyperfleet_api_url: str
     hyperfleet_api_token_file: str | None = None
+    hyperfleet_api_auth: str = "token-file"
+    hyperfleet_api_audience: str = "hyperfleet-api"
     hyperfleet_status_method: str = "PUT"
     hyperfleet_timeout_s: float = 10.0
     adapter_name: str = "pullsecret"
@@ -138,6 +141,15 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     if token_file is not None and not os.path.isfile(token_file):
         raise ConfigError(f"HYPERFLEET_API_TOKEN_FILE names no readable file: {token_file!r}")
 
+    api_auth = (_get(env, "HYPERFLEET_API_AUTH") or "token-file").lower()
+    if api_auth not in API_AUTH_MODES:
+        raise ConfigError(f"HYPERFLEET_API_AUTH must be one of {API_AUTH_MODES}, got {api_auth!r}")
+    if api_auth == "google-id-token" and token_file is not None:
+        raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
+    audience = _get(env, "HYPERFLEET_API_AUDIENCE") or "hyperfleet-api"
+    if len(audience) > 256 or not audience.isprintable() or " " in audience:
+        raise ConfigError(f"HYPERFLEET_API_AUDIENCE must be one printable word (an audience), got {audience!r}")
+
     method = (_get(env, "HYPERFLEET_STATUS_METHOD") or "PUT").upper()
     if method not in ("PUT", "POST"):
         raise ConfigError(f"HYPERFLEET_STATUS_METHOD must be PUT or POST, got {method!r}")
@@ -223,6 +235,8 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     return Settings(
         hyperfleet_api_url=url.rstrip("/"),
         hyperfleet_api_token_file=token_file,
+        hyperfleet_api_auth=api_auth,
+        hyperfleet_api_audience=audience,
         hyperfleet_status_method=method,
         hyperfleet_timeout_s=_number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
         adapter_name=adapter,

@@ -1,11 +1,11 @@
 """The HyperFleet API client: get cluster, list adapter statuses, report status (docs/contract.md §2).
 
 One pooled `requests.Session` per process (urllib3 retries connection errors and 429/5xx with
-jittered backoff, honouring Retry-After). The bearer token is read from a file by content, on a short
-timer and at once after the API refuses it: a mounted secret rotates in place and gives no mtime
-guarantee. A refusal of our own token (401, or a 403 without an authorization code) is never the cluster's
-fault: when a re-read finds no new token it is a TransientError (the event is redelivered, never
-acknowledged), logged at error level. A 403 carrying an authorization code (`HYPERFLEET-AUZ-*`, the API's
+jittered backoff, honouring Retry-After). The bearer credential comes from `pullsecret.apiauth` (a token
+file, or a Google ID token); after a refusal it is re-read or re-minted and the call made again. A refusal
+of our own token (401, or a 403 without an authorization code) is never the cluster's fault: when no new
+token comes of it, it is a TransientError (the event is redelivered, never acknowledged), logged at error
+level. A 403 carrying an authorization code (`HYPERFLEET-AUZ-*`, the API's
 or the gateway's denial of this identity) is terminal: no retry or re-read changes a policy (ADR-0017).
 
 A 404 means "gone" only with the API's resource codes `HYPERFLEET-NTF-001..003`. `HYPERFLEET-NTF-000`
@@ -20,9 +20,6 @@ framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/clien
 from __future__ import annotations
 
 import secrets
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -30,6 +27,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from pullsecret.apiauth import credential_for
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.logs import TraceContext, log
@@ -42,59 +40,6 @@ _GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET
 _NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _PAGE_SIZE = 100
-# How long a token read from the file is used before the file is read again (a read costs microseconds;
-# a refusal triggers a re-read at once anyway).
-TOKEN_REREAD_S = 5.0
-
-
-class BearerToken:
-    """The API token held in a file, re-read by content; thread-safe; its repr never shows the token."""
-
-    def __init__(self, path: str, *, max_age_s: float = TOKEN_REREAD_S, clock: Callable[[], float] = time.monotonic):
-        self.path = path
-        self._max_age_s = max_age_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._value: str | None = None
-        self._read_at = 0.0
-
-    def __repr__(self) -> str:
-        return f"BearerToken(path={self.path!r})"
-
-    def _read(self) -> str:
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                value = handle.read().strip()
-        except OSError as exc:
-            # Our own credential, not the cluster's input: the event waits for the file to come back.
-            raise TransientError(
-                f"HYPERFLEET_API_TOKEN_FILE cannot be read ({type(exc).__name__})",
-                reason="CredentialsUnavailable",
-                service="hyperfleet",
-            ) from None
-        if not value:
-            raise TransientError(
-                "HYPERFLEET_API_TOKEN_FILE is empty", reason="CredentialsUnavailable", service="hyperfleet"
-            )
-        return value
-
-    def current(self) -> str:
-        """The token, read again when the last read is older than the timer."""
-        with self._lock:
-            now = self._clock()
-            if self._value is None or now - self._read_at >= self._max_age_s:
-                self._value = self._read()
-                self._read_at = now
-            return self._value
-
-    def refresh(self, refused: str) -> bool:
-        """Read the file now (the API refused `refused`); True when it holds another token to try."""
-        with self._lock:
-            if self._value != refused:
-                return True  # another thread already read a newer token
-            self._value = self._read()
-            self._read_at = self._clock()
-            return self._value != refused
 
 
 class HyperFleetClient:
@@ -107,8 +52,7 @@ class HyperFleetClient:
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
-        token_file = settings.hyperfleet_api_token_file
-        self._token = BearerToken(token_file) if token_file else None
+        self._token = credential_for(settings)
         retry = Retry(
             total=4,
             connect=4,
@@ -182,7 +126,7 @@ class HyperFleetClient:
         why = "not authenticated" if code == 401 else "not authorised"
         message = (
             f"{what}: HyperFleet API refused the adapter's token ({code}, {why}{_problem_title(response)}); "
-            "the event will be redelivered: put a valid token in HYPERFLEET_API_TOKEN_FILE"
+            f"the event will be redelivered: {self._token.remedy if self._token else 'configure HYPERFLEET_API_AUTH'}"
         )
         log.error(
             message,

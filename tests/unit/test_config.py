@@ -70,3 +70,15 @@ def test_rotation_pace_is_derived_from_the_write_quota() -> None:
     assert doubled.publish_rate() == pytest.approx(9.0)
     assert load({**BASE, "ROTATION_WRITES_PER_CLUSTER": "2"}).publish_rate() == pytest.approx(4.5)
     assert load({**BASE, "ROTATION_PUBLISH_RATE": "3"}).publish_rate() == 3.0  # an explicit pace wins
+
+
+def test_api_auth_modes() -> None:
+    assert (load(BASE).hyperfleet_api_auth, load(BASE).hyperfleet_api_audience) == ("token-file", "hyperfleet-api")
+    settings = load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "https://hf.example"})
+    assert (settings.hyperfleet_api_auth, settings.hyperfleet_api_audience) == ("google-id-token", "https://hf.example")
+    with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_AUTH must be one of"):
+        load({**BASE, "HYPERFLEET_API_AUTH": "oidc"})
+    with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_TOKEN_FILE must be unset"):
+        load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_TOKEN_FILE": __file__})
+    with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_AUDIENCE"):
+        load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "two words"})
