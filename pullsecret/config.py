@@ -51,6 +51,7 @@ class Settings:
     secret_replication_locations: tuple[str, ...] = ()
     secret_kms_key: str | None = None
     management_cluster: str | None = None
+    management_cluster_template: str | None = None  # projects/P/locations/L/clusters/{name}, for short names
     management_endpoint: str = "ip"
     vpc_egress: bool = False  # the function has Direct VPC egress: private control-plane endpoints are reachable
     management_namespace_template: str = "clusters-{cluster_id}"
@@ -183,6 +184,17 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     management = _get(env, "MANAGEMENT_CLUSTER")
     if management is not None and not GKE_CLUSTER_RE.match(management):
         raise ConfigError(f"MANAGEMENT_CLUSTER must be projects/P/locations/L/clusters/C, got {management!r}")
+    cluster_template = _get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
+    if cluster_template is not None:
+        try:
+            rendered = cluster_template.format(name="x")
+        except (KeyError, IndexError, ValueError):
+            rendered = ""
+        if "{name}" not in cluster_template or not GKE_CLUSTER_RE.match(rendered) or not rendered.endswith("/x"):
+            raise ConfigError(
+                "MANAGEMENT_CLUSTER_TEMPLATE must be projects/P/locations/L/clusters/{name} ({name}: the "
+                f"placement's short cluster name), got {cluster_template!r}"
+            )
     endpoint = (_get(env, "MANAGEMENT_ENDPOINT") or "ip").lower()
     if endpoint not in ("ip", "dns"):
         raise ConfigError(f"MANAGEMENT_ENDPOINT must be ip or dns, got {endpoint!r}")
@@ -250,6 +262,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         secret_replication_locations=locations,
         secret_kms_key=kms,
         management_cluster=management,
+        management_cluster_template=cluster_template,
         management_endpoint=endpoint,
         vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
