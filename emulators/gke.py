@@ -32,7 +32,7 @@ from typing import Any
 import grpc
 from google.cloud.container_v1 import types as t
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
 from emulators.iam import Resource
 

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import grpc
 from grpc_status import rpc_status  # type: ignore[import-untyped]
 
-from emulators.core import LOST_RESPONSE, FaultBook, ServiceControl
+from emulators.faults import LOST_RESPONSE, FaultBook, ServiceControl
 from emulators.iam import Binding, Condition, Policy, Resource, role_permissions
 
 Authenticator = Callable[[str], str | None]

@@ -36,7 +36,7 @@ from openapi_core import Config, OpenAPI
 from openapi_core.deserializing.media_types.util import json_loads
 from openapi_core.testing import MockRequest, MockResponse
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import GOOGLE_ISSUER, InvalidIdToken, Jwks, TrustedIssuer, looks_like_jwt, verify
 

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import GOOGLE_ISSUER, IdTokenIssuer
 

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 import requests
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.faults import FaultBook, ServiceControl
 
 _SCRIPT = Path("platform/pubsub-emulator/bin/cloud-pubsub-emulator")
 _FALLBACK_SDK_ROOT = Path("/usr/lib/google-cloud-sdk")

@@ -31,7 +31,7 @@ import threading
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request, _Server
 from emulators.tlsutil import TLSMaterial, make_tls_material, server_context
 

@@ -58,7 +58,7 @@ from google.cloud.secretmanager_v1 import types as t
 from google.protobuf import any_pb2, field_mask_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from emulators.core import FaultBook, WriteQuota
+from emulators.faults import FaultBook, WriteQuota
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
 from emulators.iam import Resource
 

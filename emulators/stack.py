@@ -22,7 +22,7 @@ import tempfile
 from typing import Any
 
 from emulators.admin import AdminServer
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.gke import GkeEmulator
 from emulators.hyperfleet import HyperFleetEmulator
 from emulators.iam_terraform import Grant, service_account_grants

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from pullsecret import dockerconfig, lineage, preconditions
+from pullsecret import dockerconfig, preconditions
 from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.retrying import Deadline
@@ -208,22 +208,8 @@ def _inspect(adapter: Any, cluster_id: str) -> int:
     }
     secret_id, kube_name = reconciler.names(cluster_id)
     project = settings.secret_project_id or preconditions.project_id_of(cluster)
+    report["secret_manager"] = _inspect_secret_manager(reconciler, project, secret_id, deadline)
     recorded_fingerprint: str | None = None
-    if project is None:
-        report["secret_manager"] = {"error": "no GCP project known for this cluster"}
-    else:
-        try:
-            described = reconciler.store.describe(project=project, secret_id=secret_id, deadline=deadline)
-        except AdapterError as exc:
-            described = {"error": exc.message}
-        if described is None:
-            described = {"name": f"projects/{project}/secrets/{secret_id}", "exists": False}
-        else:
-            annotations = described.get("annotations") or {}
-            described["annotations"] = {k: v for k, v in annotations.items() if k.startswith("hyperfleet-")}
-            if lineage.A_LINEAGE in described["annotations"]:
-                described["annotations"][lineage.A_LINEAGE] = lineage.decode(annotations[lineage.A_LINEAGE])
-        report["secret_manager"] = described
     # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
     ours_data = ours.get("data")
     if isinstance(ours_data, dict) and isinstance(ours_data.get("fingerprint"), str):
@@ -241,6 +227,21 @@ def _inspect(adapter: Any, cluster_id: str) -> int:
         text = text.replace(sensitive, "<redacted>")
     print(text)
     return EXIT_OK
+
+
+def _inspect_secret_manager(reconciler: Any, project: str | None, secret_id: str, deadline: Deadline) -> dict[str, Any]:
+    """The cluster's Secret Manager secret as `describe` sees it (metadata only), or what kept us from seeing it."""
+    if project is None:
+        return {"error": "no GCP project known for this cluster"}
+    try:
+        described = reconciler.store.describe(project=project, secret_id=secret_id, deadline=deadline)
+    except AdapterError as exc:
+        return {"error": exc.message}
+    if described is None:
+        return {"name": f"projects/{project}/secrets/{secret_id}", "exists": False}
+    annotations = described.get("annotations") or {}
+    described["annotations"] = {k: v for k, v in annotations.items() if k.startswith("hyperfleet-")}
+    return dict(described)
 
 
 def _inspect_kubernetes(

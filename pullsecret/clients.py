@@ -126,11 +126,6 @@ def authorized_channel(target: str, identity: RuntimeIdentity, *, tls: bool = Tr
     return grpc.intercept_channel(channel, _bearer_interceptor(identity))
 
 
-def emulator_channel(host: str, identity: RuntimeIdentity) -> Any:
-    """A loopback gRPC channel (no TLS) that still sends the runtime identity's bearer token on each call."""
-    return authorized_channel(host, identity, tls=False)
-
-
 def secret_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
     from google.cloud import secretmanager_v1
     from google.cloud.secretmanager_v1.services.secret_manager_service.transports import (

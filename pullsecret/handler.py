@@ -27,7 +27,7 @@ from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import KubeSecrets
 from pullsecret.logs import log
-from pullsecret.management import ManagementClusters
+from pullsecret.management_clusters import ManagementClusters
 from pullsecret.reconcile import Outcome, Reconciler
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-A_LINEAGE = "hyperfleet-lineage"
-MAX_ANNOTATION_CHARS = 8000  # Secret Manager allows < 16 KiB of annotations in total; leave room
+MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_LINEAGE), sent with every apply
 
 
 def version_id(version_name: str | None) -> str:

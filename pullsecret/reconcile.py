@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry, secretstore, status
+from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry_verification, secretstore, status
 from pullsecret.config import Settings
 from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
@@ -25,7 +25,7 @@ from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.kubesecret import label_value as kube_label
 from pullsecret.logs import bind, log, protect
-from pullsecret.management import ManagementClusters
+from pullsecret.management_clusters import ManagementClusters
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore, secret_labels
 
@@ -58,6 +58,29 @@ class Outcome:
     detail: str | None = None  # a person's sentence for the final log line (never secret material)
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Where one cluster's pull secret goes: its Secret Manager secret and its Kubernetes Secret's name."""
+
+    cluster_id: str
+    cluster_name: str
+    secret_id: str
+    secret_name: str  # projects/P/secrets/ID
+    kube_name: str
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """What the read step learned: the merged pull secret, the registry checks it started, the newest
+    Secret Manager version, and our live Kubernetes Secret with the API that serves it."""
+
+    merged: MergeResult
+    checks: registry_verification.Pending | None
+    latest: secretstore.Latest
+    api: Any
+    probed: kubesecret.Probed
+
+
 class Reconciler:
     """Holds the per-process clients; `run` is safe to call from many threads at once."""
 
@@ -71,7 +94,7 @@ class Reconciler:
         kube: KubeSecrets,
         pool: ThreadPoolExecutor,
         identity_email: str | None,
-        registries: registry.RegistryVerifier | None = None,
+        registries: registry_verification.RegistryVerifier | None = None,
     ) -> None:
         self.settings = settings
         self.hyperfleet = hyperfleet
@@ -81,7 +104,7 @@ class Reconciler:
         self.pool = pool
         self.identity_email = identity_email
         self._platform: tuple[bytes, PullSecret] | None = None
-        self.registries = registries or registry.RegistryVerifier(settings)
+        self.registries = registries or registry_verification.RegistryVerifier(settings)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -138,7 +161,7 @@ class Reconciler:
                 raise
         except TerminalError as exc:
             # The handler's final `reconcile` line logs it (error level, reason, service): one line per outcome.
-            data = getattr(exc, "data", None)  # registry.RegistryRejected names each registry's answer
+            data = getattr(exc, "data", None)  # registry_verification.RegistryRejected names each registry's answer
             # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
             deleting = isinstance(decision, preconditions.Deleting)
             # Bad input names no service: its phase is where it was found (judging the cluster, or acting).
@@ -279,87 +302,126 @@ class Reconciler:
         deadline: Deadline,
         own: dict[str, Any] | None = None,
     ) -> Outcome:
-        settings = self.settings
+        """Provision one cluster in five steps: read, decide, store, apply, report."""
         secret_id, kube_name = self.names(cluster_id)
-        placement = act.placement
-        bind(management_cluster=placement.management_cluster)
+        target = _Target(
+            cluster_id=cluster_id,
+            cluster_name=str(cluster.get("name") or cluster_id),
+            secret_id=secret_id,
+            secret_name=f"projects/{act.project_id}/secrets/{secret_id}",
+            kube_name=kube_name,
+        )
+        bind(management_cluster=act.placement.management_cluster)
         reported = _observed_generation(own)
         if reported > act.generation:
             # Our own status already reports a newer generation: this read of the cluster is stale.
-            stale_data = {"sm_name": f"projects/{act.project_id}/secrets/{secret_id}"}
-            return self._report(cluster_id, "stale", status.stale(act.generation, reported, stale_data))
+            return self._report(
+                cluster_id, "stale", status.stale(act.generation, reported, {"sm_name": target.secret_name})
+            )
+        reads = self._read(target, act, deadline)
+        stale = self._decide(target, act, reads)
+        if stale is not None:
+            return self._report(cluster_id, "stale", stale)
+        stored = self._store(target, act, reads, own, deadline)
+        data = _provisioned_data(target, act.placement, reads.merged, stored)
+        if stored.stale:
+            report = status.stale(act.generation, stored.recorded_generation, data)
+            return self._report(cluster_id, "stale", _with_registries(report, reads.checks))
+        desired, recorded = self._desired(target, act, reads=reads, stored=stored, own=own, deadline=deadline)
+        if stored.repaired:
+            log.warning(
+                f"the newest Secret Manager version of {secret_id} had been disabled or destroyed; wrote a fresh one",
+                operation="secretmanager.store",
+            )
+            data["repaired"] = "secret_manager_version"
+        applied = self._apply(reads, desired, stored, deadline)
+        return self._report_provisioned(
+            target, act, reads=reads, stored=stored, applied=applied, recorded=recorded, data=data
+        )
+
+    def _read(self, target: _Target, act: preconditions.Act, deadline: Deadline) -> _Reads:
+        """Step 1, read: the pull secret, the newest Secret Manager version and our live Secret, overlapped.
+
+        Every read comes before any write, so that a terminal problem on one side leaves nothing written on
+        the other. Registry handshakes (new fingerprints only) start here and overlap the rest.
+        """
+        placement = act.placement
 
         def probe_live() -> tuple[Any, kubesecret.Probed]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
             self.kube.ensure_guarded(api, deadline)
             with log.step("kubernetes.probe_secret"):
-                return api, self.kube.probe(api, placement.namespace, kube_name, deadline)
+                return api, self.kube.probe(api, placement.namespace, target.kube_name, deadline)
 
         live_future: Future[tuple[Any, kubesecret.Probed]] = self._submit(probe_live)
-        secret_name = f"projects/{act.project_id}/secrets/{secret_id}"
-        latest_future = self._submit(self.store.latest, secret_name, deadline)
+        latest_future = self._submit(self.store.latest, target.secret_name, deadline)
         try:
             merged = self._pull_secret(act, deadline)
-            # Registry handshakes (new fingerprints only) overlap the reads below and, in report mode, the writes.
             checks = self.registries.start(merged.secret, deadline)
-            cluster_name = str(cluster.get("name") or cluster_id)
-            # Every read first (the management cluster, the live Secret, the newest version), so that a
-            # terminal problem on one side leaves nothing written on the other.
             latest = latest_future.result()
             api, probed = live_future.result()
-            if probed.recorded_generation > act.generation:
-                # The Kubernetes Secret records a newer generation: write nothing anywhere.
-                return self._report(
-                    cluster_id,
-                    "stale",
-                    status.stale(
-                        act.generation,
-                        probed.recorded_generation,
-                        {"management_cluster": placement.management_cluster, "kubernetes_name": kube_name},
-                    ),
-                )
-            live = probed.live
-            if checks is not None and checks.mode == "enforce":
-                checks.result().enforce()  # a refused credential: terminal, nothing written
-            with log.step("secretmanager.store", secret_id=secret_id, project=act.project_id) as fields:
-                stored = self.store.store(
-                    project=act.project_id,
-                    secret_id=secret_id,
-                    secret=merged.secret,
-                    generation=act.generation,
-                    labels=secret_labels(
-                        adapter=settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_name
-                    ),
-                    deadline=deadline,
-                    latest=latest,
-                    current_generation=lambda: self._current_generation(cluster_id),
-                    owned=_still_ours(own, secret_name, latest),
-                )
-                fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
         except BaseException:
             _settle([live_future, latest_future], deadline)
             raise
-        data: dict[str, Any] = {
-            "sm_name": secret_name,
-            "sm_version": stored.version_name,
-            "management_cluster": placement.management_cluster,
-            "kubernetes_namespace": placement.namespace,
-            "kubernetes_name": kube_name,
-            "fingerprint": merged.secret.short_fingerprint,
-            "registries": list(merged.secret.registries),
-        }
-        if merged.conflicts:
-            data["conflicts"] = list(merged.conflicts)
-            data["conflict_details"] = [dict(d) for d in merged.conflict_details[:50]]
-        if merged.shadowed:
-            data["shadowed"] = [dict(d) for d in merged.shadowed[:50]]
-        if stored.stale:
-            report = status.stale(act.generation, stored.recorded_generation, data)
-            return self._report(cluster_id, "stale", _with_registries(report, checks))
+        return _Reads(merged=merged, checks=checks, latest=latest, api=api, probed=probed)
 
+    def _decide(self, target: _Target, act: preconditions.Act, reads: _Reads) -> status.Report | None:
+        """Step 2, decide: a stale report when the live Secret records a newer generation (write nothing
+        anywhere); raises RegistryRejected when enforce mode refuses a credential (terminal, nothing written)."""
+        if reads.probed.recorded_generation > act.generation:
+            return status.stale(
+                act.generation,
+                reads.probed.recorded_generation,
+                {"management_cluster": act.placement.management_cluster, "kubernetes_name": target.kube_name},
+            )
+        if reads.checks is not None and reads.checks.mode == "enforce":
+            reads.checks.result().enforce()
+        return None
+
+    def _store(
+        self,
+        target: _Target,
+        act: preconditions.Act,
+        reads: _Reads,
+        own: dict[str, Any] | None,
+        deadline: Deadline,
+    ) -> secretstore.StoreResult:
+        """Step 3, store: the merged pull secret as the newest Secret Manager version (a write only if it differs)."""
+        with log.step("secretmanager.store", secret_id=target.secret_id, project=act.project_id) as fields:
+            stored = self.store.store(
+                project=act.project_id,
+                secret_id=target.secret_id,
+                secret=reads.merged.secret,
+                generation=act.generation,
+                labels=secret_labels(
+                    adapter=self.settings.adapter_name,
+                    cluster_id=target.cluster_id,
+                    cluster_name=target.cluster_name,
+                ),
+                deadline=deadline,
+                latest=reads.latest,
+                current_generation=lambda: self._current_generation(target.cluster_id),
+                owned=_still_ours(own, target.secret_name, reads.latest),
+            )
+            fields.update(written=stored.written, stale=stored.stale, writes=stored.writes)
+        return stored
+
+    def _desired(
+        self,
+        target: _Target,
+        act: preconditions.Act,
+        *,
+        reads: _Reads,
+        stored: secretstore.StoreResult,
+        own: dict[str, Any] | None,
+        deadline: Deadline,
+    ) -> tuple[DesiredSecret, dict[str, Any]]:
+        """The Kubernetes Secret to apply (the stored content, its labels) and the lineage it records."""
+        settings = self.settings
+        merged = reads.merged
         desired = DesiredSecret(
-            namespace=placement.namespace,
-            name=kube_name,
+            namespace=act.placement.namespace,
+            name=target.kube_name,
             content=merged.secret.canonical,
             fingerprint=merged.secret.fingerprint,
             generation=act.generation,
@@ -367,13 +429,13 @@ class Reconciler:
             labels={
                 "managed-by": "hyperfleet",
                 "adapter": kube_label(settings.adapter_name),
-                "cluster-id": kube_label(cluster_id),
-                "cluster-name": kube_label(cluster_name),
+                "cluster-id": kube_label(target.cluster_id),
+                "cluster-name": kube_label(target.cluster_name),
                 "hyperfleet-version": "v1",
             },
             created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
         )
-        live_annotations = ((live or {}).get("metadata") or {}).get("annotations") or {}
+        live_annotations = ((reads.probed.live or {}).get("metadata") or {}).get("annotations") or {}
         recorded = self._lineage(
             stored,
             previous=lineage.from_report(((own or {}).get("data") or {}).get("lineage")),
@@ -383,26 +445,41 @@ class Reconciler:
         )
         if recorded:
             desired = dataclasses.replace(desired, lineage=lineage.encode(recorded))
-        if stored.repaired:
-            log.warning(
-                f"the newest Secret Manager version of {secret_id} had been disabled or destroyed; wrote a fresh one",
-                operation="secretmanager.store",
-            )
-            data["repaired"] = "secret_manager_version"
-        # The read-back of a new version overlaps the Kubernetes apply; both must succeed before Available.
+        return desired, recorded
+
+    def _apply(
+        self, reads: _Reads, desired: DesiredSecret, stored: secretstore.StoreResult, deadline: Deadline
+    ) -> kubesecret.ApplyResult:
+        """Step 4, apply: the Kubernetes Secret, while a new version's read-back runs alongside; both must
+        succeed before Available."""
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
-            with log.step("kubernetes.apply_secret", namespace=placement.namespace, name=kube_name) as fields:
-                applied = self.kube.apply(api, desired, deadline, probed)
+            with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
+                applied = self.kube.apply(reads.api, desired, deadline, reads.probed)
                 fields.update(written=applied.written, stale=applied.stale)
         finally:
             if verified is not None:
                 with log.step("secretmanager.verify_version", version=stored.version_name):
                     verified.result()
+        return applied
+
+    def _report_provisioned(
+        self,
+        target: _Target,
+        act: preconditions.Act,
+        *,
+        reads: _Reads,
+        stored: secretstore.StoreResult,
+        applied: kubesecret.ApplyResult,
+        recorded: dict[str, Any],
+        data: dict[str, Any],
+    ) -> Outcome:
+        """Step 5, report: stale, applied or unchanged, with what was repaired, the lineage and the retention."""
         data["kubernetes_resource_version"] = applied.resource_version
         if applied.stale:
             report = status.stale(act.generation, applied.recorded_generation, data)
-            return self._report(cluster_id, "stale", _with_registries(report, checks))
+            return self._report(target.cluster_id, "stale", _with_registries(report, reads.checks))
+        live = reads.probed.live
         if applied.written and not stored.written and live is not None:
             data.setdefault("repaired", "kubernetes_secret")
         elif applied.written and live is None and not stored.written:
@@ -411,12 +488,12 @@ class Reconciler:
             recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.resource_version
         )
         if stored.written:
-            data["retention"] = self._retention(stored.version_name, desired.source_version)
+            data["retention"] = self._retention(stored.version_name, kubernetes_points_at=stored.version_name)
         changed = stored.written or applied.written
         return self._report(
-            cluster_id,
+            target.cluster_id,
             "applied" if changed else "unchanged",
-            _with_registries(status.provisioned(act.generation, changed=changed, data=data), checks),
+            _with_registries(status.provisioned(act.generation, changed=changed, data=data), reads.checks),
         )
 
     def _current_generation(self, cluster_id: str) -> int | None:
@@ -478,7 +555,7 @@ class Reconciler:
         return {"keep": self.settings.retain_versions, "destroyed": list(result.destroyed)}
 
 
-def _with_registries(report: status.Report, checks: registry.Pending | None) -> status.Report:
+def _with_registries(report: status.Report, checks: registry_verification.Pending | None) -> status.Report:
     """Add each registry's answer to `data`; in report mode a refused credential turns Health False."""
     if checks is None:
         return report
@@ -487,6 +564,27 @@ def _with_registries(report: status.Report, checks: registry.Pending | None) -> 
     if verification.rejected and verification.mode == "report":
         return status.registry_rejected(report, verification.rejected)
     return report
+
+
+def _provisioned_data(
+    target: _Target, placement: preconditions.Placement, merged: MergeResult, stored: secretstore.StoreResult
+) -> dict[str, Any]:
+    """The status `data` of a provisioned pull secret: where it went, what it holds (names and fingerprints)."""
+    data: dict[str, Any] = {
+        "sm_name": target.secret_name,
+        "sm_version": stored.version_name,
+        "management_cluster": placement.management_cluster,
+        "kubernetes_namespace": placement.namespace,
+        "kubernetes_name": target.kube_name,
+        "fingerprint": merged.secret.short_fingerprint,
+        "registries": list(merged.secret.registries),
+    }
+    if merged.conflicts:
+        data["conflicts"] = list(merged.conflicts)
+        data["conflict_details"] = [dict(d) for d in merged.conflict_details[:50]]
+    if merged.shadowed:
+        data["shadowed"] = [dict(d) for d in merged.shadowed[:50]]
+    return data
 
 
 def _observed_generation(own: dict[str, Any] | None) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from emulators.core import FaultBook, ServiceControl
+from emulators.faults import FaultBook, ServiceControl
 from emulators.kubernetes.admission import POLICY_KINDS
 from emulators.kubernetes.base import Json
 from emulators.kubernetes.http import Hangup, HttpsServing

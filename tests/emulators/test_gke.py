@@ -15,7 +15,7 @@ from google.cloud import container_v1
 from google.cloud.container_v1.services.cluster_manager.transports import ClusterManagerGrpcTransport
 from google.oauth2.credentials import Credentials
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.gke import GkeEmulator
 
 PROJECT = "mgmt-project"

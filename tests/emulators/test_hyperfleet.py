@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import requests
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.hyperfleet import HyperFleetEmulator, rfc3339
 
 API = "/api/hyperfleet/v1"

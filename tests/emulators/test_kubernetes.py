@@ -17,7 +17,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 
 SA = "adapter@proj.iam.gserviceaccount.com"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
 

@@ -14,7 +14,7 @@ from google.auth.compute_engine import _metadata
 from google.auth.compute_engine import credentials as gce_credentials
 from google.auth.transport.requests import Request
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.metadata import MetadataEmulator
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"

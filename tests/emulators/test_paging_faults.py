@@ -8,7 +8,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import secretmanager_v1 as sm
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.secretmanager import SecretManagerEmulator
 from tests.emulators.test_secretmanager import NUMBER, PROJECT, make_client
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.pubsub import PubSubEmulator
 
 AVAILABLE, REASON = PubSubEmulator.available()

@@ -21,7 +21,7 @@ from google.cloud.secretmanager_v1.services.secret_manager_service.transports im
 )
 from google.oauth2.credentials import Credentials
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.secretmanager import SecretManagerEmulator, crc32c, crc32c_pure
 
 PROJECT = "my-project"

@@ -675,9 +675,11 @@ SECRET_MANAGER_METHOD_PERMISSIONS = {
 
 
 def test_secret_manager_roles_grant_every_method_the_code_calls(config: Config) -> None:
-    source = (REPOSITORY_ROOT / "pullsecret" / "secretstore.py").read_text()
+    source = "\n".join(
+        path.read_text() for path in sorted((REPOSITORY_ROOT / "pullsecret" / "secretstore").glob("*.py"))
+    )
     called = set(re.findall(r"self\._client\.(\w+)", source))
-    assert called, "no Secret Manager client calls found in pullsecret/secretstore.py"
+    assert called, "no Secret Manager client calls found in pullsecret/secretstore/"
     unknown = called - set(SECRET_MANAGER_METHOD_PERMISSIONS)
     assert not unknown, f"add the IAM permission of {unknown} to SECRET_MANAGER_METHOD_PERMISSIONS"
     granted = {
@@ -751,7 +753,7 @@ def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config
     agent = "${google_project_service_identity.secret_projects_secretmanager[each.value.project].member}"
     assert grant["member"] == agent
     assert grant["for_each"] == "${local.secret_kms_grants}"
-    # One key per replication location when the name holds {location} (as pullsecret/secretstore.py expands it).
+    # One key per replication location when the name holds {location} (as pullsecret/secretstore/calls.py expands it).
     assert 'replace(var.secret_kms_key, "{location}", location)' in config.locals["secret_kms_keys"]
     function = config.resource("google_cloudfunctions2_function", "adapter")
     assert "${google_kms_crypto_key_iam_member.secret_cmek}" in function["depends_on"]

@@ -303,7 +303,7 @@ def test_credentials_go_only_to_the_registry_and_its_own_realm(
 
 def _verifier(world: Any, clock: Callable[[], float], **env: str) -> Any:
     from pullsecret import config
-    from pullsecret.registry import RegistryVerifier
+    from pullsecret.registry_verification import RegistryVerifier
 
     settings = config.load(
         {"HYPERFLEET_API_URL": "http://hf.example", "REGISTRY_CA_BUNDLE": world.registry_ca_file, **env}

@@ -9,7 +9,7 @@ import pytest
 
 from pullsecret import config, status
 from pullsecret.errors import ConfigError
-from pullsecret.registry import (
+from pullsecret.registry_verification import (
     Challenge,
     Check,
     RegistryRejected,

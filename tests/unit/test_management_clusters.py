@@ -9,7 +9,7 @@ import pytest
 from google.cloud.container_v1 import types as t
 
 from pullsecret.errors import TerminalError
-from pullsecret.management import Endpoint, choose_endpoint
+from pullsecret.management_clusters import Endpoint, choose_endpoint
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CP = t.ControlPlaneEndpointsConfig

@@ -38,60 +38,24 @@ import contextlib
 import dataclasses
 import itertools
 import random
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import google_crc32c
 from google.api_core import exceptions as gexc
-from google.protobuf import field_mask_pb2
 
-from pullsecret import lineage, retrying
+from pullsecret import lineage
 from pullsecret.dockerconfig import PullSecret
-from pullsecret.errors import (
-    AdapterError,
-    TerminalError,
-    TransientError,
-    from_google,
-    grpc_code_name,
-    is_retryable_google,
-    looks_like_io,
-    mapped_pages,
-)
+from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, grpc_code_name
 from pullsecret.logs import log
-from pullsecret.pacing import PACER, WritePacer
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore.calls import SERVICE, Calls, _epoch, _number, _write_failure
+from pullsecret.secretstore.labels import OwnershipConflict
 
-SERVICE = "secretmanager"
 RECENT_S = 120.0  # how long this process remembers what it wrote (to not write it again from an old read)
 MAX_SCAN = 16  # versions read back after an ambiguous failure, looking for one that landed
-_AMBIGUOUS = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"})
-_NOT_APPLIED = frozenset({"RESOURCE_EXHAUSTED", "ABORTED"})
-
-_LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
-
-
-class OwnershipConflict(TerminalError):
-    default_reason = "OwnershipConflict"
-
-
-def label_value(value: str) -> str:
-    """Sanitise to Secret Manager's label value rule: [a-z0-9_-]{0,63}."""
-    return _LABEL_VALUE_BAD.sub("-", value.lower())[:63]
-
-
-def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
-    return {
-        "managed-by": "hyperfleet",
-        "adapter": label_value(adapter),
-        "cluster-id": label_value(cluster_id),
-        "cluster-name": label_value(cluster_name),
-        "resource-type": "pull-secret",
-        "hyperfleet-version": "v1",
-    }
 
 
 @dataclass(frozen=True)
@@ -136,149 +100,9 @@ class _Flight:
         self.finished_at = 0.0
 
 
-def _int(value: str | None) -> int:
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
+class VersionWrites(Calls):
+    """The per-cluster secret: its newest version read, written once per change, raced safely."""
 
-
-def _number(version_name: str | None) -> int:
-    return _int(lineage.version_id(version_name))
-
-
-def _epoch(timestamp: Any) -> int | None:
-    try:
-        return int(timestamp.timestamp())
-    except (AttributeError, TypeError, ValueError, OSError):
-        return None
-
-
-def _quota_refusal(exc: BaseException) -> bool:
-    """The per-project write quota refused the request (ErrorInfo reason RATE_LIMIT_EXCEEDED).
-
-    https://cloud.google.com/secret-manager/quotas: RESOURCE_EXHAUSTED with that reason and the quota's
-    metric in the ErrorInfo metadata; other RESOURCE_EXHAUSTED answers say nothing about the pace.
-    """
-    return grpc_code_name(exc) == "RESOURCE_EXHAUSTED" and getattr(exc, "reason", None) == "RATE_LIMIT_EXCEEDED"
-
-
-def _write_failure(exc: BaseException) -> str:
-    """How a failed write ended: "not_applied" (send again), "ambiguous" (may have landed) or "final"."""
-    name = grpc_code_name(exc)
-    if name in _NOT_APPLIED:
-        return "not_applied"
-    if name in _AMBIGUOUS or (name is None and looks_like_io(exc)):
-        return "ambiguous"
-    return "final"
-
-
-class SecretStore:
-    """Per-cluster secrets and the platform source, through one shared SecretManagerServiceClient."""
-
-    def __init__(
-        self,
-        client: Any,
-        *,
-        replication_locations: tuple[str, ...] = (),
-        kms_key: str | None = None,
-        source_ttl_s: float = 30.0,
-        pacer: WritePacer = PACER,
-    ) -> None:
-        self._client = client
-        self._locations = replication_locations
-        self._kms_key = kms_key
-        self._source_ttl_s = source_ttl_s
-        self._source_cache: dict[str, tuple[float, bytes]] = {}
-        self._pacer = pacer
-        self._flights: dict[tuple[str, str], _Flight] = {}
-        self._flights_lock = threading.Lock()
-
-    # -- plumbing ------------------------------------------------------------------------------
-    def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
-        def attempt() -> Any:
-            return fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
-
-        try:
-            return retrying.call(
-                attempt,
-                predicate=is_retryable_google,
-                deadline=deadline,
-                on_give_up=lambda cause: from_google(cause, service=SERVICE, what=what),
-            )
-        except (TerminalError, TransientError, gexc.NotFound, gexc.AlreadyExists, gexc.FailedPrecondition):
-            raise  # the outcomes callers branch on (a missing secret, a lost create race, a gone version)
-        except gexc.GoogleAPICallError as exc:
-            raise from_google(exc, service=SERVICE, what=what) from None
-
-    def _write(self, what: str, project: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
-        """One write request, paced; sent again only when it was not applied (quota refusal, ABORTED).
-
-        Raises the google exception of an ambiguous or final failure (callers decide), TransientError
-        when the deadline passes first.
-        """
-        backoff = 0.05
-        while True:
-            if deadline.expired():
-                raise TransientError(f"{what}: the retry deadline passed", reason="DeadlineExceeded", service=SERVICE)
-            self._pacer.acquire(project, deadline)
-            try:
-                result = fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
-            except Exception as exc:
-                if _write_failure(exc) != "not_applied":
-                    raise
-                if _quota_refusal(exc):
-                    self._pacer.refused(project)
-                else:  # ABORTED, or RESOURCE_EXHAUSTED without the quota's ErrorInfo: plain backoff
-                    time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
-                    backoff = min(backoff * 2, 2.0)
-                continue
-            self._pacer.accepted(project)
-            return result
-
-    def _replication(self) -> Any:
-        from google.cloud.secretmanager_v1 import types
-
-        def cmek(location: str | None) -> Any:
-            if not self._kms_key:
-                return None
-            key = self._kms_key.replace("{location}", location or "global")
-            return types.CustomerManagedEncryption(kms_key_name=key)
-
-        if self._locations:
-            replicas = [
-                types.Replication.UserManaged.Replica(location=loc, customer_managed_encryption=cmek(loc))
-                for loc in self._locations
-            ]
-            return types.Replication(user_managed=types.Replication.UserManaged(replicas=replicas))
-        return types.Replication(automatic=types.Replication.Automatic(customer_managed_encryption=cmek(None)))
-
-    # -- the platform source -------------------------------------------------------------------
-    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
-        """The platform pull secret's bytes (cached for a short TTL); raises Terminal/TransientError."""
-        now = time.monotonic()
-        cached = self._source_cache.get(version_name)
-        if cached is not None and now - cached[0] < self._source_ttl_s:
-            return cached[1]
-        what = f"read PULL_SECRET_SOURCE {version_name}"
-        try:
-            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
-        except gexc.NotFound:
-            raise TerminalError(f"{what}: not found", reason="SourceNotFound", service=SERVICE) from None
-        except gexc.FailedPrecondition:
-            raise TerminalError(
-                f"{what}: the version is disabled or destroyed", reason="SourceUnavailable", service=SERVICE
-            ) from None
-        data = bytes(response.payload.data)
-        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
-            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
-        self._source_cache[version_name] = (now, data)
-        return data
-
-    def invalidate_source(self) -> None:
-        self._source_cache.clear()
-
-    # -- the per-cluster secret ----------------------------------------------------------------
     def latest(self, secret_name: str, deadline: Deadline) -> Latest:
         """The newest version's content (AccessSecretVersion: the 90,000/min access quota, not the read quota)."""
         what = f"read {secret_name}/versions/latest"
@@ -642,63 +466,6 @@ class SecretStore:
             return None
         return _epoch(version.create_time)
 
-    # -- small records kept as annotations (the rotation fan-out's progress) --------------------
-    def read_record(self, name: str, deadline: Deadline) -> tuple[dict[str, str], str] | None:
-        """A record secret's annotations and etag (GetSecret: read quota); None when it does not exist."""
-        try:
-            current = self._call(f"get {name}", deadline, self._client.get_secret, name=name)
-        except gexc.NotFound:
-            return None
-        except gexc.FailedPrecondition as exc:
-            raise from_google(exc, service=SERVICE, what=f"get {name}") from None
-        return dict(current.annotations), str(current.etag)
-
-    def write_record(
-        self, name: str, annotations: dict[str, str], *, etag: str | None, labels: dict[str, str], deadline: Deadline
-    ) -> str | None:
-        """Create the record, or replace its annotations if its etag is still `etag` (compare-and-swap).
-
-        Returns the new etag, or None when someone else changed (or created) it first. After an ambiguous
-        failure the record is read back: our annotations there mean the write landed.
-        """
-        from google.cloud.secretmanager_v1 import types
-
-        project, secret_id = name.split("/")[1], name.rsplit("/", 1)[-1]
-        what = f"write {name}"
-        for _ in range(5):
-            try:
-                if etag is None:
-                    written = self._write(
-                        what,
-                        project,
-                        deadline,
-                        self._client.create_secret,
-                        parent=f"projects/{project}",
-                        secret_id=secret_id,
-                        secret=types.Secret(replication=self._replication(), labels=labels, annotations=annotations),
-                    )
-                else:
-                    written = self._write(
-                        what,
-                        project,
-                        deadline,
-                        self._client.update_secret,
-                        secret=types.Secret(name=name, annotations=annotations, etag=etag),
-                        update_mask=field_mask_pb2.FieldMask(paths=["annotations"]),
-                    )
-                return str(written.etag)
-            except (gexc.AlreadyExists, gexc.FailedPrecondition, gexc.Aborted):
-                return None
-            except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) != "ambiguous":
-                    raise from_google(exc, service=SERVICE, what=what) from None
-                found = self.read_record(name, deadline)
-                if found is not None and found[0] == annotations:
-                    return found[1]
-                if found is not None and (etag is None or found[1] != etag):
-                    return None  # someone else changed it first: the caller reads it again
-        raise TransientError(f"{what}: no definite answer", reason="DependencyUnavailable", service=SERVICE)
-
     def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
         """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""
         what = f"verify {version_name}"
@@ -717,173 +484,3 @@ class SecretStore:
                 reason="VerificationFailed",
                 service=SERVICE,
             )
-
-    # -- retention and deletion ----------------------------------------------------------------
-    def apply_retention(
-        self, secret_name: str, *, keep: int, protected: set[str], deadline: Deadline
-    ) -> RetentionResult:
-        """Destroy versions older than the newest `keep` enabled ones, never one in `protected`.
-
-        With a `version_destroy_ttl` on the secret the service only schedules destruction (the version
-        is disabled until then); versions already scheduled are left alone. Raises TransientError /
-        TerminalError when listing fails; a single destroy that fails is skipped (the next write retries).
-        """
-        from google.cloud.secretmanager_v1 import types
-
-        what = f"list versions of {secret_name}"
-        pager = self._call(
-            what,
-            deadline,
-            self._client.list_secret_versions,
-            request=types.ListSecretVersionsRequest(parent=secret_name, page_size=100),
-        )
-        versions = list(mapped_pages(pager, service=SERVICE, what=what))
-        # Newest first, whatever order the answer had (version ids are increasing integers).
-        versions.sort(key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
-        enabled = types.SecretVersion.State.ENABLED
-        destroyed_state = types.SecretVersion.State.DESTROYED
-        protected_ids = {p.rsplit("/", 1)[-1] for p in protected if p}
-        kept = 0
-        destroyed: list[str] = []
-        for version in versions:
-            number = version.name.rsplit("/", 1)[-1]
-            if version.state == destroyed_state or _has_schedule(version):
-                continue
-            if number in protected_ids:
-                kept += version.state == enabled
-                continue
-            if kept < keep:
-                # Inside the window: keep enabled versions; leave disabled ones (someone disabled them on
-                # purpose, and they are not older than what we keep).
-                kept += version.state == enabled
-                continue
-            try:
-                self._call(
-                    f"destroy {version.name}",
-                    deadline,
-                    self._client.destroy_secret_version,
-                    request=types.DestroySecretVersionRequest(name=version.name, etag=version.etag),
-                )
-            except (gexc.FailedPrecondition, gexc.NotFound):
-                continue  # changed or destroyed concurrently
-            except (TransientError, TerminalError):
-                continue
-            destroyed.append(number)
-        return RetentionResult(kept=kept, destroyed=tuple(destroyed))
-
-    def delete_secret(self, *, project: str, secret_id: str, policy: str, deadline: Deadline) -> str:
-        """Apply the deletion policy to the cluster's secret; returns what happened (for the status).
-
-        DELETE: delete with the secret's etag, only if labelled managed-by=hyperfleet. DISABLE: disable
-        every enabled version. RETAIN: touch nothing. Raises OwnershipConflict (foreign secret, DELETE or
-        DISABLE), TransientError, TerminalError.
-        """
-        from google.cloud.secretmanager_v1 import types
-
-        name = f"projects/{project}/secrets/{secret_id}"
-        if policy == "RETAIN":
-            return "retained"
-        for _ in range(5):
-            try:
-                current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
-            except gexc.NotFound:
-                return "absent"
-            except gexc.FailedPrecondition as exc:
-                raise from_google(exc, service=SERVICE, what=f"get secret {secret_id}") from None
-            if current.labels.get("managed-by") != "hyperfleet":
-                raise OwnershipConflict(
-                    f"Secret Manager secret {secret_id} in project {project} is not labelled managed-by=hyperfleet; "
-                    "not deleting or disabling it",
-                    service=SERVICE,
-                )
-            if policy == "DISABLE":
-                return self._disable_all(current.name, secret_id, deadline)
-            try:
-                self._call(
-                    f"delete secret {secret_id}",
-                    deadline,
-                    self._client.delete_secret,
-                    request=types.DeleteSecretRequest(name=current.name, etag=current.etag),
-                )
-            except gexc.NotFound:
-                return "absent"
-            except gexc.FailedPrecondition:
-                continue  # changed since we read it (etag): read again and decide again
-            return "deleted"
-        raise TransientError(
-            f"delete secret {secret_id}: it kept changing while deleting", reason="WriteConflict", service=SERVICE
-        )
-
-    def _disable_all(self, secret_name: str, secret_id: str, deadline: Deadline) -> str:
-        from google.cloud.secretmanager_v1 import types
-
-        what = f"list versions of secret {secret_id}"
-        pager = self._call(
-            what,
-            deadline,
-            self._client.list_secret_versions,
-            request=types.ListSecretVersionsRequest(parent=secret_name, filter="state:ENABLED", page_size=100),
-        )
-        count = 0
-        for version in list(mapped_pages(pager, service=SERVICE, what=what)):
-            try:
-                self._call(
-                    f"disable {version.name}",
-                    deadline,
-                    self._client.disable_secret_version,
-                    request=types.DisableSecretVersionRequest(name=version.name, etag=version.etag),
-                )
-            except (gexc.FailedPrecondition, gexc.NotFound):
-                raise TransientError(
-                    f"disable {version.name}: it changed while disabling", reason="WriteConflict", service=SERVICE
-                ) from None
-            count += 1
-        return f"disabled {count} version(s)" if count else "all versions disabled"
-
-    def describe(self, *, project: str, secret_id: str, deadline: Deadline) -> dict[str, Any] | None:
-        """Metadata of the cluster's secret and its versions, never a payload (for `inspect`)."""
-        name = f"projects/{project}/secrets/{secret_id}"
-        try:
-            secret = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
-        except gexc.NotFound:
-            return None
-        what = f"list versions of secret {secret_id}"
-        pager = self._call(what, deadline, self._client.list_secret_versions, parent=name)
-        versions = sorted(
-            mapped_pages(pager, service=SERVICE, what=what), key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True
-        )
-        return {
-            "name": secret.name,
-            "labels": dict(secret.labels),
-            "annotations": dict(secret.annotations),
-            "versions": [
-                {
-                    "name": v.name,
-                    "state": v.state.name,
-                    "create_time": _iso(v.create_time),
-                }
-                for v in versions
-            ],
-        }
-
-
-def _iso(value: Any) -> str | None:
-    if value is None:
-        return None
-    try:
-        return str(value.isoformat())
-    except AttributeError:
-        return str(value)
-
-
-def _has_schedule(version: Any) -> bool:
-    try:
-        return "scheduled_destroy_time" in version and bool(version.scheduled_destroy_time)
-    except TypeError:
-        return bool(getattr(version, "scheduled_destroy_time", None))
-
-
-@dataclass(frozen=True)
-class RetentionResult:
-    kept: int
-    destroyed: tuple[str, ...]  # version ids destroyed (or scheduled for destruction) by this call

@@ -1,0 +1,147 @@
+"""Secret Manager plumbing every part of the store shares: one client, paced writes, failure classes."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from google.api_core import exceptions as gexc
+
+from pullsecret import lineage, retrying
+from pullsecret.errors import (
+    TerminalError,
+    TransientError,
+    from_google,
+    grpc_code_name,
+    is_retryable_google,
+    looks_like_io,
+)
+from pullsecret.pacing import PACER, WritePacer
+from pullsecret.retrying import Deadline
+
+if TYPE_CHECKING:
+    from pullsecret.secretstore.versions import _Flight
+
+SERVICE = "secretmanager"
+_AMBIGUOUS = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"})
+_NOT_APPLIED = frozenset({"RESOURCE_EXHAUSTED", "ABORTED"})
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def _number(version_name: str | None) -> int:
+    return _int(lineage.version_id(version_name))
+
+
+def _epoch(timestamp: Any) -> int | None:
+    try:
+        return int(timestamp.timestamp())
+    except (AttributeError, TypeError, ValueError, OSError):
+        return None
+
+
+def _quota_refusal(exc: BaseException) -> bool:
+    """The per-project write quota refused the request (ErrorInfo reason RATE_LIMIT_EXCEEDED).
+
+    https://cloud.google.com/secret-manager/quotas: RESOURCE_EXHAUSTED with that reason and the quota's
+    metric in the ErrorInfo metadata; other RESOURCE_EXHAUSTED answers say nothing about the pace.
+    """
+    return grpc_code_name(exc) == "RESOURCE_EXHAUSTED" and getattr(exc, "reason", None) == "RATE_LIMIT_EXCEEDED"
+
+
+def _write_failure(exc: BaseException) -> str:
+    """How a failed write ended: "not_applied" (send again), "ambiguous" (may have landed) or "final"."""
+    name = grpc_code_name(exc)
+    if name in _NOT_APPLIED:
+        return "not_applied"
+    if name in _AMBIGUOUS or (name is None and looks_like_io(exc)):
+        return "ambiguous"
+    return "final"
+
+
+class Calls:
+    """The shared SecretManagerServiceClient and how every request goes through it."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        replication_locations: tuple[str, ...] = (),
+        kms_key: str | None = None,
+        source_ttl_s: float = 30.0,
+        pacer: WritePacer = PACER,
+    ) -> None:
+        self._client = client
+        self._locations = replication_locations
+        self._kms_key = kms_key
+        self._source_ttl_s = source_ttl_s
+        self._source_cache: dict[str, tuple[float, bytes]] = {}
+        self._pacer = pacer
+        self._flights: dict[tuple[str, str], _Flight] = {}
+        self._flights_lock = threading.Lock()
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+        def attempt() -> Any:
+            return fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
+
+        try:
+            return retrying.call(
+                attempt,
+                predicate=is_retryable_google,
+                deadline=deadline,
+                on_give_up=lambda cause: from_google(cause, service=SERVICE, what=what),
+            )
+        except (TerminalError, TransientError, gexc.NotFound, gexc.AlreadyExists, gexc.FailedPrecondition):
+            raise  # the outcomes callers branch on (a missing secret, a lost create race, a gone version)
+        except gexc.GoogleAPICallError as exc:
+            raise from_google(exc, service=SERVICE, what=what) from None
+
+    def _write(self, what: str, project: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+        """One write request, paced; sent again only when it was not applied (quota refusal, ABORTED).
+
+        Raises the google exception of an ambiguous or final failure (callers decide), TransientError
+        when the deadline passes first.
+        """
+        backoff = 0.05
+        while True:
+            if deadline.expired():
+                raise TransientError(f"{what}: the retry deadline passed", reason="DeadlineExceeded", service=SERVICE)
+            self._pacer.acquire(project, deadline)
+            try:
+                result = fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
+            except Exception as exc:
+                if _write_failure(exc) != "not_applied":
+                    raise
+                if _quota_refusal(exc):
+                    self._pacer.refused(project)
+                else:  # ABORTED, or RESOURCE_EXHAUSTED without the quota's ErrorInfo: plain backoff
+                    time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
+                    backoff = min(backoff * 2, 2.0)
+                continue
+            self._pacer.accepted(project)
+            return result
+
+    def _replication(self) -> Any:
+        from google.cloud.secretmanager_v1 import types
+
+        def cmek(location: str | None) -> Any:
+            if not self._kms_key:
+                return None
+            key = self._kms_key.replace("{location}", location or "global")
+            return types.CustomerManagedEncryption(kms_key_name=key)
+
+        if self._locations:
+            replicas = [
+                types.Replication.UserManaged.Replica(location=loc, customer_managed_encryption=cmek(loc))
+                for loc in self._locations
+            ]
+            return types.Replication(user_managed=types.Replication.UserManaged(replicas=replicas))
+        return types.Replication(automatic=types.Replication.Automatic(customer_managed_encryption=cmek(None)))

@@ -1,0 +1,38 @@
+"""The platform pull secret (PULL_SECRET_SOURCE): read, checksum-checked, cached for a short TTL."""
+
+from __future__ import annotations
+
+import time
+
+import google_crc32c
+from google.api_core import exceptions as gexc
+
+from pullsecret.errors import TerminalError, TransientError
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore.calls import SERVICE, Calls
+
+
+class SourceReads(Calls):
+    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
+        """The platform pull secret's bytes (cached for a short TTL); raises Terminal/TransientError."""
+        now = time.monotonic()
+        cached = self._source_cache.get(version_name)
+        if cached is not None and now - cached[0] < self._source_ttl_s:
+            return cached[1]
+        what = f"read PULL_SECRET_SOURCE {version_name}"
+        try:
+            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
+        except gexc.NotFound:
+            raise TerminalError(f"{what}: not found", reason="SourceNotFound", service=SERVICE) from None
+        except gexc.FailedPrecondition:
+            raise TerminalError(
+                f"{what}: the version is disabled or destroyed", reason="SourceUnavailable", service=SERVICE
+            ) from None
+        data = bytes(response.payload.data)
+        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
+            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
+        self._source_cache[version_name] = (now, data)
+        return data
+
+    def invalidate_source(self) -> None:
+        self._source_cache.clear()
