@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from emulators.core import FaultBook
+from emulators.faults import FaultBook
 from emulators.hyperfleet import HyperFleetEmulator
 from emulators.metadata import MetadataEmulator
 

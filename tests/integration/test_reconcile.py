@@ -288,7 +288,7 @@ def test_an_outdated_admission_policy_is_refused(adapter: Adapter, admin: Admin,
     [policy] = [d for d in manifests.render(world.metadata.service_account) if d["kind"] == "ValidatingAdmissionPolicy"]
     policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION] = "1"
     world.kubernetes.put_policy(policy)
-    assert_terminal(adapter, admin, world, "AdmissionPolicyMissing", "revision 1 is older than the required 2")
+    assert_terminal(adapter, admin, world, "AdmissionPolicyMissing", "revision 1 is older than the required 3")
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
 
 
