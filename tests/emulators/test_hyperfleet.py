@@ -205,7 +205,9 @@ def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
         assert requests.get(url, timeout=5).status_code == 401
         assert requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5).status_code == 401
         denied = requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5)
-        assert denied.json()["code"] == "HYPERFLEET-AUT-001"
+        # hyperfleet-api pkg/auth/jwt_handler.go: AUT-002 for an invalid token, AUT-001 for no header.
+        assert denied.json()["code"] == "HYPERFLEET-AUT-002"
+        assert requests.get(url, timeout=5).json()["code"] == "HYPERFLEET-AUT-001"
         assert requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5).status_code == 200
         assert hf.violations.list() == []
     finally:
