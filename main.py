@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import flask
 import functions_framework
+import werkzeug.exceptions
 from cloudevents.http.event import CloudEvent
 
 from pullsecret import handler
@@ -26,3 +27,11 @@ def handle_cluster_event(event: CloudEvent) -> None:
         )
     except TransientError as exc:
         raise handler.Redeliver(exc) from None
+
+
+@functions_framework.errorhandler(werkzeug.exceptions.BadRequest)  # type: ignore[untyped-decorator]
+def malformed_delivery(_error: werkzeug.exceptions.BadRequest) -> tuple[str, int, dict[str, str]]:
+    """A body functions-framework could not turn into a CloudEvent: one log line, a short plain answer."""
+    request = flask.request
+    text = handler.log_malformed_delivery(request.content_type, request.get_data(cache=True))
+    return text, 400, {"Content-Type": "text/plain; charset=utf-8"}

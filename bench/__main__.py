@@ -1,6 +1,8 @@
 """`make bench`: every performance figure of the adapter and of the seed design, side by side, in one run.
 
-Prints a table and writes bench/results/latest.json. See bench/README.md for what each figure means.
+Prints a table and writes bench/results/latest.json (the tracked figures) and its plots. A `--quick` or `--only`
+run writes to bench/results/quick/ instead (untracked), so trying the bench out never overwrites them.
+See bench/README.md for what each figure means.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bench import inproc, plots, server
 from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment, source_version
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
+QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "latest.json"
 FLOWS = ("product", "seed")
 CONCURRENCY = (1, 8, 32, 80)
 
@@ -294,6 +297,11 @@ def measure_path_only(plan: Plan) -> int:
     return 0
 
 
+def results_path(*, quick: bool, only: str | None) -> Path:
+    """Where a run's JSON (and plots, beside it) go: only the full run replaces the tracked figures."""
+    return QUICK_RESULTS if quick or only else RESULTS
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="small numbers, for trying the bench out")
@@ -329,16 +337,17 @@ def main(argv: list[str] | None = None) -> int:
         label: ratio(dig(results, path), dig(results["seed_flow"], path)) for label, path in ROWS
     }
     results["bench_seconds"] = round(time.perf_counter() - began, 1)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    drawn = plots.draw(results, RESULTS.parent)
+    written = results_path(quick=args.quick, only=args.only)
+    written.parent.mkdir(parents=True, exist_ok=True)
+    written.write_text(json.dumps(results, indent=2) + "\n")
+    drawn = plots.draw(results, written.parent)
     print(table(results))
     print("plots: " + ", ".join(str(p.relative_to(ROOT)) for p in drawn))
     print(
         f"\n{results['machine']['cpu_model']} x {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
         f"server threads {results.get('server_threads')}; load average {load_at_start[0]:.1f} at start; "
         f"bench took {results['bench_seconds']} s; "
-        f"written {RESULTS.relative_to(ROOT)}"
+        f"written {written.relative_to(ROOT)}"
     )
     return 0
 

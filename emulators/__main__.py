@@ -1,5 +1,6 @@
-"""`python -m emulators`: the emulator stack alone (`up`), the local playground (`playground`, = `make up`),
-one reconcile through the Pub/Sub path (`trigger`, = `make trigger`), and a Sentinel event as JSON (`event`)."""
+"""`python -m emulators`: the emulator stack alone (`up`), the local playground (`playground`, = `make up`;
+`down`, = `make down`), one reconcile through the Pub/Sub path (`trigger`, = `make trigger`), the function's
+log made readable (`logs`, = `make logs`), and a Sentinel event as JSON (`event`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from emulators import playground
+    from emulators import logview, playground, trigger
 
     parser = argparse.ArgumentParser(prog="python -m emulators")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     play.add_argument("--state-dir", type=Path, default=playground.STATE_DIR, help="where env and logs go")
     play.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
     play.add_argument("--port", type=int, default=0, help="the function's port (default: a free one)")
+    stop = sub.add_parser("down", help="`make down`: stop the playground running from --state-dir")
+    stop.add_argument("--state-dir", type=Path, default=playground.STATE_DIR)
+    logs = sub.add_parser("logs", help="`make logs`: the function's log, one readable line per record")
+    logs.add_argument("--state-dir", type=Path, default=playground.STATE_DIR)
+    logs.add_argument("--file", type=Path, help="a log file of JSON lines (default: <state-dir>/function.log)")
+    logs.add_argument("--cluster", help="only this cluster's lines")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep reading as the function writes")
+    logs.add_argument("--raw", action="store_true", help="the JSON lines as they are")
     trig = sub.add_parser("trigger", help="`make trigger`: one reconcile through the path Pub/Sub uses")
     trig.add_argument("cluster_id")
     trig.add_argument("--via", choices=("push", "pubsub"), default="push")
@@ -83,8 +92,13 @@ def main(argv: list[str] | None = None) -> int:
             pubsub=not args.no_pubsub,
             port=args.port,
         )
+    if args.command == "down":
+        return playground.down(args.state_dir)
+    if args.command == "logs":
+        path = args.file or args.state_dir / "function.log"
+        return logview.show(path, cluster=args.cluster, raw=args.raw, follow=args.follow)
     if args.command == "trigger":
-        return playground.trigger(args.cluster_id, via=args.via, env=os.environ, state_dir=args.state_dir)
+        return trigger.trigger(args.cluster_id, via=args.via, env=os.environ, state_dir=args.state_dir)
     print(playground.event_json(args.cluster_id, args.generation))
     return 0
 

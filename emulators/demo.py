@@ -18,11 +18,12 @@ from typing import Any
 
 import requests
 
+from emulators import logview
 from emulators import seed as seeding
 from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
-from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
+from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack, interruptible, signals_ignored
 
 CLUSTER_ID = "cls-demo01"
 TOPIC = "hyperfleet-cluster-events"
@@ -99,7 +100,8 @@ def deliver(stack: Stack, function: FunctionProcess, event: dict[str, Any]) -> s
     return "pushed directly to the function (Pub/Sub emulator absent)"
 
 
-def show(stack: Stack, report: dict[str, Any]) -> list[dict[str, Any]]:
+def show(stack: Stack, function: FunctionProcess, report: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    summary(function, report, count)
     secret_id = f"hyperfleet-{CLUSTER_ID}-pull-secret"
     secret = stack.secretmanager.secret(PROJECT_ID, secret_id)
     if secret is None:
@@ -126,8 +128,38 @@ def show(stack: Stack, report: dict[str, Any]) -> list[dict[str, Any]]:
     say(f"  Status          {report['method']} -> {report['code']}  observed_generation={body['observed_generation']}")
     for condition in body["conditions"]:
         say(f"    {condition['type']:<10} {condition['status']:<6} {condition['reason']}: {condition['message']}")
-    say(f"    data          {json.dumps(body.get('data', {}), sort_keys=True)}")
+    data = body.get("data", {})
+    checks = data.get("registry_checks") or []
+    if checks:
+        say(f"    data.registry_checks (REGISTRY_VERIFICATION={data.get('registry_verification')}):")
+        width = max(len(str(c.get("registry", ""))) for c in checks)
+        for check in checks:
+            say(f"      {check.get('registry', ''):<{width}}  {check.get('result', ''):<11} {check.get('detail', '')}")
+    shown = {k: v for k, v in data.items() if k not in ("registry_checks", "registry_verification")}
+    say(f"    data          {_abridged(shown)}")
     return versions
+
+
+def _abridged(data: dict[str, Any], width: int = 300) -> str:
+    """`data` as JSON, cut at `width` characters (the whole of it: make up, then the statuses call make trigger
+    prints)."""
+    text = json.dumps(data, sort_keys=True)
+    return text if len(text) <= width else text[:width] + f" ... ({len(text)} characters)"
+
+
+def summary(function: FunctionProcess, report: dict[str, Any], count: int) -> None:
+    """The first thing to read about reconcile #`count`: what the function did, each condition in a word."""
+    finals = [r for r in map(logview.parse, function.output().splitlines()) if r and r.get("operation") == "reconcile"]
+    did = finals[count - 1]["message"] if len(finals) >= count else "(no final log line yet)"
+    conditions = report["body"]["conditions"]
+    words = ", ".join(f"{c['type']} {c['status']}" for c in conditions)
+    say(f"  In short        {did}; {words}")
+    health = next((c for c in conditions if c["type"] == "Health"), None)
+    if health is not None and health["status"] != "True":
+        say(
+            f"                  Health {health['status']} on purpose: the demo pull secret holds one credential the "
+            "registry refuses (see data.registry_checks); the rest applied all the same."
+        )
 
 
 def check_available(report: dict[str, Any]) -> None:
@@ -153,7 +185,7 @@ def run(workdir: Path) -> None:
         delivered = deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1))
         say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + delivered)
         first = wait_for_report(stack, 1)
-        versions = show(stack, first)
+        versions = show(stack, function, first, 1)
         check_available(first)
         if len(versions) != 1:
             raise DemoFailure(f"expected one version after the first event, found {len(versions)}")
@@ -162,7 +194,7 @@ def run(workdir: Path) -> None:
         registry_calls = sum(stack.book.calls().get("registry", {}).values())
         say("\n2. The same event delivered again: " + deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1)))
         second = wait_for_report(stack, 2)
-        versions_after = show(stack, second)
+        versions_after = show(stack, function, second, 2)
         check_available(second)
         if len(versions_after) != 1:
             raise DemoFailure(f"the repeat wrote a new version ({len(versions_after)} now)")
@@ -188,18 +220,23 @@ def run(workdir: Path) -> None:
                 say(f"  {line['severity']:<7} {line['message']}  ({line.get('duration_ms')} ms)")
         say("\nDemo succeeded.")
     finally:
-        if function is not None:
-            function.stop()
-        stack.stop()
+        with signals_ignored():
+            if function is not None:
+                function.stop()
+            stack.stop()
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="pullsecret-demo-") as workdir:
-        try:
-            run(Path(workdir))
-        except (DemoFailure, RuntimeError, requests.RequestException) as exc:
-            say(f"\nDemo FAILED: {exc}")
-            return 1
+    try:
+        with interruptible(), tempfile.TemporaryDirectory(prefix="pullsecret-demo-") as workdir:
+            try:
+                run(Path(workdir))
+            except (DemoFailure, RuntimeError, requests.RequestException) as exc:
+                say(f"\nDemo FAILED: {exc}")
+                return 1
+    except KeyboardInterrupt:
+        say("\nDemo interrupted: the function and every emulator stopped, temporary folders removed.")
+        return 130
     return 0
 
 

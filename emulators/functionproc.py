@@ -33,11 +33,19 @@ class FunctionProcess:
     """`functions-framework --target handle_cluster_event --signature-type cloudevent` on a free port."""
 
     def __init__(
-        self, env: dict[str, str], log_path: Path, *, threads: int = 8, stderr_path: Path | None = None, port: int = 0
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        threads: int = 8,
+        stderr_path: Path | None = None,
+        port: int = 0,
+        append_log: bool = False,
     ) -> None:
         self.port = port or free_port()
         self.log_path = log_path
         self.stderr_path = stderr_path
+        self._log_mode = "ab" if append_log else "wb"  # a restart keeps what the earlier process logged
         self._env = {
             k: v for k, v in os.environ.items() if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "PYTHONSTARTUP")
         }
@@ -54,7 +62,7 @@ class FunctionProcess:
     def start(self, timeout: float = 30.0) -> float:
         """Start and wait until it answers; returns the seconds that took."""
         executable = Path(sys.executable).parent / "functions-framework"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._log = open(self.log_path, self._log_mode)  # noqa: SIM115 - closed in stop()
         if self.stderr_path is not None:
             self._err = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         started = time.monotonic()
@@ -78,16 +86,22 @@ class FunctionProcess:
             stderr=self._err if self._err is not None else subprocess.STDOUT,
             start_new_session=True,
         )
+        try:  # a Ctrl-C while it boots must not orphan it (its own session gets no SIGINT)
+            return self._wait_until_serving(self._proc, started, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_until_serving(self, proc: subprocess.Popen[bytes], started: float, timeout: float) -> float:
         while time.monotonic() - started < timeout:
-            if self._proc.poll() is not None:
+            if proc.poll() is not None:
                 said = (self.output() + self.errors())[-3000:]
-                raise RuntimeError(f"the function process exited with {self._proc.returncode}:\n{said}")
+                raise RuntimeError(f"the function process exited with {proc.returncode}:\n{said}")
             with contextlib.suppress(requests.RequestException):
                 # A GET is no CloudEvent: functions-framework answers 4xx/405 once it serves.
                 requests.get(self.url, timeout=0.5)
                 return time.monotonic() - started
             time.sleep(0.05)
-        self.stop()
         said = (self.output() + self.errors())[-3000:]
         raise RuntimeError(f"the function did not answer within {timeout:.0f} s:\n{said}")
 

@@ -1,39 +1,43 @@
-"""`make up` and `make trigger`: a local playground of the emulators, the function and a ready cluster.
+"""`make up` and `make down`: a local playground of the emulators, the function and a ready cluster.
 
 `up` starts the emulator stack, seeds a cluster whose preconditions are all met (emulators.seed), runs the
 function under functions-framework, wires a Pub/Sub topic with a push subscription to it (when the Cloud SDK's
 emulator is installed), writes the environment to `<state>/env` and prints it as `export` lines followed by the
-next commands to try, as shell comments (so the whole output can be sourced). It serves until interrupted.
+next commands to try, as shell comments (so the whole output can be sourced). It serves until interrupted, and
+restarts the function (same port, same settings) when a `.py` file under `pullsecret/` or `main.py` changes.
 
-`trigger` asks for one reconcile through the path Pub/Sub uses: a push envelope with a fresh publishTime,
-posted to the function (`--via push`), or the Sentinel event published to the topic (`--via pubsub`). It then
-prints the status the function reported.
+One playground per state folder (`.playground/` by default): `up` holds an exclusive lock on `<state>/lock`
+(which also records its pid) for as long as it runs, and refuses to start while another one holds it, before it
+touches anything there. The kernel drops the lock when the process dies, however it dies, so a stale file never
+blocks a new start. `down` sends the lock holder SIGTERM and waits until the lock is free.
+
+Every way out of `up` (Ctrl-C, SIGTERM, a failure) at any moment of start-up or service stops the function and
+every emulator (the Java Pub/Sub emulator included), removes the stack's temporary folder (it holds the
+HyperFleet token and the registry CA) and `<state>/env`, and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shlex
-import signal
 import sys
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import requests
 
 from emulators import seed
 from emulators.demo import SUBSCRIPTION, TOPIC, demo_pull_secret, function_env
-from emulators.functionproc import FunctionProcess
-from emulators.pubsub import PubSubEmulator, push_envelope
-from emulators.stack import PROJECT_ID, Stack
+from emulators.functionproc import ROOT, FunctionProcess
+from emulators.pubsub import PubSubEmulator
+from emulators.stack import PROJECT_ID, Stack, interruptible, signals_ignored
 
 DEMO_CLUSTER = "cls-demo01"
 STATE_DIR = Path(".playground")
-REPORT_WAIT_S = 30.0
+WATCH_INTERVAL_S = 1.0
+DOWN_TIMEOUT_S = 60.0
 
 
 def exports(stack: Stack, function: FunctionProcess, state_dir: Path) -> dict[str, str]:
@@ -76,50 +80,204 @@ def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None) -> s
     else:
         lines.append(f"  (no Pub/Sub emulator: {pubsub_reason}; `make trigger` posts the push envelope itself)")
     lines += [
+        "  make logs                                     # the function's log, one readable line per record",
         f"  {python} -m pullsecret reconcile {cluster_id}    # the operator CLI, same code and configuration",
         f"  {python} -m pullsecret inspect {cluster_id}",
         '  curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/cls-demo02"   # another ready cluster',
-        f"The function's log lines: {state_dir}/function.log. Ctrl-C stops everything.",
+        f"The function's raw log: {state_dir}/function.log. Saving a change under pullsecret/ restarts the function.",
+        "Ctrl-C stops everything (or `make down` from another shell).",
     ]
     return "\n".join("# " + line for line in lines)
 
 
-def up(*, state_dir: Path, clusters: list[str], pubsub: bool, port: int = 0) -> int:
-    """Start, seed, wire, print; serve until SIGINT/SIGTERM."""
+# --- one playground per state folder ----------------------------------------------------------------------
+
+
+class AlreadyRunning(Exception):
+    """Another `up` holds the state folder's lock."""
+
+
+@contextlib.contextmanager
+def holding_lock(state_dir: Path) -> Iterator[None]:
+    """Hold `<state>/lock` (flock, exclusive, released by the kernel at exit) with our pid in it.
+
+    Raises AlreadyRunning with a person's sentence when another process holds it.
+    """
+    state_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AlreadyRunning(_running_text(state_dir)) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder(state_dir: Path) -> int | None:
+    """The pid of the `up` holding `<state>/lock`, or None when none does."""
+    path = state_dir / "lock"
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = path.read_text().strip()
+            return int(text) if text.isdigit() else -1  # held, pid not written yet
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _running_text(state_dir: Path) -> str:
+    pid = _holder(state_dir)
+    env = read_env_file(state_dir / "env")
+    shown = _shown(state_dir)
+    where = f" (pid {pid}" + (f", function at {env['FUNCTION_URL']}" if "FUNCTION_URL" in env else "") + ")"
+    return (
+        f"A playground is already running from {shown}{where if pid and pid > 0 else ''}; one per checkout.\n"
+        f"Use it (source {shown}/env), or stop it first: make down (or Ctrl-C in its terminal).\n"
+        "A second, separate one: .venv/bin/python -m emulators playground --state-dir .playground-2"
+    )
+
+
+def _shown(state_dir: Path) -> str:
+    return os.path.relpath(state_dir) if state_dir.is_relative_to(Path.cwd()) else str(state_dir)
+
+
+def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
+    """Stop the playground running from `state_dir` (SIGTERM, then wait for its lock); exit code."""
     state_dir = state_dir.resolve()
+    pid = _holder(state_dir)
+    if pid is None:
+        print(f"No playground is running from {_shown(state_dir)}.")
+        return 0
+    if pid <= 0:
+        print(f"The playground of {_shown(state_dir)} is starting and has not written its pid yet; try again.")
+        return 1
+    print(f"Stopping the playground (pid {pid}) ...", flush=True)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, 15)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _holder(state_dir) is None:
+            print(f"Stopped the playground (pid {pid}): its function and emulators, its env file and token are gone.")
+            return 0
+        time.sleep(0.1)
+    print(f"The playground (pid {pid}) did not stop within {timeout:.0f} s.")
+    return 1
+
+
+# --- up ---------------------------------------------------------------------------------------------------
+
+
+def _sources() -> dict[Path, float]:
+    """The function's code: what a change restarts it for."""
+    found = {ROOT / "main.py": 0.0, **{p: 0.0 for p in (ROOT / "pullsecret").rglob("*.py")}}
+    for path in list(found):
+        try:
+            found[path] = path.stat().st_mtime
+        except FileNotFoundError:
+            del found[path]
+    return found
+
+
+def _changed(before: Mapping[Path, float], now: Mapping[Path, float]) -> list[str]:
+    names = sorted(set(before) ^ set(now) | {p for p in now if p in before and before[p] != now[p]})
+    return [os.path.relpath(p, ROOT) for p in names]
+
+
+def up(*, state_dir: Path, clusters: list[str], pubsub: bool, port: int = 0) -> int:
+    """Refuse when one runs already; else start, seed, wire, print; serve until SIGINT/SIGTERM (or `down`)."""
+    state_dir = state_dir.resolve()
+    try:
+        with holding_lock(state_dir), interruptible():
+            return _serve(state_dir, clusters, pubsub, port)
+    except AlreadyRunning as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # before anything started
+        return 130
+
+
+def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int:
     (state_dir / "gcloud").mkdir(parents=True, exist_ok=True)
     reason: str | None = "--no-pubsub"
     if pubsub:
         available, why = PubSubEmulator.available()
         reason = None if available else why
-    stack = Stack(pubsub=reason is None).start()
-    function: FunctionProcess | None = None
     env_path = state_dir / "env"
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopped.set())
+    stack: Stack | None = None
+    function: FunctionProcess | None = None
+    ready = False
     try:
+        stack = Stack(pubsub=reason is None)
+        stack.start()
         # The demo's platform pull secret: the registry emulator's hosts, so verification talks to them only.
         seed.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
         for cluster_id in clusters:
             seed.ready_cluster(stack, cluster_id)
-        function = FunctionProcess(function_env(stack, state_dir), state_dir / "function.log", port=port)
+        settings = function_env(stack, state_dir)
+        function = FunctionProcess(settings, state_dir / "function.log", port=port)
         function.start()
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
             stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
         env = exports(stack, function, state_dir)
         env_path.write_text(env_file_text(env))
-        shown_dir = os.path.relpath(state_dir) if state_dir.is_relative_to(Path.cwd()) else str(state_dir)
-        print(env_file_text(env) + next_steps(clusters[0] if clusters else DEMO_CLUSTER, Path(shown_dir), reason))
+        first = clusters[0] if clusters else DEMO_CLUSTER
+        print(env_file_text(env) + next_steps(first, Path(_shown(state_dir)), reason))
         sys.stdout.flush()
-        stopped.wait()
+        ready = True
+        function = _watch(function, settings, state_dir)
+    except KeyboardInterrupt:
+        print("#\n# " + ("Stopping" if ready else "Interrupted during start-up; stopping") + " ...", flush=True)
     finally:
-        env_path.unlink(missing_ok=True)
-        if function is not None:
-            function.stop()
-        stack.stop()
-    return 0
+        with signals_ignored():
+            env_path.unlink(missing_ok=True)
+            if function is not None:
+                function.stop()
+            if stack is not None:
+                stack.stop()
+        stopped = "the function, the emulators" + (" and the Pub/Sub emulator" if reason is None else "")
+        print(
+            f"# Stopped: {stopped}; removed {_shown(env_path)} and the temporary folder with the token and CA."
+            if stack is not None
+            else "# Stopped before any emulator started.",
+            flush=True,
+        )
+    return 0 if ready else 130
+
+
+def _watch(function: FunctionProcess, settings: dict[str, str], state_dir: Path) -> FunctionProcess:
+    """Serve until interrupted; restart the function, on its port, whenever its code changes."""
+    known = _sources()
+    while True:
+        time.sleep(WATCH_INTERVAL_S)
+        now = _sources()
+        changed = _changed(known, now)
+        if not changed:
+            continue
+        known = now
+        print(f"# {', '.join(changed[:5])} changed: restarting the function ...", flush=True)
+        function.stop()
+        function = FunctionProcess(settings, state_dir / "function.log", port=function.port, append_log=True)
+        try:
+            took = function.start()
+        except RuntimeError as exc:
+            last = str(exc).strip().splitlines()[-1:] or ["?"]
+            print(f"# The function did not start ({last[0][:200]}); fix and save again.", flush=True)
+            continue
+        print(f"# The function serves the new code again at {function.url} (ready in {took:.1f} s).", flush=True)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -133,66 +291,6 @@ def read_env_file(path: Path) -> dict[str, str]:
             parsed = shlex.split(value)
             found[key] = parsed[0] if parsed else ""
     return found
-
-
-def _reports(admin: str, cluster_id: str) -> list[dict[str, Any]]:
-    body = requests.get(f"{admin}/hyperfleet/reports", timeout=10).json()
-    reports = body["reports"] if isinstance(body, dict) else body
-    return [r for r in reports if r.get("cluster_id") == cluster_id]
-
-
-def trigger(cluster_id: str, *, via: str, env: Mapping[str, str], state_dir: Path = STATE_DIR) -> int:
-    """One reconcile of `cluster_id` through the Pub/Sub path; prints what happened. Exit 0 when acknowledged."""
-    settings = {**read_env_file(state_dir / "env"), **{k: v for k, v in env.items() if v}}
-    admin, function_url = settings.get("EMULATORS_ADMIN"), settings.get("FUNCTION_URL")
-    if not admin or not function_url:
-        print("No playground found (FUNCTION_URL and EMULATORS_ADMIN unset, no .playground/env): run `make up`.")
-        return 2
-    admin = admin.rstrip("/")
-    cluster = requests.get(f"{admin}/hyperfleet/clusters/{cluster_id}", timeout=10)
-    generation = 1
-    if cluster.status_code == 200:
-        generation = int(cluster.json().get("generation", 1))
-    else:
-        print(f"Note: the HyperFleet emulator has no cluster {cluster_id}; the function will find it gone.")
-        print(f'      Seed a ready one first: curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/{cluster_id}"')
-    before = len(_reports(admin, cluster_id))
-    event = seed.sentinel_event(cluster_id, generation)
-    if via == "pubsub":
-        published = requests.post(f"{admin}/pubsub/topics/{TOPIC}/sentinel_event", json=event, timeout=30)
-        if published.status_code != 200:
-            print(f"Publishing to {TOPIC} failed ({published.status_code}): is the Pub/Sub emulator running?")
-            print(f"  {published.text[:300]}")
-            return 2
-        print(
-            f"Published event {event['id']} (cluster {cluster_id}, generation {generation}) to topic {TOPIC}: "
-            f"message {published.json()['message_id']}; the emulator pushes it to the function."
-        )
-    else:
-        answer = requests.post(function_url, json=push_envelope(event), timeout=120)
-        verdict = "acknowledged" if 200 <= answer.status_code < 300 else "not acknowledged: Pub/Sub would redeliver"
-        print(
-            f"Pushed event {event['id']} (cluster {cluster_id}, generation {generation}) to {function_url}: "
-            f"HTTP {answer.status_code}, {verdict}."
-        )
-        if not 200 <= answer.status_code < 300:
-            return 1
-    # A push is answered once the reconcile is over; a published message is pushed a moment later.
-    deadline = time.monotonic() + (REPORT_WAIT_S if via == "pubsub" else 0.0)
-    while True:
-        found = _reports(admin, cluster_id)
-        if len(found) > before:
-            report = found[-1]
-            print(f"Status reported ({report['method']} -> {report['code']}):")
-            for condition in report["body"]["conditions"]:
-                print(f"  {condition['type']:<10} {condition['status']:<6} {condition['reason']}")
-            print(f"  data keys: {', '.join(sorted(report['body'].get('data') or {})) or '-'}")
-            return 0
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
-    print(f"No status reported; the function's log says why ({state_dir}/function.log under `make up`).")
-    return 1 if via == "pubsub" else 0
 
 
 def event_json(cluster_id: str, generation: int) -> str:

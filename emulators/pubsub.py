@@ -148,12 +148,17 @@ class PubSubEmulator:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # own process group: stop() kills the JVM with its wrapper script
             )
+        try:  # a Ctrl-C while the JVM boots must not orphan it (its own session gets no SIGINT)
+            self._wait_until_serving(self._proc, self._log_path, started)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_until_serving(self, proc: subprocess.Popen[bytes], log_path: Path, started: float) -> None:
         deadline = started + _START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                log_tail = self._log_path.read_text(errors="replace")[-2000:]
-                self._proc = None
-                self._drop_log()
+            if proc.poll() is not None:
+                log_tail = log_path.read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"pubsub emulator exited during startup:\n{log_tail}")
             try:
                 if self._session.get(f"{self.url}/", timeout=1).status_code == 200:
@@ -162,7 +167,6 @@ class PubSubEmulator:
             except requests.RequestException:
                 pass
             time.sleep(0.1)
-        self.stop()
         raise RuntimeError(f"pubsub emulator did not answer within {_START_TIMEOUT_S:.0f} s")
 
     def stop(self) -> None:

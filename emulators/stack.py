@@ -10,15 +10,25 @@ the Terraform configuration does not allow is PERMISSION_DENIED here as on GCP. 
 points at the Kubernetes emulator's endpoint and CA. The HyperFleet API requires the bearer token it
 writes into `token_file`, or an ID token the metadata server signed for the runtime identity (audience
 `hyperfleet-api`).
+
+Start and stop are exception-safe: an exception (a KeyboardInterrupt from Ctrl-C included) anywhere in
+`start()` stops what had started and removes `workdir` (it holds the HyperFleet token and the registry CA)
+before it propagates; `stop()` may be called on a stack that started partly or not at all.
+`interruptible()` turns SIGTERM into that same KeyboardInterrupt, for the commands people stop (`make up`,
+`make demo`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from emulators.admin import AdminServer
@@ -68,6 +78,20 @@ class Stack:
     ) -> None:
         self.book = FaultBook()
         self.workdir = tempfile.mkdtemp(prefix="hf-emulators-")
+        try:
+            self._build(status_method, token_lifetime_s, validate_contract)
+        except BaseException:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        self._want_pubsub = pubsub
+        self._grant_all = grant_all_namespaces
+        self._terraform_iam = terraform_iam
+        self._terraform_variables: dict[str, Any] = dict(TERRAFORM_VARIABLES)
+        self.grants: list[Grant] = []
+        self._grant_cache: dict[str, list[Grant]] = {}
+        self.admin = AdminServer(self)
+
+    def _build(self, status_method: str, token_lifetime_s: int, validate_contract: bool) -> None:
         self.token_file = os.path.join(self.workdir, "hyperfleet-token")
         self.metadata = MetadataEmulator(
             self.book,
@@ -93,13 +117,6 @@ class Stack:
         self.registry = RegistryEmulator(self.book)
         self.registry_ca_file = os.path.join(self.workdir, "registry-ca.pem")
         self.pubsub: PubSubEmulator | None = None
-        self._want_pubsub = pubsub
-        self._grant_all = grant_all_namespaces
-        self._terraform_iam = terraform_iam
-        self._terraform_variables: dict[str, Any] = dict(TERRAFORM_VARIABLES)
-        self.grants: list[Grant] = []
-        self._grant_cache: dict[str, list[Grant]] = {}
-        self.admin = AdminServer(self)
 
     @property
     def emulators(self) -> dict[str, Any]:
@@ -116,6 +133,15 @@ class Stack:
         return found
 
     def start(self) -> Stack:
+        """Start every emulator; on any exception (KeyboardInterrupt included) stop them all, then re-raise."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
         self.metadata.start()
         self.secretmanager.add_project(PROJECT_ID, PROJECT_NUMBER)
         self.gke.add_project(PROJECT_ID, PROJECT_NUMBER)  # one project, one number, whichever service asks
@@ -133,7 +159,6 @@ class Stack:
                 self.pubsub.start()
         self.seed_defaults()
         self.admin.start()
-        return self
 
     def seed_defaults(self) -> None:
         """The default management cluster, and on it the runtime identity's RBAC and admission policy."""
@@ -189,10 +214,18 @@ class Stack:
         self.seed_defaults()
 
     def stop(self) -> None:
-        self.admin.stop()
-        for emulator in reversed(list(self.emulators.values())):
-            emulator.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        """Stop whatever runs (each emulator's stop is a no-op when it never started) and remove `workdir`.
+
+        SIGINT and SIGTERM are ignored meanwhile (in the main thread): a second Ctrl-C must not cut the
+        cleanup short and leave the Java Pub/Sub emulator or the token behind. It takes a few seconds at most.
+        """
+        with signals_ignored():
+            try:
+                self.admin.stop()
+                for emulator in reversed(list(self.emulators.values())):
+                    emulator.stop()
+            finally:
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     def env(self) -> dict[str, str]:
         """Exactly the environment a function process needs to use this stack."""
@@ -226,3 +259,27 @@ class Stack:
             "iam": "terraform" if self._terraform_iam else "open",
             "env": self.env(),
         }
+
+
+@contextlib.contextmanager
+def signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored meanwhile (main thread only): for cleanups a second Ctrl-C must not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so one `finally` cleans up after either."""
+    saved = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, saved)

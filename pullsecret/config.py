@@ -127,77 +127,99 @@ def _template(env: Mapping[str, str], name: str, default: str) -> str:
     return value
 
 
-def load(env: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate settings; raises ConfigError naming the first bad variable."""
-    env = os.environ if env is None else env
+def _choice(
+    env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...], *, upper: bool, say: str = ""
+) -> str:
+    """One of `allowed` (case-folded); `say` lists the choices in the error, else the tuple itself."""
+    raw = _get(env, name) or default
+    value = raw.upper() if upper else raw.lower()
+    if value not in allowed:
+        raise ConfigError(f"{name} must be {say or f'one of {allowed}'}, got {value!r}")
+    return value
 
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """true/1/yes or false/0/no (default false)."""
+    value = _choice(env, name, "false", ("true", "false", "1", "0", "yes", "no"), upper=False, say="true or false")
+    return value in ("true", "1", "yes")
+
+
+def _matching(env: Mapping[str, str], name: str, pattern: re.Pattern[str], shape: str) -> str | None:
+    """An optional value that must match `pattern` (`shape` says how it looks, for the error)."""
+    value = _get(env, name)
+    if value is not None and not pattern.match(value):
+        raise ConfigError(f"{name} must be {shape}, got {value!r}")
+    return value
+
+
+def _file(env: Mapping[str, str], name: str) -> str | None:
+    """An optional path that must name a readable file."""
+    path = _get(env, name)
+    if path is not None and not os.path.isfile(path):
+        raise ConfigError(f"{name} names no readable file: {path!r}")
+    return path
+
+
+def _api_url(env: Mapping[str, str]) -> str:
     url = _get(env, "HYPERFLEET_API_URL")
     if url is None:
         raise ConfigError("HYPERFLEET_API_URL is required (the HyperFleet API base URL, e.g. https://hf.example.com)")
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ConfigError(f"HYPERFLEET_API_URL must be an http(s) URL, got {url!r}")
+    return url.rstrip("/")
 
-    token_file = _get(env, "HYPERFLEET_API_TOKEN_FILE")
-    if token_file is not None and not os.path.isfile(token_file):
-        raise ConfigError(f"HYPERFLEET_API_TOKEN_FILE names no readable file: {token_file!r}")
 
-    api_auth = (_get(env, "HYPERFLEET_API_AUTH") or "token-file").lower()
-    if api_auth not in API_AUTH_MODES:
-        raise ConfigError(f"HYPERFLEET_API_AUTH must be one of {API_AUTH_MODES}, got {api_auth!r}")
-    if api_auth == "google-id-token" and token_file is not None:
+def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
+    """(HYPERFLEET_API_AUTH, HYPERFLEET_API_AUDIENCE); google-id-token excludes a token file."""
+    api_auth = _choice(env, "HYPERFLEET_API_AUTH", "token-file", API_AUTH_MODES, upper=False)
+    if api_auth == "google-id-token" and _get(env, "HYPERFLEET_API_TOKEN_FILE") is not None:
         raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
     audience = _get(env, "HYPERFLEET_API_AUDIENCE") or "hyperfleet-api"
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"HYPERFLEET_API_AUDIENCE must be one printable word (an audience), got {audience!r}")
+    return api_auth, audience
 
-    method = (_get(env, "HYPERFLEET_STATUS_METHOD") or "PUT").upper()
-    if method not in ("PUT", "POST"):
-        raise ConfigError(f"HYPERFLEET_STATUS_METHOD must be PUT or POST, got {method!r}")
 
-    adapter = _get(env, "ADAPTER_NAME") or "pullsecret"
-    if not ADAPTER_RE.match(adapter):
-        raise ConfigError(f"ADAPTER_NAME must match {ADAPTER_RE.pattern}, got {adapter!r}")
+def _cluster_template(env: Mapping[str, str]) -> str | None:
+    """MANAGEMENT_CLUSTER_TEMPLATE: projects/P/locations/L/clusters/{name}, for placement short names."""
+    template = _get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
+    if template is None:
+        return None
+    try:
+        rendered = template.format(name="x")
+    except (KeyError, IndexError, ValueError):
+        rendered = ""
+    if "{name}" not in template or not GKE_CLUSTER_RE.match(rendered) or not rendered.endswith("/x"):
+        raise ConfigError(
+            "MANAGEMENT_CLUSTER_TEMPLATE must be projects/P/locations/L/clusters/{name} ({name}: the "
+            f"placement's short cluster name), got {template!r}"
+        )
+    return template
+
+
+def _adapter_names(env: Mapping[str, str]) -> tuple[str, ...]:
     adapters = _list(env, "PRECONDITION_ADAPTERS", ("validation", "dns", "placement"))
     for name in adapters:
         if not ADAPTER_RE.match(name):
             raise ConfigError(f"PRECONDITION_ADAPTERS has a malformed adapter name {name!r}")
-    placement = _get(env, "PLACEMENT_ADAPTER") or "placement"
+    return adapters
 
-    source = _get(env, "PULL_SECRET_SOURCE")
-    if source is not None and not SOURCE_VERSION_RE.match(source):
-        raise ConfigError(f"PULL_SECRET_SOURCE must be projects/P/secrets/S/versions/(latest|N), got {source!r}")
-    precedence = (_get(env, "MERGE_PRECEDENCE") or "platform").lower()
-    if precedence not in MERGE_PRECEDENCES:
-        raise ConfigError(f"MERGE_PRECEDENCE must be one of {MERGE_PRECEDENCES}, got {precedence!r}")
 
-    secret_project = _get(env, "SECRET_PROJECT_ID")
-    if secret_project is not None and not PROJECT_ID_RE.match(secret_project):
-        raise ConfigError(f"SECRET_PROJECT_ID is not a GCP project id: {secret_project!r}")
-    locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
+def _kms_key(env: Mapping[str, str], locations: tuple[str, ...]) -> str | None:
+    """SECRET_KMS_KEY; with several replica locations it names one key per location through {location}."""
     kms = _get(env, "SECRET_KMS_KEY")
-    if kms is not None and not KMS_KEY_RE.match(kms.replace("{location}", "l")):
+    if kms is None:
+        return None
+    if not KMS_KEY_RE.match(kms.replace("{location}", "l")):
         raise ConfigError(f"SECRET_KMS_KEY must be projects/P/locations/L/keyRings/R/cryptoKeys/K, got {kms!r}")
-    if kms is not None and len(locations) > 1 and "{location}" not in kms:
+    if len(locations) > 1 and "{location}" not in kms:
         raise ConfigError("SECRET_KMS_KEY must contain {location} when SECRET_REPLICATION_LOCATIONS lists several")
+    return kms
 
-    management = _get(env, "MANAGEMENT_CLUSTER")
-    if management is not None and not GKE_CLUSTER_RE.match(management):
-        raise ConfigError(f"MANAGEMENT_CLUSTER must be projects/P/locations/L/clusters/C, got {management!r}")
-    cluster_template = _get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
-    if cluster_template is not None:
-        try:
-            rendered = cluster_template.format(name="x")
-        except (KeyError, IndexError, ValueError):
-            rendered = ""
-        if "{name}" not in cluster_template or not GKE_CLUSTER_RE.match(rendered) or not rendered.endswith("/x"):
-            raise ConfigError(
-                "MANAGEMENT_CLUSTER_TEMPLATE must be projects/P/locations/L/clusters/{name} ({name}: the "
-                f"placement's short cluster name), got {cluster_template!r}"
-            )
-    endpoint = (_get(env, "MANAGEMENT_ENDPOINT") or "ip").lower()
-    if endpoint not in ("ip", "dns"):
-        raise ConfigError(f"MANAGEMENT_ENDPOINT must be ip or dns, got {endpoint!r}")
+
+def _namespace_pattern(env: Mapping[str, str]) -> re.Pattern[str]:
+    """MANAGEMENT_NAMESPACE_PATTERN: anchored, and admitting none of the cluster's own namespaces."""
     pattern_text = _get(env, "MANAGEMENT_NAMESPACE_PATTERN") or r"^clusters-[a-z0-9-]+$"
     try:
         pattern = re.compile(pattern_text)
@@ -208,90 +230,95 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     for forbidden in ("kube-system", "kube-public", "default"):
         if pattern.match(forbidden):
             raise ConfigError(f"MANAGEMENT_NAMESPACE_PATTERN must not admit the namespace {forbidden!r}")
+    return pattern
 
-    emulators = {}
-    for name in ("SECRET_MANAGER_EMULATOR_HOST", "GKE_EMULATOR_HOST"):
-        value = _get(env, name)
-        if value is not None and not HOSTPORT_RE.match(value):
-            raise ConfigError(f"{name} must be host:port, got {value!r}")
-        emulators[name] = value
 
-    level = (_get(env, "LOG_LEVEL") or "INFO").upper()
-    if level not in ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"):
-        raise ConfigError(f"LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {level!r}")
-
-    policy = (_get(env, "DELETION_POLICY") or "DELETE").upper()
-    if policy not in DELETION_POLICIES:
-        raise ConfigError(f"DELETION_POLICY must be one of {DELETION_POLICIES}, got {policy!r}")
-
-    canonical = (_get(env, "MERGE_CANONICAL_REGISTRIES") or "false").lower()
-    if canonical not in ("true", "false", "1", "0", "yes", "no"):
-        raise ConfigError(f"MERGE_CANONICAL_REGISTRIES must be true or false, got {canonical!r}")
-    topic = _get(env, "ADAPTER_TOPIC")
-    if topic is not None and not TOPIC_RE.match(topic):
-        raise ConfigError(f"ADAPTER_TOPIC must be projects/P/topics/T, got {topic!r}")
-
-    verification = (_get(env, "REGISTRY_VERIFICATION") or "report").lower()
-    if verification not in REGISTRY_VERIFICATION_MODES:
-        raise ConfigError(f"REGISTRY_VERIFICATION must be one of {REGISTRY_VERIFICATION_MODES}, got {verification!r}")
+def _token_scopes(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """REGISTRY_TOKEN_SCOPES: host=scope pairs (host lower-cased)."""
     scopes: list[tuple[str, str]] = []
     for pair in _list(env, "REGISTRY_TOKEN_SCOPES", ()):
         host, sep, scope = pair.partition("=")
         if not sep or not host.strip() or not scope.strip():
             raise ConfigError(f"REGISTRY_TOKEN_SCOPES must list host=scope pairs, got {pair!r}")
         scopes.append((host.strip().lower(), scope.strip()))
-    ca_bundle = _get(env, "REGISTRY_CA_BUNDLE")
-    if ca_bundle is not None and not os.path.isfile(ca_bundle):
-        raise ConfigError(f"REGISTRY_CA_BUNDLE names no readable file: {ca_bundle!r}")
+    return tuple(scopes)
 
+
+def _publish_rate(env: Mapping[str, str]) -> float | None:
+    """ROTATION_PUBLISH_RATE, or None to derive it from the write quota."""
+    if _get(env, "ROTATION_PUBLISH_RATE") is None:
+        return None
+    return _number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
+
+
+def load(env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate settings; raises ConfigError naming the first bad variable (in the order below)."""
+    env = os.environ if env is None else env
+    locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
+    api_auth, audience = _api_auth(env)
     return Settings(
-        hyperfleet_api_url=url.rstrip("/"),
-        hyperfleet_api_token_file=token_file,
+        # The HyperFleet API, and which adapters' statuses gate this one.
+        hyperfleet_api_url=_api_url(env),
+        hyperfleet_api_token_file=_file(env, "HYPERFLEET_API_TOKEN_FILE"),
         hyperfleet_api_auth=api_auth,
         hyperfleet_api_audience=audience,
-        hyperfleet_status_method=method,
+        hyperfleet_status_method=_choice(
+            env, "HYPERFLEET_STATUS_METHOD", "PUT", ("PUT", "POST"), upper=True, say="PUT or POST"
+        ),
         hyperfleet_timeout_s=_number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
-        adapter_name=adapter,
-        precondition_adapters=adapters,
-        placement_adapter=placement,
-        pull_secret_source=source,
+        adapter_name=_matching(env, "ADAPTER_NAME", ADAPTER_RE, f"like {ADAPTER_RE.pattern}") or "pullsecret",
+        precondition_adapters=_adapter_names(env),
+        placement_adapter=_get(env, "PLACEMENT_ADAPTER") or "placement",
+        # The pull secret: the platform's source and how it merges with the cluster's own.
+        pull_secret_source=_matching(
+            env, "PULL_SECRET_SOURCE", SOURCE_VERSION_RE, "projects/P/secrets/S/versions/(latest|N)"
+        ),
         pull_secret_source_ttl_s=_number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
-        merge_precedence=precedence,
-        secret_project_id=secret_project,
+        merge_precedence=_choice(env, "MERGE_PRECEDENCE", "platform", MERGE_PRECEDENCES, upper=False),
+        merge_canonical_registries=_flag(env, "MERGE_CANONICAL_REGISTRIES"),
+        # Secret Manager: where each cluster's secret lives and how it is replicated and encrypted.
+        secret_project_id=_matching(env, "SECRET_PROJECT_ID", PROJECT_ID_RE, "a GCP project id"),
         secret_id_template=_template(env, "SECRET_ID_TEMPLATE", "hyperfleet-{cluster_id}-pull-secret"),
         secret_replication_locations=locations,
-        secret_kms_key=kms,
-        management_cluster=management,
-        management_cluster_template=cluster_template,
-        management_endpoint=endpoint,
+        secret_kms_key=_kms_key(env, locations),
+        # The management cluster: how to reach it, and which namespaces and names the Secret may take.
+        management_cluster=_matching(env, "MANAGEMENT_CLUSTER", GKE_CLUSTER_RE, "projects/P/locations/L/clusters/C"),
+        management_cluster_template=_cluster_template(env),
+        management_endpoint=_choice(env, "MANAGEMENT_ENDPOINT", "ip", ("ip", "dns"), upper=False, say="ip or dns"),
         vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
-        management_namespace_pattern=pattern,
+        management_namespace_pattern=_namespace_pattern(env),
         kubernetes_secret_template=_template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
         field_manager=_get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
-        secret_manager_emulator_host=emulators["SECRET_MANAGER_EMULATOR_HOST"],
-        gke_emulator_host=emulators["GKE_EMULATOR_HOST"],
-        log_level=level,
+        # Local emulators in place of Google's endpoints.
+        secret_manager_emulator_host=_matching(env, "SECRET_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
+        gke_emulator_host=_matching(env, "GKE_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
+        # Operation: logging, event age, retries, deletion and version retention.
+        log_level=_choice(
+            env,
+            "LOG_LEVEL",
+            "INFO",
+            ("DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL"),
+            upper=True,
+            say="DEBUG, INFO, WARNING or ERROR",
+        ),
         max_event_age_s=_number(env, "MAX_EVENT_AGE", 3600.0, minimum=0, maximum=7 * 86400),
         retry_deadline_s=_number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
-        deletion_policy=policy,
+        deletion_policy=_choice(env, "DELETION_POLICY", "DELETE", DELETION_POLICIES, upper=True),
         retain_versions=int(_number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
-        merge_canonical_registries=canonical in ("true", "1", "yes"),
-        adapter_topic=topic,
-        rotation_publish_rate=(
-            _number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
-            if _get(env, "ROTATION_PUBLISH_RATE") is not None
-            else None
-        ),
+        # Rotation: the fan-out's topic and its pace against the Secret Manager write quota.
+        adapter_topic=_matching(env, "ADAPTER_TOPIC", TOPIC_RE, "projects/P/topics/T"),
+        rotation_publish_rate=_publish_rate(env),
         secret_write_quota=_number(env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000),
         rotation_writes_per_cluster=_number(env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10),
         rotation_slice_s=_number(env, "ROTATION_SLICE", 480.0, minimum=1, maximum=3600),
-        registry_verification=verification,
+        # Registry verification: whether and how each registry's credential is checked.
+        registry_verification=_choice(env, "REGISTRY_VERIFICATION", "report", REGISTRY_VERIFICATION_MODES, upper=False),
         registry_skip_hosts=tuple(h.lower() for h in _list(env, "REGISTRY_SKIP_HOSTS", REGISTRY_SKIP_DEFAULT)),
-        registry_token_scopes=tuple(scopes),
+        registry_token_scopes=_token_scopes(env),
         registry_timeout_s=_number(env, "REGISTRY_TIMEOUT", 5.0, minimum=0.1, maximum=60),
         registry_deadline_s=_number(env, "REGISTRY_DEADLINE", 15.0, minimum=0.1, maximum=300),
         registry_cache_ttl_s=_number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
         registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
-        registry_ca_bundle=ca_bundle,
+        registry_ca_bundle=_file(env, "REGISTRY_CA_BUNDLE"),
     )

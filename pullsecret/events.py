@@ -45,6 +45,8 @@ class ReconcileRequest:
     delivery: str
     trace: TraceContext | None = None
     published_at: datetime | None = None
+    # The event's `generation` as sent, when it was there but no positive integer (dropped; a warning says so).
+    unusable_generation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,14 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
         inner_attributes = {k[3:]: v for k, v in message_attributes.items() if k.startswith("ce-")}
         inner_attributes.setdefault("id", message_id)
         return _from_sentinel(inner_attributes, payload, delivery=delivery, trace=trace, published_at=published)
+    return _from_structured(payload, message_id, trace, published)
 
+
+def _from_structured(
+    payload: bytes, message_id: str, trace: TraceContext | None, published: datetime | None
+) -> ParsedEvent:
+    """Pub/Sub message data that is a structured-mode CloudEvent (JSON): the Sentinel event inside it."""
+    delivery = "pubsub"
     try:
         structured = json.loads(payload)
         if not isinstance(structured, dict):
@@ -191,7 +200,9 @@ def _from_sentinel(
     if not isinstance(cluster_id, str) or not _CLUSTER_ID.fullmatch(cluster_id):
         return skip("the event data has no usable cluster id ('id' or 'resource_id')")
     generation = body.get("generation")
+    unusable: str | None = None
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+        unusable = None if generation is None else json.dumps(generation)[:40]
         generation = None
     return ReconcileRequest(
         cluster_id=cluster_id,
@@ -201,6 +212,7 @@ def _from_sentinel(
         delivery=delivery,
         trace=trace,
         published_at=published_at,
+        unusable_generation=unusable,
     )
 
 

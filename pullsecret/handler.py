@@ -10,6 +10,7 @@ did not succeed).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import threading
 import time
@@ -126,6 +127,13 @@ class Adapter:
                 generation=parsed.generation,
                 age_s=round(age, 3) if age is not None else None,
             )
+            if parsed.unusable_generation is not None:
+                log.warning(
+                    f"the event's generation {parsed.unusable_generation} is not a positive integer; ignored "
+                    "(the cluster's generation as the HyperFleet API holds it is used)",
+                    operation="event",
+                    delivery=parsed.delivery,
+                )
             if self.settings.max_event_age_s and age is not None and age > self.settings.max_event_age_s:
                 log.warning(
                     f"event is {age:.0f} s old, over MAX_EVENT_AGE ({self.settings.max_event_age_s:.0f} s); "
@@ -274,6 +282,33 @@ class Redeliver(werkzeug.exceptions.ServiceUnavailable):
 
     def __init__(self, error: TransientError) -> None:
         super().__init__(f"transient failure ({error.reason}); Pub/Sub redelivers the event")
+
+
+def log_malformed_delivery(content_type: str | None, body: bytes) -> str:
+    """Log a request that is neither a CloudEvent nor a Pub/Sub push envelope; returns the answer's text.
+
+    functions-framework rejects it (400) before the function runs and logs nothing; its HTML answer echoes
+    the request's headers and body. The line names the body's top-level keys only: never its values.
+    """
+    keys: list[str] = []
+    try:
+        parsed = json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):
+        keys = [str(key)[:40] for key in list(parsed)[:10]]
+    shape = f"top-level keys {keys}" if keys else "no JSON object"
+    reason = (
+        "neither a CloudEvent nor a Pub/Sub push envelope (which needs `subscription` and a `message` with "
+        f"`data` and `messageId`): {shape}, Content-Type {str(content_type or '-')[:60]}, {len(body)} bytes"
+    )
+    log.warning(
+        f"delivery rejected (400) without action: {reason}",
+        operation="reconcile",
+        result="malformed",
+        reason="MalformedDelivery",
+    )
+    return f"malformed delivery: {reason}\n"
 
 
 def effective_configuration(settings: Settings) -> dict[str, Any]:

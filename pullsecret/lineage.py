@@ -16,7 +16,7 @@ MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_
 
 
 def version_id(version_name: str | None) -> str:
-    return (version_name or "").rsplit("/", 1)[-1]
+    return (version_name or "").rpartition("/")[2]
 
 
 def decode(text: str | None) -> dict[str, Any]:

@@ -193,7 +193,21 @@ class Logger:
             )
             raise
         duration = round((time.perf_counter() - start) * 1000, 2)
-        self.log("INFO", f"{operation} done", operation=operation, duration_ms=duration, **fields, **extra)
+        self.log("INFO", f"{operation}: {did(extra)}", operation=operation, duration_ms=duration, **fields, **extra)
+
+
+def did(fields: dict[str, Any]) -> str:
+    """What a step did, in words, from the fields it recorded (`written`, `stale`, `http_status`)."""
+    if fields.get("stale"):
+        return "nothing written (a newer generation is recorded)"
+    if fields.get("written") is True:
+        writes = fields.get("writes")
+        return "written" + (f" ({writes} writes)" if isinstance(writes, int) and writes > 1 else "")
+    if fields.get("written") is False:
+        return "nothing written (already up to date)"
+    if fields.get("http_status") is not None:
+        return f"answered {fields['http_status']}"
+    return "done"
 
 
 log = Logger()

@@ -38,6 +38,9 @@ locals {
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
     ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
     ROTATION_PUBLISH_RATE = tostring(var.rotation_publish_rate)
+    # One invocation fans out this long, then hands the rest on (pullsecret/rotation.py): under the function
+    # timeout with 30 s for the hand-on, so a fan-out is never killed mid-slice.
+    ROTATION_SLICE = tostring(var.timeout_seconds - 30)
     # functions-framework's gunicorn thread count: one thread per concurrent request Cloud Run sends.
     THREADS = tostring(var.max_instance_request_concurrency)
     # Set by the platform on every deploy; declared here so plans stay clean.
@@ -194,16 +197,11 @@ resource "google_cloudfunctions2_function" "adapter" {
     }
   }
 
+  # The grants it relies on, through their propagation wait (main.tf).
   depends_on = [
     google_project_service.apis,
     google_project_service.compute,
-    google_kms_crypto_key_iam_member.secret_cmek,
-    google_project_iam_member.build_log_writer,
-    google_project_iam_member.build_source_reader,
-    google_artifact_registry_repository_iam_member.build_writer,
-    google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
-    google_service_account_iam_member.pubsub_agent_trigger_token,
-    google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
+    time_sleep.iam_propagation,
   ]
 }
 

@@ -84,7 +84,8 @@ resource "google_project_iam_custom_role" "secret_manager_managed" {
   permissions = local.secret_manager_managed_permissions
   stage       = "GA"
 
-  depends_on = [google_project_service.secret_project_secretmanager]
+  # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
+  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
 }
 
 resource "google_project_iam_custom_role" "secret_manager_creator" {
@@ -97,13 +98,16 @@ resource "google_project_iam_custom_role" "secret_manager_creator" {
   permissions = ["secretmanager.secrets.create"]
   stage       = "GA"
 
-  depends_on = [google_project_service.secret_project_secretmanager]
+  # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
+  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
 }
 
 data "google_project" "secret_projects" {
   for_each = local.secret_project_ids
 
   project_id = each.value
+
+  depends_on = [google_project_service.apis] # cloudresourcemanager.googleapis.com, as for data.google_project.this
 }
 
 resource "google_project_iam_member" "runtime_secret_manager_managed" {
@@ -191,6 +195,30 @@ resource "google_project_iam_member" "runtime_cluster_viewer" {
 
   project = each.value
   role    = "roles/container.clusterViewer"
+  member  = google_service_account.runtime.member
+}
+
+# The DNS-based control-plane endpoint authorizes each request with IAM's container.clusters.connect on the
+# cluster before Kubernetes RBAC sees it (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation#dns-based_endpoint);
+# clusterViewer does not hold it. Only with management_endpoint = "dns": a custom role with that one permission.
+resource "google_project_iam_custom_role" "cluster_connect" {
+  for_each = var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])
+
+  project     = each.value
+  role_id     = "hyperfleetPullSecretClusterConnect"
+  title       = "HyperFleet pull-secret adapter: reach the DNS endpoint"
+  description = "container.clusters.connect only: the DNS-based control-plane endpoint's IAM check."
+  permissions = ["container.clusters.connect"]
+  stage       = "GA"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_project_iam_member" "runtime_cluster_connect" {
+  for_each = var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])
+
+  project = each.value
+  role    = google_project_iam_custom_role.cluster_connect[each.value].id
   member  = google_service_account.runtime.member
 }
 

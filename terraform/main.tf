@@ -46,8 +46,12 @@ locals {
   trigger_ack_deadline_seconds = var.timeout_seconds + 60
 }
 
+# Read at apply time after the APIs are on (a fresh project has no Cloud Resource Manager API at plan time);
+# on later plans nothing it depends on changes, so it is read at plan time as usual.
 data "google_project" "this" {
   project_id = var.project_id
+
+  depends_on = [google_project_service.apis]
 }
 
 # Every API the function and this configuration use. Disabling an API on destroy would break
@@ -88,4 +92,44 @@ resource "google_project_service_identity" "pubsub" {
   service = "pubsub.googleapis.com"
 
   depends_on = [google_project_service.apis]
+}
+
+# The Eventarc service agent is created lazily too, and a brand-new project's first trigger fails with
+# "Permission denied while using the Eventarc Service Agent" until it exists and holds its role
+# (hashicorp/terraform-provider-google#14584, #25294; https://cloud.google.com/eventarc/docs/roles-permissions#service-agent-roles).
+resource "google_project_service_identity" "eventarc" {
+  provider = google-beta
+
+  project = var.project_id
+  service = "eventarc.googleapis.com"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_project_iam_member" "eventarc_agent" {
+  # checkov:skip=CKV_GCP_49:roles/eventarc.serviceAgent is the Google-managed role Eventarc's own service agent needs to mint tokens for triggers (https://cloud.google.com/eventarc/docs/roles-permissions); granted to that agent only.
+  project = var.project_id
+  role    = "roles/eventarc.serviceAgent"
+  member  = "serviceAccount:service-${local.project_number}@gcp-sa-eventarc.iam.gserviceaccount.com"
+
+  depends_on = [google_project_service_identity.eventarc]
+}
+
+# IAM grants take up to a few minutes to reach every service (https://cloud.google.com/iam/docs/access-change-propagation);
+# the function's build (build account), its trigger (Eventarc and Pub/Sub service agents, trigger account) and
+# its first start (runtime account, token secret) use grants made in this same apply. The provider's own gen2
+# example with a dedicated build account waits 60 s after the grants (cloudfunctions2_function basic_builder).
+resource "time_sleep" "iam_propagation" {
+  create_duration = "60s"
+
+  depends_on = [
+    google_project_iam_member.eventarc_agent,
+    google_project_iam_member.build_log_writer,
+    google_project_iam_member.build_source_reader,
+    google_artifact_registry_repository_iam_member.build_writer,
+    google_kms_crypto_key_iam_member.secret_cmek,
+    google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
+    google_service_account_iam_member.pubsub_agent_trigger_token,
+    google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
+  ]
 }

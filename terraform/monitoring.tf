@@ -135,6 +135,8 @@ resource "google_logging_metric" "api_errors" {
 
 locals {
   user_metric = "logging.googleapis.com/user"
+  # projects/P/locations/L/triggers/NAME -> NAME
+  trigger_short_name = reverse(split("/", google_cloudfunctions2_function.adapter.event_trigger[0].trigger))[0]
 }
 
 resource "google_monitoring_alert_policy" "reconcile_failure_rate" {
@@ -225,7 +227,7 @@ resource "google_monitoring_alert_policy" "api_errors" {
 
 resource "google_monitoring_alert_policy" "slow_reconcile" {
   project               = var.project_id
-  display_name          = "${var.function_name}: reconcile slower than ${var.slow_reconcile_threshold_ms / 60000} min"
+  display_name          = "${var.function_name}: reconcile slower than ${var.slow_reconcile_threshold_ms / 1000} s"
   combiner              = "OR"
   notification_channels = var.notification_channel_ids
   severity              = "WARNING"
@@ -271,10 +273,12 @@ resource "google_monitoring_alert_policy" "dead_lettered" {
   user_labels           = local.labels
 
   conditions {
-    display_name = "messages published to ${google_pubsub_topic.dead_letter.name}"
+    display_name = "messages the trigger's subscription forwarded to ${google_pubsub_topic.dead_letter.name}"
 
     condition_threshold {
-      filter          = "resource.type=\"pubsub_topic\" AND resource.label.topic_id=\"${google_pubsub_topic.dead_letter.name}\" AND metric.type=\"pubsub.googleapis.com/topic/send_message_operation_count\""
+      # The documented dead-letter metric is the source subscription's (https://cloud.google.com/pubsub/docs/dead-letter-topics);
+      # Eventarc names a trigger's subscription eventarc-REGION-TRIGGER-sub-NNN.
+      filter          = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=starts_with(\"eventarc-${var.region}-${local.trigger_short_name}-sub-\") AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
       comparison      = "COMPARISON_GT"
       threshold_value = 0
       duration        = "0s"

@@ -25,6 +25,8 @@ resource "google_project_service_identity" "secretmanager" {
 
   project = local.pull_secret_source_project
   service = "secretmanager.googleapis.com"
+
+  depends_on = [google_project_service.apis] # serviceusage / iam on the deployer's quota project first
 }
 
 # Secret Manager notifications about the platform pull secret land here.

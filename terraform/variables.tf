@@ -619,12 +619,18 @@ variable "api_error_threshold" {
 }
 
 variable "slow_reconcile_threshold_ms" {
-  description = "A reconcile taking at least this long (milliseconds) raises the slow-reconcile alert."
+  description = "A reconcile taking at least this long (milliseconds) raises the slow-reconcile alert. Default 60000: one that spent its whole default RETRY_DEADLINE retrying."
   type        = number
-  default     = 300000
+  default     = 60000
 
   validation {
     condition     = var.slow_reconcile_threshold_ms >= 1000
     error_message = "The slow_reconcile_threshold_ms must be at least 1000."
+  }
+
+  # A reconcile gives up by RETRY_DEADLINE plus the one call in flight (30 s): a longer threshold never fires.
+  validation {
+    condition     = var.slow_reconcile_threshold_ms < (var.retry_deadline_seconds + 30) * 1000
+    error_message = "The slow_reconcile_threshold_ms must be below (retry_deadline_seconds + 30) * 1000: a reconcile ends by then, so the slow-reconcile alert could never fire."
   }
 }

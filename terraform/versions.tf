@@ -7,16 +7,21 @@ terraform {
     # argument and block against both ends of this range) and has Direct VPC egress on cloudfunctions2 (GA).
     google = {
       source  = "hashicorp/google"
-      version = ">= 7.31, < 8.0"
+      version = ">= 7.31, <= 7.46.1"
     }
     # Only for google_project_service_identity (the Pub/Sub and Secret Manager service agents), which is beta-only.
     google-beta = {
       source  = "hashicorp/google-beta"
-      version = ">= 7.31, < 8.0"
+      version = ">= 7.31, <= 7.46.1"
     }
     archive = {
       source  = "hashicorp/archive"
       version = ">= 2.4, < 3.0"
+    }
+    # time_sleep: IAM propagation waits before the function and its trigger (main.tf).
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1.0"
     }
   }
 

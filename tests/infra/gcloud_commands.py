@@ -39,6 +39,8 @@ SHELL_VALUES = {
     "secret": "platform-pull-secret",
     "TOPIC": "projects/hyperfleet-adapters-prod/topics/hyperfleet-pullsecret-adapter-source-rotation",
     "EVENT": '{"specversion":"1.0","type":"com.redhat.hyperfleet.cluster.reconcile","source":"manual","id":"m-1"}',
+    "SUB": "projects/hyperfleet-adapters-prod/subscriptions/hyperfleet-pullsecret-adapter-dead-letter",
+    "ack": "RkVfb3BhcXVlX2Fja19pZA",
     "CLUSTER": "2abc9def",
     "CLUSTER_ID": "2abc9def",
     "_REGION": "europe-west1",

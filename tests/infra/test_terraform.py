@@ -51,6 +51,7 @@ FUNCTION_ENVIRONMENT = {
     "RETAIN_VERSIONS",
     "ADAPTER_TOPIC",
     "ROTATION_PUBLISH_RATE",
+    "ROTATION_SLICE",
     "REGISTRY_VERIFICATION",
     "SECRET_ID_TEMPLATE",
     "RETRY_DEADLINE",
@@ -262,9 +263,13 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
             "roles/secretmanager.secretAccessor",
             "roles/secretmanager.secretAccessor",
             "roles/container.clusterViewer",
+            "${google_project_iam_custom_role.cluster_connect[each.value].id}",  # DNS endpoint only
             "roles/pubsub.publisher",
         ]
     )
+    connect = config.resource("google_project_iam_custom_role", "cluster_connect")
+    assert connect["permissions"] == ["container.clusters.connect"]
+    assert connect["for_each"] == '${var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])}'
 
 
 def test_trigger_identity_may_only_invoke_the_function(config: Config) -> None:
@@ -418,7 +423,15 @@ def test_alert_policies_match_the_design(config: Config) -> None:
     assert "denominator_filter" in failure and "terminal|transient" in failure["filter"]
     slow = block(block(alerts["slow_reconcile"], "conditions"), "condition_threshold")
     assert "slow_reconciles" in slow["filter"]
-    assert config.variables["slow_reconcile_threshold_ms"]["default"] == 300000
+    # Below the default RETRY_DEADLINE + 30 s, by which every reconcile ends (variables.tf validates it).
+    assert (
+        config.variables["slow_reconcile_threshold_ms"]["default"]
+        < (config.variables["retry_deadline_seconds"]["default"] + 30) * 1000
+    )
+    # The subscription's dead-letter count, the documented metric (not the topic's send count).
+    dead = block(block(alerts["dead_lettered"], "conditions"), "condition_threshold")
+    assert "pubsub.googleapis.com/subscription/dead_letter_message_count" in dead["filter"]
+    assert "pubsub_subscription" in dead["filter"]
 
 
 def test_function_source_files_exist() -> None:
@@ -561,10 +574,15 @@ def test_function_environment_wires_the_fan_out(config: Config) -> None:
     environment = config.locals["function_environment"]
     assert environment["ADAPTER_TOPIC"] == '${var.enable_source_rotation ? local.cluster_events_topic_id : ""}'
     assert environment["ROTATION_PUBLISH_RATE"] == "${tostring(var.rotation_publish_rate)}"
+    # The fan-out's slice ends 30 s before the function timeout (issue 21, item 5).
+    assert environment["ROTATION_SLICE"] == "${tostring(var.timeout_seconds - 30)}"
     # cluster_events_topic_id is a full projects/P/topics/T id in both branches (what ADAPTER_TOPIC needs).
     assert config.locals["cluster_events_topic_id"].count("google_pubsub_topic.cluster_events[0].id") == 1
+    # The function starts only after the grant has propagated (the wait it depends on, main.tf).
     function = config.resource("google_cloudfunctions2_function", "adapter")
-    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in function["depends_on"]
+    assert "${time_sleep.iam_propagation}" in function["depends_on"]
+    waited = config.resource("time_sleep", "iam_propagation")["depends_on"]
+    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in waited
 
 
 def test_source_topic_step_runs_the_script_after_the_publisher_grant(config: Config) -> None:
@@ -756,7 +774,11 @@ def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config
     # One key per replication location when the name holds {location} (as pullsecret/secretstore/calls.py expands it).
     assert 'replace(var.secret_kms_key, "{location}", location)' in config.locals["secret_kms_keys"]
     function = config.resource("google_cloudfunctions2_function", "adapter")
-    assert "${google_kms_crypto_key_iam_member.secret_cmek}" in function["depends_on"]
+    assert "${time_sleep.iam_propagation}" in function["depends_on"]
+    assert (
+        "${google_kms_crypto_key_iam_member.secret_cmek}"
+        in config.resource("time_sleep", "iam_propagation")["depends_on"]
+    )
 
 
 def test_service_accounts_wait_for_the_apis(config: Config) -> None:

@@ -116,6 +116,7 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("failure_rate_threshold", 0, {"failure_rate_threshold": 1}),
     ("api_error_threshold", 0, {"api_error_threshold": -1}),
     ("slow_reconcile_threshold_ms", 0, {"slow_reconcile_threshold_ms": 999}),
+    ("slow_reconcile_threshold_ms", 1, {"slow_reconcile_threshold_ms": 300000}),
 ]
 
 

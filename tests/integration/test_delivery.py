@@ -186,3 +186,38 @@ def test_published_event_reaches_the_function_through_the_pubsub_emulator(
         assert_provisioned(admin, world)
     finally:
         pubsub.stop()
+
+
+def test_a_push_envelope_without_subscription_is_logged_and_answered_in_plain_text(
+    client: Any, admin: Admin, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """functions-framework rejects what it cannot turn into a CloudEvent before the function runs: the
+    function still logs one line for it (keys only, no values) and answers without echoing the request."""
+    admin.call("DELETE", "/calls")
+    event = sentinel_event(CID, 5)
+    envelope = {
+        "message": {"data": base64.b64encode(json.dumps(event).encode()).decode(), "messageId": "7"},
+    }
+    response = client.post("/", json=envelope, headers={"Authorization": "Bearer push-oidc-token-not-real"})
+    assert response.status_code == 400
+    text = response.get_data(as_text=True)
+    assert "subscription" in text and "push-oidc-token-not-real" not in text and "<" not in text, text
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    rejected = [line for line in lines if line.get("reason") == "MalformedDelivery"]
+    assert len(rejected) == 1 and rejected[0]["severity"] == "WARNING", lines
+    assert "['message']" in rejected[0]["message"] and envelope["message"]["data"] not in rejected[0]["message"]
+    assert not {"secretmanager", "kubernetes", "gke"} & set(admin.calls())
+
+
+def test_a_generation_that_is_no_integer_is_warned_about(
+    client: Any, admin: Admin, world: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed_ready_cluster(admin, CID, generation=5)
+    event = {**sentinel_event(CID, 5), "data": {"id": CID, "kind": "Cluster", "generation": "5"}}
+    headers = {f"ce-{k}": str(v) for k, v in event.items() if k != "data"}
+    response = client.post("/", headers={**headers, "Content-Type": "application/json"}, json=event["data"])
+    assert response.status_code == 200, response.get_data(as_text=True)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    warned = [line for line in lines if line["severity"] == "WARNING" and '"5"' in line["message"]]
+    assert len(warned) == 1 and "not a positive integer" in warned[0]["message"], lines
+    assert_provisioned(admin, world)  # the cluster's own generation is used

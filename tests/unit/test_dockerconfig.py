@@ -47,7 +47,15 @@ def test_valid_forms_and_canonical_bytes() -> None:
 
 
 def test_unpadded_base64_auth_is_accepted() -> None:
-    parse(doc(**{"quay.io": {"auth": AUTH.rstrip("=")}}), source="t")
+    unpadded = AUTH.rstrip("=")
+    assert unpadded != AUTH  # the fixture really has padding to drop
+    secret = parse(doc(**{"quay.io": {"auth": unpadded}}), source="t")
+    assert secret.registries == ("quay.io",)
+    assert json.loads(secret.canonical) == {"auths": {"quay.io": {"auth": unpadded}}}  # kept as given
+    # Decoded, not waved through: unpadded base64 of a value without "user:password" is still refused.
+    for no_password in (b"nocolon", b"nocolon!"):
+        with pytest.raises(InvalidPullSecret, match="user:password"):
+            parse(doc(**{"quay.io": {"auth": base64.b64encode(no_password).decode().rstrip("=")}}), source="t")
 
 
 @pytest.mark.parametrize(
@@ -105,3 +113,29 @@ def test_registry_fingerprints_are_short_and_secret_free() -> None:
     secret = parse(doc(**{"quay.io": {"auth": AUTH}}), source="t")
     prints = secret.registry_fingerprints()
     assert list(prints) == ["quay.io"] and len(prints["quay.io"]) == 12
+
+
+@pytest.mark.parametrize("side", ["platform", "cluster"])
+def test_merge_of_one_source_with_default_settings_is_that_source(side: str) -> None:
+    """The production path when only PULL_SECRET_SOURCE (or only spec.pullSecret) is set."""
+    only = parse(doc(**{"https://quay.io/": {"auth": AUTH}, "gcr.io": {"identitytoken": "tok-123456"}}), source="t")
+    merged = merge(only, None) if side == "platform" else merge(None, only)
+    assert merged.secret == only  # keys as given: no folding without canonical_keys
+    assert merged.secret.registries == ("gcr.io", "https://quay.io/")
+    assert merged.conflicts == ()
+    assert merged.conflict_details == ()
+    assert merged.shadowed == ()
+
+
+def test_merge_of_one_source_with_canonical_keys_folds_its_keys() -> None:
+    only = parse(doc(**{"https://quay.io/": {"auth": AUTH}, "quay.io": {"auth": AUTH}}), source="t")
+    merged = merge(None, only, canonical_keys=True)
+    assert merged.secret.registries == ("quay.io",)
+    assert [d["shadowed"] for d in merged.shadowed] == ["https://quay.io/"]
+    assert merged.conflicts == ()
+
+
+@pytest.mark.parametrize("entry", [{"username": "u"}, {"password": "p4ssw0rd"}, {"username": "", "password": "p"}])
+def test_username_without_password_or_the_reverse_is_no_credential(entry: dict[str, str]) -> None:
+    with pytest.raises(InvalidPullSecret, match="has no credential"):
+        parse(doc(**{"quay.io": entry}), source="t")

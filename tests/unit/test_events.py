@@ -121,6 +121,8 @@ def test_bad_generation_is_ignored_not_fatal() -> None:
         )
         assert isinstance(parsed, ReconcileRequest)
         assert parsed.generation is None
+        # Kept as sent for the handler's warning; an absent generation is no mistake and warns nothing.
+        assert parsed.unusable_generation == (None if generation is None else json.dumps(generation))
 
 
 def test_pubsub_binary_binding_with_ce_attributes() -> None:

@@ -132,3 +132,68 @@ def test_a_weaker_policy_is_refused(installed: tuple[dict[str, Any], dict[str, A
     policy, binding = copy.deepcopy(installed)
     edit(policy, binding)
     assert problem in str(kubesecret.policy_problem(policy, binding, SA))
+
+
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [
+        ("cls-abc123", "cls-abc123"),
+        ("My Cluster/prod", "My-Cluster-prod"),
+        ("-._edge_.-", "edge"),  # alphanumeric at both ends
+        ("a" * 70, "a" * 63),
+        ("a" * 62 + " b", "a" * 62),  # cut at 63, then the trailing "-" stripped
+        ("émoji✓", "moji"),
+    ],
+)
+def test_label_value(value: str, label: str) -> None:
+    assert kubesecret.label_value(value) == label
+
+
+def test_probe_manifest_applies_only_our_label_and_type() -> None:
+    assert kubesecret.probe_manifest("clusters-a", "a-pull-secret") == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "a-pull-secret", "namespace": "clusters-a", "labels": {"managed-by": "hyperfleet"}},
+        "type": "kubernetes.io/dockerconfigjson",
+    }
+
+
+def _invalid(*causes: Any) -> ApiException:
+    return _api_exception(422, {"kind": "Status", "reason": "Invalid", "details": {"causes": list(causes)}})
+
+
+DATA_REQUIRED = {"field": "data[.dockerconfigjson]", "reason": "FieldValueRequired", "message": "Required value"}
+
+
+def test_a_dry_run_create_refused_only_for_missing_data_means_absent() -> None:
+    assert kubesecret._would_create_without_data(_invalid(DATA_REQUIRED))
+    assert kubesecret._would_create_without_data(_invalid(DATA_REQUIRED, dict(DATA_REQUIRED)))
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        _invalid(),  # no cause
+        _invalid(DATA_REQUIRED, {"field": "type", "reason": "FieldValueInvalid"}),  # another type: refused for it too
+        _invalid({**DATA_REQUIRED, "field": "data[other]"}),
+        _invalid({**DATA_REQUIRED, "reason": "FieldValueInvalid"}),
+        _invalid("not an object"),
+        _api_exception(422, {"reason": "Invalid", "details": "not an object"}),
+        _api_exception(409, {"reason": "Invalid", "details": {"causes": [DATA_REQUIRED]}}),
+        _api_exception(422, {"reason": "Conflict", "details": {"causes": [DATA_REQUIRED]}}),
+    ],
+)
+def test_other_refusals_do_not_mean_absent(exc: ApiException) -> None:
+    assert not kubesecret._would_create_without_data(exc)
+
+
+def test_a_field_manager_conflict_is_recognised() -> None:
+    conflict = {"type": "FieldManagerConflict", "reason": "FieldManagerConflict", "field": ".data"}
+    assert kubesecret._field_conflict(_api_exception(409, {"reason": "Conflict", "details": {"causes": [conflict]}}))
+    other = {"reason": "FieldValueInvalid", "field": ".data"}
+    assert not kubesecret._field_conflict(_api_exception(409, {"details": {"causes": [other, "x"]}}))
+    assert not kubesecret._field_conflict(_api_exception(409, {"details": "x"}))
+    assert not kubesecret._field_conflict(_api_exception(409, {}))
+    unreadable = ApiException(status=409, reason="Conflict")
+    unreadable.body = "not json"
+    assert not kubesecret._field_conflict(unreadable)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pullsecret.config import load
+from pullsecret.dockerconfig import InvalidPullSecret
 from pullsecret.errors import ConfigError
 from pullsecret.preconditions import Act, Deleting, InvalidCluster, InvalidPlacement, NotMet, evaluate
 
@@ -187,3 +188,78 @@ def test_a_bad_gcp_hcp_placement_is_terminal(data: dict[str, Any], settings: Any
 def test_a_malformed_management_cluster_template_is_refused(template: str) -> None:
     with pytest.raises(ConfigError, match=r"^MANAGEMENT_CLUSTER_TEMPLATE"):
         load({"HYPERFLEET_API_URL": "http://h", "MANAGEMENT_CLUSTER_TEMPLATE": template})
+
+
+def gcp_spec(**extra: Any) -> dict[str, Any]:
+    return {"platform": {"type": "gcp", "gcp": {"projectID": "proj-one"}}, **extra}
+
+
+def test_the_clusters_own_pull_secret_is_carried_into_the_decision() -> None:
+    own = {"auths": {"quay.io": {"auth": "dTpw"}}}
+    for data in (own, '{"auths": {}}'):  # an object, or JSON text: parsed later, by dockerconfig
+        decision = evaluate(cluster(spec=gcp_spec(pullSecret={"data": data})), ALL_READY, SETTINGS, cluster_id="c1")
+        assert isinstance(decision, Act)
+        assert decision.cluster_pull_secret == data
+    no_data = evaluate(cluster(spec=gcp_spec(pullSecret={})), ALL_READY, SETTINGS, cluster_id="c1")
+    assert isinstance(no_data, Act) and no_data.cluster_pull_secret is None
+    absent = evaluate(cluster(), ALL_READY, SETTINGS, cluster_id="c1")
+    assert isinstance(absent, Act) and absent.cluster_pull_secret is None
+
+
+def test_a_clusters_pull_secret_alone_is_a_source() -> None:
+    settings = load({"HYPERFLEET_API_URL": "http://h", "MANAGEMENT_CLUSTER": "projects/p/locations/l/clusters/m"})
+    own = {"auths": {"quay.io": {"auth": "dTpw"}}}
+    decision = evaluate(cluster(spec=gcp_spec(pullSecret={"data": own})), ALL_READY, settings, cluster_id="c1")
+    assert isinstance(decision, Act) and decision.cluster_pull_secret == own
+
+
+@pytest.mark.parametrize("pull_secret", ["text", ["a"], 0])
+def test_a_pull_secret_that_is_not_an_object_is_refused(pull_secret: Any) -> None:
+    with pytest.raises(InvalidPullSecret, match=r"spec\.pullSecret must be an object"):
+        evaluate(cluster(spec=gcp_spec(pullSecret=pull_secret)), ALL_READY, SETTINGS, cluster_id="c1")
+
+
+def test_generation_one_is_valid_and_others_are_not() -> None:
+    one = [ready("validation", 1), ready("dns", 1), ready("placement", 1)]
+    decision = evaluate(cluster(generation=1), one, SETTINGS, cluster_id="c1")
+    assert isinstance(decision, Act) and decision.generation == 1
+    for bad in (-1, True, "3", None, 1.0):
+        with pytest.raises(InvalidCluster, match="generation"):
+            evaluate(cluster(generation=bad), ALL_READY, SETTINGS, cluster_id="c1")
+
+
+def test_a_namespace_of_63_characters_is_valid_and_64_is_not() -> None:
+    settings = load(
+        {
+            "HYPERFLEET_API_URL": "http://h",
+            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+            "MANAGEMENT_CLUSTER": "projects/p/locations/l/clusters/m",
+            "MANAGEMENT_NAMESPACE_PATTERN": "^clusters-[a-z0-9-]+$",
+        }
+    )
+    for length, valid in ((63, True), (64, False)):
+        namespace = "clusters-" + "a" * (length - len("clusters-"))
+        statuses = [*ALL_READY[:2], ready("placement", data={"namespace": namespace})]
+        if valid:
+            decision = evaluate(cluster(), statuses, settings, cluster_id="c1")
+            assert isinstance(decision, Act) and decision.placement.namespace == namespace
+        else:
+            with pytest.raises(InvalidPlacement, match="not a valid Kubernetes namespace name"):
+                evaluate(cluster(), statuses, settings, cluster_id="c1")
+
+
+def test_a_status_without_available_is_waited_for() -> None:
+    no_available = {**ready("dns"), "conditions": [{"type": "Health", "status": "True"}]}
+    not_a_list = {**ready("validation"), "conditions": "Available"}
+    decision = evaluate(cluster(), [not_a_list, no_available, ready("placement")], SETTINGS, cluster_id="c1")
+    assert isinstance(decision, NotMet)
+    assert decision.message == "waiting for adapters: validation (no status), dns (no status)"
+
+
+def test_waiting_names_the_generation_and_the_available_status() -> None:
+    statuses = [ready("validation", generation=2), ready("dns", available="False"), ready("placement")]
+    decision = evaluate(cluster(), statuses, SETTINGS, cluster_id="c1")
+    assert isinstance(decision, NotMet)
+    assert decision.message == (
+        "waiting for adapters: validation (at generation 2, cluster at 3), dns (Available=False)"
+    )

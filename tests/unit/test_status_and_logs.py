@@ -66,6 +66,24 @@ def test_log_line_format_trace_and_redaction() -> None:
     assert "supersecret" not in stream.getvalue()
 
 
+def test_a_step_line_says_what_the_step_did() -> None:
+    stream = io.StringIO()
+    logger = Logger(stream)
+    for recorded in ({"written": False}, {"written": True, "writes": 2}, {"stale": True, "written": False}, {}):
+        with logger.step("secretmanager.store") as fields:
+            fields.update(recorded)
+    with logger.step("hyperfleet.report_status") as fields:
+        fields["http_status"] = 201
+    messages = [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
+    assert messages == [
+        "secretmanager.store: nothing written (already up to date)",
+        "secretmanager.store: written (2 writes)",
+        "secretmanager.store: nothing written (a newer generation is recorded)",
+        "secretmanager.store: done",
+        "hyperfleet.report_status: answered 201",
+    ]
+
+
 def test_exceptions_carry_an_error_reporting_stack_trace() -> None:
     stream = io.StringIO()
     logger = Logger(stream)

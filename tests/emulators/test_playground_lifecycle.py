@@ -1,0 +1,221 @@
+"""The playground's lifecycle with real processes: `make up` twice, `make down`, a shell left with stale values,
+and an interruption (Ctrl-C or SIGTERM) at start-up that must leave no process and no temporary folder.
+
+Each playground runs with a private TMPDIR: the temporary folders it makes (the stack's, holding the HyperFleet
+token and the registry CA; the Pub/Sub emulator's log) land there, and every process it starts inherits it, so
+"nothing left" is checked as "TMPDIR is empty and no process carries TMPDIR=<it> in its environment".
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from emulators.playground import read_env_file
+from emulators.pubsub import PubSubEmulator
+from tests.support import ROOT, clean_env
+
+READY_S = 120.0
+
+
+def _carrying(tmpdir: Path) -> list[str]:
+    """Processes whose environment holds TMPDIR=`tmpdir`: what a playground started, still alive."""
+    marker = f"TMPDIR={tmpdir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{entry.name}: {command[:200]}")
+        except OSError:
+            continue
+    return found
+
+
+class Playground:
+    """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
+
+    def __init__(self, base: Path, state: Path, *options: str) -> None:
+        self.tmpdir = base / "tmp"
+        self.tmpdir.mkdir(exist_ok=True)
+        self.state = state
+        self.out = base / f"out-{time.monotonic_ns()}.txt"
+        with self.out.open("w") as sink:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "emulators", "playground", "--state-dir", str(state), *options],
+                cwd=ROOT,
+                env=clean_env(TMPDIR=str(self.tmpdir)),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def output(self) -> str:
+        return self.out.read_text()
+
+    def wait_ready(self) -> dict[str, str]:
+        deadline = time.monotonic() + READY_S
+        while time.monotonic() < deadline:
+            if "Ctrl-C stops everything" in self.output():
+                return read_env_file(self.state / "env")
+            assert self.proc.poll() is None, self.output()
+            time.sleep(0.1)
+        raise AssertionError("the playground did not get ready:\n" + self.output())
+
+    def wait_exit(self, timeout: float = 60.0) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def assert_nothing_left(self) -> None:
+        assert _carrying(self.tmpdir) == [], "processes left behind"
+        assert list(self.tmpdir.iterdir()) == [], "temporary folders left behind (the token and the CA)"
+        assert not (self.state / "env").exists(), "the env file was left behind"
+
+
+def emulators_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "emulators", *args],
+        cwd=ROOT,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def playgrounds(tmp_path: Path) -> Iterator[list[Playground]]:
+    started: list[Playground] = []
+    yield started
+    for playground in started:
+        playground.kill()
+
+
+def test_a_second_up_is_refused_and_down_stops_the_first(tmp_path: Path, playgrounds: list[Playground]) -> None:
+    state = tmp_path / "state"
+    first = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(first)
+    env_before = first.wait_ready()
+    env_text = (state / "env").read_text()
+    log_size = (state / "function.log").stat().st_size
+
+    second = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(second)
+    assert second.wait_exit(timeout=60) == 1
+    said = second.output()
+    assert "already running" in said and f"pid {first.proc.pid}" in said and "make down" in said, said
+    # The refused one touched nothing of the running one's: its env file and its log are as they were.
+    assert (state / "env").read_text() == env_text
+    assert (state / "function.log").stat().st_size >= log_size
+    assert first.proc.poll() is None
+    assert emulators_cli("trigger", "cls-demo01", "--state-dir", str(state)).returncode == 0
+
+    stopped = emulators_cli("down", "--state-dir", str(state))
+    assert stopped.returncode == 0 and "Stopped" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert first.wait_exit(timeout=10) == 0
+    assert "# Stopped: the function, the emulators" in first.output()
+    first.assert_nothing_left()
+    assert env_before["FUNCTION_URL"]
+    again = emulators_cli("down", "--state-dir", str(state))
+    assert again.returncode == 0 and "No playground is running" in again.stdout
+
+
+def test_a_shell_with_values_of_an_earlier_up_is_told_and_a_dead_one_gets_one_line(
+    tmp_path: Path, playgrounds: list[Playground]
+) -> None:
+    state = tmp_path / "state"
+    earlier = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(earlier)
+    stale = earlier.wait_ready()
+    assert emulators_cli("down", "--state-dir", str(state)).returncode == 0
+    shell = clean_env(FUNCTION_URL=stale["FUNCTION_URL"], EMULATORS_ADMIN=stale["EMULATORS_ADMIN"])
+
+    now = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(now)
+    fresh = now.wait_ready()
+    assert fresh["FUNCTION_URL"] != stale["FUNCTION_URL"]
+    done = emulators_cli("trigger", "cls-demo01", "--state-dir", str(state), env=shell)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "left from an earlier `make up`" in done.stdout and "HTTP 200, acknowledged" in done.stdout
+    assert fresh["FUNCTION_URL"] in done.stdout
+
+    assert emulators_cli("down", "--state-dir", str(state)).returncode == 0
+    dead = emulators_cli("trigger", "cls-demo01", "--state-dir", str(state), env=shell)
+    assert dead.returncode == 2
+    assert dead.stderr == "" and "Traceback" not in dead.stdout
+    lines = dead.stdout.strip().splitlines()
+    admin_port = stale["EMULATORS_ADMIN"].rsplit(":", 1)[1]
+    assert len(lines) == 1 and f"Nothing listens at http://127.0.0.1:{admin_port}" in lines[0], dead.stdout
+    assert "make up" in lines[0]
+
+
+def _function_booting(playground: Playground) -> bool:
+    return any("functions-framework" in p for p in _carrying(playground.tmpdir))
+
+
+def _pubsub_booting(playground: Playground) -> bool:
+    return any(p.name.startswith("pubsub-emulator-") for p in playground.tmpdir.iterdir())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("moment", ["pubsub", "function"])
+def test_an_interrupt_at_start_up_leaves_no_process_and_no_temporary_folder(
+    tmp_path: Path, playgrounds: list[Playground], sig: signal.Signals, moment: str
+) -> None:
+    if moment == "pubsub" and not PubSubEmulator.available()[0]:
+        pytest.skip(PubSubEmulator.available()[1])
+    playground = Playground(tmp_path, tmp_path / "state", *(["--no-pubsub"] if moment == "function" else []))
+    playgrounds.append(playground)
+    booting = _pubsub_booting if moment == "pubsub" else _function_booting
+    deadline = time.monotonic() + READY_S
+    while not booting(playground):
+        assert time.monotonic() < deadline and playground.proc.poll() is None, playground.output()
+        time.sleep(0.02)
+    # Ctrl-C in a terminal reaches the playground's process group; its children run in sessions of their own.
+    os.kill(playground.proc.pid, sig)
+    assert playground.wait_exit(timeout=60) == 130, playground.output()
+    said = playground.output()
+    assert "Interrupted during start-up" in said and "# Stopped: the function, the emulators" in said, said
+    assert "Traceback" not in said
+    playground.assert_nothing_left()
+
+
+def test_an_interrupted_demo_leaves_no_process_and_no_temporary_folder(tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulators.demo"],
+        cwd=ROOT,
+        env=clean_env(TMPDIR=str(tmpdir)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + READY_S
+        while not any("functions-framework" in p for p in _carrying(tmpdir)):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGTERM)
+        said, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "Demo interrupted" in said and "Traceback" not in said, said
+    assert _carrying(tmpdir) == []
+    assert list(tmpdir.iterdir()) == []

@@ -1,0 +1,156 @@
+"""Mutation testing of the decision and redaction code: `make mutation` (slow, so not part of `make test`).
+
+mutmut (requirements-mutation.txt; configured in pyproject.toml's [tool.mutmut]) changes one thing at a time
+in the functions listed in MODULES and runs the unit tests that reach the function. A mutant that survives
+them is run once more against the whole unit suite in a fresh process, with
+MUTANT_UNDER_TEST naming it, so a test mutmut did not associate with the function still counts. A mutant is
+killed when a test fails or times out. Modules run one after the other; the last lines printed are the kill
+rate of each, and the exit status is 1 when one is below MIN_KILLED.
+
+    python -m tests.mutation [--jobs N] [MODULE ...]      # MODULE: a key of MODULES, e.g. lineage
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = ROOT / "mutants"
+MIN_KILLED = 0.90
+
+# The code whose every decision a unit test should pin. Whole modules where the module is pure; for the
+# two modules that also do I/O, only their pure functions (the I/O is covered by the integration suites).
+_KUBESECRET_PURE = (
+    "label_value",
+    "probe_manifest",
+    "_generation",
+    "differs",
+    "_body",
+    "policy_denial",
+    "_would_create_without_data",
+    "_owned_paths",
+    "_applied_paths",
+    "only_ours_own",
+    "_field_conflict",
+    "policy_problem",
+)
+_KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
+# Parsing of challenges, keys and credentials, the verdicts, and the token realm rule.
+_REGISTRY_PURE = (
+    "_is_token_char",
+    "_token",
+    "_skip",
+    "_quoted",
+    "parse_challenges",
+    "pick_challenge",
+    "registry_host",
+    "hostname_of",
+    "effective_domain",
+    "credential_of",
+    "safe_name",
+    "_unexpected",
+    "*realm*",
+)
+_REGISTRY_PURE_METHODS = ("Credential.sensitive", "Check.to_json", "Verification.data", "Verification.enforce")
+
+
+def _functions(module: str, names: tuple[str, ...], methods: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """mutmut's mutant-name patterns: x_NAME__mutmut_N for functions, xǁCLASSǁNAME__mutmut_N for methods."""
+    patterns = [f"pullsecret.{module}.x_{name}__mutmut_*" for name in names]
+    patterns += [
+        f"pullsecret.{module}.x\u01c1{cls}\u01c1{name}__mutmut_*" for cls, name in (m.split(".") for m in methods)
+    ]
+    return tuple(patterns)
+
+
+MODULES: dict[str, tuple[str, ...]] = {
+    "dockerconfig": ("pullsecret.dockerconfig.*",),
+    "preconditions": ("pullsecret.preconditions.*",),
+    "status": ("pullsecret.status.*",),
+    "lineage": ("pullsecret.lineage.*",),
+    "kubesecret": _functions("kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
+    "registry_verification": _functions("registry_verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
+}
+KILLED = {"killed", "timeout", "caught by type check"}
+
+
+def mutmut(*args: str) -> subprocess.CompletedProcess[str]:
+    """The mutmut next to this interpreter (the .venv-mutation one), run from the repository root."""
+    command = [str(Path(sys.executable).with_name("mutmut")), *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def results() -> dict[str, str]:
+    """mutant name -> status, from `mutmut results --all true` ("    name: status" lines)."""
+    out = mutmut("results", "--all", "true").stdout
+    found = {}
+    for line in out.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep:
+            found[name] = status
+    return found
+
+
+def killed_by_whole_suite(mutant: str) -> bool:
+    """Run every unit test with `mutant` active, in a fresh process; True when one fails or it times out."""
+    env = {**os.environ, "MUTANT_UNDER_TEST": mutant}
+    command = [sys.executable, "-m", "pytest", "tests/unit", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    try:
+        done = subprocess.run(command, cwd=MUTANTS, env=env, capture_output=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        return True
+    return done.returncode != 0
+
+
+def run_module(name: str, patterns: tuple[str, ...], jobs: int) -> Counter[str]:
+    """Mutate one module's selected functions; the count of mutants per final status."""
+    run = mutmut("run", "--max-children", str(jobs), *patterns)
+    MUTANTS.mkdir(exist_ok=True)
+    (MUTANTS / f"{name}.log").write_text(run.stdout + run.stderr)
+    if run.returncode != 0:
+        sys.exit(f"mutmut run failed for {name} (exit {run.returncode}); see mutants/{name}.log")
+    chosen = {m: s for m, s in results().items() if any(fnmatch.fnmatchcase(m, p) for p in patterns)}
+    if not chosen:
+        sys.exit(f"no mutant matched the patterns of {name}: {patterns}")
+    # "no tests": no unit test calls the function at all, so the whole suite cannot kill it either.
+    survivors = sorted(m for m, s in chosen.items() if s == "survived")
+    for mutant in survivors:
+        if killed_by_whole_suite(mutant):
+            chosen[mutant] = "killed"
+    left = sorted(m for m, s in chosen.items() if s not in KILLED)
+    (MUTANTS / f"{name}.survivors").write_text("".join(f"{m}: {chosen[m]}\n" for m in left))
+    return Counter("killed" if s in KILLED else s for s in chosen.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help=f"modules to run (default: all of {', '.join(MODULES)})")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once (default 1: the CPU is shared)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.modules if name not in MODULES]
+    if unknown:
+        parser.error(f"unknown modules {unknown}; choose from {list(MODULES)}")
+    counts: dict[str, Counter[str]] = {}
+    for name in args.modules or list(MODULES):
+        counts[name] = run_module(name, MODULES[name], args.jobs)
+        print(f"{name}: done ({sum(counts[name].values())} mutants; survivors in mutants/{name}.survivors)", flush=True)
+    print()
+    below = []
+    for name, count in counts.items():
+        total = sum(count.values())
+        rate = count["killed"] / total
+        others = ", ".join(f"{n} {s}" for s, n in sorted(count.items()) if s != "killed")
+        print(f"{name:<22} {rate:6.1%} killed ({count['killed']}/{total}{'; ' + others if others else ''})")
+        if rate < MIN_KILLED:
+            below.append(name)
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

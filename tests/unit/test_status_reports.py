@@ -1,0 +1,168 @@
+"""Each status report, whole: its conditions (type, status, reason, message), its data and its body."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from pullsecret import status
+
+NOW = datetime(2026, 11, 23, 14, 5, 6, 789123, tzinfo=UTC)
+UP_TO_DATE = "pull secret already up to date in Secret Manager and on the management cluster"
+DATA = {"sm_version": "projects/p/secrets/s/versions/4", "kubernetes_namespace": "ns", "kubernetes_name": "n"}
+
+
+def conditions(report: status.Report) -> list[tuple[str, str, str, str]]:
+    return [(c.type, c.status, c.reason, c.message) for c in report.conditions]
+
+
+def test_the_body_carries_generation_time_conditions_and_data() -> None:
+    report = status.provisioned(7, changed=True, data=dict(DATA))
+    body = report.body("pullsecret", now=NOW.astimezone(timezone(timedelta(hours=2))))
+    assert body == {
+        "adapter": "pullsecret",
+        "observed_generation": 7,
+        "observed_time": "2026-11-23T14:05:06.789Z",  # UTC, milliseconds
+        "conditions": [c.to_json() for c in report.conditions],
+        "data": DATA,
+    }
+    assert body["conditions"][0] == {
+        "type": "Applied",
+        "status": "True",
+        "reason": "SecretsApplied",
+        "message": "pull secret stored in Secret Manager and applied to the management cluster",
+    }
+
+
+def test_the_body_without_a_time_is_stamped_now() -> None:
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamped = status.stale(1, 2, {}).body("a")["observed_time"]
+    assert stamped.endswith("Z")
+    assert datetime.fromisoformat(stamped.replace("Z", "+00:00")) >= before
+
+
+def test_messages_are_cut_at_the_limit() -> None:
+    long = status.Condition("Applied", "False", "R", "m" * (status.MAX_MESSAGE + 5)).to_json()
+    assert long["message"] == "m" * status.MAX_MESSAGE
+
+
+def test_provisioned() -> None:
+    report = status.provisioned(7, changed=False, data=dict(DATA))
+    assert report.generation == 7
+    assert report.data == DATA
+    assert report.available
+    assert conditions(report) == [
+        (
+            "Applied",
+            "True",
+            "SecretsApplied",
+            "pull secret already up to date in Secret Manager and on the management cluster",
+        ),
+        (
+            "Available",
+            "True",
+            "PullSecretAvailable",
+            "Secret Manager version projects/p/secrets/s/versions/4 verified; Kubernetes Secret ns/n matches it",
+        ),
+        ("Health", "True", "Healthy", "all operations completed"),
+    ]
+    unknown = status.provisioned(1, changed=True, data={})
+    assert unknown.conditions[1].message == "Secret Manager version ? verified; Kubernetes Secret ?/? matches it"
+
+
+def test_preconditions_not_met() -> None:
+    report = status.preconditions_not_met(2, "waiting for adapters: dns (no status)")
+    assert not report.available
+    assert report.data == {}
+    assert conditions(report) == [
+        ("Applied", "False", "PreconditionsNotMet", "waiting for adapters: dns (no status)"),
+        ("Available", "False", "PreconditionsNotMet", "waiting for adapters: dns (no status)"),
+        ("Health", "True", "ResourcesSkipped", "preconditions not met; waiting for them is normal"),
+    ]
+
+
+def test_stale_carries_its_data() -> None:
+    report = status.stale(3, 5, {"sm_name": "projects/p/secrets/s"})
+    message = "generation 3 is older than generation 5 already applied; nothing changed"
+    assert report.data == {"sm_name": "projects/p/secrets/s"}
+    assert conditions(report) == [
+        ("Applied", "False", "StaleGeneration", message),
+        ("Available", "False", "StaleGeneration", message),
+        ("Health", "True", "ResourcesSkipped", "out-of-order delivery is normal; nothing written"),
+    ]
+
+
+@pytest.mark.parametrize("reason", ["UnexpectedError", "PermissionDenied", "RequestRejected"])
+def test_a_runtime_failure_turns_health_false_with_its_phase(reason: str) -> None:
+    report = status.terminal_failure(4, reason, "it broke", {"k": "v"}, phase=status.PHASE_RESOURCES)
+    assert report.data == {"k": "v"}
+    assert conditions(report) == [
+        ("Applied", "False", reason, "it broke"),
+        ("Available", "False", reason, "it broke"),
+        ("Health", "False", "ExecutionFailed:resources", f"{reason}: it broke"),
+    ]
+
+
+def test_a_business_failure_keeps_health_true_and_reports_finalized_false_when_deleting() -> None:
+    report = status.terminal_failure(4, "InvalidPullSecret", "bad input", deleting=True)
+    assert report.data == {}
+    assert conditions(report) == [
+        ("Applied", "False", "InvalidPullSecret", "bad input"),
+        ("Available", "False", "InvalidPullSecret", "bad input"),
+        ("Health", "True", "Healthy", "the input needs fixing; the adapter itself is healthy"),
+        ("Finalized", "False", "AdapterUnhealthy", "cleanup blocked (InvalidPullSecret): bad input"),
+    ]
+
+
+def test_deletion_pending_and_finalized() -> None:
+    assert conditions(status.deletion_pending(6, "deleting")) == [
+        ("Applied", "False", "ClusterDeleting", "deleting"),
+        ("Available", "False", "ClusterDeleting", "deleting"),
+        ("Health", "True", "Healthy", "deletion handling"),
+        ("Finalized", "False", "CleanupInProgress", "deleting"),
+    ]
+    done = status.finalized(6, "cleanup confirmed", {"sm_cleanup": "deleted"})
+    assert done.data == {"sm_cleanup": "deleted"}
+    assert conditions(done) == [
+        ("Applied", "False", "ResourcesDeleted", "cleanup confirmed"),
+        ("Available", "False", "ResourcesDeleted", "cleanup confirmed"),
+        ("Health", "True", "Healthy", "cleanup completed"),
+        ("Finalized", "True", "CleanupConfirmed", "cleanup confirmed"),
+    ]
+
+
+def test_registry_rejected_turns_only_health_false() -> None:
+    applied = status.provisioned(7, changed=True, data=dict(DATA))
+    report = status.registry_rejected(applied, ["quay.io", "gcr.io"])
+    assert report.data == DATA
+    assert conditions(report)[:2] == conditions(applied)[:2]
+    assert conditions(report)[2] == (
+        "Health",
+        "False",
+        "ExecutionFailed:registry",
+        "the registry refused the pull secret's credential for quay.io, gcr.io; the pull secret was applied "
+        "anyway (REGISTRY_VERIFICATION=report); see data.registry_checks",
+    )
+    many = status.registry_rejected(applied, [f"r{i}.io" for i in range(12)])
+    assert "for r0.io, r1.io, r2.io, r3.io, r4.io, r5.io, r6.io, r7.io, r8.io, r9.io and 2 more;" in (
+        many.conditions[2].message
+    )
+    ten = status.registry_rejected(applied, [f"r{i}.io" for i in range(10)])
+    assert "r9.io; the pull secret" in ten.conditions[2].message
+
+
+@pytest.mark.parametrize(
+    ("service", "phase"),
+    [
+        ("hyperfleet", "preconditions"),
+        ("secretmanager", "resources"),
+        ("gke", "resources"),
+        ("kubernetes", "resources"),
+        ("metadata", "resources"),
+        ("registry", "unknown"),
+        (None, "unknown"),
+    ],
+)
+def test_phase_of_each_service(service: str | None, phase: str) -> None:
+    assert status.phase_of(service) == phase
