@@ -11,9 +11,10 @@ faults, the undocumented 204 of a discarded status write, 401 where 0.1.0 docume
 ``expected_violations`` so that ``violations`` stays the list of real contract drift.
 
 Not modelled: cluster/nodepool creation and deletion through the public API (seed through ``/_emulator``),
-nodepools, resources, TSL search beyond ``field='value'`` terms joined by ``and``, ``order``, JWT
-verification (the bearer token is a shared opaque string), the security requirement of the spec (auth is
-enforced by the emulator itself when a token is configured, so a missing header is a 401, not a violation).
+nodepools, resources, TSL search beyond ``field='value'`` terms joined by ``and``, ``order``, the security
+requirement of the spec (auth is enforced by the emulator itself when a token is configured, so a missing
+header is a 401, not a violation). Authentication: the shared opaque bearer token, and, after
+``trust_id_tokens``, RS256 ID tokens verified as the API's JWT handler does (emulators/idtoken.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,6 +38,7 @@ from openapi_core.testing import MockRequest, MockResponse
 
 from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
+from emulators.idtoken import GOOGLE_ISSUER, InvalidIdToken, Jwks, TrustedIssuer, looks_like_jwt, verify
 
 BASE = "/api/hyperfleet/v1"
 ADMIN_PREFIX = "/_emulator"
@@ -48,8 +51,9 @@ SPEC_FILES = {
 REQUIRED_CONDITIONS = ("Applied", "Available", "Health")
 CONDITION_STATUSES = ("True", "False", "Unknown")
 # The adapter framework's vocabulary (hyperfleet-adapter docs/adapter-authoring-guide.md, "The Health condition
-# boilerplate"; Finalized reasons from the same framework). The API stores any reason; reports outside the
-# vocabulary are recorded in `conventions`, not refused.
+# boilerplate": status True exactly when the reason is Healthy, False with ResourcesSkipped or ExecutionFailed:*;
+# Finalized reasons from the same framework). The API stores any reason; reports outside the vocabulary are
+# recorded in `conventions`, not refused.
 HEALTH_REASONS = ("Healthy", "ResourcesSkipped")
 HEALTH_REASON_PREFIX = "ExecutionFailed:"
 FINALIZED_REASONS = ("NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy")
@@ -143,22 +147,33 @@ def masked_keys(data: Any, path: str = "data", depth: int = 0) -> list[tuple[str
     return found
 
 
+# hyperfleet-api pkg/errors/errors.go (errorDefinitions: type slug, title, code per status). A 404 is
+# NTF-001 for a missing resource (errors.NotFound in pkg/services/util.go) and NTF-000 "Endpoint Not Found"
+# when no route matched (pkg/api/error.go SendNotFound, installed by server/router.go WithNotFoundHandler).
 _PROBLEMS = {
     400: ("validation-error", "Validation Failed", "HYPERFLEET-VAL-001"),
-    401: ("authentication-required", "Authentication Required", "HYPERFLEET-AUT-001"),
+    401: ("authentication-error", "Authentication Required", "HYPERFLEET-AUT-001"),
     403: ("permission-denied", "Permission Denied", "HYPERFLEET-AUZ-001"),  # the spec's ForbiddenDetails
-    404: ("resource-not-found", "Resource Not Found", "HYPERFLEET-NTF-001"),
+    404: ("not-found", "Resource Not Found", "HYPERFLEET-NTF-001"),
     405: ("method-not-allowed", "Method Not Allowed", "HYPERFLEET-MTH-001"),
-    409: ("resource-conflict", "Resource Conflict", "HYPERFLEET-CNF-001"),
-    429: ("rate-limited", "Too Many Requests", "HYPERFLEET-LMT-001"),
+    409: ("conflict", "Resource Conflict", "HYPERFLEET-CNF-001"),
+    429: ("rate-limit", "Too Many Requests", "HYPERFLEET-LMT-001"),
     500: ("internal-error", "Internal Server Error", "HYPERFLEET-INT-001"),
     503: ("service-unavailable", "Service Unavailable", "HYPERFLEET-SVC-001"),
 }
+NO_ROUTE = ("not-found", "Endpoint Not Found", "HYPERFLEET-NTF-000")
 
 
-def problem(status: int, detail: str, instance: str, errors: list[dict[str, Any]] | None = None) -> Reply:
-    """An RFC 9457 problem+json answer in HyperFleet's shape."""
-    slug, title, code = _PROBLEMS.get(status, ("error", "Error", "HYPERFLEET-INT-001"))
+def problem(
+    status: int,
+    detail: str,
+    instance: str,
+    errors: list[dict[str, Any]] | None = None,
+    *,
+    kind: tuple[str, str, str] | None = None,
+) -> Reply:
+    """An RFC 9457 problem+json answer in HyperFleet's shape (`kind`: slug, title, code, else by status)."""
+    slug, title, code = kind or _PROBLEMS.get(status, ("error", "Error", "HYPERFLEET-INT-001"))
     body: dict[str, Any] = {
         "type": f"https://api.hyperfleet.io/errors/{slug}",
         "title": title,
@@ -221,8 +236,11 @@ class HyperFleetEmulator(HTTPEmulator):
         self.token = token
         self.token_file = Path(token_file) if token_file is not None else None
         self._initial_token = token
-        # Tokens the API authenticates but whose identity holds no rights on the API: 403.
+        # Tokens (or ID-token identities) the API authenticates but that hold no rights on the API: 403.
         self.forbidden_tokens: set[str] = set()
+        # ID-token issuers trusted beside the opaque token (`trust_id_tokens`), and who they authenticated.
+        self._issuers: list[TrustedIssuer] = []
+        self.identities: list[str] = []
         self.required_adapters = list(required_adapters) if required_adapters else None
         self.validate = validate
         self._lock = threading.RLock()
@@ -280,7 +298,7 @@ class HyperFleetEmulator(HTTPEmulator):
             return {
                 "status_method": self.status_method,
                 "spec": SPEC_FILES[self.status_method],
-                "auth": self.token is not None,
+                "auth": self.token is not None or bool(self._issuers),
                 "clusters": copy.deepcopy(self._clusters),
                 "raw_overrides": sorted(self._raw),
                 "statuses": copy.deepcopy(self._statuses),
@@ -299,6 +317,7 @@ class HyperFleetEmulator(HTTPEmulator):
             # Back to the token of start(), in the file too: a test's rotation does not leak into the next.
             self.token = self._initial_token
             self.forbidden_tokens.clear()
+            self.identities.clear()
             if self.token_file is not None and self.token is not None:
                 try:
                     current = self.token_file.read_text(encoding="utf-8").strip()
@@ -715,31 +734,65 @@ class HyperFleetEmulator(HTTPEmulator):
                     "body": body,
                     "code": reply.fault or reply.status,
                     "time": rfc3339(),
+                    # W3C trace context the caller propagated (hyperfleet-adapter forwards the event's).
+                    "traceparent": request.header("traceparent"),
                 }
             )
 
-    def _auth_failure(self, request: Request) -> int | None:
-        """401 for a missing or unknown bearer token, 403 for a known one without rights, else None."""
+    def trust_id_tokens(
+        self,
+        keys: Callable[[], Jwks],
+        *,
+        issuer: str = GOOGLE_ISSUER,
+        audience: str | None = "hyperfleet-api",
+        identity_claim: str = "email",
+        identity_pattern: str | None = None,
+    ) -> None:
+        """Accept RS256 ID tokens of `issuer` beside the opaque token: one `server.jwt.configs` entry of the API."""
+        pattern = re.compile(identity_pattern) if identity_pattern else None
         with self._lock:
-            token, forbidden = self.token, set(self.forbidden_tokens)
-        if token is None:
+            self._issuers = [i for i in self._issuers if i.issuer != issuer]
+            self._issuers.append(TrustedIssuer(issuer, audience, keys, identity_claim, pattern))
+
+    def _auth_failure(self, request: Request) -> tuple[int, str] | None:
+        """(401, AUT code) for a missing, unknown, expired or unverifiable credential, (403, AUZ-001) for a known
+        one without rights, else None; `identities` records who each ID token authenticated."""
+        with self._lock:
+            token, forbidden, issuers = self.token, set(self.forbidden_tokens), list(self._issuers)
+        if token is None and not issuers:
             return None
         header = request.header("Authorization") or ""
         scheme, _, credential = header.partition(" ")
         credential = credential.strip()
-        if scheme.lower() != "bearer" or not secrets.compare_digest(credential.encode(), token.encode()):
-            return 401
-        return 403 if credential in forbidden else None
+        if scheme.lower() != "bearer" or not credential:
+            return 401, "HYPERFLEET-AUT-001"
+        if issuers and looks_like_jwt(credential):
+            try:
+                identity = verify(credential, issuers)
+            except InvalidIdToken as exc:
+                return 401, "HYPERFLEET-AUT-003" if exc.expired else "HYPERFLEET-AUT-002"
+            with self._lock:
+                self.identities.append(identity)
+            return (403, "HYPERFLEET-AUZ-001") if identity in forbidden else None
+        if token is None or not secrets.compare_digest(credential.encode(), token.encode()):
+            return 401, "HYPERFLEET-AUT-002"
+        return (403, "HYPERFLEET-AUZ-001") if credential in forbidden else None
 
     def _serve(self, request: Request, operation: str | None) -> tuple[Reply, bool]:
         """The server's answer and whether it is knowingly off-spec."""
         path = request.path
         if not path.startswith(BASE + "/"):
-            return problem(404, f"no route {path}", path), False
+            return problem(404, f"The requested endpoint '{path}' does not exist", path, kind=NO_ROUTE), False
         refused = self._auth_failure(request)
-        if refused == 401:
-            return problem(401, "Account authentication could not be verified", path), self.status_method == "POST"
-        if refused == 403:
+        if refused is not None and refused[0] == 401:
+            detail = "Account authentication could not be verified"
+            kind = (
+                _PROBLEMS[401][0],
+                "Invalid Token" if refused[1] == "HYPERFLEET-AUT-003" else _PROBLEMS[401][1],
+                refused[1],
+            )
+            return problem(401, detail, path, kind=kind), self.status_method == "POST"
+        if refused is not None:
             # Core 1.0.25 documents 403 only through its `default` problem answer; 0.1.0 documents none.
             return problem(403, "You do not have permission to perform this action", path), self.status_method == "POST"
         if path == f"{BASE}/clusters":
@@ -758,7 +811,7 @@ class HyperFleetEmulator(HTTPEmulator):
             if request.method != self.status_method:
                 return self._method_not_allowed(path, f"GET, {self.status_method}"), True
             return self._write_status(request, match.group("id"))
-        return problem(404, f"no route {path}", path), False
+        return problem(404, f"The requested endpoint '{path}' does not exist", path, kind=NO_ROUTE), False
 
     @staticmethod
     def _method_not_allowed(path: str, allow: str) -> Reply:
@@ -909,6 +962,8 @@ class HyperFleetEmulator(HTTPEmulator):
                     and reason.startswith(HEALTH_REASON_PREFIX)
                     and len(reason) > len(HEALTH_REASON_PREFIX)
                 )
+                # The boilerplate's status expression: True exactly when the reason is Healthy.
+                ok = ok and (cond.get("status") == "True") == (reason == "Healthy")
             elif cond.get("type") == "Finalized":
                 ok = reason in FINALIZED_REASONS
             else:

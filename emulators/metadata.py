@@ -8,7 +8,9 @@ Like the real server: every answer carries ``Metadata-Flavor: Google``; a reques
 with ``X-Forwarded-For``, gets 403; directories answer listings, ``?recursive=true`` answers JSON with
 camelCase keys; errors are Google's HTML error pages.  Access tokens are fresh random opaque strings;
 the emulator remembers each one with its expiry so the other emulators can authenticate callers through
-`MetadataEmulator.identity_for_token`.
+`MetadataEmulator.identity_for_token`. Identity tokens are RS256 JWTs signed by `id_tokens`
+(emulators/idtoken.py), whose JWKS the HyperFleet emulator trusts; `PUT /metadata/identity_lifetime` and
+`POST /metadata/rotate_identity_key` make them expire or stop verifying.
 
 Short-lived tokens: google-auth treats a token as expired ``REFRESH_THRESHOLD`` (3 min 45 s = 225 s) before
 its ``expires_in``.  A test that wants the refresh path sets the lifetime to 225 + N seconds (e.g.
@@ -19,9 +21,7 @@ still believes valid, use ``POST /metadata/revoke_all``.
 
 from __future__ import annotations
 
-import base64
 import html
-import json
 import secrets
 import threading
 import time
@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
+from emulators.idtoken import GOOGLE_ISSUER, IdTokenIssuer
 
 _V1 = "/computeMetadata/v1"
 _FLAVOR = {"Metadata-Flavor": "Google", "Server": "Metadata Server for VM"}
@@ -63,10 +64,6 @@ def _camel(key: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _b64url(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
 class MetadataEmulator(HTTPEmulator):
     """The metadata server of one Cloud Run service with one runtime service account."""
 
@@ -96,6 +93,9 @@ class MetadataEmulator(HTTPEmulator):
         self._issued = 0
         self._identity_issued = 0
         self._attributes: dict[str, str] = {}
+        # Signs the identity tokens; its JWKS stands in for https://www.googleapis.com/oauth2/v3/certs.
+        self.id_tokens = IdTokenIssuer()
+        self.identity_lifetime_s = 3600
 
     # -- what the other emulators use --------------------------------------------------------
     def identity_for_token(self, token: str) -> str | None:
@@ -137,6 +137,7 @@ class MetadataEmulator(HTTPEmulator):
             self._issued = 0
             self._identity_issued = 0
             self.token_lifetime_s = self._initial_lifetime
+            self.identity_lifetime_s = 3600
             self._attributes.clear()
 
     def revoke_all(self) -> int:
@@ -167,6 +168,19 @@ class MetadataEmulator(HTTPEmulator):
             return 200, {"token_lifetime_s": seconds}
         if method == "POST" and route == "/revoke_all":
             return 200, {"revoked": self.revoke_all()}
+        if method == "PUT" and route == "/identity_lifetime":
+            try:
+                seconds = int((body or {})["seconds"])
+            except (KeyError, TypeError, ValueError):
+                return 400, {"error": 'body must be {"seconds": N}'}
+            with self._lock:
+                self.identity_lifetime_s = seconds  # <= 0: tokens already expired when issued
+            return 200, {"identity_lifetime_s": seconds}
+        if method == "POST" and route == "/rotate_identity_key":
+            self.id_tokens.rotate()  # every ID token issued so far stops verifying
+            return 200, {"rotated": True}
+        if method == "GET" and route == "/jwks":
+            return 200, self.id_tokens.jwks()
         if method == "PUT" and route == "/attributes":
             if not isinstance(body, dict) or not all(isinstance(v, str) for v in body.values()):
                 return 400, {"error": "body must be an object of string values"}
@@ -308,30 +322,27 @@ class MetadataEmulator(HTTPEmulator):
                 self._tokens[token] = (self.service_account, time.time() + lifetime, scopes)
                 self._issued += 1
             return self._json(200, {"access_token": token, "expires_in": lifetime, "token_type": "Bearer"})
-        # identity
+        # identity: a Google-signed ID token (emulators/idtoken.py states the format and its source)
         audience = request.arg("audience")
         if not audience:
             return _google_error_page(400, "non-empty audience parameter required")
         now = int(time.time())
+        with self._lock:
+            lifetime = self.identity_lifetime_s
         claims: dict[str, Any] = {
             "aud": audience,
             "azp": "1" + self.project_number,
-            "exp": now + 3600,
+            "exp": now + lifetime,
             "iat": now,
-            "iss": "https://accounts.google.com",
+            "iss": GOOGLE_ISSUER,
             "sub": "1" + self.project_number,
+            # Two tokens minted in the same second differ, as Google's do (a re-mint after a refusal is new).
+            "jti": secrets.token_hex(8),
         }
         if request.arg("format") == "full" or request.arg("format") == "standard":
             claims["email"] = self.service_account
             claims["email_verified"] = True
-        header = {"alg": "RS256", "kid": "emulator", "typ": "JWT"}
-        jwt = ".".join(
-            [
-                _b64url(json.dumps(header).encode()),
-                _b64url(json.dumps(claims).encode()),
-                _b64url(secrets.token_bytes(256)),
-            ]
-        )
+        jwt = self.id_tokens.mint(claims)
         with self._lock:
             self._identity_issued += 1
         return self._text(jwt)

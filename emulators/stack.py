@@ -8,7 +8,8 @@ Kubernetes API accept exactly those (expired tokens are refused). Secret Manager
 identity exactly what terraform/ grants its runtime service account (`apply_terraform_iam`), so a call
 the Terraform configuration does not allow is PERMISSION_DENIED here as on GCP. GKE's default management cluster
 points at the Kubernetes emulator's endpoint and CA. The HyperFleet API requires the bearer token it
-writes into `token_file`.
+writes into `token_file`, or an ID token the metadata server signed for the runtime identity (audience
+`hyperfleet-api`).
 
 Start and stop are exception-safe: an exception (a KeyboardInterrupt from Ctrl-C included) anywhere in
 `start()` stops what had started and removes `workdir` (it holds the HyperFleet token and the registry CA)
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -46,6 +48,7 @@ PROJECT_NUMBER = "123456789012"
 RUNTIME_SA = f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"
 MANAGEMENT_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1"
 MANAGEMENT_DNS = "gke-mgmt-1.us-central1.gke.goog"
+API_AUDIENCE = "hyperfleet-api"
 # What terraform/ would be applied with for the function environment the tests use (tests/conftest.py
 # function_env): this project holds the per-cluster secrets and the platform pull secret, and the
 # management cluster; every other variable keeps its default (DELETION_POLICY=DELETE included).
@@ -105,6 +108,11 @@ class Stack:
         # the benchmark turns it off so that it measures the function, not the emulator.
         self.hyperfleet = HyperFleetEmulator(
             self.book, status_method=status_method, token_file=self.token_file, validate=validate_contract
+        )
+        # Beside the token file, the API admits the runtime identity's Google ID tokens (HYPERFLEET_API_AUTH=
+        # google-id-token), as docs/contract.md "Authentication" configures it: audience hyperfleet-api, email.
+        self.hyperfleet.trust_id_tokens(
+            self.metadata.id_tokens.jwks, audience=API_AUDIENCE, identity_pattern=re.escape(RUNTIME_SA)
         )
         self.registry = RegistryEmulator(self.book)
         self.registry_ca_file = os.path.join(self.workdir, "registry-ca.pem")

@@ -24,6 +24,7 @@ TOPIC_RE = re.compile(r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
+API_AUTH_MODES = ("token-file", "google-id-token")
 MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
@@ -36,6 +37,8 @@ class Settings:
 
     hyperfleet_api_url: str
     hyperfleet_api_token_file: str | None = None
+    hyperfleet_api_auth: str = "token-file"
+    hyperfleet_api_audience: str = "hyperfleet-api"
     hyperfleet_status_method: str = "PUT"
     hyperfleet_timeout_s: float = 10.0
     adapter_name: str = "pullsecret"
@@ -51,6 +54,7 @@ class Settings:
     management_cluster: str | None = None
     # Full GKE names a placement may name (`*` stands for any text inside one segment); () admits any cluster.
     allowed_management_clusters: tuple[str, ...] = ()
+    management_cluster_template: str | None = None  # projects/P/locations/L/clusters/{name}, for short names
     management_endpoint: str = "ip"
     vpc_egress: bool = False  # the function has Direct VPC egress: private control-plane endpoints are reachable
     management_namespace_template: str = "clusters-{cluster_id}"
@@ -180,6 +184,34 @@ def _api_url(env: Mapping[str, str]) -> str:
     return url.rstrip("/")
 
 
+def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
+    """(HYPERFLEET_API_AUTH, HYPERFLEET_API_AUDIENCE); google-id-token excludes a token file."""
+    api_auth = _choice(env, "HYPERFLEET_API_AUTH", "token-file", API_AUTH_MODES, upper=False)
+    if api_auth == "google-id-token" and _get(env, "HYPERFLEET_API_TOKEN_FILE") is not None:
+        raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
+    audience = _get(env, "HYPERFLEET_API_AUDIENCE") or "hyperfleet-api"
+    if len(audience) > 256 or not audience.isprintable() or " " in audience:
+        raise ConfigError(f"HYPERFLEET_API_AUDIENCE must be one printable word (an audience), got {audience!r}")
+    return api_auth, audience
+
+
+def _cluster_template(env: Mapping[str, str]) -> str | None:
+    """MANAGEMENT_CLUSTER_TEMPLATE: projects/P/locations/L/clusters/{name}, for placement short names."""
+    template = _get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
+    if template is None:
+        return None
+    try:
+        rendered = template.format(name="x")
+    except (KeyError, IndexError, ValueError):
+        rendered = ""
+    if "{name}" not in template or not GKE_CLUSTER_RE.match(rendered) or not rendered.endswith("/x"):
+        raise ConfigError(
+            "MANAGEMENT_CLUSTER_TEMPLATE must be projects/P/locations/L/clusters/{name} ({name}: the "
+            f"placement's short cluster name), got {template!r}"
+        )
+    return template
+
+
 def _adapter_names(env: Mapping[str, str]) -> tuple[str, ...]:
     adapters = _list(env, "PRECONDITION_ADAPTERS", ("validation", "dns", "placement"))
     for name in adapters:
@@ -264,10 +296,13 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate settings; raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
     locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
+    api_auth, audience = _api_auth(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=_api_url(env),
         hyperfleet_api_token_file=_file(env, "HYPERFLEET_API_TOKEN_FILE"),
+        hyperfleet_api_auth=api_auth,
+        hyperfleet_api_audience=audience,
         hyperfleet_status_method=_choice(
             env, "HYPERFLEET_STATUS_METHOD", "PUT", ("PUT", "POST"), upper=True, say="PUT or POST"
         ),
@@ -290,6 +325,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         # The management cluster: how to reach it, and which namespaces and names the Secret may take.
         management_cluster=_matching(env, "MANAGEMENT_CLUSTER", GKE_CLUSTER_RE, "projects/P/locations/L/clusters/C"),
         allowed_management_clusters=_allowed_management_clusters(env),
+        management_cluster_template=_cluster_template(env),
         management_endpoint=_choice(env, "MANAGEMENT_ENDPOINT", "ip", ("ip", "dns"), upper=False, say="ip or dns"),
         vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),

@@ -1,84 +1,45 @@
 """The HyperFleet API client: get cluster, list adapter statuses, report status (docs/contract.md §2).
 
 One pooled `requests.Session` per process (urllib3 retries connection errors and 429/5xx with
-jittered backoff, honouring Retry-After). The bearer token is read from a file by content, on a short
-timer and at once after the API refuses it: a mounted secret rotates in place and gives no mtime
-guarantee. A refusal of our own token (401/403) is never the cluster's fault: when a re-read finds no
-new token it is a TransientError (the event is redelivered, never acknowledged), logged at error level.
+jittered backoff, honouring Retry-After). The bearer credential comes from `pullsecret.apiauth` (a token
+file, or a Google ID token); after a refusal it is re-read or re-minted and the call made again. A refusal
+of our own token (401, or a 403 without an authorization code) is never the cluster's fault: when no new
+token comes of it, it is a TransientError (the event is redelivered, never acknowledged), logged at error
+level. A 403 carrying an authorization code (`HYPERFLEET-AUZ-*`, the API's
+or the gateway's denial of this identity) is terminal: no retry or re-read changes a policy (ADR-0017).
+
+A 404 means "gone" only with the API's resource codes `HYPERFLEET-NTF-001..003`. `HYPERFLEET-NTF-000`
+(no route matched: hyperfleet-api pkg/api/error.go SendNotFound) or a 404 without any HyperFleet code (a
+proxy, another server) says HYPERFLEET_API_URL is wrong: a configuration error, logged at error level and
+redelivered, never acknowledged as a deleted cluster.
+
+Each call carries the event's W3C `traceparent` (same trace id, a new span id per call), as the adapter
+framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/client.go).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
+import secrets
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from pullsecret.apiauth import credential_for
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
-from pullsecret.logs import log
+from pullsecret.logs import TraceContext, log
+from pullsecret.logs import current as current_log_context
 
 _RETRY_STATUSES = (429, 500, 502, 503, 504)
 _REFUSED = (401, 403)
+# hyperfleet-api pkg/errors/errors.go: NTF-001 generic, NTF-002 cluster, NTF-003 node pool not found.
+_GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET-NTF-003"})
+_NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
+_AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _PAGE_SIZE = 100
-# How long a token read from the file is used before the file is read again (a read costs microseconds;
-# a refusal triggers a re-read at once anyway).
-TOKEN_REREAD_S = 5.0
-
-
-class BearerToken:
-    """The API token held in a file, re-read by content; thread-safe; its repr never shows the token."""
-
-    def __init__(self, path: str, *, max_age_s: float = TOKEN_REREAD_S, clock: Callable[[], float] = time.monotonic):
-        self.path = path
-        self._max_age_s = max_age_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._value: str | None = None
-        self._read_at = 0.0
-
-    def __repr__(self) -> str:
-        return f"BearerToken(path={self.path!r})"
-
-    def _read(self) -> str:
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                value = handle.read().strip()
-        except OSError as exc:
-            # Our own credential, not the cluster's input: the event waits for the file to come back.
-            raise TransientError(
-                f"HYPERFLEET_API_TOKEN_FILE cannot be read ({type(exc).__name__})",
-                reason="CredentialsUnavailable",
-                service="hyperfleet",
-            ) from None
-        if not value:
-            raise TransientError(
-                "HYPERFLEET_API_TOKEN_FILE is empty", reason="CredentialsUnavailable", service="hyperfleet"
-            )
-        return value
-
-    def current(self) -> str:
-        """The token, read again when the last read is older than the timer."""
-        with self._lock:
-            now = self._clock()
-            if self._value is None or now - self._read_at >= self._max_age_s:
-                self._value = self._read()
-                self._read_at = now
-            return self._value
-
-    def refresh(self, refused: str) -> bool:
-        """Read the file now (the API refused `refused`); True when it holds another token to try."""
-        with self._lock:
-            if self._value != refused:
-                return True  # another thread already read a newer token
-            self._value = self._read()
-            self._read_at = self._clock()
-            return self._value != refused
 
 
 class HyperFleetClient:
@@ -86,12 +47,12 @@ class HyperFleetClient:
 
     def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
         self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
+        self._base_url = _shown_url(settings.hyperfleet_api_url)
         self._timeout = (min(3.05, settings.hyperfleet_timeout_s), settings.hyperfleet_timeout_s)
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
-        token_file = settings.hyperfleet_api_token_file
-        self._token = BearerToken(token_file) if token_file else None
+        self._token = credential_for(settings)
         retry = Retry(
             total=4,
             connect=4,
@@ -120,18 +81,30 @@ class HyperFleetClient:
         response = self._send(method, path, what=what, token=token, **kwargs)
         # Two rounds: the file may have been rotated again while a call with the previous token was under way.
         for _ in range(2):
-            if response.status_code not in _REFUSED or self._token is None or token is None:
+            if not _token_refused(response) or self._token is None or token is None:
                 break
             if not self._token.refresh(token):
                 break
             token = self._token.current()
             response = self._send(method, path, what=what, token=token, **kwargs)
+        if response.status_code == 403 and not _token_refused(response):
+            raise TerminalError(
+                f"{what}: HyperFleet API denied the adapter's identity (403 {_problem_code(response)}"
+                f"{_problem_title(response)}); grant it status access at the API or its gateway",
+                reason="PermissionDenied",
+                service="hyperfleet",
+            )
         if response.status_code in _REFUSED:
             raise self._refused(response, what)
+        if response.status_code == 404 and _problem_code(response) not in _GONE_CODES:
+            raise self._no_route(response, what)
         return response
 
     def _send(self, method: str, path: str, *, what: str, token: str | None, **kwargs: Any) -> requests.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        trace = current_log_context().trace
+        if trace is not None:
+            headers["traceparent"] = outgoing_traceparent(trace)
         try:
             return self._session.request(method, self._base + path, headers=headers, timeout=self._timeout, **kwargs)
         except requests.RequestException as exc:
@@ -153,7 +126,7 @@ class HyperFleetClient:
         why = "not authenticated" if code == 401 else "not authorised"
         message = (
             f"{what}: HyperFleet API refused the adapter's token ({code}, {why}{_problem_title(response)}); "
-            "the event will be redelivered: put a valid token in HYPERFLEET_API_TOKEN_FILE"
+            f"the event will be redelivered: {self._token.remedy if self._token else 'configure HYPERFLEET_API_AUTH'}"
         )
         log.error(
             message,
@@ -164,6 +137,23 @@ class HyperFleetClient:
             service="hyperfleet",
         )
         return TransientError(message, reason="CredentialsRefused", service="hyperfleet")
+
+    def _no_route(self, response: requests.Response, what: str) -> TransientError:
+        """A 404 that names no missing resource: the URL reaches no API route. Loud, and never an acknowledgement."""
+        code = _problem_code(response) or "no HyperFleet error code"
+        message = (
+            f"{what}: HYPERFLEET_API_URL {self._base_url} reaches no HyperFleet API route (404, {code}); "
+            "a configuration error: fix HYPERFLEET_API_URL; the event will be redelivered"
+        )
+        log.error(
+            message,
+            operation="hyperfleet.route",
+            error_kind="configuration",
+            reason="EndpointNotFound",
+            http_status=404,
+            service="hyperfleet",
+        )
+        return TransientError(message, reason="EndpointNotFound", service="hyperfleet")
 
     @staticmethod
     def _failure(response: requests.Response, what: str) -> Exception:
@@ -263,6 +253,35 @@ class HyperFleetClient:
             raise TransientError("list clusters: the API answer has no 'items' list", service="hyperfleet")
         total = body.get("total") if isinstance(body.get("total"), int) else len(items)
         return [i for i in items if isinstance(i, dict)], int(total)
+
+
+def _problem_code(response: requests.Response) -> str | None:
+    """The `code` of a HyperFleet problem+json answer (`HYPERFLEET-CAT-NUM`), or None."""
+    try:
+        problem = response.json()
+    except ValueError:
+        return None
+    code = problem.get("code") if isinstance(problem, dict) else None
+    return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") else None
+
+
+def _token_refused(response: requests.Response) -> bool:
+    """The API (or its gateway) refused our token: 401, or a 403 without an authorization code."""
+    if response.status_code == 401:
+        return True
+    return response.status_code == 403 and not (_problem_code(response) or "").startswith(_AUTHZ_PREFIX)
+
+
+def _shown_url(url: str) -> str:
+    """The URL without user:password, for messages."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=host))
+
+
+def outgoing_traceparent(trace: TraceContext) -> str:
+    """W3C traceparent for an outgoing call: the event's trace id, a new span id, the sampled flag."""
+    return f"00-{trace.trace_id}-{secrets.token_hex(8)}-{'01' if trace.sampled else '00'}"
 
 
 def _problem_title(response: requests.Response) -> str:

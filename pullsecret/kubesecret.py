@@ -4,7 +4,7 @@ The runtime identity holds create, patch and delete on Secrets and no get, list 
 (terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
 kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
 ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
-labelled managed-by=hyperfleet, of type kubernetes.io/dockerconfigjson, in namespaces matching
+labelled as ours (`secret_labels`), of type kubernetes.io/dockerconfigjson, in namespaces matching
 MANAGEMENT_NAMESPACE_PATTERN, and never lets an older cluster generation replace a newer one. So:
 
 - `probe` is a dry-run apply (nothing is stored) of our label and type, values our Secret already has: its
@@ -54,7 +54,10 @@ MAX_ATTEMPTS = 8
 # The admission policy the writes rely on (terraform/kubernetes/admission-policy.yaml).
 POLICY_NAME = "hyperfleet-pullsecret-adapter-scope"
 A_POLICY_REVISION = "hyperfleet.io/policy-revision"
-REQUIRED_POLICY_REVISION = 3  # 2: generation order; dockerconfigjson before a change too; 3: namespace matched whole
+# 2: generation order; dockerconfigjson before a change too. 3: the namespace matched whole (^(?:PATTERN)$), and the
+# framework's hyperfleet.io/managed-by=<adapter> marks our Secrets beside managed-by=hyperfleet (the label migration,
+# docs/lifecycle.md "Labels").
+REQUIRED_POLICY_REVISION = 3
 POLICY_CHECK_TTL_S = 3600.0  # re-checked hourly: a policy removed later is noticed
 # A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")
@@ -118,6 +121,28 @@ class DesiredSecret:
             "type": DOCKERCONFIGJSON,
             "data": self.data(),
         }
+
+
+# The label migration (docs/lifecycle.md "Labels"): the adapter framework's keys (hyperfleet-adapter
+# pkg/constants/constants.go; charts/examples: managed-by = the adapter's name), and the previous release's
+# `managed-by=hyperfleet`, still written so that its policy and function recognise every Secret while both
+# releases may run. Server-side apply drops the other old labels (`adapter`, `cluster-id`, ...) our manager owned.
+L_MANAGED_BY = "hyperfleet.io/managed-by"
+L_CLUSTER_ID = "hyperfleet.io/cluster-id"
+L_RESOURCE_TYPE = "hyperfleet.io/resource-type"
+L_CLUSTER_NAME = "hyperfleet.io/cluster-name"
+L_PREVIOUS_MANAGED_BY = "managed-by"
+
+
+def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
+    """The labels of our Kubernetes Secret; the admission policy recognises it by either managed-by."""
+    return {
+        L_MANAGED_BY: label_value(adapter),
+        L_CLUSTER_ID: label_value(cluster_id),
+        L_RESOURCE_TYPE: "pull-secret",
+        L_CLUSTER_NAME: label_value(cluster_name),
+        L_PREVIOUS_MANAGED_BY: "hyperfleet",
+    }
 
 
 def probe_manifest(namespace: str, name: str) -> dict[str, Any]:
@@ -372,8 +397,9 @@ class KubeSecrets:
                 return TransientError(f"{what}: {message}", reason="WriteConflict", service="kubernetes")
             if reason == "OwnershipConflict":
                 return OwnershipConflict(
-                    f"Kubernetes Secret {ns}/{name} exists without the label managed-by=hyperfleet or is not a "
-                    "dockerconfigjson Secret; refusing to overwrite it (the admission policy denied the write)",
+                    f"Kubernetes Secret {ns}/{name} exists without our label (hyperfleet.io/managed-by or "
+                    "managed-by=hyperfleet) or is not a dockerconfigjson Secret; refusing to overwrite it "
+                    "(the admission policy denied the write)",
                     service="kubernetes",
                 )
             if reason == "SecretTypeMismatch":
@@ -528,7 +554,8 @@ class KubeSecrets:
             denied = policy_denial(exc)
             if denied is not None and denied[0] == "OwnershipConflict":
                 raise OwnershipConflict(
-                    f"Kubernetes Secret {namespace}/{name} is not labelled managed-by=hyperfleet; not deleting it",
+                    f"Kubernetes Secret {namespace}/{name} is not labelled as ours (hyperfleet.io/managed-by or "
+                    "managed-by=hyperfleet); not deleting it",
                     service="kubernetes",
                 ) from None
             raise self._refusal(exc, namespace, name, what) from None

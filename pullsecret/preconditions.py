@@ -19,6 +19,8 @@ _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # GKE_CLUSTER_RE admits any character but "/" in a segment; a name with whitespace or control characters
 # (a trailing newline from a templated value) is no GKE cluster and must not reach the GKE API.
 _NO_SPACE = re.compile(r"[^\s\x00-\x1f\x7f]+")
+# https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster.FIELDS.name
+_GKE_SHORT_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?$")
 
 
 class InvalidCluster(TerminalError):
@@ -133,8 +135,28 @@ def statuses_by_adapter(statuses: list[dict[str, Any]]) -> dict[str, dict[str, A
     return {str(s.get("adapter")): s for s in statuses if isinstance(s, dict) and isinstance(s.get("adapter"), str)}
 
 
+def management_cluster_for(short_name: Any, settings: Settings) -> str:
+    """The GKE resource name of a management cluster named by its short name, through
+    MANAGEMENT_CLUSTER_TEMPLATE; raises InvalidPlacement."""
+    if not isinstance(short_name, str) or not _GKE_SHORT_NAME.fullmatch(short_name):
+        raise InvalidPlacement(
+            "the placement data's managementClusterName is not a GKE cluster name "
+            "(1-40 lowercase letters, digits and hyphens, starting with a letter)"
+        )
+    if settings.management_cluster_template is None:
+        raise InvalidPlacement(
+            f"the placement names management cluster {short_name!r} by its short name and "
+            "MANAGEMENT_CLUSTER_TEMPLATE (projects/P/locations/L/clusters/{name}) is not set"
+        )
+    return settings.management_cluster_template.format(name=short_name)
+
+
 def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Settings) -> Placement:
-    """Management cluster and namespace from the placement adapter's data, else configured defaults."""
+    """Management cluster and namespace from the placement adapter's data, else configured defaults.
+
+    Two shapes (docs/contract.md §2): core HyperFleet's `managementCluster` (a full GKE name) and
+    `namespace`, and GCP HCP's `managementClusterName` (a short name) and `managementClusterNamespace`
+    (its `baseDomain` is not this adapter's business)."""
     data: Any = {}
     placement_status = statuses_by_adapter(statuses).get(settings.placement_adapter)
     if placement_status is not None:
@@ -145,6 +167,16 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
     if not isinstance(data, dict):
         raise InvalidPlacement(f"the {settings.placement_adapter} adapter's data is not an object")
     management = data.get("managementCluster", data.get("management_cluster"))
+    short_name = data.get("managementClusterName")
+    if short_name is not None:
+        # GCP HCP's placement-adapter names the cluster by its short name (implementation-plans/
+        # adapter-placement-decision.md); configuration says where such a cluster lives.
+        mapped = management_cluster_for(short_name, settings)
+        if management is not None and management != mapped:
+            raise InvalidPlacement(
+                f"the placement data's managementCluster and managementClusterName ({mapped}) disagree"
+            )
+        management = mapped
     if management is None:
         management = settings.management_cluster
     if management is None:
@@ -162,7 +194,7 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
             "refusing to write the pull secret there",
             reason="ForbiddenManagementCluster",
         )
-    namespace = data.get("namespace")
+    namespace = data.get("namespace", data.get("managementClusterNamespace"))
     if namespace is None:
         namespace = settings.management_namespace_template.format(cluster_id=cluster_id.lower())
     if not isinstance(namespace, str):

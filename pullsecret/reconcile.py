@@ -23,7 +23,6 @@ from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
-from pullsecret.kubesecret import label_value as kube_label
 from pullsecret.logs import bind, log, protect
 from pullsecret.management_clusters import ManagementClusters
 from pullsecret.retrying import Deadline
@@ -164,9 +163,13 @@ class Reconciler:
             data = getattr(exc, "data", None)  # registry_verification.RegistryRejected names each registry's answer
             # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
             deleting = isinstance(decision, preconditions.Deleting)
-            report = status.terminal_failure(
-                generation, exc.reason, exc.message, data, phase=status.phase_of(exc.service), deleting=deleting
+            # Bad input names no service: its phase is where it was found (judging the cluster, or acting).
+            phase = (
+                status.phase_of(exc.service)
+                if exc.service
+                else (status.PHASE_PRECONDITIONS if decision is None else status.PHASE_RESOURCES)
             )
+            report = status.terminal_failure(generation, exc.reason, exc.message, data, phase=phase, deleting=deleting)
             outcome = self._report(cluster_id, "terminal", report)
             return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
 
@@ -249,7 +252,8 @@ class Reconciler:
         """Deletion: our Kubernetes Secret first, then the Secret Manager secret per DELETION_POLICY.
 
         Idempotent: what is already gone counts as done, so a repeat reports Finalized=True again.
-        Objects that are not ours (no managed-by=hyperfleet) are left in place and named in `data`.
+        Objects that are not ours (neither hyperfleet.io/managed-by nor managed-by=hyperfleet) are left in place
+        and named in `data`.
         """
         settings = self.settings
         secret_id, kube_name = self.names(cluster_id)
@@ -430,13 +434,9 @@ class Reconciler:
             fingerprint=merged.secret.fingerprint,
             generation=act.generation,
             source_version=stored.version_name,
-            labels={
-                "managed-by": "hyperfleet",
-                "adapter": kube_label(settings.adapter_name),
-                "cluster-id": kube_label(target.cluster_id),
-                "cluster-name": kube_label(target.cluster_name),
-                "hyperfleet-version": "v1",
-            },
+            labels=kubesecret.secret_labels(
+                adapter=settings.adapter_name, cluster_id=target.cluster_id, cluster_name=target.cluster_name
+            ),
             created_by=self.identity_email or f"hyperfleet-{settings.adapter_name}-adapter",
         )
         live_annotations = ((reads.probed.live or {}).get("metadata") or {}).get("annotations") or {}

@@ -5,9 +5,12 @@ enforces or advises (contract.md §2, hyperfleet-api 2026) and how the reports f
 - `observed_time` is the moment the body is built (UTC, milliseconds), so it lies inside the server's window
   [now-30m, now+5m] and a later report of one process is never discarded as older than an earlier one.
 - `Available` is never `Unknown` (the server keeps Unknown only on an adapter's first report).
-- `Health` reasons come from the adapter framework's vocabulary: `Healthy`, `ResourcesSkipped`,
-  `ExecutionFailed:<phase>`; `Finalized` reasons: `CleanupInProgress`, `CleanupConfirmed`, `AdapterUnhealthy`
-  (a terminal failure during deletion: cleanup is blocked until someone acts); `NotDeleting` is not needed.
+- `Health` follows the adapter framework's standard condition (hyperfleet-adapter docs/adapter-authoring-guide.md,
+  "The Health condition boilerplate"): `True`/`Healthy` only when the work ran and nothing was skipped;
+  `False`/`ResourcesSkipped` when preconditions were not met (nothing written); `False`/`ExecutionFailed:<phase>`
+  on any failure, terminal bad input included (HyperFleet ADR-0017 reports terminal errors as Health=False).
+  `Finalized` reasons: `CleanupInProgress`, `CleanupConfirmed`, `AdapterUnhealthy` (a terminal failure during
+  deletion: cleanup is blocked until someone acts); `NotDeleting` is not needed.
 - `data` keys never contain a word the condition-mapping engine masks (`secret`, `token`, `auth`,
   `registrykey`, `credential`, `private`, `cert`, ...; hyperfleet-api pkg/util/mask_sensitive.go): `sm_*`
   names Secret Manager things, `kubernetes_*` Kubernetes ones; registry names appear as values, never as keys.
@@ -40,6 +43,8 @@ def phase_of(service: str | None) -> str:
         return PHASE_PRECONDITIONS
     if service in ("secretmanager", "gke", "kubernetes", "metadata"):
         return PHASE_RESOURCES
+    if service == "registry":
+        return PHASE_REGISTRY
     return PHASE_UNKNOWN
 
 
@@ -112,7 +117,7 @@ def preconditions_not_met(generation: int, message: str) -> Report:
         (
             Condition("Applied", "False", "PreconditionsNotMet", message),
             Condition("Available", "False", "PreconditionsNotMet", message),
-            Condition("Health", "True", RESOURCES_SKIPPED, "preconditions not met; waiting for them is normal"),
+            Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message}"),
         ),
     )
 
@@ -124,7 +129,7 @@ def stale(generation: int, recorded: int, data: dict[str, Any]) -> Report:
         (
             Condition("Applied", "False", "StaleGeneration", message),
             Condition("Available", "False", "StaleGeneration", message),
-            Condition("Health", "True", RESOURCES_SKIPPED, "out-of-order delivery is normal; nothing written"),
+            Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message} (out-of-order delivery)"),
         ),
         data,
     )
@@ -139,21 +144,18 @@ def terminal_failure(
     phase: str = PHASE_UNKNOWN,
     deleting: bool = False,
 ) -> Report:
-    """A failure no retry fixes: not applied, not available; Health False (`ExecutionFailed:<phase>`) only for
-    runtime errors; the reason itself stays on Applied and Available.
+    """A failure no retry fixes: not applied, not available, Health False (`ExecutionFailed:<phase>`), the
+    reason itself on Applied and Available. Bad input is a failure too: the framework and ADR-0017 report every
+    terminal error as Health=False, so a dashboard counting unhealthy adapters sees what needs a person.
 
     `deleting`: the cluster is soft-deleted, so the API waits for `Finalized=True` before it hard-deletes;
     the report says `Finalized=False` (`AdapterUnhealthy`) and what blocks the cleanup, rather than nothing.
     """
-    business = reason not in ("UnexpectedError", "PermissionDenied", "RequestRejected")
     conditions: tuple[Condition, ...] = (
         Condition("Applied", "False", reason, message),
         Condition("Available", "False", reason, message),
         Condition(
-            "Health",
-            "True" if business else "False",
-            HEALTHY if business else execution_failed(phase),
-            "the input needs fixing; the adapter itself is healthy" if business else f"{reason}: {message}",
+            "Health", "False", execution_failed(phase), f"Adapter failed at phase [{phase}]: {reason}: {message}"
         ),
     )
     if deleting:

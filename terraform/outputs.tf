@@ -109,6 +109,7 @@ output "kubernetes_manifests" {
     for f in ["rbac.yaml", "admission-policy.yaml"] : templatefile("${path.module}/kubernetes/${f}", {
       runtime_sa_email  = google_service_account.runtime.email
       namespace_pattern = var.management_namespace_pattern
+      adapter_name      = var.adapter_name
     })
   ])
 }

@@ -112,9 +112,9 @@ variable "pubsub_kms_key_name" {
 }
 
 variable "dead_letter_max_delivery_attempts" {
-  description = "Delivery attempts on the trigger's subscription before an event goes to the dead-letter topic (5-100)."
+  description = "Delivery attempts on the trigger's subscription before an event goes to the dead-letter topic (5-100). The default is HyperFleet ADR-0017's budget (hyperfleet-infra terraform/main.tf max_delivery_attempts = 5)."
   type        = number
-  default     = 10
+  default     = 5
 
   validation {
     condition     = var.dead_letter_max_delivery_attempts >= 5 && var.dead_letter_max_delivery_attempts <= 100 && floor(var.dead_letter_max_delivery_attempts) == var.dead_letter_max_delivery_attempts

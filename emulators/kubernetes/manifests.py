@@ -1,6 +1,6 @@
 """The project's management-cluster manifests (terraform/kubernetes/*.yaml), rendered as Terraform renders them.
 
-terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern}).
+terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern, adapter_name}).
 Terraform's template language (developer.hashicorp.com/terraform/language/expressions/strings):
 `${name}` interpolates a variable, `$${` and `%%{` are literal `${` and `%{`; a `%{` directive or an
 unknown variable is an error here (templatefile fails on an undefined variable too).
@@ -18,6 +18,8 @@ MANIFEST_DIR = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes"
 TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
 # terraform/variables.tf, variable "management_namespace_pattern": its default (a test keeps them equal).
 DEFAULT_NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
+# terraform/variables.tf, variable "adapter_name": its default (ADAPTER_NAME's).
+DEFAULT_ADAPTER_NAME = "pullsecret"
 
 _TOKEN = re.compile(r"\$\$\{|%%\{|\$\{([^}]*)\}|%\{")
 
@@ -41,9 +43,15 @@ def render_template(text: str, variables: dict[str, str]) -> str:
     return _TOKEN.sub(replace, text)
 
 
-def render(runtime_sa_email: str, namespace_pattern: str = DEFAULT_NAMESPACE_PATTERN) -> list[dict[str, Any]]:
+def render(
+    runtime_sa_email: str, namespace_pattern: str = DEFAULT_NAMESPACE_PATTERN, adapter_name: str = DEFAULT_ADAPTER_NAME
+) -> list[dict[str, Any]]:
     """Every document of the manifests, rendered with these values and parsed."""
-    values = {"runtime_sa_email": runtime_sa_email, "namespace_pattern": namespace_pattern}
+    values = {
+        "runtime_sa_email": runtime_sa_email,
+        "namespace_pattern": namespace_pattern,
+        "adapter_name": adapter_name,
+    }
     docs: list[dict[str, Any]] = []
     for name in TEMPLATES:
         text = render_template((MANIFEST_DIR / name).read_text(), values)

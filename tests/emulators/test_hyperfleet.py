@@ -223,7 +223,9 @@ def test_bearer_auth_and_token_file(book: FaultBook, tmp_path: Path) -> None:
         assert requests.get(url, timeout=5).status_code == 401
         assert requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5).status_code == 401
         denied = requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5)
-        assert denied.json()["code"] == "HYPERFLEET-AUT-001"
+        # hyperfleet-api pkg/auth/jwt_handler.go: AUT-002 for an invalid token, AUT-001 for no header.
+        assert denied.json()["code"] == "HYPERFLEET-AUT-002"
+        assert requests.get(url, timeout=5).json()["code"] == "HYPERFLEET-AUT-001"
         assert requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5).status_code == 200
         assert hf.violations.list() == []
     finally:
@@ -380,3 +382,24 @@ def test_post_mode_with_0_1_0_spec(book: FaultBook) -> None:
         assert put_status(hf, status_body(generation=2), cluster="c1", method="PUT").status_code == 201
     finally:
         hf.stop()
+
+
+@pytest.mark.parametrize(
+    ("health_status", "reason", "recorded"),
+    [
+        ("True", "Healthy", False),
+        ("False", "ResourcesSkipped", False),
+        ("False", "ExecutionFailed:preconditions", False),
+        ("True", "ResourcesSkipped", True),  # the product's old skipped report
+        ("True", "ExecutionFailed:resources", True),
+        ("False", "Healthy", True),
+    ],
+)
+def test_health_status_and_reason_pair_as_in_the_framework_boilerplate(
+    hf: HyperFleetEmulator, health_status: str, reason: str, recorded: bool
+) -> None:
+    # hyperfleet-adapter docs/adapter-authoring-guide.md, "The Health condition boilerplate".
+    body = status_body(data={"sm_version": "1"})
+    body["conditions"][2] = {"type": "Health", "status": health_status, "reason": reason, "message": "m"}
+    assert put_status(hf, body).status_code == 201
+    assert [c["kind"] for c in hf.conventions.list()] == (["health-reason"] if recorded else [])

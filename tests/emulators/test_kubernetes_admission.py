@@ -214,6 +214,37 @@ def test_ownership_on_update_that_drops_our_label(api: Api) -> None:
     denied(err, "OwnershipConflict")
 
 
+# The label migration (policy revision 3): the framework's key with this adapter's name, or the previous label.
+FRAMEWORK = {"hyperfleet.io/managed-by": "pullsecret"}
+
+
+def test_the_framework_label_alone_marks_our_secret(api: Api, emu: KubernetesEmulator) -> None:
+    apply(api, secret(FRAMEWORK))
+    apply(api, secret(FRAMEWORK, generation="4"))
+    api.delete_namespaced_secret(NAME, NS)
+    assert emu.get_secret(NS, NAME) is None
+
+
+def test_a_secret_of_the_previous_release_moves_to_the_framework_label(api: Api, emu: KubernetesEmulator) -> None:
+    apply(api, secret(OURS))  # written by the previous release: managed-by=hyperfleet only
+    apply(api, secret(FRAMEWORK, generation="4"))  # rewritten with the new key alone: ours before and after
+    assert emu.get_secret(NS, NAME)["metadata"]["labels"] == FRAMEWORK
+
+
+@pytest.mark.parametrize("labels", [{"hyperfleet.io/managed-by": "hypershift"}, {"hyperfleet.io/managed-by": ""}])
+def test_another_adapters_framework_label_is_not_ours(
+    api: Api, other: Api, emu: KubernetesEmulator, labels: Any
+) -> None:
+    with pytest.raises(ApiException) as err:
+        api.create_namespaced_secret(NS, secret(labels))
+    denied(err, "OwnershipConflict")
+    other.create_namespaced_secret(NS, secret(labels))
+    with pytest.raises(ApiException) as err:
+        api.delete_namespaced_secret(NAME, NS)
+    denied(err, "OwnershipConflict")
+    assert emu.get_secret(NS, NAME) is not None
+
+
 def test_ownership_before_a_change_includes_the_type(api: Api, other: Api, emu: KubernetesEmulator) -> None:
     # An Opaque Secret (a kubeconfig, say) that someone labelled managed-by=hyperfleet is still not ours.
     other.create_namespaced_secret(NS, secret(OURS, type_="Opaque"))

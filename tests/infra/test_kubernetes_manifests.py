@@ -20,12 +20,13 @@ TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
 KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 RUNTIME_EMAIL = "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com"
 NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
+ADAPTER_NAME = "pullsecret"
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
 def render(name: str) -> list[dict[str, Any]]:
     """Substitute the templatefile() variables the way outputs.tf does, and parse the documents."""
-    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN}
+    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME}
     text = PLACEHOLDER.sub(lambda m: values[m.group(1)], (MANIFEST_DIR / name).read_text())
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
@@ -142,11 +143,11 @@ def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> 
     from emulators.kubernetes import manifests
     from tests.infra.terraform_fmt import terraform_binary
 
-    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN}
+    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME}
     outputs = "\n".join(
         f'output "{name.split(".")[0].replace("-", "_")}" {{\n'
         f'  value = templatefile("{MANIFEST_DIR / name}", {{ runtime_sa_email = "{RUNTIME_EMAIL}", '
-        f'namespace_pattern = "{NAMESPACE_PATTERN}" }})\n}}'
+        f'namespace_pattern = "{NAMESPACE_PATTERN}", adapter_name = "{ADAPTER_NAME}" }})\n}}'
         for name in TEMPLATES
     )
     (tmp_path / "main.tf").write_text(outputs + "\n")

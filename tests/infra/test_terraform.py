@@ -900,3 +900,10 @@ def test_placements_may_name_only_clusters_of_the_granted_projects(config: Confi
     assert viewer["for_each"] == "${local.management_cluster_projects}"
     assert environment["REGISTRY_ALLOWED_HOSTS"] == '${join(",", var.registry_allowed_hosts)}'
     assert config.variables["registry_allowed_hosts"]["default"] == []
+
+
+def test_retry_budget_defaults_follow_adr_0017(config: Config) -> None:
+    # HyperFleet ADR-0017 (hyperfleet-infra terraform/main.tf max_delivery_attempts = 5): 5 delivery attempts,
+    # and one attempt of a reconcile (RETRY_DEADLINE plus one call in flight, <= 30 s) inside 120 s.
+    assert config.variables["dead_letter_max_delivery_attempts"]["default"] == 5
+    assert config.variables["retry_deadline_seconds"]["default"] + 30 <= 120

@@ -142,7 +142,7 @@ def test_preconditions_not_met_reports_and_touches_nothing(adapter: Adapter, adm
     assert deliver(adapter, generation=2).result == "skipped"
     conds = conditions(last_report(admin))
     assert conds["Applied"]["reason"] == "PreconditionsNotMet" and conds["Available"]["status"] == "False"
-    assert conds["Health"]["status"] == "True"
+    assert (conds["Health"]["status"], conds["Health"]["reason"]) == ("False", "ResourcesSkipped")
     assert "dns (at generation 1" in conds["Available"]["message"]
     assert "placement (no status)" in conds["Available"]["message"]
     calls = admin.calls()
@@ -317,7 +317,7 @@ def test_invalid_cluster_pull_secret_names_the_registry_and_rule(adapter: Adapte
     )
     conds = assert_terminal(adapter, admin, world, "InvalidPullSecret", "registry 'quay.io'")
     assert "user:password" in conds["Available"]["message"]
-    assert conds["Health"]["status"] == "True"
+    assert (conds["Health"]["status"], conds["Health"]["reason"]) == ("False", "ExecutionFailed:resources")
     assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
 
 

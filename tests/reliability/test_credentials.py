@@ -2,8 +2,9 @@
 
 Cloud Run's secret volumes rotate a file's content with no mtime guarantee, so the rotation here keeps the
 mtime (os.utime) while the HyperFleet emulator switches to the new token. A refusal of our own token
-(401 or 403, on any call) must end in a non-2xx answer, so that Pub/Sub redelivers, and in one error line
-that gives the reason and never the token.
+(401, on any call) must end in a non-2xx answer, so that Pub/Sub redelivers, and in one error line
+that gives the reason and never the token. (A 403 with an authorization code is a policy, terminal by
+ADR-0017: tests/integration/test_api_answers.py.)
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def test_token_rotated_in_place_with_the_same_mtime_is_used_at_once(
 
 @pytest.mark.parametrize(
     ("refusal", "where"),
-    [("401", "getClusterById"), ("403", "getClusterById"), ("401", "putClusterStatuses")],
-    ids=["401-read", "403-read", "401-status-write"],
+    [("401", "getClusterById"), ("401", "putClusterStatuses")],
+    ids=["401-read", "401-status-write"],
 )
 def test_a_refused_token_is_redelivered_never_acknowledged(
     client: Any, world: Any, capsys: pytest.CaptureFixture[str], refusal: str, where: str
@@ -91,10 +92,8 @@ def test_a_refused_token_is_redelivered_never_acknowledged(
         # Everything is applied, then the status write is refused: the status must still be reported.
         world.book.add({"service": "hyperfleet", "method": where, "code": refusal, "count": 1})
         harness.count("faults injected")
-    elif refusal == "401":
-        world.hyperfleet.set_token("hf-issuer-moved-on-" + secrets.token_urlsafe(16))  # the file is now stale
     else:
-        world.hyperfleet.set_token(token, forbidden=True)  # known, but its identity holds no rights
+        world.hyperfleet.set_token("hf-issuer-moved-on-" + secrets.token_urlsafe(16))  # the file is now stale
     assert post(client, cid, 1) >= 300  # Pub/Sub redelivers a non-2xx answer
     out = capsys.readouterr().out
     refused = [line for line in lines(out) if line.get("reason") == "CredentialsRefused"]

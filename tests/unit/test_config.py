@@ -127,3 +127,15 @@ def test_the_adapter_warns_at_start_when_no_management_cluster_is_allowlisted(
     out = capsys.readouterr().out
     warnings = [line for line in out.splitlines() if "ALLOWED_MANAGEMENT_CLUSTERS is unset" in line]
     assert len(warnings) == 1 and '"severity": "WARNING"' in warnings[0]
+
+
+def test_api_auth_modes() -> None:
+    assert (load(BASE).hyperfleet_api_auth, load(BASE).hyperfleet_api_audience) == ("token-file", "hyperfleet-api")
+    settings = load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "https://hf.example"})
+    assert (settings.hyperfleet_api_auth, settings.hyperfleet_api_audience) == ("google-id-token", "https://hf.example")
+    with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_AUTH must be one of"):
+        load({**BASE, "HYPERFLEET_API_AUTH": "oidc"})
+    with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_TOKEN_FILE must be unset"):
+        load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_TOKEN_FILE": __file__})
+    with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_AUDIENCE"):
+        load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "two words"})

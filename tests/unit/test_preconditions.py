@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from pullsecret.config import load
 from pullsecret.dockerconfig import InvalidPullSecret
+from pullsecret.errors import ConfigError
 from pullsecret.preconditions import Act, Deleting, InvalidCluster, InvalidPlacement, NotMet, evaluate
 
 SETTINGS = load(
@@ -130,6 +132,62 @@ def test_soft_deleted_cluster_is_never_provisioned() -> None:
     decision = evaluate(cluster(deleted_time="2026-11-21T10:00:00Z"), [], SETTINGS, cluster_id="c1")
     assert isinstance(decision, Deleting)
     assert decision.project_id == "proj-one"
+
+
+# GCP HCP's preset (docs/contract.md §2): placement-adapter writes a short name, no dns adapter exists.
+GCP_HCP = load(
+    {
+        "HYPERFLEET_API_URL": "http://h",
+        "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+        "PRECONDITION_ADAPTERS": "placement-adapter",
+        "PLACEMENT_ADAPTER": "placement-adapter",
+        "MANAGEMENT_CLUSTER_TEMPLATE": "projects/hcp-region-us-c1/locations/us-central1/clusters/{name}",
+    }
+)
+HCP_DECISION = {
+    "managementClusterName": "dev-mgt-us-c1-a1b2",
+    "managementClusterNamespace": "clusters-c1",
+    "baseDomain": "a1b2.gcp-hcp.devshift.net",
+}
+
+
+def test_the_gcp_hcp_placement_shape_maps_a_short_name_to_its_gke_cluster() -> None:
+    # gcp-hcp implementation-plans/adapter-placement-decision.md, "Placement Decision Output".
+    decision = evaluate(cluster(), [ready("placement-adapter", data=HCP_DECISION)], GCP_HCP, cluster_id="c1")
+    assert isinstance(decision, Act)
+    assert decision.placement.management_cluster == (
+        "projects/hcp-region-us-c1/locations/us-central1/clusters/dev-mgt-us-c1-a1b2"
+    )
+    assert decision.placement.namespace == "clusters-c1"
+
+
+@pytest.mark.parametrize(
+    ("data", "settings", "fragment"),
+    [
+        (HCP_DECISION, SETTINGS, "MANAGEMENT_CLUSTER_TEMPLATE"),  # a short name and no template: named, not guessed
+        ({**HCP_DECISION, "managementClusterName": "Dev_MGT"}, GCP_HCP, "not a GKE cluster name"),
+        ({**HCP_DECISION, "managementClusterName": "x/../../y"}, GCP_HCP, "not a GKE cluster name"),
+        ({**HCP_DECISION, "managementCluster": "projects/q/locations/l/clusters/other"}, GCP_HCP, "disagree"),
+        ({**HCP_DECISION, "managementClusterNamespace": "kube-system"}, GCP_HCP, "MANAGEMENT_NAMESPACE_PATTERN"),
+    ],
+)
+def test_a_bad_gcp_hcp_placement_is_terminal(data: dict[str, Any], settings: Any, fragment: str) -> None:
+    statuses = [ready("placement-adapter", data=data), *ALL_READY]
+    adapters = {"PRECONDITION_ADAPTERS": "placement-adapter", "PLACEMENT_ADAPTER": "placement-adapter"}
+    settings = replace(
+        settings, **{k.lower(): (v,) if k == "PRECONDITION_ADAPTERS" else v for k, v in adapters.items()}
+    )
+    with pytest.raises(InvalidPlacement, match=fragment):
+        evaluate(cluster(), statuses, settings, cluster_id="c1")
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["projects/p/locations/l/clusters/mgmt", "projects/p/locations/l/clusters/{name}-x", "{name}", "p/{cluster_id}"],
+)
+def test_a_malformed_management_cluster_template_is_refused(template: str) -> None:
+    with pytest.raises(ConfigError, match=r"^MANAGEMENT_CLUSTER_TEMPLATE"):
+        load({"HYPERFLEET_API_URL": "http://h", "MANAGEMENT_CLUSTER_TEMPLATE": template})
 
 
 def gcp_spec(**extra: Any) -> dict[str, Any]:

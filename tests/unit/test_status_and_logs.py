@@ -29,16 +29,24 @@ def test_every_report_has_the_three_required_conditions_once() -> None:
         assert body["observed_generation"] == 2 and body["observed_time"] == "2026-11-21T10:00:00.000Z"
 
 
-def test_not_met_follows_the_hyperfleet_convention() -> None:
-    conditions = {c.type: c for c in status.preconditions_not_met(1, "x").conditions}
+def test_not_met_follows_the_framework_health_condition() -> None:
+    # hyperfleet-adapter docs/adapter-authoring-guide.md: Health is True only when nothing was skipped.
+    conditions = {c.type: c for c in status.preconditions_not_met(1, "waiting for dns").conditions}
     assert conditions["Applied"].status == "False" and conditions["Applied"].reason == "PreconditionsNotMet"
-    assert conditions["Available"].status == "False" and conditions["Health"].status == "True"
+    assert conditions["Available"].status == "False"
+    assert (conditions["Health"].status, conditions["Health"].reason) == ("False", "ResourcesSkipped")
+    assert conditions["Health"].message == "Resources skipped: waiting for dns"
+    stale = {c.type: c for c in status.stale(2, 3, {}).conditions}
+    assert (stale["Health"].status, stale["Health"].reason) == ("False", "ResourcesSkipped")
 
 
-def test_health_is_false_only_for_runtime_errors() -> None:
-    business = {c.type: c.status for c in status.terminal_failure(1, "InvalidPullSecret", "m").conditions}
-    runtime = {c.type: c.status for c in status.terminal_failure(1, "UnexpectedError", "m").conditions}
-    assert business["Health"] == "True" and runtime["Health"] == "False"
+def test_every_terminal_failure_is_unhealthy_with_its_phase() -> None:
+    # ADR-0017 reports terminal errors as Health=False, bad input included.
+    business = {c.type: c for c in status.terminal_failure(1, "InvalidPullSecret", "m", phase="resources").conditions}
+    runtime = {c.type: c for c in status.terminal_failure(1, "UnexpectedError", "m").conditions}
+    assert (business["Health"].status, business["Health"].reason) == ("False", "ExecutionFailed:resources")
+    assert business["Available"].reason == "InvalidPullSecret" and "InvalidPullSecret" in business["Health"].message
+    assert (runtime["Health"].status, runtime["Health"].reason) == ("False", "ExecutionFailed:unknown")
 
 
 def test_log_line_format_trace_and_redaction() -> None:

@@ -13,7 +13,7 @@ REPORTS = [
     status.provisioned(2, changed=False, data={}),
     status.preconditions_not_met(2, "waiting"),
     status.stale(2, 3, {}),
-    status.terminal_failure(2, "InvalidPullSecret", "bad input"),
+    status.terminal_failure(2, "InvalidPullSecret", "bad input", phase="resources"),
     status.terminal_failure(2, "PermissionDenied", "denied", phase=status.phase_of("kubernetes")),
     status.terminal_failure(2, "RequestRejected", "rejected", phase=status.phase_of("hyperfleet")),
     status.terminal_failure(2, "UnexpectedError", "bug"),
@@ -49,7 +49,7 @@ def test_runtime_failures_name_their_phase_and_keep_the_cause() -> None:
     unexpected = {c.type: c for c in REPORTS[7].conditions}
     assert unexpected["Health"].reason == "ExecutionFailed:unknown"
     skipped = {c.type: c for c in REPORTS[2].conditions}
-    assert skipped["Health"].status == "True" and skipped["Health"].reason == "ResourcesSkipped"
+    assert skipped["Health"].status == "False" and skipped["Health"].reason == "ResourcesSkipped"
 
 
 def test_a_terminal_failure_during_deletion_is_not_finalized_and_says_what_blocks_cleanup() -> None:
@@ -59,7 +59,7 @@ def test_a_terminal_failure_during_deletion_is_not_finalized_and_says_what_block
     assert "PermissionDenied" in denied["Finalized"].message and "delete secret s" in denied["Finalized"].message
     assert denied["Health"].reason == "ExecutionFailed:resources" and denied["Applied"].reason == "PermissionDenied"
     business = {c.type: c for c in REPORTS[11].conditions}
-    assert business["Finalized"].reason == "AdapterUnhealthy" and business["Health"].status == "True"
+    assert business["Finalized"].reason == "AdapterUnhealthy" and business["Health"].status == "False"
     assert "Finalized" not in {c.type for c in REPORTS[5].conditions}  # not deleting: no Finalized at all
 
 
@@ -69,3 +69,10 @@ def test_observed_time_is_now_inside_the_server_window() -> None:
     observed = datetime.fromisoformat(body["observed_time"].replace("Z", "+00:00"))
     assert body["observed_time"].endswith("Z")
     assert before - timedelta(milliseconds=1) <= observed <= datetime.now(UTC)
+
+
+@pytest.mark.parametrize("report", REPORTS)
+def test_health_pairs_status_and_reason_as_the_framework_does(report: status.Report) -> None:
+    # The framework's boilerplate: True only with Healthy; ResourcesSkipped and ExecutionFailed:* are False.
+    health = next(c for c in report.conditions if c.type == "Health")
+    assert (health.status == "True") == (health.reason == "Healthy"), health

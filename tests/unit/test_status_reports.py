@@ -90,7 +90,7 @@ def test_preconditions_not_met() -> None:
     assert conditions(report) == [
         ("Applied", "False", "PreconditionsNotMet", "waiting for adapters: dns (no status)"),
         ("Available", "False", "PreconditionsNotMet", "waiting for adapters: dns (no status)"),
-        ("Health", "True", "ResourcesSkipped", "preconditions not met; waiting for them is normal"),
+        ("Health", "False", "ResourcesSkipped", "Resources skipped: waiting for adapters: dns (no status)"),
     ]
 
 
@@ -101,7 +101,7 @@ def test_stale_carries_its_data() -> None:
     assert conditions(report) == [
         ("Applied", "False", "StaleGeneration", message),
         ("Available", "False", "StaleGeneration", message),
-        ("Health", "True", "ResourcesSkipped", "out-of-order delivery is normal; nothing written"),
+        ("Health", "False", "ResourcesSkipped", f"Resources skipped: {message} (out-of-order delivery)"),
     ]
 
 
@@ -112,17 +112,23 @@ def test_a_runtime_failure_turns_health_false_with_its_phase(reason: str) -> Non
     assert conditions(report) == [
         ("Applied", "False", reason, "it broke"),
         ("Available", "False", reason, "it broke"),
-        ("Health", "False", "ExecutionFailed:resources", f"{reason}: it broke"),
+        ("Health", "False", "ExecutionFailed:resources", f"Adapter failed at phase [resources]: {reason}: it broke"),
     ]
 
 
-def test_a_business_failure_keeps_health_true_and_reports_finalized_false_when_deleting() -> None:
-    report = status.terminal_failure(4, "InvalidPullSecret", "bad input", deleting=True)
+def test_a_business_failure_turns_health_false_and_reports_finalized_false_when_deleting() -> None:
+    # ADR-0017: terminal errors, bad input included, are Health=False.
+    report = status.terminal_failure(4, "InvalidPullSecret", "bad input", phase=status.PHASE_RESOURCES, deleting=True)
     assert report.data == {}
     assert conditions(report) == [
         ("Applied", "False", "InvalidPullSecret", "bad input"),
         ("Available", "False", "InvalidPullSecret", "bad input"),
-        ("Health", "True", "Healthy", "the input needs fixing; the adapter itself is healthy"),
+        (
+            "Health",
+            "False",
+            "ExecutionFailed:resources",
+            "Adapter failed at phase [resources]: InvalidPullSecret: bad input",
+        ),
         ("Finalized", "False", "AdapterUnhealthy", "cleanup blocked (InvalidPullSecret): bad input"),
     ]
 
@@ -175,7 +181,7 @@ def test_registry_rejected_turns_only_health_false() -> None:
         ("gke", "resources"),
         ("kubernetes", "resources"),
         ("metadata", "resources"),
-        ("registry", "unknown"),
+        ("registry", "registry"),  # REGISTRY_VERIFICATION=enforce: a refused credential
         (None, "unknown"),
     ],
 )

@@ -1,0 +1,173 @@
+"""The credential the function presents to the HyperFleet API (HYPERFLEET_API_AUTH), as `Authorization: Bearer`.
+
+- `token-file` (`BearerToken`): an opaque token held in a file (a mounted Secret Manager secret), read by
+  content on a short timer and at once after the API refuses it: a mounted secret rotates in place and gives
+  no mtime guarantee.
+- `google-id-token` (`GoogleIdToken`): an ID token for the function's own service account with audience
+  HYPERFLEET_API_AUDIENCE, minted through google-auth (the metadata server's identity endpoint on Cloud Run;
+  a key file named by GOOGLE_APPLICATION_CREDENTIALS elsewhere). The API or its gateway verifies it against
+  Google's keys (hyperfleet-infra helmfile/values/base-api.yaml.gotmpl: issuer https://accounts.google.com,
+  identity claim `email`); no key or secret is stored anywhere. Cached, minted again when google-auth
+  considers it expired (3 min 45 s before `exp`), and once more when the API refuses it.
+
+Both: thread-safe, `refresh(refused)` after a refusal says whether another token is there to try, and neither
+the token nor any part of it reaches a repr, a message or a log line.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import google.auth.exceptions
+import google.auth.transport.requests
+import google.oauth2.id_token
+from google.auth.credentials import Credentials
+
+from pullsecret.config import Settings
+from pullsecret.errors import TransientError
+
+
+class ApiCredential(Protocol):
+    """A bearer credential for the HyperFleet API."""
+
+    remedy: str  # what a person does when the API keeps refusing it
+
+    def current(self) -> str: ...
+
+    def refresh(self, refused: str) -> bool: ...
+
+
+# How long a token read from the file is used before the file is read again (a read costs microseconds;
+# a refusal triggers a re-read at once anyway).
+TOKEN_REREAD_S = 5.0
+
+
+class BearerToken:
+    """The API token held in a file, re-read by content; thread-safe; its repr never shows the token."""
+
+    def __init__(self, path: str, *, max_age_s: float = TOKEN_REREAD_S, clock: Callable[[], float] = time.monotonic):
+        self.path = path
+        self._max_age_s = max_age_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._value: str | None = None
+        self._read_at = 0.0
+
+    remedy = "put a valid token in HYPERFLEET_API_TOKEN_FILE"
+
+    def __repr__(self) -> str:
+        return f"BearerToken(path={self.path!r})"
+
+    def _read(self) -> str:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                value = handle.read().strip()
+        except OSError as exc:
+            # Our own credential, not the cluster's input: the event waits for the file to come back.
+            raise TransientError(
+                f"HYPERFLEET_API_TOKEN_FILE cannot be read ({type(exc).__name__})",
+                reason="CredentialsUnavailable",
+                service="hyperfleet",
+            ) from None
+        if not value:
+            raise TransientError(
+                "HYPERFLEET_API_TOKEN_FILE is empty", reason="CredentialsUnavailable", service="hyperfleet"
+            )
+        return value
+
+    def current(self) -> str:
+        """The token, read again when the last read is older than the timer."""
+        with self._lock:
+            now = self._clock()
+            if self._value is None or now - self._read_at >= self._max_age_s:
+                self._value = self._read()
+                self._read_at = now
+            return self._value
+
+    def refresh(self, refused: str) -> bool:
+        """Read the file now (the API refused `refused`); True when it holds another token to try."""
+        with self._lock:
+            if self._value != refused:
+                return True  # another thread already read a newer token
+            self._value = self._read()
+            self._read_at = self._clock()
+            return self._value != refused
+
+
+def _fetch_id_token_credentials(audience: str, request: google.auth.transport.requests.Request) -> Credentials:
+    """google-auth's own choice: a service-account key file (GOOGLE_APPLICATION_CREDENTIALS), else the metadata
+    server's identity endpoint."""
+    credentials: Credentials = google.oauth2.id_token.fetch_id_token_credentials(audience, request=request)  # type: ignore[no-untyped-call]
+    return credentials
+
+
+class GoogleIdToken:
+    """An ID token of the runtime service account for `audience`; thread-safe; its repr never shows the token."""
+
+    def __init__(
+        self,
+        audience: str,
+        *,
+        credentials_for: Callable[[str, google.auth.transport.requests.Request], Credentials] = (
+            _fetch_id_token_credentials
+        ),
+    ) -> None:
+        self.audience = audience
+        self.remedy = (
+            f"the API (or its gateway) must admit Google ID tokens with audience {audience!r} and this service "
+            "account's email (docs/contract.md, Authentication)"
+        )
+        self._credentials_for = credentials_for
+        self._lock = threading.Lock()
+        self._credentials: Credentials | None = None
+        self._request = google.auth.transport.requests.Request()
+
+    def __repr__(self) -> str:
+        return f"GoogleIdToken(audience={self.audience!r})"
+
+    def _mint(self) -> str:
+        """A new token (lock held). Raises TransientError: without a token no call can be made."""
+        try:
+            if self._credentials is None:
+                self._credentials = self._credentials_for(self.audience, self._request)
+            self._credentials.refresh(self._request)  # type: ignore[no-untyped-call]
+        except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
+            raise TransientError(
+                f"could not mint an ID token for HYPERFLEET_API_AUDIENCE {self.audience!r} ({type(exc).__name__})",
+                reason="CredentialsUnavailable",
+                service="metadata",
+            ) from None
+        token = self._credentials.token
+        if not isinstance(token, str) or not token:
+            raise TransientError(
+                "the metadata server returned no ID token", reason="CredentialsUnavailable", service="metadata"
+            )
+        return token
+
+    def current(self) -> str:
+        """The cached token, minted again when google-auth considers it (nearly) expired."""
+        with self._lock:
+            credentials = self._credentials
+            if credentials is None or not credentials.valid or not isinstance(credentials.token, str):
+                return self._mint()
+            return credentials.token
+
+    def refresh(self, refused: str) -> bool:
+        """Mint a token now (the API refused `refused`); True when there is another token to try."""
+        with self._lock:
+            credentials = self._credentials
+            if credentials is not None and credentials.token != refused and credentials.valid:
+                return True  # another thread already minted a newer one
+            return self._mint() != refused
+
+
+def credential_for(settings: Settings) -> ApiCredential | None:
+    """The configured credential; None: no Authorization header (token-file mode without a file)."""
+    if settings.hyperfleet_api_auth == "google-id-token":
+        return GoogleIdToken(settings.hyperfleet_api_audience)
+    if settings.hyperfleet_api_token_file:
+        return BearerToken(settings.hyperfleet_api_token_file)
+    return None
