@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from emulators import logview, seed
+from emulators import logview, registry_checks, seed
 from emulators.demo import TOPIC
 from emulators.playground import STATE_DIR, read_env_file
 from emulators.pubsub import push_envelope
@@ -158,9 +158,8 @@ def print_report(report: dict[str, Any], cluster_id: str) -> None:
     checks = data.get("registry_checks") or []
     if checks:
         print(f"  data.registry_checks (REGISTRY_VERIFICATION={data.get('registry_verification', '?')}):")
-        width = max(len(str(c.get("registry", ""))) for c in checks)
-        for check in checks:
-            print(f"    {check.get('registry', ''):<{width}}  {check.get('result', ''):<11} {check.get('detail', '')}")
+        for line in registry_checks.lines(checks):
+            print(f"    {line}")
     print(f"  data keys: {', '.join(sorted(data)) or '-'}")
     print(
         "The whole stored status, as the HyperFleet API holds it:\n"

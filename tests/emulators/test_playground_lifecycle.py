@@ -126,6 +126,18 @@ def test_a_second_up_is_refused_and_down_stops_the_first(tmp_path: Path, playgro
     assert (state / "function.log").stat().st_size >= log_size
     assert first.proc.poll() is None
     assert emulators_cli("trigger", "cls-demo01", "--state-dir", str(state)).returncode == 0
+    # Its output not read (`make trigger | head -1`, the reader gone at once): no complaint about the pipe.
+    piped = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m emulators trigger cls-demo01 --state-dir "{state}" | true'],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0 and "Traceback" not in piped.stderr, piped.stderr
+    assert "Broken pipe" not in piped.stderr and "BrokenPipeError" not in piped.stderr, piped.stderr
 
     stopped = emulators_cli("down", "--state-dir", str(state))
     assert stopped.returncode == 0 and "Stopped" in stopped.stdout, stopped.stdout + stopped.stderr
@@ -234,3 +246,51 @@ def test_a_playground_started_as_a_background_job_still_stops_on_sigint(
     assert playground.wait_exit(timeout=60) == 0, playground.output()
     assert "# Stopped: the function, the emulators" in playground.output()
     playground.assert_nothing_left()
+
+
+def _loading_libraries(pid: int) -> bool:
+    """True once the process maps a compiled module from site-packages: Python is importing the client libraries."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return "site-packages" in maps and ".so" in maps
+
+
+@pytest.mark.parametrize("command", ["playground", "demo"])
+def test_ctrl_c_while_python_is_still_loading_says_so_in_one_line(tmp_path: Path, command: str) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    options = ["--state-dir", str(tmp_path / "state"), "--no-pubsub"] if command == "playground" else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulators", command, *options],
+        cwd=ROOT,
+        env=clean_env(TMPDIR=str(tmpdir)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + READY_S
+        while not _loading_libraries(proc.pid):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGINT)
+        said, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # Wherever the interrupt lands (the imports, or the start that follows them): exit 130, no traceback, a
+    # line that says it stopped, and nothing left behind.
+    assert proc.returncode == 130 and "Traceback" not in said, said
+    assert "Interrupted" in said, said
+    assert _carrying(tmpdir) == []
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_the_cli_defaults_are_the_playgrounds() -> None:
+    from emulators import __main__ as cli
+    from emulators import playground
+
+    assert (cli.STATE_DIR, cli.DEMO_CLUSTER) == (playground.STATE_DIR, playground.DEMO_CLUSTER)
