@@ -126,6 +126,29 @@ def test_the_readme_local_walkthrough_runs_as_written(playground: Playground) ->
     assert f"cluster cls-demo01: {'unchanged'}" in output  # the operator CLI's summary
     # inspect as the runtime identity: Secret Manager read, the Kubernetes Secret refused (no get on Secrets).
     assert '"in_sync": null' in output and "your own" in output, output
+    # The sample output the README shows for `make trigger` is what it prints: every sample line is a line of
+    # the real output (ports, timings and spaces aside; "…" stands for the rest of a value).
+    missing = [line for line in sample_output(readme, "### Trigger a reconcile") if not printed_line(line, output)]
+    assert not missing, "README sample lines that make trigger does not print:\n" + "\n".join(missing)
+
+
+def _normalised(line: str) -> str:
+    line = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line)
+    line = re.sub(r"\(\d+(?:\.\d+)? ms\)", "(T ms)", line)
+    line = re.sub(r"\b[0-9a-f]{8}-(?:…|[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)", "UUID", line)
+    return " ".join(line.split())
+
+
+def sample_output(markdown: str, heading: str) -> list[str]:
+    """The lines of the ```text blocks under `heading` (up to the next heading)."""
+    section = markdown.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
+    blocks = re.findall(r"^```text\n(.*?)^```$", section, flags=re.S | re.M)
+    return [line for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def printed_line(sample: str, output: str) -> bool:
+    pattern = ".*".join(re.escape(part) for part in _normalised(sample).split("…"))
+    return any(re.fullmatch(pattern, _normalised(line)) for line in output.splitlines())
 
 
 def test_every_admin_example_of_the_emulators_readme_runs(playground: Playground) -> None:
