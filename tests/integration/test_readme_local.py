@@ -130,6 +130,8 @@ def test_the_readme_local_walkthrough_runs_as_written(playground: Playground) ->
     # the real output (ports, timings and spaces aside; "…" stands for the rest of a value).
     missing = [line for line in sample_output(readme, "### Trigger a reconcile") if not printed_line(line, output)]
     assert not missing, "README sample lines that make trigger does not print:\n" + "\n".join(missing)
+    missing = [line for line in sample_output(readme, "### Start the playground") if not printed_line(line, printed)]
+    assert not missing, "README sample lines that make up does not print:\n" + "\n".join(missing)
 
 
 def _normalised(line: str) -> str:
@@ -141,9 +143,15 @@ def _normalised(line: str) -> str:
 
 def sample_output(markdown: str, heading: str) -> list[str]:
     """The lines of the ```text blocks under `heading` (up to the next heading)."""
-    section = markdown.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
-    blocks = re.findall(r"^```text\n(.*?)^```$", section, flags=re.S | re.M)
-    return [line for block in blocks for line in block.splitlines() if line.strip()]
+    lines, fence, found = markdown.splitlines(), "", []
+    for line in lines[lines.index(heading) + 1 :]:
+        if line.startswith("```"):
+            fence = "" if fence else line[3:] or "plain"
+        elif not fence and line.startswith("#"):
+            break  # the next heading
+        elif fence == "text" and line.strip() and line.strip() != "...":  # "..." elides lines
+            found.append(line)
+    return found
 
 
 def printed_line(sample: str, output: str) -> bool:
