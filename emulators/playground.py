@@ -120,7 +120,7 @@ def holding_lock(state_dir: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _holder(state_dir: Path) -> int | None:
+def holder(state_dir: Path) -> int | None:
     """The pid of the `up` holding `<state>/lock`, or None when none does."""
     path = state_dir / "lock"
     if not path.exists():
@@ -139,7 +139,7 @@ def _holder(state_dir: Path) -> int | None:
 
 
 def _running_text(state_dir: Path) -> str:
-    pid = _holder(state_dir)
+    pid = holder(state_dir)
     env = read_env_file(state_dir / "env")
     shown = _shown(state_dir)
     where = f" (pid {pid}" + (f", function at {env['FUNCTION_URL']}" if "FUNCTION_URL" in env else "") + ")"
@@ -157,7 +157,7 @@ def _shown(state_dir: Path) -> str:
 def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
     """Stop the playground running from `state_dir` (SIGTERM, then wait for its lock); exit code."""
     state_dir = state_dir.resolve()
-    pid = _holder(state_dir)
+    pid = holder(state_dir)
     if pid is None:
         print(f"No playground is running from {_shown(state_dir)}.")
         return 0
@@ -169,7 +169,7 @@ def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
         os.kill(pid, 15)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _holder(state_dir) is None:
+        if holder(state_dir) is None:
             print(f"Stopped the playground (pid {pid}): its function and emulators, its env file and token are gone.")
             return 0
         time.sleep(0.1)

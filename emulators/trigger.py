@@ -23,7 +23,7 @@ import requests
 
 from emulators import logview, registry_checks, seed
 from emulators.demo import TOPIC
-from emulators.playground import STATE_DIR, read_env_file
+from emulators.playground import STATE_DIR, holder, read_env_file
 from emulators.pubsub import push_envelope
 
 REPORT_WAIT_S = 30.0
@@ -48,6 +48,13 @@ def locate(env: Mapping[str, str], state_dir: Path) -> tuple[dict[str, str], str
                 f"Run `source {shown}` again in this shell."
             )
         return from_file, shown, notes
+    pid = holder(state_dir)
+    if pid is not None:  # `make up` holds the lock but has not written its env file yet
+        raise NoPlayground(
+            f"A playground{f' (pid {pid})' if pid > 0 else ''} holds {state_dir} but has written no env file yet: "
+            f"it is still starting (or stopping). Run this again once `make up` prints `# Ready`; "
+            f"then `source {shown}`."
+        )
     if all(key in shell for key in PLAYGROUND_KEYS):
         return shell, "this shell's variables", []
     raise NoPlayground(f"No playground found (FUNCTION_URL and EMULATORS_ADMIN unset, no {shown}): run `make up`.")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from emulators.playground import read_env_file
+from emulators.playground import holder, read_env_file
 from emulators.pubsub import PubSubEmulator
 from tests.support import ROOT, clean_env
 
@@ -176,6 +176,25 @@ def test_a_shell_with_values_of_an_earlier_up_is_told_and_a_dead_one_gets_one_li
     admin_port = stale["EMULATORS_ADMIN"].rsplit(":", 1)[1]
     assert len(lines) == 1 and f"Nothing listens at http://127.0.0.1:{admin_port}" in lines[0], dead.stdout
     assert "make up" in lines[0]
+
+
+def test_a_trigger_while_the_playground_is_still_starting_says_so(
+    tmp_path: Path, playgrounds: list[Playground]
+) -> None:
+    state = tmp_path / "state"
+    starting = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(starting)
+    deadline = time.monotonic() + READY_S
+    while holder(state) != starting.proc.pid:
+        assert time.monotonic() < deadline and starting.proc.poll() is None, starting.output()
+        time.sleep(0.01)
+    assert not (state / "env").exists()
+    # A second shell, still holding the values of an earlier `make up`, triggers too early.
+    shell = clean_env(FUNCTION_URL="http://127.0.0.1:9/", EMULATORS_ADMIN="http://127.0.0.1:9")
+    early = emulators_cli("trigger", "cls-demo01", "--state-dir", str(state), env=shell)
+    assert early.returncode == 2 and "Traceback" not in early.stdout + early.stderr, early.stdout + early.stderr
+    assert f"(pid {starting.proc.pid})" in early.stdout and "still starting" in early.stdout, early.stdout
+    assert "# Ready" in early.stdout
 
 
 def _function_booting(playground: Playground) -> bool:
