@@ -20,7 +20,7 @@ import pytest
 
 from emulators.playground import holder, read_env_file
 from emulators.pubsub import PubSubEmulator
-from tests.support import ROOT, clean_env
+from tests.support import ROOT, bare_copy, clean_env
 
 READY_S = 120.0
 
@@ -44,7 +44,7 @@ def _carrying(tmpdir: Path) -> list[str]:
 class Playground:
     """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
 
-    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False) -> None:
+    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False, root: Path = ROOT) -> None:
         self.tmpdir = base / "tmp"
         self.tmpdir.mkdir(exist_ok=True)
         self.state = state
@@ -55,7 +55,7 @@ class Playground:
                 command = ["bash", "-c", 'trap "" INT; exec "$0" "$@"', *command]
             self.proc = subprocess.Popen(
                 command,
-                cwd=ROOT,
+                cwd=root,
                 env=clean_env(TMPDIR=str(self.tmpdir)),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
@@ -195,6 +195,30 @@ def test_a_trigger_while_the_playground_is_still_starting_says_so(
     assert early.returncode == 2 and "Traceback" not in early.stdout + early.stderr, early.stdout + early.stderr
     assert f"(pid {starting.proc.pid})" in early.stdout and "still starting" in early.stdout, early.stdout
     assert "# Ready" in early.stdout
+
+
+def test_down_after_an_edit_and_retry_stops_the_restarted_function(
+    tmp_path: Path, playgrounds: list[Playground]
+) -> None:
+    # From a copy of the repository: the playground watches its own pullsecret/, which this test edits.
+    repo = bare_copy(tmp_path / "repo", venv=True)
+    state = tmp_path / "state"
+    playground = Playground(tmp_path, state, "--no-pubsub", root=repo)
+    playgrounds.append(playground)
+    playground.wait_ready()
+    first = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
+    edited = repo / "pullsecret" / "status.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    deadline = time.monotonic() + READY_S
+    while "serves the new code again" not in playground.output():
+        assert time.monotonic() < deadline and playground.proc.poll() is None, playground.output()
+        time.sleep(0.1)
+    restarted = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
+    assert restarted and restarted != first, (first, restarted)
+    stopped = emulators_cli("down", "--state-dir", str(state))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert playground.wait_exit(timeout=30) == 0, playground.output()
+    playground.assert_nothing_left()
 
 
 def _function_booting(playground: Playground) -> bool:
