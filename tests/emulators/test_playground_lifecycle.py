@@ -8,6 +8,7 @@ token and the registry CA; the Pub/Sub emulator's log) land there, and every pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -78,9 +79,17 @@ class Playground:
         return self.proc.wait(timeout=timeout)
 
     def kill(self) -> None:
+        """After a test, whatever happened: let it stop what it started, then kill whatever is left of it."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        for left in _carrying(self.tmpdir):  # children in sessions of their own, when the playground could not
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(left.split(":", 1)[0]), signal.SIGKILL)
 
     def assert_nothing_left(self) -> None:
         assert _carrying(self.tmpdir) == [], "processes left behind"
