@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pullsecret.dockerconfig import InvalidPullSecret, merge, parse
+from pullsecret.dockerconfig import InvalidPullSecret, merge, parse, sensitive_strings_of
 
 AUTH = base64.b64encode(b"robot:s3cr3t-pa55").decode()
 
@@ -139,3 +139,54 @@ def test_merge_of_one_source_with_canonical_keys_folds_its_keys() -> None:
 def test_username_without_password_or_the_reverse_is_no_credential(entry: dict[str, str]) -> None:
     with pytest.raises(InvalidPullSecret, match="has no credential"):
         parse(doc(**{"quay.io": entry}), source="t")
+
+
+def test_sensitive_strings_of_lists_every_form_and_nothing_else() -> None:
+    """Exactly the credential forms, past a malformed entry, for each field, both paddings, decoded and password."""
+    unpadded = base64.b64encode(b"ab:c:d").decode().rstrip("=")  # 6 bytes: no padding either way
+    short = base64.b64encode(b"ab:cd").decode()  # "YWI6Y2Q=": one "=" of padding
+    document = {
+        "auths": {
+            "a.io": "not an entry",  # malformed: skipped, the entries after it still count
+            "b.io": {
+                "auth": AUTH,
+                "password": "pw-1",
+                "identitytoken": "it-1",
+                "registrytoken": "rt-1",
+                "username": "u",
+            },
+            "c.io": {"auth": short.rstrip("=")},  # given unpadded: the padded form is listed too
+            "d.io": {"auth": unpadded},
+            "e.io": {"auth": "***"},  # not base64: its two padding forms, nothing decoded
+            "f.io": {"auth": base64.b64encode(b"\xff:\xfe").decode()},  # not UTF-8: decoded with replacement
+            "g.io": {"auth": base64.b64encode(b"nocolon").decode()},  # no colon: no password part
+            "h.io": {"password": "", "identitytoken": 7, "auth": ""},  # empty or not text: nothing
+        }
+    }
+    f_auth = base64.b64encode(b"\xff:\xfe").decode()
+    g_auth = base64.b64encode(b"nocolon").decode()
+    expected = {
+        AUTH, AUTH.rstrip("="), "robot:s3cr3t-pa55", "s3cr3t-pa55", "pw-1", "it-1", "rt-1",
+        short, short.rstrip("="), "ab:cd", "cd",
+        unpadded, "ab:c:d", "c:d",  # the password is all after the first colon
+        "***", "***=",  # the padded form is listed whether or not it decodes
+        f_auth, "\ufffd:\ufffd", "\ufffd",
+        g_auth, g_auth.rstrip("="), "nocolon",
+    }  # fmt: skip
+    assert AUTH.endswith("=") and short.endswith("=") and g_auth.endswith("=")  # both padding forms are exercised
+    listed = sensitive_strings_of(document)
+    assert listed == sorted(expected)
+    assert sensitive_strings_of(json.dumps(document)) == listed
+    assert sensitive_strings_of(json.dumps(document).encode()) == listed
+
+
+@pytest.mark.parametrize("document", ["not json", b"[1", "[" * 100_000, "[]", '{"auths": []}', '{"auths": {"q.io": 5}}', {}, 7])
+def test_sensitive_strings_of_anything_else_is_empty_and_never_raises(document: object) -> None:
+    assert sensitive_strings_of(document) == []
+
+
+def test_pull_secret_sensitive_strings_are_those_of_its_document() -> None:
+    secret = parse(doc(**{"quay.io": {"auth": AUTH}, "gcr.io": {"identitytoken": "tok-123456"}}), source="t")
+    expected = sorted({AUTH, AUTH.rstrip("="), "robot:s3cr3t-pa55", "s3cr3t-pa55", "tok-123456"})
+    assert secret.sensitive_strings() == expected
+    assert secret.sensitive_strings() is not secret.sensitive_strings()  # a fresh list: callers may extend it
