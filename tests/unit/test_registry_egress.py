@@ -279,3 +279,45 @@ def test_vet_skips_what_is_no_address_and_drops_an_ipv6_zone() -> None:
 def test_the_allowlist_is_kept_in_the_form_vet_compares() -> None:
     assert Egress([" Registry.Corp ", "[::1]:5000"]).allowed == frozenset({"registry.corp:443", "::1:5000"})
     assert Egress().allowed == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("registry", "realm", "trusted"),
+    [
+        # Names without a registrable domain match only themselves, so these turn on the normalisation alone.
+        ("LOCALHOST", "localhost", True),
+        ("localhost", "LocalHost.", True),
+        ("localhost.", "localhost", True),
+        ("hostX.", "hostx", True),  # only the trailing dot goes, and before the case is folded
+        ("hostx", "HOSTX.", True),
+        # An IP address matches only itself, even where its last labels look like a name's registrable domain.
+        ("1.2.3.4", "x.3.4", False),
+        ("x.3.4", "1.2.3.4", False),
+    ],
+)
+def test_the_realm_rule_normalises_both_names_and_keeps_addresses_apart(
+    registry: str, realm: str, trusted: bool
+) -> None:
+    assert realm_trusted(registry, realm) is trusted
+
+
+def test_the_refusals_of_malformed_hosts_say_which_rule() -> None:
+    with pytest.raises(ValueError, match=r"^no host name$"):
+        split_host(":5000")
+    with pytest.raises(ValueError, match=r"^not host\[:port\]: 'a/b'$"):
+        allowed_entry("a/b")
+
+
+def test_vet_resolves_the_name_and_port_it_will_dial_and_reads_an_address_up_to_the_first_percent() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def resolve(hostname: str, port: int) -> list[str]:
+        calls.append((hostname, port))
+        return {"onprem.corp": ["fe80::1%eth0%x"], "empty.example": []}[hostname]
+
+    egress = Egress(["OnPrem.Corp:5000", "empty.example"], resolver=resolve)
+    assert egress.vet("onprem.corp:5000") == Endpoint("onprem.corp", 5000, "fe80::1")
+    with pytest.raises(Unresolvable) as unresolvable:
+        egress.vet("empty.example")
+    assert unresolvable.value.args == ("empty.example",)
+    assert calls == [("onprem.corp", 5000), ("empty.example", 443)]
