@@ -177,6 +177,7 @@ def test_split_host_refuses_what_names_no_host(host: str) -> None:
     ("entry", "form"),
     [
         (" Registry.Corp ", "registry.corp:443"),
+        ("X.Corp", "x.corp:443"),
         ("registry.corp:5000", "registry.corp:5000"),
         ("[::1]:5000", "::1:5000"),
         ("[::1]", "::1:443"),
