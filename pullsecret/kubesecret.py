@@ -176,7 +176,7 @@ class ApplyResult:
 
 def _generation(annotations: dict[str, str]) -> int:
     try:
-        return int(annotations.get(A_GENERATION, "0"))
+        return int(annotations.get(A_GENERATION) or 0)
     except ValueError:
         return 0
 

@@ -237,7 +237,12 @@ def test_the_manifest_keeps_the_live_lineage_when_this_event_computed_none() -> 
 
 @pytest.mark.parametrize(
     ("annotations", "generation"),
-    [({kubesecret.A_GENERATION: "7"}, 7), ({kubesecret.A_GENERATION: "seven"}, 0), ({}, 0)],
+    [
+        ({kubesecret.A_GENERATION: "7"}, 7),
+        ({kubesecret.A_GENERATION: "seven"}, 0),
+        ({kubesecret.A_GENERATION: ""}, 0),
+        ({}, 0),
+    ],
 )
 def test_the_recorded_generation_of_the_live_secret(annotations: dict[str, str], generation: int) -> None:
     assert kubesecret.Probed({"metadata": {"annotations": annotations}}).recorded_generation == generation
