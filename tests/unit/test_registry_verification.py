@@ -356,3 +356,48 @@ def test_credential_of_each_field_in_turn(entry: dict[str, Any], credential: Cre
 )
 def test_hostname_of(host: str, name: str) -> None:
     assert hostname_of(host) == name
+
+
+@pytest.mark.parametrize(
+    ("header", "challenges"),
+    [
+        (', Basic realm="x"', [Challenge("basic", {"realm": "x"})]),  # leading separators
+        ("Bearer realm=!~", [Challenge("bearer", {"realm": "!~"})]),  # the ends of visible ASCII are token chars
+        ("Bearer realm=a\x7fb", [Challenge("bearer", {"realm": "a"})]),  # DEL is not
+        ("Bearer realm=a\x80b", [Challenge("bearer", {"realm": "a"})]),  # nor anything past ASCII
+        ("Bearer realm=", [Challenge("bearer", {"realm": ""})]),  # a value cut off at the end
+        ('Bearer realm="a\\', [Challenge("bearer", {})]),  # a backslash at the very end: unterminated
+        ('Bearer realm="a\\"', [Challenge("bearer", {})]),  # an escaped closing quote: unterminated
+        ('Bearer realm="a\\"b",service=s', [Challenge("bearer", {"realm": 'a"b', "service": "s"})]),
+        ('Bearer realm="r"service=s', [Challenge("bearer", {"realm": "r", "service": "s"})]),
+        ("Negotiate abc==x=y", [Challenge("negotiate", {"abc": "", "x": "y"})]),  # padding, then a parameter
+    ],
+)
+def test_challenge_parsing_at_its_edges(header: str, challenges: list[Challenge]) -> None:
+    assert parse_challenges([header]) == challenges
+
+
+def test_pick_takes_a_bearer_challenge_too() -> None:
+    bearer = Challenge("bearer", {"realm": "https://r"})
+    assert pick_challenge([Challenge("negotiate"), bearer]) == bearer
+
+
+@pytest.mark.parametrize(
+    ("key", "host"),
+    [
+        ("quay.io/org/repo", "quay.io"),
+        ("QUAY.IO", "quay.io"),
+        ("quay.io?x=1", None),
+        ("quay.io#x", None),
+        ("u@quay.io", None),
+        (":443", None),
+    ],
+)
+def test_registry_host_at_its_edges(key: str, host: str | None) -> None:
+    assert registry_host(key) == host
+
+
+def test_credential_forms_at_their_edges() -> None:
+    assert credential_of({"registrytoken": "r-1", "identitytoken": "i-1"}) == Credential("registry", "r-1")
+    assert Credential("identity", "tokX=").sensitive() == ["tokX=", "tokX"]
+    assert Credential("basic", "é").sensitive() == ["é", "é"]  # not ASCII: nothing decoded, never raises
