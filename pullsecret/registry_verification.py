@@ -133,7 +133,7 @@ def parse_challenges(values: Iterable[str]) -> list[Challenge]:
     found: list[Challenge] = []
     for text in values:
         i = _skip(text, 0, _SPACE | {","})
-        while i < len(text):
+        while i < len(text):  # (the body stops at the end as well: `<=` here and below changes nothing)
             scheme, i = _token(text, i)
             if not scheme:
                 break
@@ -437,7 +437,7 @@ def _token_of(answer: Answer) -> str | Check:
         decoded = json.loads(answer.body) if len(answer.body) <= MAX_BODY else None
     except (ValueError, RecursionError):
         decoded = None
-    token = ""
+    token = ""  # what stands for "no token" here (or for a body not read above) cannot matter: only a text counts
     if isinstance(decoded, dict):
         # Some token services set access_token instead of token (go-containerregistry bearer.go).
         token = decoded.get("token") or decoded.get("access_token") or ""
