@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 
 import pytest
@@ -180,7 +181,9 @@ def test_sensitive_strings_of_lists_every_form_and_nothing_else() -> None:
     assert sensitive_strings_of(json.dumps(document).encode()) == listed
 
 
-@pytest.mark.parametrize("document", ["not json", b"[1", "[" * 100_000, "[]", '{"auths": []}', '{"auths": {"q.io": 5}}', {}, 7])
+@pytest.mark.parametrize(
+    "document", ["not json", b"[1", "[" * 100_000, "[]", '{"auths": []}', '{"auths": {"q.io": 5}}', {}, 7]
+)
 def test_sensitive_strings_of_anything_else_is_empty_and_never_raises(document: object) -> None:
     assert sensitive_strings_of(document) == []
 
@@ -190,3 +193,82 @@ def test_pull_secret_sensitive_strings_are_those_of_its_document() -> None:
     expected = sorted({AUTH, AUTH.rstrip("="), "robot:s3cr3t-pa55", "s3cr3t-pa55", "tok-123456"})
     assert secret.sensitive_strings() == expected
     assert secret.sensitive_strings() is not secret.sensitive_strings()  # a fresh list: callers may extend it
+
+
+_NO_CREDENTIAL = "the entry has no credential ('auth', 'username'/'password' or 'identitytoken')"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("nope", "s: the pull secret is not valid JSON"),
+        ("[" * 60_000, "s: the pull secret is not valid JSON"),  # nested deeper than the parser goes
+        (b"\xff{}", "s: the pull secret is not UTF-8 text"),
+        ("x" * (64 * 1024 + 1), "s: the pull secret is 65537 bytes, over the 64 KiB limit"),
+        ("é" * (32 * 1024 + 1), "s: the pull secret is 65538 bytes, over the 64 KiB limit"),  # bytes, not characters
+        ('{"a": 1, "a": 2}', "s: the pull secret repeats the key 'a'; keys must be unique"),
+        ("[]", "s: the pull secret must be a JSON object with an 'auths' object"),
+        ('{"auths": []}', "s: the pull secret has no 'auths' object"),
+        ('{"auths": {}}', "s: the pull secret's 'auths' is empty; it needs at least one registry"),
+        ('{"auths": {" ": {"auth": "' + AUTH + '"}}}', "s: a registry key is empty"),
+        ('{"auths": {"q\\n.io": 1}}', "s: registry 'q?.io': the entry must be a JSON object"),
+        (
+            '{"auths": {"q.io": {"auth": "' + AUTH + '", "e\\u0000": 1}}}',
+            "s: registry 'q.io': field 'e?' must be a string",
+        ),
+        ('{"auths": {"q.io": {"auth": "***"}}}', "s: registry 'q.io': 'auth' is not valid base64"),
+        (
+            doc(**{"q.io": {"auth": base64.b64encode(b"\xff:\xfe").decode()}}),
+            "s: registry 'q.io': 'auth' does not decode to UTF-8 text",
+        ),
+        (
+            doc(**{"q.io": {"auth": base64.b64encode(b"user:").decode()}}),
+            "s: registry 'q.io': 'auth' must decode to 'user:password'",
+        ),
+        (doc(**{"q.io": {"email": "a@b"}}), f"s: registry 'q.io': {_NO_CREDENTIAL}"),
+        (doc(**{"q.io": {"identitytoken": "", "registrytoken": ""}}), f"s: registry 'q.io': {_NO_CREDENTIAL}"),
+    ],
+)
+def test_each_rule_refuses_with_its_own_message(raw: str | bytes, message: str) -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(raw, source="s")
+    assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"auth": AUTH},
+        {"auth": "", "identitytoken": "it-1"},
+        {"registrytoken": "rt-1"},
+        {"auth": "", "username": "u", "password": "p"},
+    ],
+)
+def test_each_credential_form_is_accepted(entry: dict[str, str]) -> None:
+    assert parse(doc(**{"q.io": entry}), source="s").document() == {"auths": {"q.io": entry}}
+
+
+def test_a_document_parses_as_bytes_text_and_object_alike() -> None:
+    document = {"auths": {"q.io": {"auth": AUTH}}, "other": 1}
+    secrets = [parse(form, source="s") for form in (json.dumps(document), json.dumps(document).encode(), document)]
+    assert {s.canonical for s in secrets} == {b'{"auths":{"q.io":{"auth":"' + AUTH.encode() + b'"}}}'}
+    assert secrets[0].fingerprint == hashlib.sha256(secrets[0].canonical).hexdigest()
+    assert secrets[0].short_fingerprint == secrets[0].fingerprint[:12]
+    assert (
+        repr(secrets[0]) == f"PullSecret(registries=['q.io'], fingerprint={secrets[0].fingerprint[:12]!r}, <redacted>)"
+    )
+    assert (
+        parse("{" + '"auths": {"é.io": {"auth": "' + AUTH + '"}}}', source="s").canonical
+        == ('{"auths":{"é.io":{"auth":"' + AUTH + '"}}}').encode()
+    )  # UTF-8, not \\u escapes
+
+
+def test_a_canonical_document_over_the_limit_is_refused() -> None:
+    big = {"auths": {f"r{i:05}.io": {"auth": AUTH} for i in range(1_800)}}
+    assert len(json.dumps(big, separators=(",", ":"))) > 64 * 1024
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(big, source="s")
+    assert (
+        caught.value.message.startswith("s: the pull secret is ")
+        and "bytes, over the 64 KiB limit" in caught.value.message
+    )
