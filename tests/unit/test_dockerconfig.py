@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pullsecret.dockerconfig import InvalidPullSecret, merge, parse, sensitive_strings_of
+from pullsecret.dockerconfig import InvalidPullSecret, canonical_bytes, merge, parse, sensitive_strings_of
 
 AUTH = base64.b64encode(b"robot:s3cr3t-pa55").decode()
 
@@ -272,3 +272,89 @@ def test_a_canonical_document_over_the_limit_is_refused() -> None:
         caught.value.message.startswith("s: the pull secret is ")
         and "bytes, over the 64 KiB limit" in caught.value.message
     )
+
+
+def _fill(auths: dict[str, object], target: int) -> dict[str, object]:
+    """`auths` with an `email` padded so that the canonical document is exactly `target` bytes."""
+    empty = {r: {**e, "email": ""} if r == "a.io" else e for r, e in auths.items()}  # type: ignore[dict-item]
+    pad = target - len(canonical_bytes({"auths": empty}))
+    return {r: {**e, "email": "x" * pad} if r == "a.io" else e for r, e in auths.items()}  # type: ignore[dict-item]
+
+
+def test_the_size_limits_admit_exactly_64_kib() -> None:
+    raw = doc(**{"a.io": {"auth": AUTH}})
+    assert parse(raw + " " * (64 * 1024 - len(raw)), source="s").registries == ("a.io",)
+    exact = {"auths": _fill({"a.io": {"auth": AUTH}}, 64 * 1024)}
+    assert len(parse(exact, source="s").canonical) == 64 * 1024
+    over = {"auths": _fill({"a.io": {"auth": AUTH}}, 64 * 1024 + 1)}
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(over, source="s")
+    assert caught.value.message == "s: the pull secret is 65537 bytes, over the 64 KiB limit"
+
+
+def test_the_merged_size_limit_admits_exactly_64_kib() -> None:
+    cluster = parse(doc(**{"b.io": {"auth": AUTH}}), source="c")
+    for size in (64 * 1024, 64 * 1024 + 1):
+        auths = _fill({"a.io": {"auth": AUTH}, "b.io": {"auth": AUTH}}, size)
+        platform = parse({"auths": {"a.io": auths["a.io"]}}, source="p")
+        if size == 64 * 1024:
+            assert len(merge(platform, cluster).secret.canonical) == size
+        else:
+            with pytest.raises(InvalidPullSecret) as caught:
+                merge(platform, cluster)
+            assert caught.value.message == "merged pull secret is 65537 bytes, over the 64 KiB limit"
+
+
+def test_merge_without_a_source_names_both_settings() -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        merge(None, None)
+    assert caught.value.message == "no pull secret source: neither PULL_SECRET_SOURCE nor spec.pullSecret is set"
+
+
+def test_merge_by_default_lets_the_platform_win_and_says_so() -> None:
+    other = base64.b64encode(b"other:pw-other").decode()
+    platform = parse(doc(**{"q.io": {"auth": AUTH}}), source="p")
+    cluster = parse(doc(**{"q.io": {"auth": other}}), source="c")
+    result = merge(platform, cluster)
+    assert result.secret.document() == {"auths": {"q.io": {"auth": AUTH}}}
+    assert [d["winner"] for d in result.conflict_details] == ["platform"]
+
+
+def test_a_shadowed_key_is_reported_with_both_fingerprints() -> None:
+    hidden = {"auth": base64.b64encode(b"other:pw-other").decode()}
+    only = parse(doc(**{"quay.io": {"auth": AUTH}, "https://quay.io/": hidden}), source="c")
+    assert merge(None, only, canonical_keys=True).shadowed == (
+        {
+            "source": "cluster",
+            "registry": "quay.io",
+            "kept": "quay.io",
+            "shadowed": "https://quay.io/",
+            "kept_fingerprint": hashlib.sha256(canonical_bytes({"auth": AUTH})).hexdigest()[:12],
+            "shadowed_fingerprint": hashlib.sha256(canonical_bytes(hidden)).hexdigest()[:12],
+            "same_entry": False,
+        },
+    )
+
+
+def test_a_repeated_key_is_named_safely_and_shortly() -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse('{"auths": {}, "' + "\\u0000" + "k" * 150 + '": 1, "' + "\\u0000" + "k" * 150 + '": 2}', source="s")
+    assert caught.value.message == f"s: the pull secret repeats the key {'?' + 'k' * 99!r}; keys must be unique"
+
+
+def test_the_password_is_all_after_the_first_colon() -> None:
+    colon = base64.b64encode(b"a::").decode()  # password ":"
+    assert parse(doc(**{"q.io": {"auth": colon}}), source="s").registries == ("q.io",)
+    assert sensitive_strings_of(doc(**{"q.io": {"auth": colon}})) == sorted({colon, colon.rstrip("="), "a::", ":"})
+
+
+def test_utf_16_json_is_not_utf_8_text() -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(doc(**{"q.io": {"auth": AUTH}}).encode("utf-16"), source="s")
+    assert caught.value.message == "s: the pull secret is not UTF-8 text"
+
+
+def test_only_the_trailing_padding_is_dropped_for_the_unpadded_form() -> None:
+    listed = sensitive_strings_of({"auths": {"q.io": {"auth": "abcX"}}})
+    assert "abcX" in listed
+    assert not [s for s in listed if s.startswith("abc") and s != "abcX"]
