@@ -68,6 +68,7 @@ class PullSecret:
 
 
 def canonical_bytes(document: Any) -> bytes:
+    # Registry names stay UTF-8, not \u escapes (ensure_ascii=None would do the same: it is only tested for truth).
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
