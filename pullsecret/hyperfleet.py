@@ -85,14 +85,18 @@ class HyperFleetClient:
             respect_retry_after_header=True,
             raise_on_status=False,
         )
-        # No proxy or .netrc lookups: the API URL is configuration. The CA bundle is certifi's, as requests used.
-        self._pool = urllib3.PoolManager(
-            num_pools=4,
+        # One connection pool to the one API host, used directly (no per-call URL parsing and pool lookup as
+        # in a PoolManager); no proxy or .netrc lookups: the API URL is configuration. The CA bundle is
+        # certifi's, as requests used.
+        tls = {"ca_certs": certifi.where()} if self._base.startswith("https:") else {}
+        self._pool = urllib3.connection_from_url(
+            self._base,
             maxsize=pool_size,
             retries=retry,
             timeout=urllib3.Timeout(connect=self._timeout[0], read=self._timeout[1]),
-            ca_certs=certifi.where(),
+            **tls,
         )
+        self._path = urlsplit(self._base).path
         self._headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
 
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> Answer:
@@ -140,7 +144,7 @@ class HyperFleetClient:
         if json_body is not None:
             body = json.dumps(json_body, allow_nan=False).encode()
             headers["Content-Type"] = "application/json"
-        url = self._base + path + (f"?{urlencode(params)}" if params else "")
+        url = self._path + path + (f"?{urlencode(params)}" if params else "")
         try:
             response = self._pool.request(method, url, body=body, headers=headers)
             return Answer(response.status, response.headers, response.data)
