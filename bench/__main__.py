@@ -125,24 +125,20 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     finally:
         stack.latency(0)
         srv.stop()
-    first, steady = phases["first"], phases["steady"]
+    kinds = ("first", "steady", "change")
     return {
         "calls_per_event": {
-            "first": first.calls_per_event,
-            "steady": steady.calls_per_event,
-            "by_method": {"first": first.by_method, "steady": steady.by_method},
+            **{kind: phases[kind].calls_per_event for kind in kinds},
+            "by_method": {kind: phases[kind].by_method for kind in kinds},
         },
-        "critical_path_L": {"first": first.critical_path_L, "steady": steady.critical_path_L},
+        "critical_path_L": {kind: phases[kind].critical_path_L for kind in kinds},
         # Round trips on the critical path: (wall at L - wall at L = 0) / L.
         "critical_path_round_trips": {
-            "first": round((first.wall_ms - phases["first_L0"].wall_ms) / plan.latency_ms, 2),
-            "steady": round((steady.wall_ms - phases["steady_L0"].wall_ms) / plan.latency_ms, 2),
+            kind: round((phases[kind].wall_ms - phases[f"{kind}_L0"].wall_ms) / plan.latency_ms, 2) for kind in kinds
         },
         "wall_ms_per_event": {
-            "first": first.wall_ms,
-            "steady": steady.wall_ms,
-            "first_L0": phases["first_L0"].wall_ms,
-            "steady_L0": phases["steady_L0"].wall_ms,
+            **{kind: phases[kind].wall_ms for kind in kinds},
+            **{f"{kind}_L0": phases[f"{kind}_L0"].wall_ms for kind in kinds},
         },
         "cpu_ms_per_event": cpu_steady,
         "cpu_ms_per_event_first": cpu_first,
@@ -223,10 +219,13 @@ def ratio(a: Any, b: Any) -> float | None:
 ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("calls/event first", ("calls_per_event", "first")),
     ("calls/event steady", ("calls_per_event", "steady")),
+    ("calls/event change", ("calls_per_event", "change")),
     ("critical path first (L)", ("critical_path_L", "first")),
     ("critical path steady (L)", ("critical_path_L", "steady")),
+    ("critical path change (L)", ("critical_path_L", "change")),
     ("  round trips first", ("critical_path_round_trips", "first")),
     ("  round trips steady", ("critical_path_round_trips", "steady")),
+    ("  round trips change", ("critical_path_round_trips", "change")),
     ("CPU ms/event steady", ("cpu_ms_per_event",)),
     ("CPU ms/event first", ("cpu_ms_per_event_first",)),
     *((f"events/s at concurrency {c}", ("throughput_eps", str(c))) for c in CONCURRENCY),
@@ -291,7 +290,7 @@ def measure_path_only(plan: Plan) -> int:
             "round_trips": round((phases[phase].wall_ms - phases[f"{phase}_L0"].wall_ms) / plan.latency_ms, 2),
             "by_method": phases[phase].by_method,
         }
-        for phase in ("first", "steady")
+        for phase in ("first", "steady", "change")
     }
     print(json.dumps({"latency_ms": plan.latency_ms, "events": plan.path_events, **figures}, indent=2))
     return 0

@@ -165,7 +165,7 @@ def _tables(raw: Path, svg: Path) -> str:
     py-spy draws its SVG only while recording, so the flame graph is drawn here from the same stacks.
     """
     text = raw.read_text()
-    raw.replace(Path("/tmp") / raw.name)  # the stacks, for a closer look
+    raw.unlink()
     own, packages, total = collapsed(text)
     svg.write_text(_svg(text))
     lines = [f"samples: {total}; flame graph: {svg.name}", ""]
