@@ -42,8 +42,10 @@ def loadavg() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def inprocess(stack: Emulators, env: dict[str, str], clusters: int, rounds: int, repeats: int) -> Path:
-    """cProfile over steady events; CPU per event measured `repeats` times without the profiler first."""
+def inprocess(
+    stack: Emulators, env: dict[str, str], *, clusters: int, rounds: int, repeats: int, out: Path = OUT
+) -> Path:
+    """py-spy over steady events; CPU per event measured `repeats` times without the profiler first."""
     stack.reset()
     ids = [f"prof-{i:04d}" for i in range(clusters)]
     stack.seed_clusters(ids)
@@ -51,8 +53,8 @@ def inprocess(stack: Emulators, env: dict[str, str], clusters: int, rounds: int,
     inproc.provision(handler, ids)
     load_before = loadavg()
     cpu = [inproc.cpu_ms_per_event(handler, ids, rounds) for _ in range(repeats)]
-    raw = OUT / "profile-inproc.raw"
-    spy = _spy(os.getpid(), raw, rate=1000)
+    raw = out / "profile-inproc.raw"
+    spy = _spy(os.getpid(), raw, rate=250)
     began = time.process_time()
     with inproc.quiet():
         for _ in range(rounds * 2):
@@ -61,16 +63,16 @@ def inprocess(stack: Emulators, env: dict[str, str], clusters: int, rounds: int,
     sampled_cpu = time.process_time() - began
     spy.send_signal(signal.SIGINT)
     spy.wait(timeout=60)
-    path = OUT / "profile-inproc.txt"
+    path = out / "profile-inproc.txt"
     figures = {
-        "what": f"steady events one at a time, L = 0, log lines to /dev/null; py-spy at 1000 Hz over "
+        "what": f"steady events one at a time, L = 0, log lines to /dev/null; py-spy at 250 Hz over "
         f"{rounds * 2 * clusters} of them, the thread holding the GIL (--gil)",
         "CPU ms per event (process CPU, all threads, without the profiler; each repeat "
         f"{rounds * clusters} events)": cpu,
         "CPU ms per event while sampled": round(sampled_cpu * 1000 / (rounds * 2 * clusters), 3),
         "load average at start / end": f"{load_before} / {loadavg()}",
     }
-    path.write_text(header("CPU of a steady event, in process", figures) + _tables(raw, OUT / "profile-inproc.svg"))
+    path.write_text(header("CPU of a steady event, in process", figures) + _tables(raw, out / "profile-inproc.svg"))
     return path
 
 
@@ -108,7 +110,9 @@ def _package(frame: str) -> str:
     return parts[0] if len(parts) > 1 else where
 
 
-def worker(stack: Emulators, env: dict[str, str], concurrency: int, seconds: float, latency_ms: float) -> Path:
+def worker(
+    stack: Emulators, env: dict[str, str], *, concurrency: int, seconds: float, latency_ms: float, out: Path = OUT
+) -> Path:
     """py-spy over the served worker while clients post at `concurrency`, L = `latency_ms`."""
     stack.reset()
     ids = [f"wprof-{i:04d}" for i in range(200)]
@@ -121,8 +125,8 @@ def worker(stack: Emulators, env: dict[str, str], concurrency: int, seconds: flo
         stack.latency(latency_ms)
         pid = srv.pids()[-1]
         load_before = loadavg()
-        raw = OUT / "profile-worker.raw"
-        svg = OUT / "profile-worker.svg"
+        raw = out / "profile-worker.raw"
+        svg = out / "profile-worker.svg"
         spy = _spy(pid, raw, rate=200)
         cpu_before = server.cpu_seconds([pid])
         began = time.perf_counter()
@@ -135,10 +139,10 @@ def worker(stack: Emulators, env: dict[str, str], concurrency: int, seconds: flo
         stack.latency(0)
         srv.stop()
     events = figures["eps"] * elapsed
-    path = OUT / "profile-worker.txt"
+    path = out / "profile-worker.txt"
     header_figures = {
         "what": f"gunicorn worker ({threads} threads), concurrency {concurrency}, L = {latency_ms:g} ms, "
-        f"{elapsed:.1f} s; py-spy at 200 Hz, idle threads left out",
+        f"{elapsed:.1f} s; py-spy at 200 Hz, the thread holding the GIL (--gil)",
         "events/s": figures["eps"],
         "worker CPU ms per event": round(cpu * 1000 / max(events, 1), 2),
         "worker CPU utilisation (cores)": round(cpu / elapsed, 2),
@@ -236,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         env = stack.function_env()
         apply_environment(env)
         if args.only != "worker":
-            print(inprocess(stack, env, args.clusters, args.rounds, args.repeats))
+            print(inprocess(stack, env, clusters=args.clusters, rounds=args.rounds, repeats=args.repeats))
         if args.only != "inproc":
-            print(worker(stack, env, 80, args.seconds, 25.0))
+            print(worker(stack, env, concurrency=80, seconds=args.seconds, latency_ms=25.0))
     finally:
         stack.stop()
     return 0
