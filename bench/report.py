@@ -7,6 +7,7 @@ README.md and bench/README.md with `tables.md`, so one quiet run refreshes every
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -155,8 +156,8 @@ def _conditions(results: dict[str, Any]) -> str:
     )
 
 
-def markdown(results: dict[str, Any]) -> str:
-    """Every table of the READMEs, from `results` alone."""
+def markdown(results: dict[str, Any], plots: str = "") -> str:
+    """Every table of the READMEs, from `results` alone; `plots` is the path from the document to the plots."""
     seed = results.get("seed_flow") or {}
     by_label = {f.label: f for f in FIGURES}
     out = [_conditions(results), ""]
@@ -170,22 +171,21 @@ def markdown(results: dict[str, Any]) -> str:
                 shown = f"**{shown}**"
             out.append(f"| {figure.label} | {shown} | {_shown(theirs)} | {figure.target} | {_met(figure, mine)} |")
         out.append("")
-    out.append("Plots of the same run: [throughput](bench/results/throughput.png), [bursts](bench/results/burst.png).")
+    out.append(f"Plots of the same run: [throughput]({plots}throughput.png), [bursts]({plots}burst.png).")
     return "\n".join(out) + "\n"
 
 
 def publish(results: dict[str, Any], directory: Path, readmes: tuple[Path, ...]) -> list[Path]:
     """Write `tables.md` beside the results; replace the marked block of each README (full runs only)."""
-    text = markdown(results)
     written = [directory / TABLES_MD]
-    written[0].write_text(text)
+    written[0].write_text(markdown(results))
     block = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
     for readme in readmes:
         content = readme.read_text()
         if BEGIN not in content:
             continue
-        links = text if readme.parent == directory.parent.parent else text.replace("](bench/", "](")
-        replacement = f"{BEGIN}\n{links}{END}".replace("\\", "\\\\")
+        plots = os.path.relpath(directory, readme.parent) + "/"
+        replacement = f"{BEGIN}\n{markdown(results, plots)}{END}".replace("\\", "\\\\")
         content = block.sub(replacement, content)
         readme.write_text(content)
         written.append(readme)
