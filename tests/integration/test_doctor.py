@@ -7,6 +7,8 @@ import io
 from contextlib import redirect_stdout
 from typing import Any
 
+import pytest
+
 from pullsecret import cli
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
@@ -29,3 +31,185 @@ def test_green_on_the_stack(function_env: dict[str, str], admin: Admin, world: A
     code, text = doctor()
     print(text)
     assert code == 0, text
+
+
+# -- each grant taken away, one at a time ------------------------------------------------------------
+MANAGED = 'google_project_iam_member.runtime_secret_manager_managed["hf-demo-project"]'
+VIEWER = 'google_project_iam_member.runtime_cluster_viewer["hf-demo-project"]'
+SOURCE = "google_secret_manager_secret_iam_member.runtime_pull_secret_source"
+# (grant, permission) -> (the failed check, what its fix must name)
+IAM_REMOVALS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
+    **{
+        (MANAGED, p): ("secret-manager.covered", (p, "hyperfleetPullSecretManager", "gcloud iam roles update"))
+        for p in (
+            "secretmanager.secrets.get",
+            "secretmanager.secrets.update",
+            "secretmanager.secrets.delete",
+            "secretmanager.versions.add",
+            "secretmanager.versions.access",
+            "secretmanager.versions.get",
+            "secretmanager.versions.list",
+            "secretmanager.versions.destroy",
+            "secretmanager.versions.disable",
+        )
+    },
+    (SOURCE, "secretmanager.versions.access"): (
+        "pull-secret-source",
+        ("roles/secretmanager.secretAccessor", "gcloud secrets add-iam-policy-binding platform-pull-secret"),
+    ),
+    (VIEWER, "container.clusters.get"): (
+        "gke",
+        ("roles/container.clusterViewer", "gcloud projects add-iam-policy-binding hf-demo-project"),
+    ),
+}
+# What the doctor does not ask, and why (every other permission Terraform grants the runtime identity is above).
+NOT_ASKED = {
+    # Checked against the project: Secret Manager's TestIamPermissions answers for secrets only, and a
+    # CreateSecret would write.
+    ('google_project_iam_member.runtime_secret_manager_creator["hf-demo-project"]', "secretmanager.secrets.create"),
+    # Cloud Run reads the token secret to mount it when an instance starts; the function never calls for it.
+    ("google_secret_manager_secret_iam_member.runtime_hyperfleet_token", "secretmanager.versions.access"),
+    # roles/container.clusterViewer's other permissions: the adapter calls GetCluster only.
+    (VIEWER, "container.clusters.list"),
+    (VIEWER, "resourcemanager.projects.get"),
+    (VIEWER, "resourcemanager.projects.list"),
+}
+
+
+def test_every_permission_terraform_grants_is_asked_or_said_why_not(world: Any) -> None:
+    granted = {(g.address, p) for g in world.grants for p in g.permissions}
+    assert granted == set(IAM_REMOVALS) | NOT_ASKED
+
+
+def _rebind_without(world: Any, address: str, permission: str) -> None:
+    from emulators.stack import RUNTIME_SA
+
+    for emulator in (world.secretmanager, world.gke):
+        emulator.iam.revoke(RUNTIME_SA)
+        for grant in world.grants:
+            kept = grant.permissions - {permission} if grant.address == address else grant.permissions
+            emulator.bind(
+                RUNTIME_SA,
+                grant.role,
+                grant.resource,
+                permissions=frozenset(kept),
+                condition=grant.condition,
+                title=grant.condition_title,
+            )
+
+
+def _failed(text: str) -> dict[str, str]:
+    """{check: its line and fix} of every failed check in a report."""
+    lines = text.splitlines()
+    return {line.split()[1]: line + "\n" + lines[i + 1] for i, line in enumerate(lines) if line.startswith("FAIL")}
+
+
+@pytest.mark.parametrize(("address", "permission"), sorted(IAM_REMOVALS))
+def test_each_iam_permission_removed_names_its_fix(
+    function_env: dict[str, str], admin: Admin, world: Any, address: str, permission: str
+) -> None:
+    seed_ready_cluster(admin, CID)
+    assert cli.main(["reconcile", CID, "--quiet"]) == 0  # a cluster's secret exists: TestIamPermissions answers
+    _rebind_without(world, address, permission)
+    code, text = doctor()
+    check, named = IAM_REMOVALS[(address, permission)]
+    failed = _failed(text)
+    assert code == 1 and list(failed) == [check], text
+    for words in named:
+        assert words in failed[check], text
+
+
+# -- the management cluster's RBAC and admission policy, and a Secret Manager grant too wide ---------------
+def _cluster_role(world: Any, edit: Any) -> None:
+    from emulators.kubernetes.manifests import render
+    from emulators.stack import RUNTIME_SA
+
+    role = next(d for d in render(RUNTIME_SA) if d["kind"] == "ClusterRole")
+    edit(role["rules"])
+    world.kubernetes.put_rbac(role)
+
+
+def _without_verb(verb: str) -> Any:
+    return lambda world: _cluster_role(world, lambda rules: rules[0]["verbs"].remove(verb))
+
+
+def _reading(verb: str) -> Any:
+    def grant(world: Any) -> None:
+        from emulators.stack import RUNTIME_SA
+
+        world.kubernetes.grant(
+            RUNTIME_SA, namespace=f"clusters-{CID}", verbs=[verb], resources=["secrets"], api_groups=[""]
+        )
+
+    return grant
+
+
+def _old_policy(world: Any) -> None:
+    from emulators.kubernetes.manifests import render
+    from emulators.stack import RUNTIME_SA
+
+    policy = next(d for d in render(RUNTIME_SA) if d["kind"] == "ValidatingAdmissionPolicy")
+    policy["metadata"]["annotations"]["hyperfleet.io/policy-revision"] = "2"
+    world.kubernetes.put_policy(policy)
+
+
+def _unconditioned(world: Any) -> None:
+    from emulators.stack import RUNTIME_SA
+
+    world.secretmanager.bind(RUNTIME_SA, "roles/secretmanager.secretAccessor", "projects/hf-demo-project")
+    world.secretmanager.bind(
+        RUNTIME_SA, "roles/custom", "projects/hf-demo-project", permissions=frozenset({"secretmanager.secrets.get"})
+    )
+
+
+MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
+OTHER_REMOVALS: dict[str, tuple[Any, str, tuple[str, ...]]] = {
+    **{
+        f"rbac-no-{verb}": (_without_verb(verb), "kubernetes.rbac", (f"{verb} denied", f"allow {verb}", MANIFESTS))
+        for verb in ("create", "patch", "delete")
+    },
+    **{
+        f"rbac-may-{verb}": (_reading(verb), "kubernetes.rbac", (f"{verb} allowed", f"must not {verb}", "rolebindings"))
+        for verb in ("get", "list", "watch")
+    },
+    "rbac-no-policy-get": (
+        lambda world: _cluster_role(world, lambda rules: rules.pop(1)),
+        "kubernetes.policy",
+        ("may not be read by", MANIFESTS),
+    ),
+    "policy-missing": (
+        lambda world: world.kubernetes.delete_policy(
+            "ValidatingAdmissionPolicy", "hyperfleet-pullsecret-adapter-scope"
+        ),
+        "kubernetes.policy",
+        ("is not installed", MANIFESTS),
+    ),
+    "binding-missing": (
+        lambda world: world.kubernetes.delete_policy(
+            "ValidatingAdmissionPolicyBinding", "hyperfleet-pullsecret-adapter-scope"
+        ),
+        "kubernetes.policy",
+        ("ValidatingAdmissionPolicyBinding", "is not installed", MANIFESTS),
+    ),
+    "policy-older-revision": (_old_policy, "kubernetes.policy", ("revision 2 is older", MANIFESTS)),
+    "secret-manager-unconditioned": (
+        _unconditioned,
+        "secret-manager.outside",
+        ("answered NOT_FOUND", "per-cluster-secrets-only", "gcloud projects get-iam-policy hf-demo-project"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_REMOVALS))
+def test_each_cluster_grant_or_policy_broken_names_its_fix(
+    function_env: dict[str, str], admin: Admin, world: Any, case: str
+) -> None:
+    seed_ready_cluster(admin, CID)
+    assert cli.main(["reconcile", CID, "--quiet"]) == 0
+    change, check, named = OTHER_REMOVALS[case]
+    change(world)
+    code, text = doctor()
+    failed = _failed(text)
+    assert code == 1 and list(failed) == [check], text
+    for words in named:
+        assert words in failed[check], text
