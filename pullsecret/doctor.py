@@ -28,6 +28,7 @@ from werkzeug.wrappers import Response
 from pullsecret import doctor_checks as checks
 from pullsecret.clients import secret_manager_client
 from pullsecret.doctor_checks import Context, Line
+from pullsecret.logs import log
 
 EVENT_TYPE = "com.redhat.hyperfleet.pullsecret.doctor"
 MIN_INTERVAL_S = 10.0
@@ -141,6 +142,13 @@ def answer(adapter: Any) -> werkzeug.exceptions.HTTPException:
             return _answer(f"the doctor ran less than {MIN_INTERVAL_S:g} s ago; try again shortly\n", 429)
         lines = run(adapter)
         _last_run[0] = time.monotonic()
+        failed = [f"{line.check}: {line.text}" for line in lines if line.ok is False]
+        log.log(
+            "WARNING" if failed else "INFO",
+            f"doctor: {len(failed)} of {len(lines)} checks failed"
+            + (f" ({'; '.join(failed)[:1500]})" if failed else ""),
+            operation="doctor",
+        )
     finally:
         _running.release()
     return _answer(render(lines) + "\n", 200)

@@ -3,8 +3,11 @@ each grant taken away one at a time, red with the fix that names it."""
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from pullsecret import cli
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
 CID = "cls-doctor1"
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def doctor(*args: str) -> tuple[int, str]:
@@ -213,3 +217,64 @@ def test_each_cluster_grant_or_policy_broken_names_its_fix(
     assert code == 1 and list(failed) == [check], text
     for words in named:
         assert words in failed[check], text
+
+
+# -- inside the deployed function: `gcloud functions call --cloud-event` --------------------------------------
+@pytest.fixture
+def function_client(function_env: dict[str, str]) -> Any:
+    from functions_framework import create_app
+
+    from pullsecret import doctor as doctor_module
+    from pullsecret import handler
+
+    handler._adapter = None  # main.py builds the process-wide adapter from this test's environment
+    doctor_module._last_run[0] = float("-inf")
+    return create_app("handle_cluster_event", str(ROOT / "main.py"), "cloudevent").test_client()
+
+
+def _doctor_event(event_id: str) -> dict[str, str]:
+    """The headers `gcloud functions call NAME --gen2 --cloud-event='{...}'` sends (binary mode)."""
+    return {
+        "ce-specversion": "1.0",
+        "ce-type": "com.redhat.hyperfleet.pullsecret.doctor",
+        "ce-source": "operator",
+        "ce-id": event_id,
+        "Content-Type": "application/json",
+    }
+
+
+def test_the_function_answers_a_doctor_event_with_the_report_and_writes_nothing(
+    function_client: Any, admin: Admin, world: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed_ready_cluster(admin, CID)
+    admin.call("DELETE", "/calls")
+    response = function_client.post("/", headers=_doctor_event("doctor-1"), data=b"{}")
+    text = response.get_data(as_text=True)
+    assert response.status_code == 200 and response.mimetype == "text/plain", text
+    assert "FAIL" not in text and text.rstrip().splitlines()[-1].startswith("doctor: 7 ok, 0 failed"), text
+    for secret in SENSITIVE:
+        assert secret not in text + capsys.readouterr().out
+    calls = admin.calls()
+    writes = {
+        "secretmanager": {"CreateSecret", "AddSecretVersion", "UpdateSecret", "DeleteSecret", "DestroySecretVersion"},
+        "kubernetes": {"create.secrets", "patch.secrets", "delete.secrets"},
+    }
+    for service, names in writes.items():
+        assert not names & set(calls.get(service, {})), calls
+    assert admin.reports() == [], "the doctor reported a status"
+    # One run at a time, and not again within MIN_INTERVAL_S: a caller cannot turn it into a load generator.
+    again = function_client.post("/", headers=_doctor_event("doctor-2"), data=b"{}")
+    assert again.status_code == 429, again.get_data(as_text=True)
+
+
+def test_a_published_message_cannot_run_the_doctor(function_client: Any, admin: Admin, world: Any) -> None:
+    """Eventarc delivers every Pub/Sub message as messagePublished: a publisher setting the doctor's type inside
+    the message gets an ignored event, not a report."""
+    inner = {"specversion": "1.0", "type": "com.redhat.hyperfleet.pullsecret.doctor", "source": "x", "id": "1"}
+    envelope = {
+        "message": {"data": base64.b64encode(json.dumps(inner).encode()).decode(), "messageId": "7"},
+        "subscription": "projects/hf-demo-project/subscriptions/s",
+    }
+    response = function_client.post("/", json=envelope)
+    assert response.status_code == 200 and "doctor:" not in response.get_data(as_text=True)
+    assert "gke" not in admin.calls()
