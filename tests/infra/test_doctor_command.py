@@ -84,3 +84,19 @@ def test_the_readme_deployment_section_ends_with_the_doctor() -> None:
     assert blocks and "terraform output -raw doctor_command" in blocks[-1], "the deploy section must end with it"
     assert section.rstrip().endswith("```") or "doctor" in section.rstrip().splitlines()[-1]
     assert "doctor_command" in (ROOT / "terraform" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("policy", ["DELETE", "DISABLE", "RETAIN"])
+def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy: str) -> None:
+    from emulators.grpcbase import Projects
+    from emulators.iam_terraform import service_account_grants
+    from emulators.stack import TERRAFORM_VARIABLES
+    from pullsecret import config
+    from pullsecret.doctor_checks import MANAGED_ROLE, required_permissions
+
+    _email, grants = service_account_grants(
+        {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
+    )
+    (managed,) = [g for g in grants if g.role.endswith(f"/roles/{MANAGED_ROLE}")]
+    settings = config.load({"HYPERFLEET_API_URL": "https://hf.example.com", "DELETION_POLICY": policy})
+    assert set(required_permissions(settings)) == managed.permissions

@@ -278,3 +278,36 @@ def test_a_published_message_cannot_run_the_doctor(function_client: Any, admin: 
     response = function_client.post("/", json=envelope)
     assert response.status_code == 200 and "doctor:" not in response.get_data(as_text=True)
     assert "gke" not in admin.calls()
+
+
+# -- the platform registries' handshake --------------------------------------------------------------------
+def test_the_registries_of_the_platform_pull_secret_answer_the_handshake(
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
+
+    good = base64.b64encode(f"{DEFAULT_USER}:{DEFAULT_PASSWORD}".encode()).decode()
+    wrong = base64.b64encode(f"{DEFAULT_USER}:Wr0ng-Passw0rd".encode()).decode()
+    hosts = world.registry.hosts()
+
+    def source(auths: dict[str, Any]) -> None:
+        payload = base64.b64encode(json.dumps({"auths": auths}).encode()).decode()
+        admin.call(
+            "PUT", "/secretmanager/projects/hf-demo-project/secrets/platform-pull-secret", {"versions": [payload]}
+        )
+
+    monkeypatch.setenv("REGISTRY_VERIFICATION", "report")
+    monkeypatch.setenv("REGISTRY_TIMEOUT", "0.5")
+    source({hosts["token"]: {"auth": good}})
+    code, text = doctor()
+    assert code == 0 and f"ok    registries             {hosts['token']}: the handshake accepted" in text, text
+
+    source({hosts["token"]: {"auth": good}, hosts["basic"]: {"auth": wrong}, hosts["dead"]: {"auth": good}})
+    code, text = doctor()
+    fails = [line for line in text.splitlines() if line.startswith("FAIL")]
+    assert code == 1 and len(fails) == 2, text
+    rejected = text.split(f"{hosts['basic']}: the registry refused the credential\n")[1].splitlines()[0]
+    assert "new version of the platform pull secret with a working credential" in rejected
+    dead = text.split(f"{hosts['dead']}: no answer to the handshake")[1].splitlines()[1]
+    assert "REGISTRY_SKIP_HOSTS" in dead and "REGISTRY_ALLOWED_HOSTS" in dead
+    assert "Wr0ng-Passw0rd" not in text and good not in text and wrong not in text
