@@ -97,7 +97,8 @@ def _api_fix(ctx: Context, exc: AdapterError) -> str:
     if exc.reason == "CredentialsRefused":
         return (
             "put a token the API accepts in HYPERFLEET_API_TOKEN_FILE: add it as a new version of the secret "
-            "Terraform's hyperfleet_api_token_secret names (gcloud secrets versions add SECRET --data-file=-)"
+            "Terraform's hyperfleet_api_token_secret names "
+            "(gcloud secrets versions add SECRET --project PROJECT --data-file=-)"
         )
     if exc.reason == "EndpointNotFound":
         return "HYPERFLEET_API_URL reaches no HyperFleet API route: set hyperfleet_api_url to the API's base URL"
@@ -196,16 +197,20 @@ def _outside(ctx: Context, project: str) -> Line:
     if answer == "PERMISSION_DENIED":
         return Line("secret-manager.outside", True, f"a name outside SECRET_ID_TEMPLATE is refused ({name})")
     if answer in ("NOT_FOUND", "OK"):
-        fix = (
-            f"the runtime identity may read secrets the condition does not cover: keep only the conditioned "
-            f"{MANAGED_ROLE} binding (condition per-cluster-secrets-only) and remove every other Secret Manager role "
-            f"of {ctx.member} in {project} (gcloud projects get-iam-policy {project} "
-            f"--flatten=bindings --filter=bindings.members:{ctx.member})"
-        )
+        fix = outside_fix(ctx, project)
         return Line(
             "secret-manager.outside", False, f"GetSecret on {name} answered {answer}, not PERMISSION_DENIED", fix
         )
     return Line("secret-manager.outside", False, f"GetSecret on {name}: {answer}", _retry())
+
+
+def outside_fix(ctx: Context, project: str) -> str:
+    return (
+        f"the runtime identity may read secrets the condition does not cover: keep only the conditioned "
+        f"{MANAGED_ROLE} binding (condition per-cluster-secrets-only) and remove every other Secret Manager role "
+        f"of {ctx.member} in {project} (gcloud projects get-iam-policy {project} "
+        f"--flatten=bindings --filter=bindings.members:{ctx.member})"
+    )
 
 
 def _get_secret(ctx: Context, name: str) -> str:

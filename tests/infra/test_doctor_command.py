@@ -100,3 +100,58 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     (managed,) = [g for g in grants if g.role.endswith(f"/roles/{MANAGED_ROLE}")]
     settings = config.load({"HYPERFLEET_API_URL": "https://hf.example.com", "DELETION_POLICY": policy})
     assert set(required_permissions(settings)) == managed.permissions
+
+
+def _fix_commands() -> list[str]:
+    """Every gcloud command the doctor's fixes name, for one configuration."""
+    from pullsecret import config, doctor_checks
+    from pullsecret.errors import TerminalError, TransientError
+
+    settings = config.load(
+        {
+            "HYPERFLEET_API_URL": "https://hf.example.com",
+            "PULL_SECRET_SOURCE": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret/versions/latest",
+        }
+    )
+    ctx = doctor_checks.Context(
+        settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 5)
+    )
+    denied = TerminalError("denied", reason="PermissionDenied")
+    fixes = [
+        doctor_checks._role_fix(
+            ctx, "hyperfleet-secrets-prod", ["secretmanager.secrets.get", "secretmanager.versions.add"]
+        ),
+        doctor_checks._source_fix(ctx, denied),
+        doctor_checks._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
+        doctor_checks.outside_fix(ctx, "hyperfleet-secrets-prod"),
+        doctor_checks._api_fix(ctx, TransientError("refused", reason="CredentialsRefused")),
+    ]
+    found = [m.group(0).rstrip(" ,.") for fix in fixes for m in re.finditer(r"gcloud [^;()]*", fix)]
+    assert len(found) == len(fixes), fixes
+    return found
+
+
+def test_every_gcloud_command_the_output_and_the_fixes_name_parses(rendered: str, tmp_path: Path) -> None:
+    from tests.infra import gcloud_commands, reality
+
+    gcloud = reality.gcloud()
+    if gcloud is None:
+        reality.missing("gcloud (the Google Cloud SDK) is not installed")
+    assert gcloud is not None
+    script = rendered.replace('"$HYPERFLEET_API_TOKEN_FILE"', "/dev/null") + "\n" + "\n".join(_fix_commands())
+    # `auth application-default login` opens a browser flow: its flag is checked by its --help instead.
+    commands = [
+        c for c in gcloud_commands.commands_in_shell(script, "doctor") if "application-default login" not in c.text
+    ]
+    assert len(commands) == 7, [c.text for c in commands]
+    words = gcloud_commands.expand(commands)
+    problems = [(w, gcloud_commands.parse_problem(gcloud, w)) for w in words]
+    assert [p for p in problems if p[1] is not None] == []
+    helped = subprocess.run(
+        [str(gcloud), "auth", "application-default", "login", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=gcloud_commands.gcloud_environment(str(tmp_path)),
+    )
+    assert "--impersonate-service-account" in helped.stdout
