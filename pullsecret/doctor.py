@@ -50,6 +50,12 @@ def run(adapter: Any, extra_clusters: Iterable[str] = ()) -> list[Line]:
             clusters=reconciler.clusters,
             registries=reconciler.registries,
             extra_clusters=tuple(extra_clusters),
+            token=adapter.identity.token,
+            resource_manager=(
+                f"http://{settings.resource_manager_emulator_host}"
+                if settings.resource_manager_emulator_host
+                else checks.RESOURCE_MANAGER
+            ),
         )
         lines = _guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
         lines += _guarded(checks.pull_secret_source, ctx, "pull-secret-source")

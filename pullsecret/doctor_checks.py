@@ -10,9 +10,11 @@ permission names and rules (as pullsecret.errors' messages are), never from payl
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import requests
 from google.api_core import exceptions as gexc
 
 from pullsecret import dockerconfig, preconditions
@@ -35,6 +37,9 @@ MANAGED_PERMISSIONS = (
     "secretmanager.versions.disable",
 )
 MANAGED_ROLE = "hyperfleetPullSecretManager"
+CREATOR_ROLE = "hyperfleetPullSecretCreator"
+CREATE = "secretmanager.secrets.create"  # checked on the project: not conditioned (terraform/iam.tf)
+RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
 PROBE_CLUSTER = "doctor-probe"  # a cluster id no secret is made for: its names only ask IAM
 WRITES = ("create", "patch", "delete")  # terraform/kubernetes/rbac.yaml: what the runtime identity must do
 READS = ("get", "list", "watch")  # ... and must never do on Secrets
@@ -63,6 +68,8 @@ class Context:
     clusters: Any  # pullsecret.management_clusters.ManagementClusters
     registries: Any  # pullsecret.registry_verification.RegistryVerifier
     extra_clusters: tuple[str, ...] = ()
+    token: Callable[[], str] | None = None  # the runtime identity's access token (projects.testIamPermissions)
+    resource_manager: str = RESOURCE_MANAGER
     cluster_projects: dict[str, str | None] = field(default_factory=dict)  # listed cluster id -> its GCP project
     source: dockerconfig.PullSecret | None = None
 
@@ -154,6 +161,7 @@ def secret_manager(ctx: Context) -> list[Line]:
     lines: list[Line] = []
     for project in projects:
         lines.append(_covered(ctx, project))
+        lines.append(_create(ctx, project))
         lines.append(_outside(ctx, project))
     return lines
 
@@ -188,6 +196,42 @@ def _covered(ctx: Context, project: str) -> Line:
         text = f"secretmanager.secrets.get on {name} (a covered name; no cluster's secret exists yet to test the rest)"
         return Line("secret-manager.covered", True, text)
     return Line("secret-manager.covered", False, f"GetSecret on {name}: {answer}", _role_fix(ctx, project, required))
+
+
+def _create(ctx: Context, project: str) -> Line:
+    """secretmanager.secrets.create on the project, through Cloud Resource Manager's projects.testIamPermissions
+    (Secret Manager's own takes secrets only; a CreateSecret would write)."""
+    url = f"{ctx.resource_manager}/v3/projects/{project}:testIamPermissions"
+    assert ctx.token is not None
+    try:
+        response = requests.post(
+            url, json={"permissions": [CREATE]}, headers={"Authorization": f"Bearer {ctx.token()}"}, timeout=10.0
+        )
+    except requests.RequestException as exc:
+        fix = "try again: Cloud Resource Manager did not answer"
+        return Line(
+            "secret-manager.create", False, f"projects.testIamPermissions on {project}: {type(exc).__name__}", fix
+        )
+    if response.status_code != 200:
+        fix = (
+            "enable cloudresourcemanager.googleapis.com in the runtime account's project "
+            "(gcloud services enable cloudresourcemanager.googleapis.com --project PROJECT)"
+        )
+        return Line(
+            "secret-manager.create", False, f"projects.testIamPermissions on {project}: {response.status_code}", fix
+        )
+    if CREATE in (response.json().get("permissions") or []):
+        return Line("secret-manager.create", True, f"{CREATE} on projects/{project} (projects.testIamPermissions)")
+    fix = create_fix(ctx, project)
+    return Line("secret-manager.create", False, f"{CREATE} on projects/{project} is not granted", fix)
+
+
+def create_fix(ctx: Context, project: str) -> str:
+    return (
+        f"grant {ctx.member} the custom role {CREATOR_ROLE} ({CREATE}) on project {project}, without a condition: "
+        f"terraform apply (terraform/iam.tf runtime_secret_manager_creator), or gcloud projects add-iam-policy-binding "
+        f"{project} --member {ctx.member} --role projects/{project}/roles/{CREATOR_ROLE} --condition None"
+    )
 
 
 def _outside(ctx: Context, project: str) -> Line:

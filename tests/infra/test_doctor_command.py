@@ -124,6 +124,7 @@ def _fix_commands() -> list[str]:
         doctor_checks._source_fix(ctx, denied),
         doctor_checks._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
         doctor_checks.outside_fix(ctx, "hyperfleet-secrets-prod"),
+        doctor_checks.create_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks._api_fix(ctx, TransientError("refused", reason="CredentialsRefused")),
     ]
     found = [m.group(0).rstrip(" ,.") for fix in fixes for m in re.finditer(r"gcloud [^;()]*", fix)]
@@ -143,7 +144,7 @@ def test_every_gcloud_command_the_output_and_the_fixes_name_parses(rendered: str
     commands = [
         c for c in gcloud_commands.commands_in_shell(script, "doctor") if "application-default login" not in c.text
     ]
-    assert len(commands) == 7, [c.text for c in commands]
+    assert len(commands) == 8, [c.text for c in commands]
     words = gcloud_commands.expand(commands)
     problems = [(w, gcloud_commands.parse_problem(gcloud, w)) for w in words]
     assert [p for p in problems if p[1] is not None] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections.abc import Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,16 @@ from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
 CID = "cls-doctor1"
 ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture(autouse=True)
+def restored_log() -> Iterator[None]:
+    """cli.main points the process-wide logger at stderr and sets its level: put both back for the next tests."""
+    from pullsecret.logs import log
+
+    saved = (log._stream, log.level)
+    yield
+    log._stream, log.level = saved
 
 
 def doctor(*args: str) -> tuple[int, str]:
@@ -41,6 +52,7 @@ def test_green_on_the_stack(function_env: dict[str, str], admin: Admin, world: A
 MANAGED = 'google_project_iam_member.runtime_secret_manager_managed["hf-demo-project"]'
 VIEWER = 'google_project_iam_member.runtime_cluster_viewer["hf-demo-project"]'
 SOURCE = "google_secret_manager_secret_iam_member.runtime_pull_secret_source"
+CREATOR = 'google_project_iam_member.runtime_secret_manager_creator["hf-demo-project"]'
 # (grant, permission) -> (the failed check, what its fix must name)
 IAM_REMOVALS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     **{
@@ -57,6 +69,10 @@ IAM_REMOVALS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
             "secretmanager.versions.disable",
         )
     },
+    (CREATOR, "secretmanager.secrets.create"): (
+        "secret-manager.create",
+        ("hyperfleetPullSecretCreator", "--condition None", "gcloud projects add-iam-policy-binding hf-demo-project"),
+    ),
     (SOURCE, "secretmanager.versions.access"): (
         "pull-secret-source",
         ("roles/secretmanager.secretAccessor", "gcloud secrets add-iam-policy-binding platform-pull-secret"),
@@ -68,9 +84,6 @@ IAM_REMOVALS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
 }
 # What the doctor does not ask, and why (every other permission Terraform grants the runtime identity is above).
 NOT_ASKED = {
-    # Checked against the project: Secret Manager's TestIamPermissions answers for secrets only, and a
-    # CreateSecret would write.
-    ('google_project_iam_member.runtime_secret_manager_creator["hf-demo-project"]', "secretmanager.secrets.create"),
     # Cloud Run reads the token secret to mount it when an instance starts; the function never calls for it.
     ("google_secret_manager_secret_iam_member.runtime_hyperfleet_token", "secretmanager.versions.access"),
     # roles/container.clusterViewer's other permissions: the adapter calls GetCluster only.
@@ -251,7 +264,7 @@ def test_the_function_answers_a_doctor_event_with_the_report_and_writes_nothing(
     response = function_client.post("/", headers=_doctor_event("doctor-1"), data=b"{}")
     text = response.get_data(as_text=True)
     assert response.status_code == 200 and response.mimetype == "text/plain", text
-    assert "FAIL" not in text and text.rstrip().splitlines()[-1].startswith("doctor: 7 ok, 0 failed"), text
+    assert "FAIL" not in text and text.rstrip().splitlines()[-1].startswith("doctor: 8 ok, 0 failed"), text
     for secret in SENSITIVE:
         assert secret not in text + capsys.readouterr().out
     calls = admin.calls()
