@@ -324,3 +324,66 @@ def test_the_registries_of_the_platform_pull_secret_answer_the_handshake(
     dead = text.split(f"{hosts['dead']}: no answer to the handshake")[1].splitlines()[1]
     assert "REGISTRY_SKIP_HOSTS" in dead and "REGISTRY_ALLOWED_HOSTS" in dead
     assert "Wr0ng-Passw0rd" not in text and good not in text and wrong not in text
+
+
+# -- a dependency that does not answer as configured -----------------------------------------------------------
+def _private_cluster(world: Any, env: dict[str, str]) -> list[str]:
+    world.gke.add_cluster(
+        "projects/hf-demo-project/locations/us-central1/clusters/private-1",
+        endpoint=world.kubernetes.address,
+        ca_pem=world.kubernetes.ca_pem,
+        public_endpoint=False,
+    )
+    return ["--management-cluster", "projects/hf-demo-project/locations/us-central1/clusters/private-1"]
+
+
+def _refused_token(world: Any, env: dict[str, str]) -> list[str]:
+    Path(env["HYPERFLEET_API_TOKEN_FILE"]).write_text("not-the-token")
+    return []
+
+
+def _invalid_source(world: Any, env: dict[str, str]) -> list[str]:
+    payload = base64.b64encode(b'{"auths": "not an object"}').decode()
+    Admin(world.admin.url, world.hyperfleet.url).call(
+        "PUT", "/secretmanager/projects/hf-demo-project/secrets/platform-pull-secret", {"versions": [payload]}
+    )
+    return []
+
+
+def _silent_control_plane(world: Any, env: dict[str, str]) -> list[str]:
+    Admin(world.admin.url, world.hyperfleet.url).fault(
+        service="kubernetes", method="create.selfsubjectaccessreviews", code="reset", count=10
+    )
+    return []
+
+
+DEPENDENCIES: dict[str, tuple[Any, str, tuple[str, ...]]] = {
+    "private-endpoint-without-vpc-egress": (_private_cluster, "gke", ("private-1", "Direct VPC egress")),
+    "management-cluster-not-allowed": (
+        lambda world, env: ["--management-cluster", "projects/other/locations/us-central1/clusters/x"],
+        "gke",
+        ("not among ALLOWED_MANAGEMENT_CLUSTERS", "allowed_management_clusters"),
+    ),
+    "management-cluster-missing": (
+        lambda world, env: ["--management-cluster", "projects/hf-demo-project/locations/us-central1/clusters/nope"],
+        "gke",
+        ("ManagementClusterNotFound", "no such cluster"),
+    ),
+    "hyperfleet-token-refused": (_refused_token, "hyperfleet-api", ("CredentialsRefused", "HYPERFLEET_API_TOKEN_FILE")),
+    "source-not-a-pull-secret": (_invalid_source, "pull-secret-source", ("not a valid pull secret", "new version")),
+    "control-plane-silent": (_silent_control_plane, "kubernetes.reach", ("did not answer", "ip mode")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEPENDENCIES))
+def test_each_dependency_that_does_not_answer_names_its_fix(
+    function_env: dict[str, str], admin: Admin, world: Any, case: str
+) -> None:
+    seed_ready_cluster(admin, CID)
+    change, check, named = DEPENDENCIES[case]
+    args = change(world, function_env)
+    code, text = doctor(*args)
+    failed = _failed(text)
+    assert code == 1 and list(failed) == [check], text
+    for words in named:
+        assert words in failed[check], text
