@@ -126,6 +126,11 @@ def test_the_readme_local_walkthrough_runs_as_written(playground: Playground) ->
     assert f"cluster cls-demo01: {'unchanged'}" in output  # the operator CLI's summary
     # inspect as the runtime identity: Secret Manager read, the Kubernetes Secret refused (no get on Secrets).
     assert '"in_sync": null' in output and "your own" in output, output
+    # The doctor on the playground: everything holds but the demo's refused registry credential (emulators/demo.py).
+    doctor = [line for line in output.splitlines() if line.startswith(("ok  ", "FAIL", "skip", "doctor:"))]
+    failed = [line for line in doctor if line.startswith("FAIL")]
+    assert len(failed) == 1 and "/demo: the registry refused the credential" in failed[0], output
+    assert doctor[-1].startswith("doctor: ") and ", 1 failed" in doctor[-1] and "doctor exit status: 1" in output
 
 
 def test_every_admin_example_of_the_emulators_readme_runs(playground: Playground) -> None:
