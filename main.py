@@ -7,7 +7,7 @@ import functions_framework
 import werkzeug.exceptions
 from cloudevents.http.event import CloudEvent
 
-from pullsecret import handler
+from pullsecret import doctor, handler
 from pullsecret.errors import TransientError
 
 # Validate the configuration at cold start: a bad variable is one ERROR line naming it, and the instance exits.
@@ -17,6 +17,8 @@ ADAPTER = handler.start()
 @functions_framework.cloud_event
 def handle_cluster_event(event: CloudEvent) -> None:
     """Reconcile the cluster named by `event`; a transient failure answers 503 so that Pub/Sub redelivers."""
+    if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.doctor)
+        raise doctor.answer(ADAPTER)
     headers = flask.request.headers if flask.has_request_context() else None
     try:
         ADAPTER.handle(

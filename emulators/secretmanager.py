@@ -22,6 +22,8 @@ https://cloud.google.com/iam/docs/roles-permissions/secretmanager):
     DisableSecretVersion  secretmanager.versions.disable  the version
     EnableSecretVersion   secretmanager.versions.enable   the version
     DestroySecretVersion  secretmanager.versions.destroy  the version
+    TestIamPermissions    none                            (answers which of the asked permissions the
+                                                           caller holds on the secret; see _test_iam_permissions)
 
 Admin routes (paths relative to ``/secretmanager``; bodies and answers are JSON):
 
@@ -55,6 +57,8 @@ from typing import Any
 
 import grpc
 from google.cloud.secretmanager_v1 import types as t
+from google.iam.v1.iam_policy_pb2 import TestIamPermissionsRequest as TestRequest  # type: ignore[import-untyped]
+from google.iam.v1.iam_policy_pb2 import TestIamPermissionsResponse as TestResponse
 from google.protobuf import any_pb2, field_mask_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
@@ -274,7 +278,11 @@ class SecretManagerEmulator(GrpcEmulator):
             ("EnableSecretVersion", self._enable_version, t.EnableSecretVersionRequest, t.SecretVersion),
             ("DestroySecretVersion", self._destroy_version, t.DestroySecretVersionRequest, t.SecretVersion),
         ]
-        return {rpc: self.unary(rpc, self._guarded(fn), req, resp) for rpc, fn, req, resp in table}
+        handlers = {rpc: self.unary(rpc, self._guarded(fn), req, resp) for rpc, fn, req, resp in table}
+        handlers["TestIamPermissions"] = self.unary(
+            "TestIamPermissions", self._guarded(self._test_iam_permissions), _Pb(TestRequest), _Pb(TestResponse)
+        )
+        return handlers
 
     def _guarded(self, fn: Callable[[Any, str | None], Any]) -> Callable[[Any, str | None], Any]:
         def call(request: Any, identity: str | None) -> Any:
@@ -282,6 +290,24 @@ class SecretManagerEmulator(GrpcEmulator):
                 return fn(request, identity)
 
         return call
+
+    def _test_iam_permissions(self, req: Any, identity: str | None) -> Any:
+        """TestIamPermissions on a secret: the asked permissions the caller's bindings grant on it, judged by the
+        same policy every other RPC is authorized with (grants on the project and on the secret, conditions on
+        the secret's name). google.iam.v1 iam_policy.proto: "If the resource does not exist, this will return an
+        empty set of permissions, not a NOT_FOUND error"; the call itself needs no permission
+        (https://cloud.google.com/iam/docs/testing-permissions). Wildcards are refused, as IAM refuses them."""
+        match = _SECRET_NAME.match(req.resource)
+        if not match:
+            fail(INVALID, f"The provided Secret name [{req.resource}] is invalid; expected projects/*/secrets/*.")
+        if any("*" in p for p in req.permissions):
+            fail(INVALID, "Permissions with wildcards (such as '*' or 'storage.*') are not allowed.")
+        number, secret_id = self.project_number(match.group(1)), match.group(2)
+        if (number, secret_id) not in self._secrets:
+            return TestResponse()
+        resource = Resource.secret(number, secret_id)
+        allowed = [p for p in req.permissions if identity is None or self.iam.allows(identity, p, resource)]
+        return TestResponse(permissions=allowed)
 
     # -- helpers ------------------------------------------------------------------------
     def _etag(self) -> str:
@@ -784,6 +810,14 @@ class _Empty:
 
 
 _EMPTY = object()
+
+
+class _Pb:
+    """(De)serializer for the plain protobuf messages of google.iam.v1 (not proto-plus like the service's own)."""
+
+    def __init__(self, message: Any) -> None:
+        self.deserialize = message.FromString
+        self.serialize = message.SerializeToString
 
 
 def _object(body: Any) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from emulators.kubernetes.manifests import render as render_manifests
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
 from emulators.registry import RegistryEmulator
+from emulators.resourcemanager import ResourceManagerEmulator
 from emulators.secretmanager import SecretManagerEmulator
 
 PROJECT_ID = "hf-demo-project"
@@ -115,6 +116,8 @@ class Stack:
             self.metadata.id_tokens.jwks, audience=API_AUDIENCE, identity_pattern=re.escape(RUNTIME_SA)
         )
         self.registry = RegistryEmulator(self.book)
+        services = {"secretmanager": self.secretmanager, "container": self.gke}
+        self.resourcemanager = ResourceManagerEmulator(self.book, services, authenticate=authenticate)
         self.registry_ca_file = os.path.join(self.workdir, "registry-ca.pem")
         self.pubsub: PubSubEmulator | None = None
 
@@ -150,6 +153,7 @@ class Stack:
         self.kubernetes.start()
         self.hyperfleet.start()
         self.registry.start()
+        self.resourcemanager.start()
         with open(self.registry_ca_file, "wb") as fh:
             fh.write(self.registry.ca_pem)
         if self._want_pubsub:
@@ -224,6 +228,7 @@ class Stack:
                 self.admin.stop()
                 for emulator in reversed(list(self.emulators.values())):
                     emulator.stop()
+                self.resourcemanager.stop()
             finally:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -232,6 +237,7 @@ class Stack:
         env = {
             "SECRET_MANAGER_EMULATOR_HOST": self.secretmanager.address,
             "GKE_EMULATOR_HOST": self.gke.address,
+            "RESOURCE_MANAGER_EMULATOR_HOST": self.resourcemanager.address,
             "GCE_METADATA_HOST": self.metadata.address,
             "GCE_METADATA_IP": self.metadata.address,
             "HYPERFLEET_API_URL": self.hyperfleet.url,

@@ -5,6 +5,9 @@
                                                 and Kubernetes, as JSON, redacted (no credential, ever);
                                                 run it with your own credentials: the function's runtime
                                                 identity may not read Kubernetes Secrets
+    python -m pullsecret doctor                 check every permission and dependency as the runtime
+                                                identity, one line each with its fix; writes nothing
+                                                (pullsecret.doctor)
 
 `reconcile` prints a summary for a person on stdout and the function's JSON log lines on stderr
 (`--quiet`: none; `--json`: the summary as one JSON object instead).
@@ -17,7 +20,7 @@ import json
 import sys
 from typing import Any
 
-from pullsecret import dockerconfig, preconditions
+from pullsecret import dockerconfig, doctor, preconditions
 from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.retrying import Deadline
@@ -41,8 +44,8 @@ _RESULT_EXIT = {
 
 _EPILOG = """\
 exit codes:
-  0  done: applied, unchanged or finalized (inspect: the cluster was found)
-  1  terminal failure, reported in the cluster's status (fix the input, then run again)
+  0  done: applied, unchanged or finalized (inspect: the cluster was found; doctor: no check failed)
+  1  terminal failure, reported in the cluster's status (fix the input, then run again); doctor: a check failed
   2  usage or configuration error (the message names the variable)
   3  transient failure (a service was unavailable or refused our token): try again
   4  nothing done: preconditions not met, a stale generation, or a cluster the API does not know
@@ -67,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect,doctor}")
     reconcile = commands.add_parser(
         "reconcile",
         help="run one reconcile of a cluster now and report its status, as an event would",
@@ -86,13 +89,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("cluster_id")
     inspect.add_argument("--quiet", "-q", action="store_true", help="no log lines on stderr")
+    doctor.add_parser(commands, _EPILOG)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)  # exits 2 on usage errors
-    if not preconditions_cluster_id_ok(args.cluster_id):
+    if args.command != "doctor" and not preconditions_cluster_id_ok(args.cluster_id):
         print(f"error: {args.cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
         return EXIT_USAGE
     from pullsecret.handler import Adapter
@@ -103,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # stdout is for the person (or the JSON); the function's log lines go to stderr, or nowhere.
-    log.configure(stream=sys.stderr, level="OFF" if args.quiet else None)
+    # The doctor's report is its output: the function's log lines would only repeat its failures.
+    log.configure(stream=sys.stderr, level="OFF" if args.command == "doctor" or args.quiet else None)
     try:
+        if args.command == "doctor":
+            return doctor.main(adapter, args)
         if args.command == "reconcile":
             return _reconcile(adapter, args.cluster_id, as_json=args.json)
         return _inspect(adapter, args.cluster_id)

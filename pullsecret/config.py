@@ -63,6 +63,7 @@ class Settings:
     field_manager: str = "hyperfleet-pullsecret"
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
+    resource_manager_emulator_host: str | None = None  # the doctor's projects.testIamPermissions (pullsecret.doctor)
     log_level: str = "INFO"
     max_event_age_s: float = 3600.0
     retry_deadline_s: float = 60.0
@@ -335,6 +336,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         # Local emulators in place of Google's endpoints.
         secret_manager_emulator_host=_matching(env, "SECRET_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
         gke_emulator_host=_matching(env, "GKE_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
+        resource_manager_emulator_host=_matching(env, "RESOURCE_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
         # Operation: logging, event age, retries, deletion and version retention.
         log_level=_choice(
             env,

@@ -280,7 +280,12 @@ class KubernetesEmulator(Verbs, HttpsServing):
                 raise ValueError(f"cannot install a {doc.get('kind')!r} here")
 
     def _access_review(self, user: str, body: bytes) -> Json:
-        """SelfSubjectAccessReview (authorization.k8s.io/v1): RBAC's answer for the caller, as `kubectl auth can-i`."""
+        """SelfSubjectAccessReview (authorization.k8s.io/v1): RBAC's answer for the caller, as `kubectl auth can-i`.
+
+        The spec comes back with `status.allowed` (https://kubernetes.io/docs/reference/kubernetes-api/
+        authorization-resources/self-subject-access-review-v1/); any authenticated user may ask about itself
+        (bootstrap ClusterRole system:basic-user, https://kubernetes.io/docs/reference/access-authn-authz/rbac/).
+        """
         if body.startswith(PROTOBUF_MAGIC):  # kubectl sends built-in types as protobuf
             review: Json = {"spec": {"resourceAttributes": _review_attributes(body)}}
         else:

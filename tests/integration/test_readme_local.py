@@ -132,6 +132,11 @@ def test_the_readme_local_walkthrough_runs_as_written(playground: Playground) ->
     assert not missing, "README sample lines that make trigger does not print:\n" + "\n".join(missing)
     missing = [line for line in sample_output(readme, "### Start the playground") if not printed_line(line, printed)]
     assert not missing, "README sample lines that make up does not print:\n" + "\n".join(missing)
+    # The doctor on the playground: everything holds but the demo's refused registry credential (emulators/demo.py).
+    doctor = [line for line in output.splitlines() if line.startswith(("ok  ", "FAIL", "skip", "doctor:"))]
+    failed = [line for line in doctor if line.startswith("FAIL")]
+    assert len(failed) == 1 and "/demo: the registry refused the credential" in failed[0], output
+    assert doctor[-1].startswith("doctor: ") and ", 1 failed" in doctor[-1] and "doctor exit status: 1" in output
 
 
 def _normalised(line: str) -> str:

@@ -1,0 +1,165 @@
+"""The preflight: prove a deployment's permissions and dependencies before its first event, writing nothing.
+
+Run it with the deployed configuration (the function's environment variables, pullsecret.config) as the runtime
+identity, from a workstation (`python -m pullsecret doctor`, Application Default Credentials impersonating the
+runtime service account) or inside the deployed function (a CloudEvent of type EVENT_TYPE sent with
+`gcloud functions call`; `terraform output -raw doctor_command` prints both). It prints one line per check
+(pullsecret.doctor_checks) and the fix for each failure; the exit code is 1 when any check failed.
+
+The function's doctor path: only a principal holding roles/run.invoker on the function's service can send it
+(Cloud Run's IAM check: the trigger's account and Terraform's manual_invokers). Eventarc's Pub/Sub trigger
+cannot: every event it delivers has the type google.cloud.pubsub.topic.v1.messagePublished, whatever a
+publisher puts in the message. It reads only, answers only names and verdicts (never a credential), runs one at
+a time per instance and at most once per MIN_INTERVAL_S, and answers 429 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import werkzeug.exceptions
+from werkzeug.wrappers import Response
+
+from pullsecret import doctor_checks as checks
+from pullsecret.clients import secret_manager_client
+from pullsecret.doctor_checks import Context, Line
+from pullsecret.logs import log
+
+EVENT_TYPE = "com.redhat.hyperfleet.pullsecret.doctor"
+MIN_INTERVAL_S = 10.0
+_MARK = {True: "ok  ", False: "FAIL", None: "skip"}
+
+
+def run(adapter: Any, extra_clusters: Iterable[str] = ()) -> list[Line]:
+    """Every check, in order, as `adapter`'s runtime identity (pullsecret.handler.Adapter); writes nothing."""
+    reconciler = adapter.reconciler()
+    settings = adapter.settings
+    secrets = secret_manager_client(adapter.identity, settings.secret_manager_emulator_host)
+    try:
+        ctx = Context(
+            settings=settings,
+            runtime=_runtime_email(adapter),
+            hyperfleet=reconciler.hyperfleet,
+            store=reconciler.store,
+            secrets=secrets,
+            clusters=reconciler.clusters,
+            registries=reconciler.registries,
+            extra_clusters=tuple(extra_clusters),
+            token=adapter.identity.token,
+            resource_manager=(
+                f"http://{settings.resource_manager_emulator_host}"
+                if settings.resource_manager_emulator_host
+                else checks.RESOURCE_MANAGER
+            ),
+        )
+        lines = _guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
+        lines += _guarded(checks.pull_secret_source, ctx, "pull-secret-source")
+        lines += _guarded(checks.secret_manager, ctx, "secret-manager")
+        names, notes = checks.cluster_names(ctx)
+        lines += notes
+        for name in names:
+            lines += _guarded(functools.partial(_cluster, name=name), ctx, "gke")
+        lines += _guarded(checks.registries, ctx, "registries")
+        return lines
+    finally:
+        secrets.transport.close()
+
+
+def _cluster(ctx: Context, *, name: str) -> list[Line]:
+    return checks.management_cluster(ctx, name)
+
+
+def _runtime_email(adapter: Any) -> str:
+    try:
+        email = adapter.identity.email
+    except Exception:  # noqa: BLE001 - no credentials at all: the first check says so
+        email = None
+    return str(email) if email else "the runtime service account"
+
+
+def _guarded(check: Callable[[Context], list[Line]], ctx: Context, name: str) -> list[Line]:
+    """A check's lines; an unexpected exception is one failed line naming its type (never its text)."""
+    try:
+        return check(ctx)
+    except Exception as exc:  # noqa: BLE001 - the doctor reports, it does not crash
+        return [Line(name, False, f"the check failed unexpectedly ({type(exc).__name__})", "try again; report it")]
+
+
+def render(lines: list[Line]) -> str:
+    """One line per check (`fix:` indented under a failure), and a summary."""
+    out: list[str] = []
+    for line in lines:
+        out.append(f"{_MARK[line.ok]}  {line.check:<22} {line.text}")
+        if line.ok is False:
+            out.append(f"      fix: {line.fix}")
+    failed = sum(1 for line in lines if line.ok is False)
+    passed = sum(1 for line in lines if line.ok)
+    out.append(f"doctor: {passed} ok, {failed} failed, {len(lines) - passed - failed} skipped")
+    return "\n".join(out)
+
+
+def exit_code(lines: list[Line]) -> int:
+    return 1 if any(line.ok is False for line in lines) else 0
+
+
+def add_parser(commands: Any, epilog: str) -> None:
+    """The `doctor` subcommand of `python -m pullsecret`."""
+    doctor = commands.add_parser(
+        "doctor",
+        help="check every permission and dependency of this configuration as its runtime identity; writes nothing",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    doctor.add_argument(
+        "--management-cluster",
+        action="append",
+        default=[],
+        metavar="projects/P/locations/L/clusters/C",
+        help="also check this management cluster (for wildcard or template configurations); repeatable",
+    )
+
+
+def main(adapter: Any, args: argparse.Namespace) -> int:
+    lines = run(adapter, args.management_cluster)
+    print(render(lines))
+    return exit_code(lines)
+
+
+# -- inside the deployed function ------------------------------------------------------------------
+_running = threading.Lock()
+_last_run = [float("-inf")]
+
+
+def answer(adapter: Any) -> werkzeug.exceptions.HTTPException:
+    """The HTTP answer to a doctor CloudEvent: the report as text/plain (200), or 429 when one ran just now.
+
+    Raised by the CloudEvent function (main.py): functions-framework answers any other return with "OK", and
+    Flask renders a raised HTTPException's response as it is.
+    """
+    if not _running.acquire(blocking=False):
+        return _answer("a doctor run is under way on this instance; try again shortly\n", 429)
+    try:
+        if time.monotonic() - _last_run[0] < MIN_INTERVAL_S:
+            return _answer(f"the doctor ran less than {MIN_INTERVAL_S:g} s ago; try again shortly\n", 429)
+        lines = run(adapter)
+        _last_run[0] = time.monotonic()
+        failed = [f"{line.check}: {line.text}" for line in lines if line.ok is False]
+        log.log(
+            "WARNING" if failed else "INFO",
+            f"doctor: {len(failed)} of {len(lines)} checks failed"
+            + (f" ({'; '.join(failed)[:1500]})" if failed else ""),
+            operation="doctor",
+        )
+    finally:
+        _running.release()
+    return _answer(render(lines) + "\n", 200)
+
+
+def _answer(text: str, status: int) -> werkzeug.exceptions.HTTPException:
+    response = Response(text, status=status, mimetype="text/plain")
+    return werkzeug.exceptions.HTTPException(response=response)
