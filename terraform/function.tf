@@ -8,7 +8,8 @@ locals {
   repository_root = "${path.module}/.."
   # Exactly what Cloud Functions needs to build and run the function: no tests, emulators, venvs.
   function_source_files = sort(concat(
-    ["main.py", "requirements.txt"],
+    # The admission policy's template: the function renders it to check the installed one (admission_policy.py).
+    ["main.py", "requirements.txt", "terraform/kubernetes/admission-policy.yaml"],
     tolist(fileset(local.repository_root, "pullsecret/**/*.py")),
   ))
 
@@ -25,6 +26,7 @@ locals {
     MANAGEMENT_ENDPOINT           = var.management_endpoint
     MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
     MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
+    KUBERNETES_SECRET_TEMPLATE    = var.kubernetes_secret_template
     LOG_LEVEL                     = var.log_level
     MAX_EVENT_AGE                 = tostring(var.max_event_age_seconds)
     SECRET_REPLICATION_LOCATIONS  = join(",", var.secret_replication_locations)

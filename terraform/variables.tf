@@ -392,6 +392,18 @@ variable "management_namespace_template" {
   }
 }
 
+variable "kubernetes_secret_template" {
+  description = "KUBERNETES_SECRET_TEMPLATE: name of a cluster's Secret on the management cluster; {cluster_id} once. The admission policy admits only the name it gives the Secret's cluster-id label."
+  type        = string
+  default     = "{cluster_id}-pull-secret"
+
+  validation {
+    # Lowercase DNS-subdomain characters around one {cluster_id}: the text is also embedded in the policy's CEL.
+    condition     = can(regex("^[a-z0-9.-]*\\{cluster_id\\}[a-z0-9.-]*$", var.kubernetes_secret_template))
+    error_message = "The kubernetes_secret_template must contain {cluster_id} once, around it only a-z, 0-9, '.' and '-'."
+  }
+}
+
 variable "management_namespace_pattern" {
   description = "MANAGEMENT_NAMESPACE_PATTERN: anchored RE2 pattern every target namespace must match (also enforced by the ValidatingAdmissionPolicy)."
   type        = string

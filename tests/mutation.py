@@ -38,7 +38,6 @@ _KUBESECRET_PURE = (
     "_applied_paths",
     "only_ours_own",
     "_field_conflict",
-    "policy_problem",
 )
 _KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
 # Parsing of challenges, keys and credentials, the verdicts, and the token realm rule.
@@ -75,6 +74,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "status": ("pullsecret.status.*",),
     "lineage": ("pullsecret.lineage.*",),
     "kubesecret": _functions("kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
+    "admission_policy": ("pullsecret.admission_policy.*",),
     "registry_verification": _functions("registry_verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
