@@ -99,6 +99,7 @@ output "secret_manager_custom_roles" {
     for p in local.secret_project_ids : p => {
       managed = google_project_iam_custom_role.secret_manager_managed[p].id
       creator = google_project_iam_custom_role.secret_manager_creator[p].id
+      record  = google_project_iam_custom_role.secret_manager_record_keeper[p].id
     }
   }
 }

@@ -93,6 +93,7 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("management_cluster_project_ids", 0, {"management_cluster_project_ids": ["Mgmt"]}),
     ("management_endpoint", 0, {"management_endpoint": "private"}),
     ("management_namespace_template", 0, {"management_namespace_template": "clusters"}),
+    ("kubernetes_secret_template", 0, {"kubernetes_secret_template": "{cluster_id}-Pull'secret"}),
     ("management_namespace_pattern", 0, {"management_namespace_pattern": "^(clusters-[a-z0-9-]+$"}),
     ("management_namespace_pattern", 0, {"management_namespace_pattern": "clusters-[a-z0-9-]+"}),
     ("runtime", 0, {"runtime": "python310"}),
