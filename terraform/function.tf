@@ -35,6 +35,7 @@ locals {
     RETAIN_VERSIONS               = tostring(var.retain_versions)
     REGISTRY_VERIFICATION         = var.registry_verification
     REGISTRY_ALLOWED_HOSTS        = join(",", var.registry_allowed_hosts)
+    REGISTRY_TRUSTED_REALMS       = join(",", var.registry_trusted_realms)
     SECRET_ID_TEMPLATE            = var.secret_id_template
     RETRY_DEADLINE                = tostring(var.retry_deadline_seconds)
     VPC_EGRESS                    = var.vpc_network == "" ? "false" : "true" # private control planes are reachable

@@ -177,6 +177,17 @@ variable "registry_allowed_hosts" {
   }
 }
 
+variable "registry_trusted_realms" {
+  description = "REGISTRY_TRUSTED_REALMS: registry=realm host-name pairs whose token realm lies on another registrable domain and may still receive that registry's credential (vetted like a registry host). Default: Red Hat's registry and its SSO."
+  type        = list(string)
+  default     = ["registry.redhat.io=sso.redhat.com"]
+
+  validation {
+    condition     = alltrue([for p in var.registry_trusted_realms : can(regex("^[A-Za-z0-9.-]+=[A-Za-z0-9.-]+$", p))])
+    error_message = "Every registry_trusted_realms entry must be registry=realm, two host names without scheme, port or path."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Where secrets live and come from
 # ---------------------------------------------------------------------------

@@ -932,6 +932,14 @@ def test_placements_may_name_only_clusters_of_the_granted_projects(config: Confi
     assert viewer["for_each"] == "${local.management_cluster_projects}"
     assert environment["REGISTRY_ALLOWED_HOSTS"] == '${join(",", var.registry_allowed_hosts)}'
     assert config.variables["registry_allowed_hosts"]["default"] == []
+    # A realm on another domain only by a documented pair; the function's own default is the same.
+    from pullsecret import config as function_config
+
+    assert environment["REGISTRY_TRUSTED_REALMS"] == '${join(",", var.registry_trusted_realms)}'
+    default = config.variables["registry_trusted_realms"]["default"]
+    assert default == ["registry.redhat.io=sso.redhat.com"]
+    function_default = function_config.load({"HYPERFLEET_API_URL": "http://hf.example"}).registry_trusted_realms
+    assert [f"{registry}={realm}" for registry, realm in function_default] == default
 
 
 def test_retry_budget_defaults_follow_adr_0017(config: Config) -> None:

@@ -17,6 +17,7 @@ from pullsecret.registry_egress import (
     allowed_entry,
     name_refusal,
     realm_trusted,
+    trusted_realm_entry,
 )
 
 
@@ -45,6 +46,69 @@ def test_a_realm_shares_the_registrable_domain_by_the_public_suffix_list(
     registry: str, realm: str, trusted: bool
 ) -> None:
     assert realm_trusted(registry, realm) is trusted
+
+
+REDHAT = (("registry.redhat.io", "sso.redhat.com"),)
+
+
+@pytest.mark.parametrize(
+    ("registry", "realm", "trusted"),
+    [
+        ("registry.redhat.io", "sso.redhat.com", True),
+        ("Registry.RedHat.io.", "SSO.redhat.com.", True),
+        # A pair is one direction, for those two names only: no domain, no reverse, no neighbour.
+        ("sso.redhat.com", "registry.redhat.io", False),
+        ("registry.redhat.io", "evil.redhat.com", False),
+        ("registry.redhat.io", "sso.redhat.com.evil.example", False),
+        ("registry.access.redhat.com", "sso.redhat.com", True),  # one registrable domain (PSL), no pair needed
+        ("quay.io", "sso.redhat.com", False),
+        ("evil.io", "sso.redhat.com", False),
+    ],
+)
+def test_realm_trusted_by_a_configured_pair(registry: str, realm: str, trusted: bool) -> None:
+    assert realm_trusted(registry, realm, REDHAT) is trusted
+
+
+@pytest.mark.parametrize(
+    ("entry", "pair"),
+    [
+        ("registry.redhat.io=sso.redhat.com", ("registry.redhat.io", "sso.redhat.com")),
+        (" Registry.RedHat.io = SSO.redhat.com. ", ("registry.redhat.io", "sso.redhat.com")),
+        ("127.0.0.1=localhost", ("127.0.0.1", "localhost")),
+    ],
+)
+def test_trusted_realm_entries(entry: str, pair: tuple[str, str]) -> None:
+    assert trusted_realm_entry(entry) == pair
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "registry.redhat.io",
+        "registry.redhat.io=",
+        "=sso.redhat.com",
+        "registry.redhat.io=https://sso.redhat.com",
+        "registry.redhat.io=sso.redhat.com:8443",
+        "registry.redhat.io=sso.redhat.com/auth",
+        "a=b=c",
+        "-a=b",
+    ],
+)
+def test_a_trusted_realm_entry_is_two_host_names(entry: str) -> None:
+    with pytest.raises(ValueError):
+        trusted_realm_entry(entry)
+
+
+def test_trusted_realms_setting() -> None:
+    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    assert config.load(base).registry_trusted_realms == REDHAT  # the documented default
+    assert config.load({**base, "REGISTRY_TRUSTED_REALMS": ""}).registry_trusted_realms == ()
+    both = config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io=sso.redhat.com, r.example=a.other"})
+    assert both.registry_trusted_realms == (*REDHAT, ("r.example", "a.other"))
+    with pytest.raises(ConfigError, match="REGISTRY_TRUSTED_REALMS"):
+        config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io"})
+    assert Egress(trusted_realms=REDHAT).realm_trusted("registry.redhat.io", "sso.redhat.com")
+    assert not Egress().realm_trusted("registry.redhat.io", "sso.redhat.com")
 
 
 @pytest.mark.parametrize(
