@@ -16,7 +16,10 @@ registry host, so neither may steer the function to an address of the platform's
   (`registry=realm` host names, e.g. `registry.redhat.io=sso.redhat.com`: a registry whose token service lives
   on another domain). Either way it is then vetted like a registry host.
 
-A refusal is a `Refused` with a fixed reason, reported as `skipped`; nothing of the resolution is reported.
+A refusal judged from the name (an IP literal, a port, a private name) is a `Refused` with a fixed reason,
+reported as `skipped`. A name that resolves only partly or wholly to private addresses is `NoPublicAddress`, a
+kind of `Unresolvable`: reported exactly like a name that does not resolve (`unreachable`, no reason), so
+the status cannot tell a cluster owner which internal names exist. Nothing of the resolution is reported.
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ class Refused(Exception):
 
 class Unresolvable(Exception):
     """The name does not resolve (an outage or a typo: `unreachable`, never a verdict)."""
+
+
+class NoPublicAddress(Unresolvable):
+    """The name resolves to an address of a private network: not contacted, and reported as not resolving."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +175,8 @@ class Egress:
         return realm_trusted(registry_hostname, realm_hostname, self.trusted_realms)
 
     def vet(self, host: str) -> Endpoint:
-        """The one address to connect to for `host[:port]`; raises Refused or Unresolvable."""
+        """The one address to connect to for `host[:port]`; raises Refused, or Unresolvable (NoPublicAddress
+        when every address is not public)."""
         try:
             hostname, port = split_host(host)
         except ValueError:
@@ -183,5 +191,5 @@ class Egress:
             raise Unresolvable(hostname)
         if not listed and any(address_refusal(a) is not None for a in addresses):
             # Every answer is judged, not just the first: a name mixing public and private addresses is refused.
-            raise Refused("resolves to an address of a private network; not contacted (REGISTRY_ALLOWED_HOSTS)")
+            raise NoPublicAddress(hostname)
         return Endpoint(hostname, port, str(addresses[0]))

@@ -40,7 +40,7 @@ from pullsecret.config import Settings
 from pullsecret.dockerconfig import PullSecret, canonical_bytes
 from pullsecret.errors import TerminalError
 from pullsecret.logs import log, protect
-from pullsecret.registry_egress import Egress, Endpoint, Refused, Unresolvable
+from pullsecret.registry_egress import Egress, Endpoint, NoPublicAddress, Refused, Unresolvable
 from pullsecret.registry_http import MAX_BODY, Answer, ExchangeFailed, PinnedHTTPS
 from pullsecret.retrying import Deadline
 
@@ -321,6 +321,9 @@ class _Handshake:
             return self._run()
         except Refused as exc:
             return _not_contacted(exc.reason)
+        except NoPublicAddress:
+            # The same status as a name that does not resolve (the log line says which, for the operator).
+            return Check("unreachable", "a name resolves to a private network's address; not contacted")
         except Unresolvable:
             return Check("unreachable", "the host name does not resolve")
         except ExchangeFailed as exc:

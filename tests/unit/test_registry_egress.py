@@ -11,6 +11,7 @@ from pullsecret.errors import ConfigError
 from pullsecret.registry_egress import (
     Egress,
     Endpoint,
+    NoPublicAddress,
     Refused,
     Unresolvable,
     address_refusal,
@@ -180,10 +181,11 @@ def test_vet_resolves_once_and_pins_the_address() -> None:
     "answers",
     [["127.0.0.1"], ["169.254.169.254"], ["34.1.2.3", "10.0.0.1"], ["::ffff:192.168.0.1"], ["fd12::1"]],
 )
-def test_a_public_name_resolving_to_a_private_network_is_refused(answers: list[str]) -> None:
+def test_a_public_name_resolving_to_a_private_network_is_refused_as_not_resolving(answers: list[str]) -> None:
     egress = Egress(resolver=_resolver({"evil.example.com": answers}, []))  # type: ignore[arg-type]
-    with pytest.raises(Refused, match="private network"):
+    with pytest.raises(NoPublicAddress):
         egress.vet("evil.example.com")
+    assert issubclass(NoPublicAddress, Unresolvable)  # reported as a name that does not resolve
 
 
 def test_the_allowlist_admits_exactly_its_host_and_port() -> None:
