@@ -4,8 +4,9 @@ The runtime identity holds create, patch and delete on Secrets and no get, list 
 (terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
 kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
 ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
-labelled as ours (`secret_labels`), of type kubernetes.io/dockerconfigjson, in namespaces matching
-MANAGEMENT_NAMESPACE_PATTERN, and never lets an older cluster generation replace a newer one. So:
+labelled as this adapter's (`secret_labels`) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
+label, of type kubernetes.io/dockerconfigjson, in namespaces matching MANAGEMENT_NAMESPACE_PATTERN, and never
+lets an older cluster generation replace a newer one. So:
 
 - `probe` is a dry-run apply (nothing is stored) of our label and type, values our Secret already has: its
   answer is our live Secret, "absent" (the dry run would have to create it), or a denial that names the
