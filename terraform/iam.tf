@@ -78,7 +78,7 @@ locals {
   # Equality with startsWith/endsWith only: a secret id has no "/", so the name is exactly that secret's.
   rotation_record_secret_id = "${local.secret_id_prefix}_rotation_${var.adapter_name}${local.secret_id_suffix}"
   rotation_record_condition = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.rotation_record_secret_id}\") && resource.name.endsWith(\"/secrets/${local.rotation_record_secret_id}\")"
-  secret_manager_condition = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.secret_id_prefix}\") && (resource.name.endsWith(\"${local.secret_id_suffix}\") || resource.name.extract(\"projects/PROJECT_NUMBER/secrets/{id}/versions/\").endsWith(\"${local.secret_id_suffix}\"))"
+  secret_manager_condition  = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.secret_id_prefix}\") && (resource.name.endsWith(\"${local.secret_id_suffix}\") || resource.name.extract(\"projects/PROJECT_NUMBER/secrets/{id}/versions/\").endsWith(\"${local.secret_id_suffix}\"))"
 }
 
 resource "google_project_iam_custom_role" "secret_manager_managed" {
