@@ -121,3 +121,17 @@ def test_first_difference_names_the_path() -> None:
     assert admission_policy.first_difference({"a": 1, "z": 1}, {"a": 1}, "s") == "s.z: not in this release's policy"
     assert admission_policy.first_difference([1], [1, 2], "s") == "s: 1 entries, this release's policy has 2"
     assert admission_policy.first_difference("x", {"a": 1}, "s") == "s: 'x', this release's policy has \"{'a': 1}\""
+
+
+def test_the_policy_checks_at_their_edges(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    policy, binding = copy.deepcopy(installed)
+    policy["metadata"]["annotations"][admission_policy.A_POLICY_REVISION] = "four"
+    assert policy_problem(policy, binding, release()) == (
+        f"policy revision 0 is older than the required {admission_policy.REQUIRED_POLICY_REVISION}"
+    )
+    policy, binding = copy.deepcopy(installed)
+    binding["spec"]["policyName"] = "p" * 100
+    assert policy_problem(policy, binding, release()) == (
+        "the installed policy differs from this release's: binding spec.policyName: "
+        f"{'p' * 80!r}, this release's policy has {admission_policy.POLICY_NAME!r}"
+    )
