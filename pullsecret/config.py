@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from pullsecret.errors import ConfigError
-from pullsecret.registry_egress import allowed_entry
+from pullsecret.registry_egress import allowed_entry, trusted_realm_entry
 
 SOURCE_VERSION_RE = re.compile(r"^projects/([^/]+)/secrets/([A-Za-z0-9_-]{1,255})/versions/(latest|[1-9][0-9]*)$")
 GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
@@ -85,6 +85,8 @@ class Settings:
     registry_concurrency: int = 16
     registry_ca_bundle: str | None = None
     registry_allowed_hosts: tuple[str, ...] = ()  # host:port the verifier may reach at any address
+    # (registry, realm) host names whose token realm lies on another registrable domain (REGISTRY_TRUSTED_REALMS).
+    registry_trusted_realms: tuple[tuple[str, str], ...] = (("registry.redhat.io", "sso.redhat.com"),)
     registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
 
     def publish_rate(self) -> float:
@@ -286,6 +288,17 @@ def _allowed_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(allowed)
 
 
+def _trusted_realms(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """REGISTRY_TRUSTED_REALMS: registry=realm host-name pairs; unset: registry.redhat.io=sso.redhat.com."""
+    pairs: list[tuple[str, str]] = []
+    for entry in _list(env, "REGISTRY_TRUSTED_REALMS", ("registry.redhat.io=sso.redhat.com",)):
+        try:
+            pairs.append(trusted_realm_entry(entry))
+        except ValueError:
+            raise ConfigError(f"REGISTRY_TRUSTED_REALMS must list registry=realm host names, got {entry!r}") from None
+    return tuple(pairs)
+
+
 def _publish_rate(env: Mapping[str, str]) -> float | None:
     """ROTATION_PUBLISH_RATE, or None to derive it from the write quota."""
     if _get(env, "ROTATION_PUBLISH_RATE") is None:
@@ -366,5 +379,6 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
         registry_ca_bundle=_file(env, "REGISTRY_CA_BUNDLE"),
         registry_allowed_hosts=_allowed_hosts(env),
+        registry_trusted_realms=_trusted_realms(env),
         registry_enforce_platform=_flag(env, "REGISTRY_ENFORCE_PLATFORM"),
     )

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import werkzeug.exceptions
 
-from pullsecret import config, events, logs, rotation, status
+from pullsecret import admission_policy, config, events, logs, rotation, status
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_like_io
@@ -82,7 +82,15 @@ class Adapter:
                         endpoint=settings.management_endpoint,
                         vpc_egress=settings.vpc_egress,
                     ),
-                    kube=KubeSecrets(settings.field_manager, identity_email=identity.email),
+                    kube=KubeSecrets(
+                        settings.field_manager,
+                        admission_policy.expected(
+                            identity_email=identity.email,
+                            namespace_pattern=settings.management_namespace_pattern.pattern,
+                            adapter_name=settings.adapter_name,
+                            secret_template=settings.kubernetes_secret_template,
+                        ),
+                    ),
                     pool=pool,
                     identity_email=identity.email,
                 )

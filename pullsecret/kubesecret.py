@@ -4,8 +4,9 @@ The runtime identity holds create, patch and delete on Secrets and no get, list 
 (terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
 kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
 ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
-labelled as ours (`secret_labels`), of type kubernetes.io/dockerconfigjson, in namespaces matching
-MANAGEMENT_NAMESPACE_PATTERN, and never lets an older cluster generation replace a newer one. So:
+labelled as this adapter's (`secret_labels`) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
+label, of type kubernetes.io/dockerconfigjson, in namespaces matching MANAGEMENT_NAMESPACE_PATTERN, and never
+lets an older cluster generation replace a newer one. So:
 
 - `probe` is a dry-run apply (nothing is stored) of our label and type, values our Secret already has: its
   answer is our live Secret, "absent" (the dry run would have to create it), or a denial that names the
@@ -20,7 +21,8 @@ MANAGEMENT_NAMESPACE_PATTERN, and never lets an older cluster generation replace
 - `delete` deletes without reading: the policy refuses a Secret that is not ours.
 
 `ensure_guarded` checks once per management cluster (with get on the policy and its binding only) that the
-policy is installed, at least at REQUIRED_POLICY_REVISION, before any write relies on it.
+policy and binding installed are exactly the ones this release renders (pullsecret/admission_policy.py) before
+any write relies on them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from pullsecret import retrying
+from pullsecret.admission_policy import POLICY_NAME, ExpectedPolicy, policy_problem
 from pullsecret.errors import AdapterError, TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
 from pullsecret.retrying import Deadline
 
@@ -51,13 +54,6 @@ A_LINEAGE = "hyperfleet.io/lineage"  # compact JSON: registry names and short fi
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
 MAX_ATTEMPTS = 8
 
-# The admission policy the writes rely on (terraform/kubernetes/admission-policy.yaml).
-POLICY_NAME = "hyperfleet-pullsecret-adapter-scope"
-A_POLICY_REVISION = "hyperfleet.io/policy-revision"
-# 2: generation order; dockerconfigjson before a change too. 3: the namespace matched whole (^(?:PATTERN)$), and the
-# framework's hyperfleet.io/managed-by=<adapter> marks our Secrets beside managed-by=hyperfleet (the label migration,
-# docs/lifecycle.md "Labels").
-REQUIRED_POLICY_REVISION = 3
 POLICY_CHECK_TTL_S = 3600.0  # re-checked hourly: a policy removed later is noticed
 # A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")
@@ -135,7 +131,8 @@ L_PREVIOUS_MANAGED_BY = "managed-by"
 
 
 def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
-    """The labels of our Kubernetes Secret; the admission policy recognises it by either managed-by."""
+    """The labels of our Kubernetes Secret; the admission policy recognises it by hyperfleet.io/managed-by and the
+    name KUBERNETES_SECRET_TEMPLATE gives the cluster of hyperfleet.io/cluster-id."""
     return {
         L_MANAGED_BY: label_value(adapter),
         L_CLUSTER_ID: label_value(cluster_id),
@@ -289,10 +286,10 @@ class KubeSecrets:
     """Probe / apply / delete the pull Secret through one Secrets API (pullsecret.kubeapi); verifies the admission
     policy per cluster."""
 
-    def __init__(self, field_manager: str, identity_email: str | None = None) -> None:
+    def __init__(self, field_manager: str, policy: ExpectedPolicy) -> None:
         self._field_manager = field_manager
         self._probe_manager = f"{field_manager}-probe"
-        self._identity_email = identity_email
+        self._policy = policy  # what this release renders: the installed policy must be exactly that
         self._guarded: dict[str, float] = {}  # API server URL -> monotonic time of the last successful check
         self._guard_lock = threading.Lock()
 
@@ -326,7 +323,7 @@ class KubeSecrets:
         binding = self._read_policy(
             "ValidatingAdmissionPolicyBinding", api.read_validating_admission_policy_binding, deadline
         )
-        problem = policy_problem(policy, binding, self._identity_email)
+        problem = policy_problem(policy, binding, self._policy)
         if problem is not None:
             raise TerminalError(
                 f"the management cluster does not enforce the adapter's admission policy: {problem}; apply "
@@ -401,9 +398,9 @@ class KubeSecrets:
                 return TransientError(f"{what}: {message}", reason="WriteConflict", service="kubernetes")
             if reason == "OwnershipConflict":
                 return OwnershipConflict(
-                    f"Kubernetes Secret {ns}/{name} exists without our label (hyperfleet.io/managed-by or "
-                    "managed-by=hyperfleet) or is not a dockerconfigjson Secret; refusing to overwrite it "
-                    "(the admission policy denied the write)",
+                    f"Kubernetes Secret {ns}/{name} exists without this adapter's labels (hyperfleet.io/managed-by "
+                    "and a cluster-id naming this Secret's cluster) or is not a dockerconfigjson Secret; refusing "
+                    "to overwrite it (the admission policy denied the write)",
                     service="kubernetes",
                 )
             if reason == "SecretTypeMismatch":
@@ -558,8 +555,8 @@ class KubeSecrets:
             denied = policy_denial(exc)
             if denied is not None and denied[0] == "OwnershipConflict":
                 raise OwnershipConflict(
-                    f"Kubernetes Secret {namespace}/{name} is not labelled as ours (hyperfleet.io/managed-by or "
-                    "managed-by=hyperfleet); not deleting it",
+                    f"Kubernetes Secret {namespace}/{name} is not labelled as this adapter's (hyperfleet.io/managed-by "
+                    "and a cluster-id naming this Secret's cluster); not deleting it",
                     service="kubernetes",
                 ) from None
             raise self._refusal(exc, namespace, name, what) from None
@@ -579,27 +576,3 @@ class KubeSecrets:
             raise from_kube(exc, what=what) from None
         body: dict[str, Any] = json.loads(response.data)
         return body
-
-
-def policy_problem(policy: dict[str, Any], binding: dict[str, Any], identity_email: str | None) -> str | None:
-    """Why the installed policy and binding do not give the guarantees the adapter relies on, or None. Pure."""
-    annotations = (policy.get("metadata") or {}).get("annotations") or {}
-    try:
-        revision = int(annotations.get(A_POLICY_REVISION, "0"))
-    except ValueError:
-        revision = 0
-    if revision < REQUIRED_POLICY_REVISION:
-        return f"policy revision {revision} is older than the required {REQUIRED_POLICY_REVISION}"
-    spec = policy.get("spec") or {}
-    if spec.get("failurePolicy", "Fail") != "Fail":
-        return "the policy's failurePolicy is not Fail"
-    if identity_email:
-        conditions = " ".join(str(c.get("expression", "")) for c in spec.get("matchConditions") or [])
-        if f"'{identity_email}'" not in conditions:
-            return f"the policy does not match the runtime identity {identity_email}"
-    binding_spec = binding.get("spec") or {}
-    if binding_spec.get("policyName") != POLICY_NAME:
-        return f"the binding points at {str(binding_spec.get('policyName'))[:80]!r}"
-    if "Deny" not in (binding_spec.get("validationActions") or []):
-        return "the binding does not deny (validationActions lacks Deny)"
-    return None

@@ -246,6 +246,11 @@ class Reconciler:
             raise preconditions.InvalidCluster(
                 f"cluster id {cluster_id[:80]!r} cannot form a Kubernetes Secret name (lowercase DNS subdomain)"
             )
+        if kubesecret.label_value(cluster_id) != cluster_id:
+            # The admission policy admits only the Secret named after its cluster-id label's value.
+            raise preconditions.InvalidCluster(
+                f"cluster id {cluster_id[:80]!r} is not a Kubernetes label value (63 characters, alphanumeric ends)"
+            )
         return secret_id, kube_name
 
     def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:

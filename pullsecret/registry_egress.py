@@ -12,17 +12,23 @@ registry host, so neither may steer the function to an address of the platform's
   addresses are refused. An allowlisted host is contacted at whatever it resolves to (an on-premises registry).
 - A token realm must be the registry's own host name, or share its registrable domain by the Public Suffix
   List (`publicsuffixlist` and the list it bundles; nothing is fetched at run time), so `evil.appspot.com`
-  is no realm for `victim.appspot.com`; it is then vetted like a registry host.
+  is no realm for `victim.appspot.com`, or be paired with that registry by REGISTRY_TRUSTED_REALMS
+  (`registry=realm` host names, e.g. `registry.redhat.io=sso.redhat.com`: a registry whose token service lives
+  on another domain). Either way it is then vetted like a registry host.
 
-A refusal is a `Refused` with a fixed reason, reported as `skipped`; nothing of the resolution is reported.
+A refusal judged from the name (an IP literal, a port, a private name) is a `Refused` with a fixed reason,
+reported as `skipped`. A name that resolves only partly or wholly to private addresses is `NoPublicAddress`, a
+kind of `Unresolvable`: reported exactly like a name that does not resolve (`unreachable`, no reason), so
+the status cannot tell a cluster owner which internal names exist. Nothing of the resolution is reported.
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -30,6 +36,7 @@ from publicsuffixlist import PublicSuffixList
 
 DEFAULT_PORT = 443
 _PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan")
+_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")  # a DNS name or an IPv4 literal, lower case
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -45,6 +52,10 @@ class Refused(Exception):
 
 class Unresolvable(Exception):
     """The name does not resolve (an outage or a typo: `unreachable`, never a verdict)."""
+
+
+class NoPublicAddress(Unresolvable):
+    """The name resolves to an address of a private network: not contacted, and reported as not resolving."""
 
 
 @dataclass(frozen=True)
@@ -113,15 +124,25 @@ def name_refusal(hostname: str, port: int) -> str | None:
     return None
 
 
-def realm_trusted(registry_hostname: str, realm_hostname: str) -> bool:
-    """A token realm may receive the registry's credential: its own host, or one registrable domain (PSL).
+def trusted_realm_entry(entry: str) -> tuple[str, str]:
+    """A REGISTRY_TRUSTED_REALMS entry `registry=realm` (two host names, no port) as a pair; raises ValueError."""
+    registry, sep, realm = entry.partition("=")
+    pair = (registry.strip().rstrip(".").lower(), realm.strip().rstrip(".").lower())
+    if not sep or not all(_HOST_NAME.fullmatch(name) for name in pair):
+        raise ValueError(f"not registry=realm host names: {entry!r}")
+    return pair
+
+
+def realm_trusted(registry_hostname: str, realm_hostname: str, trusted: Collection[tuple[str, str]] = ()) -> bool:
+    """A token realm may receive the registry's credential: its own host, one registrable domain (PSL), or a
+    (registry, realm) pair of `trusted` (REGISTRY_TRUSTED_REALMS).
 
     IP addresses and names with no registrable domain (`localhost`, a bare public suffix) match only
-    themselves. Names are compared in lower case without a trailing dot.
+    themselves or a pair naming them. Names are compared in lower case without a trailing dot.
     """
     registry = registry_hostname.rstrip(".").lower()
     realm = realm_hostname.rstrip(".").lower()
-    if registry == realm:
+    if registry == realm or (registry, realm) in trusted:
         return True
     if _ip(registry) is not None or _ip(realm) is not None:
         return False
@@ -147,14 +168,27 @@ def system_resolver(hostname: str, port: int) -> list[str]:
 
 
 class Egress:
-    """The connection policy of registry verification (REGISTRY_ALLOWED_HOSTS); thread-safe, no state."""
+    """The connection policy of registry verification (REGISTRY_ALLOWED_HOSTS, REGISTRY_TRUSTED_REALMS);
+    thread-safe, no state."""
 
-    def __init__(self, allowed: Iterable[str] = (), *, resolver: Resolver = system_resolver) -> None:
+    def __init__(
+        self,
+        allowed: Iterable[str] = (),
+        *,
+        trusted_realms: Iterable[tuple[str, str]] = (),
+        resolver: Resolver = system_resolver,
+    ) -> None:
         self.allowed = frozenset(allowed_entry(entry) for entry in allowed)
+        self.trusted_realms = frozenset(trusted_realms)
         self._resolve = resolver
 
+    def realm_trusted(self, registry_hostname: str, realm_hostname: str) -> bool:
+        """`realm_trusted` with this policy's REGISTRY_TRUSTED_REALMS pairs."""
+        return realm_trusted(registry_hostname, realm_hostname, self.trusted_realms)
+
     def vet(self, host: str) -> Endpoint:
-        """The one address to connect to for `host[:port]`; raises Refused or Unresolvable."""
+        """The one address to connect to for `host[:port]`; raises Refused, or Unresolvable (NoPublicAddress
+        when every address is not public)."""
         try:
             hostname, port = split_host(host)
         except ValueError:
@@ -169,5 +203,5 @@ class Egress:
             raise Unresolvable(hostname)
         if not listed and any(address_refusal(a) is not None for a in addresses):
             # Every answer is judged, not just the first: a name mixing public and private addresses is refused.
-            raise Refused("resolves to an address of a private network; not contacted (REGISTRY_ALLOWED_HOSTS)")
+            raise NoPublicAddress(hostname)
         return Endpoint(hostname, port, str(addresses[0]))

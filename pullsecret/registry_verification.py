@@ -39,7 +39,7 @@ from pullsecret.config import Settings
 from pullsecret.dockerconfig import PullSecret, canonical_bytes
 from pullsecret.errors import TerminalError
 from pullsecret.logs import log, protect
-from pullsecret.registry_egress import Egress, Endpoint, Refused, Unresolvable, realm_trusted
+from pullsecret.registry_egress import Egress, Endpoint, NoPublicAddress, Refused, Unresolvable
 from pullsecret.registry_http import MAX_BODY, Answer, ExchangeFailed, PinnedHTTPS
 from pullsecret.retrying import Deadline
 
@@ -320,6 +320,9 @@ class _Handshake:
             return self._run()
         except Refused as exc:
             return _not_contacted(exc.reason)
+        except NoPublicAddress:
+            # The same status as a name that does not resolve (the log line says which, for the operator).
+            return Check("unreachable", "a name resolves to a private network's address; not contacted")
         except Unresolvable:
             return Check("unreachable", "the host name does not resolve")
         except ExchangeFailed as exc:
@@ -384,7 +387,7 @@ class _Handshake:
             return Check("skipped", "the registry's token realm is not a URL")
         if parts.scheme != "https" or not realm_host or not realm_name or parts.username is not None:
             return Check("skipped", "the registry's token realm is not an HTTPS URL; no credential sent")
-        if not realm_trusted(hostname_of(self.host), realm_name):
+        if not self.egress.realm_trusted(hostname_of(self.host), realm_name):
             return Check("skipped", "the registry's token realm lies outside its domain; no credential sent")
         try:
             self._endpoint(realm_host)
@@ -569,7 +572,7 @@ class RegistryVerifier:
         self._challenges = _Expiring(CHALLENGE_ENTRIES, clock)  # registry host -> Challenge
         self._executor = ThreadPoolExecutor(max_workers=settings.registry_concurrency, thread_name_prefix="registry")
         self._scopes = dict(settings.registry_token_scopes)
-        self.egress = egress or Egress(settings.registry_allowed_hosts)
+        self.egress = egress or Egress(settings.registry_allowed_hosts, trusted_realms=settings.registry_trusted_realms)
         self._http: PinnedHTTPS | None = None
 
     @property

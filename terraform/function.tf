@@ -8,7 +8,8 @@ locals {
   repository_root = "${path.module}/.."
   # Exactly what Cloud Functions needs to build and run the function: no tests, emulators, venvs.
   function_source_files = sort(concat(
-    ["main.py", "requirements.txt"],
+    # The admission policy's template: the function renders it to check the installed one (admission_policy.py).
+    ["main.py", "requirements.txt", "terraform/kubernetes/admission-policy.yaml"],
     tolist(fileset(local.repository_root, "pullsecret/**/*.py")),
   ))
 
@@ -25,6 +26,7 @@ locals {
     MANAGEMENT_ENDPOINT           = var.management_endpoint
     MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
     MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
+    KUBERNETES_SECRET_TEMPLATE    = var.kubernetes_secret_template
     LOG_LEVEL                     = var.log_level
     MAX_EVENT_AGE                 = tostring(var.max_event_age_seconds)
     SECRET_REPLICATION_LOCATIONS  = join(",", var.secret_replication_locations)
@@ -33,6 +35,7 @@ locals {
     RETAIN_VERSIONS               = tostring(var.retain_versions)
     REGISTRY_VERIFICATION         = var.registry_verification
     REGISTRY_ALLOWED_HOSTS        = join(",", var.registry_allowed_hosts)
+    REGISTRY_TRUSTED_REALMS       = join(",", var.registry_trusted_realms)
     SECRET_ID_TEMPLATE            = var.secret_id_template
     RETRY_DEADLINE                = tostring(var.retry_deadline_seconds)
     VPC_EGRESS                    = var.vpc_network == "" ? "false" : "true" # private control planes are reachable

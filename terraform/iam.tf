@@ -39,6 +39,10 @@ resource "google_service_account" "build" {
 #     (resource.name = projects/NUMBER), so a name-prefix condition would always deny it.
 #     That single permission is granted unconditioned; the function only ever creates
 #     ids of the form hyperfleet-{cluster_id}-pull-secret.
+#   * secretmanager.secrets.update (a secret's labels, annotations, topics, expiry, ...) is needed only on
+#     the rotation progress record (pullsecret/rotation.py, progress_secret_id): a role of its own, bound
+#     on that one name, so a stolen runtime token cannot re-point a cluster secret's notifications or
+#     rewrite its labels.
 #   * everything else is conditioned on the ids SECRET_ID_TEMPLATE produces (PREFIX...SUFFIX, e.g.
 #     hyperfleet-...-pull-secret), for the secret and its versions, so the function cannot read,
 #     change or delete any other secret in these projects (a prefix alone would also cover e.g. a
@@ -52,7 +56,6 @@ locals {
   # Used by the function today or by its RETAIN_VERSIONS / DELETION_POLICY handling.
   secret_manager_managed_base_permissions = [
     "secretmanager.secrets.get",      # ownership label before the first write; the rotation progress record
-    "secretmanager.secrets.update",   # the rotation progress record (etag-guarded)
     "secretmanager.versions.add",     # store a new version only when the content changed
     "secretmanager.versions.access",  # read back / verify what was stored, compare with a concurrent write
     "secretmanager.versions.get",     # a version's number or creation time (repair, lineage after a race)
@@ -71,7 +74,11 @@ locals {
   secret_id_suffix = split("{cluster_id}", var.secret_id_template)[1]
   # The IAM condition (CEL) of the managed role, PROJECT_NUMBER standing for each secret project's number:
   # the secret itself (ends with SUFFIX) or one of its versions (the id before /versions/ ends with SUFFIX).
-  secret_manager_condition = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.secret_id_prefix}\") && (resource.name.endsWith(\"${local.secret_id_suffix}\") || resource.name.extract(\"projects/PROJECT_NUMBER/secrets/{id}/versions/\").endsWith(\"${local.secret_id_suffix}\"))"
+  # The rotation progress record: SECRET_ID_TEMPLATE for _rotation_<adapter_name> (a name no cluster has).
+  # Equality with startsWith/endsWith only: a secret id has no "/", so the name is exactly that secret's.
+  rotation_record_secret_id = "${local.secret_id_prefix}_rotation_${var.adapter_name}${local.secret_id_suffix}"
+  rotation_record_condition = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.rotation_record_secret_id}\") && resource.name.endsWith(\"/secrets/${local.rotation_record_secret_id}\")"
+  secret_manager_condition  = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.secret_id_prefix}\") && (resource.name.endsWith(\"${local.secret_id_suffix}\") || resource.name.extract(\"projects/PROJECT_NUMBER/secrets/{id}/versions/\").endsWith(\"${local.secret_id_suffix}\"))"
 }
 
 resource "google_project_iam_custom_role" "secret_manager_managed" {
@@ -102,6 +109,20 @@ resource "google_project_iam_custom_role" "secret_manager_creator" {
   depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
 }
 
+resource "google_project_iam_custom_role" "secret_manager_record_keeper" {
+  for_each = local.secret_project_ids
+
+  project     = each.value
+  role_id     = "hyperfleetPullSecretRecordKeeper"
+  title       = "HyperFleet pull-secret adapter: update its rotation progress record"
+  description = "secretmanager.secrets.update only; bound on the rotation progress record's name alone."
+  permissions = ["secretmanager.secrets.update"]
+  stage       = "GA"
+
+  # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
+  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+}
+
 data "google_project" "secret_projects" {
   for_each = local.secret_project_ids
 
@@ -121,6 +142,20 @@ resource "google_project_iam_member" "runtime_secret_manager_managed" {
     title       = "per-cluster-secrets-only"
     description = "Only secrets (and their versions) named like SECRET_ID_TEMPLATE: ${var.secret_id_template}."
     expression  = replace(local.secret_manager_condition, "PROJECT_NUMBER", data.google_project.secret_projects[each.value].number)
+  }
+}
+
+resource "google_project_iam_member" "runtime_secret_manager_record_keeper" {
+  for_each = local.secret_project_ids
+
+  project = each.value
+  role    = google_project_iam_custom_role.secret_manager_record_keeper[each.value].id
+  member  = google_service_account.runtime.member
+
+  condition {
+    title       = "rotation-progress-record-only"
+    description = "Only the rotation progress record ${local.rotation_record_secret_id}."
+    expression  = replace(local.rotation_record_condition, "PROJECT_NUMBER", data.google_project.secret_projects[each.value].number)
   }
 }
 

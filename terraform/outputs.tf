@@ -99,6 +99,7 @@ output "secret_manager_custom_roles" {
     for p in local.secret_project_ids : p => {
       managed = google_project_iam_custom_role.secret_manager_managed[p].id
       creator = google_project_iam_custom_role.secret_manager_creator[p].id
+      record  = google_project_iam_custom_role.secret_manager_record_keeper[p].id
     }
   }
 }
@@ -110,6 +111,9 @@ output "kubernetes_manifests" {
       runtime_sa_email  = google_service_account.runtime.email
       namespace_pattern = var.management_namespace_pattern
       adapter_name      = var.adapter_name
+      # The Secret's name around its cluster id (pullsecret/admission_policy.py splits it the same way).
+      secret_name_prefix = split("{cluster_id}", var.kubernetes_secret_template)[0]
+      secret_name_suffix = split("{cluster_id}", var.kubernetes_secret_template)[1]
     })
   ])
 }

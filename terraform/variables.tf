@@ -177,6 +177,17 @@ variable "registry_allowed_hosts" {
   }
 }
 
+variable "registry_trusted_realms" {
+  description = "REGISTRY_TRUSTED_REALMS: registry=realm host-name pairs whose token realm lies on another registrable domain and may still receive that registry's credential (vetted like a registry host). Default: Red Hat's registry and its SSO."
+  type        = list(string)
+  default     = ["registry.redhat.io=sso.redhat.com"]
+
+  validation {
+    condition     = alltrue([for p in var.registry_trusted_realms : can(regex("^[A-Za-z0-9.-]+=[A-Za-z0-9.-]+$", p))])
+    error_message = "Every registry_trusted_realms entry must be registry=realm, two host names without scheme, port or path."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Where secrets live and come from
 # ---------------------------------------------------------------------------
@@ -389,6 +400,18 @@ variable "management_namespace_template" {
   validation {
     condition     = strcontains(var.management_namespace_template, "{cluster_id}")
     error_message = "The management_namespace_template must contain {cluster_id}."
+  }
+}
+
+variable "kubernetes_secret_template" {
+  description = "KUBERNETES_SECRET_TEMPLATE: name of a cluster's Secret on the management cluster; {cluster_id} once. The admission policy admits only the name it gives the Secret's cluster-id label."
+  type        = string
+  default     = "{cluster_id}-pull-secret"
+
+  validation {
+    # Lowercase DNS-subdomain characters around one {cluster_id}: the text is also embedded in the policy's CEL.
+    condition     = can(regex("^[a-z0-9.-]*\\{cluster_id\\}[a-z0-9.-]*$", var.kubernetes_secret_template))
+    error_message = "The kubernetes_secret_template must contain {cluster_id} once, around it only a-z, 0-9, '.' and '-'."
   }
 }
 

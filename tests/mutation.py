@@ -38,7 +38,6 @@ _KUBESECRET_PURE = (
     "_applied_paths",
     "only_ours_own",
     "_field_conflict",
-    "policy_problem",
 )
 _KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
 # Parsing of challenges, keys, credentials and token answers, and the verdicts.
@@ -85,6 +84,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "status": ("pullsecret.status.*",),
     "lineage": ("pullsecret.lineage.*",),
     "kubesecret": _functions("kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
+    "admission_policy": ("pullsecret.admission_policy.*",),
     "registry_verification": _functions("registry_verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
     "registry_egress": _functions("registry_egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
 }

@@ -1,18 +1,19 @@
 """The project's management-cluster manifests (terraform/kubernetes/*.yaml), rendered as Terraform renders them.
 
-terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern, adapter_name}).
-Terraform's template language (developer.hashicorp.com/terraform/language/expressions/strings):
-`${name}` interpolates a variable, `$${` and `%%{` are literal `${` and `%{`; a `%{` directive or an
-unknown variable is an error here (templatefile fails on an undefined variable too).
+terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern, adapter_name,
+secret_name_prefix, secret_name_suffix}); the renderer is the function's own (pullsecret.admission_policy, which
+renders the policy to compare it with the installed one), held byte for byte to Terraform's by
+tests/infra/test_kubernetes_manifests.py.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from pullsecret.admission_policy import render_template, template_variables
 
 MANIFEST_DIR = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes"
 TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
@@ -20,38 +21,24 @@ TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
 DEFAULT_NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
 # terraform/variables.tf, variable "adapter_name": its default (ADAPTER_NAME's).
 DEFAULT_ADAPTER_NAME = "pullsecret"
-
-_TOKEN = re.compile(r"\$\$\{|%%\{|\$\{([^}]*)\}|%\{")
-
-
-def render_template(text: str, variables: dict[str, str]) -> str:
-    """templatefile() for the subset the manifests use: plain `${name}` interpolations and the escapes."""
-
-    def replace(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token == "$${":
-            return "${"
-        if token == "%%{":
-            return "%{"
-        if token == "%{":
-            raise ValueError("template directives (%{ ... }) are not supported by this renderer")
-        name = match.group(1).strip()
-        if name not in variables:
-            raise ValueError(f"vars map does not contain key {name!r}")
-        return variables[name]
-
-    return _TOKEN.sub(replace, text)
+# terraform/variables.tf, variable "kubernetes_secret_template": its default (KUBERNETES_SECRET_TEMPLATE's).
+DEFAULT_SECRET_TEMPLATE = "{cluster_id}-pull-secret"
+__all__ = ["render", "render_template"]
 
 
 def render(
-    runtime_sa_email: str, namespace_pattern: str = DEFAULT_NAMESPACE_PATTERN, adapter_name: str = DEFAULT_ADAPTER_NAME
+    runtime_sa_email: str,
+    namespace_pattern: str = DEFAULT_NAMESPACE_PATTERN,
+    adapter_name: str = DEFAULT_ADAPTER_NAME,
+    secret_template: str = DEFAULT_SECRET_TEMPLATE,
 ) -> list[dict[str, Any]]:
     """Every document of the manifests, rendered with these values and parsed."""
-    values = {
-        "runtime_sa_email": runtime_sa_email,
-        "namespace_pattern": namespace_pattern,
-        "adapter_name": adapter_name,
-    }
+    values = template_variables(
+        runtime_sa_email=runtime_sa_email,
+        namespace_pattern=namespace_pattern,
+        adapter_name=adapter_name,
+        secret_template=secret_template,
+    )
     docs: list[dict[str, Any]] = []
     for name in TEMPLATES:
         text = render_template((MANIFEST_DIR / name).read_text(), values)

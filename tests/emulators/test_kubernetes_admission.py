@@ -85,7 +85,9 @@ def secret(
     }
 
 
-OURS = {"managed-by": "hyperfleet"}
+# Ours, as the previous release labelled it: the fleet-wide managed-by, this adapter's name, and the cluster whose
+# Secret's name KUBERNETES_SECRET_TEMPLATE gives (policy revision 4: managed-by=hyperfleet alone is not ours).
+OURS = {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": "abc"}
 
 
 def apply(api: Api, body: dict[str, Any], namespace: str = NS, force: bool = False, **kw: Any) -> Any:
@@ -151,7 +153,7 @@ def test_apply_that_creates_also_needs_the_create_verb(emu: KubernetesEmulator, 
 def test_the_policy_and_its_binding_are_readable_by_name_only(emu: KubernetesEmulator, tmp_path: Path) -> None:
     admission = client.AdmissionregistrationV1Api(make_api(emu, tmp_path, TOKEN))
     policy = admission.read_validating_admission_policy(POLICY)
-    assert policy.metadata.annotations["hyperfleet.io/policy-revision"] == "3"
+    assert policy.metadata.annotations["hyperfleet.io/policy-revision"] == "4"
     binding = admission.read_validating_admission_policy_binding(POLICY)
     assert binding.spec.policy_name == POLICY and binding.spec.validation_actions == ["Deny"]
     with pytest.raises(ApiException) as err:
@@ -215,7 +217,7 @@ def test_ownership_on_update_that_drops_our_label(api: Api) -> None:
 
 
 # The label migration (policy revision 3): the framework's key with this adapter's name, or the previous label.
-FRAMEWORK = {"hyperfleet.io/managed-by": "pullsecret"}
+FRAMEWORK = {"hyperfleet.io/managed-by": "pullsecret", "hyperfleet.io/cluster-id": "abc"}
 
 
 def test_the_framework_label_alone_marks_our_secret(api: Api, emu: KubernetesEmulator) -> None:

@@ -98,7 +98,7 @@ kind: Secret
 metadata:
   name: abc-pull-secret
   namespace: {namespace}
-  labels: {{managed-by: hyperfleet}}
+  labels: {{hyperfleet.io/managed-by: pullsecret, hyperfleet.io/cluster-id: abc}}
   annotations: {{hyperfleet.io/generation: "{generation}"}}
 type: kubernetes.io/dockerconfigjson
 data: {{.dockerconfigjson: eyJhdXRocyI6e319}}

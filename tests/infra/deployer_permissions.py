@@ -313,6 +313,8 @@ SCOPES: dict[str, str] = {
     "google_project_iam_custom_role.secret_manager_creator": SECRET_PROJECT,
     "google_project_iam_member.runtime_secret_manager_managed": SECRET_PROJECT,
     "google_project_iam_member.runtime_secret_manager_creator": SECRET_PROJECT,
+    "google_project_iam_custom_role.secret_manager_record_keeper": SECRET_PROJECT,
+    "google_project_iam_member.runtime_secret_manager_record_keeper": SECRET_PROJECT,
     "data.google_project.secret_projects": SECRET_PROJECT,
     "google_project_iam_member.runtime_cluster_viewer": MANAGEMENT_PROJECT,
     "google_project_iam_custom_role.cluster_connect": MANAGEMENT_PROJECT,

@@ -21,13 +21,19 @@ KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 RUNTIME_EMAIL = "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com"
 NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
 ADAPTER_NAME = "pullsecret"
+VALUES = {
+    "runtime_sa_email": RUNTIME_EMAIL,
+    "namespace_pattern": NAMESPACE_PATTERN,
+    "adapter_name": ADAPTER_NAME,
+    "secret_name_prefix": "",  # {cluster_id}-pull-secret split as outputs.tf does
+    "secret_name_suffix": "-pull-secret",
+}
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
 def render(name: str) -> list[dict[str, Any]]:
     """Substitute the templatefile() variables the way outputs.tf does, and parse the documents."""
-    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME}
-    text = PLACEHOLDER.sub(lambda m: values[m.group(1)], (MANIFEST_DIR / name).read_text())
+    text = PLACEHOLDER.sub(lambda m: VALUES[m.group(1)], (MANIFEST_DIR / name).read_text())
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
@@ -125,16 +131,22 @@ def test_the_emulator_renders_the_manifests_as_terraform_does(documents: dict[st
 
 
 def test_the_function_requires_the_policy_revision_the_manifest_carries(documents: dict[str, dict[str, Any]]) -> None:
-    from pullsecret import kubesecret
+    from pullsecret import admission_policy
 
     policy = documents["ValidatingAdmissionPolicy"]
-    assert policy["metadata"]["name"] == kubesecret.POLICY_NAME
-    revision = int(policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION])
-    assert revision == kubesecret.REQUIRED_POLICY_REVISION
-    assert kubesecret.policy_problem(policy, documents["ValidatingAdmissionPolicyBinding"], RUNTIME_EMAIL) is None
-    assert "does not match the runtime identity" in str(
-        kubesecret.policy_problem(policy, documents["ValidatingAdmissionPolicyBinding"], "other@example.com")
+    assert policy["metadata"]["name"] == admission_policy.POLICY_NAME
+    revision = int(policy["metadata"]["annotations"][admission_policy.A_POLICY_REVISION])
+    assert revision == admission_policy.REQUIRED_POLICY_REVISION
+    binding = documents["ValidatingAdmissionPolicyBinding"]
+    settings = {"namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME}
+    release = admission_policy.expected(
+        identity_email=RUNTIME_EMAIL, secret_template="{cluster_id}-pull-secret", **settings
     )
+    assert admission_policy.policy_problem(policy, binding, release) is None
+    other = admission_policy.expected(
+        identity_email="other@example.com", secret_template="{cluster_id}-pull-secret", **settings
+    )
+    assert "policy spec.matchConditions[0].expression" in str(admission_policy.policy_problem(policy, binding, other))
 
 
 def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> None:
@@ -143,11 +155,14 @@ def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> 
     from emulators.kubernetes import manifests
     from tests.infra.terraform_fmt import terraform_binary
 
-    values = {"runtime_sa_email": RUNTIME_EMAIL, "namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME}
+    values = VALUES
+    template = "{cluster_id}-pull-secret"
     outputs = "\n".join(
         f'output "{name.split(".")[0].replace("-", "_")}" {{\n'
         f'  value = templatefile("{MANIFEST_DIR / name}", {{ runtime_sa_email = "{RUNTIME_EMAIL}", '
-        f'namespace_pattern = "{NAMESPACE_PATTERN}", adapter_name = "{ADAPTER_NAME}" }})\n}}'
+        f'namespace_pattern = "{NAMESPACE_PATTERN}", adapter_name = "{ADAPTER_NAME}", '
+        f'secret_name_prefix = split("{{cluster_id}}", "{template}")[0], '
+        f'secret_name_suffix = split("{{cluster_id}}", "{template}")[1] }})\n}}'
         for name in TEMPLATES
     )
     (tmp_path / "main.tf").write_text(outputs + "\n")

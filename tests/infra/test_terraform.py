@@ -59,7 +59,6 @@ FUNCTION_ENVIRONMENT = {
 }
 SECRET_MANAGER_PERMISSIONS = {
     "secretmanager.secrets.get",
-    "secretmanager.secrets.update",
     "secretmanager.versions.add",
     "secretmanager.versions.access",
     "secretmanager.versions.get",
@@ -208,7 +207,10 @@ def test_secret_manager_custom_role_has_exactly_the_functions_permissions(config
     assert managed["permissions"] == "${local.secret_manager_managed_permissions}"
     creator = config.resource("google_project_iam_custom_role", "secret_manager_creator")
     assert creator["permissions"] == ["secretmanager.secrets.create"]
-    for body in (managed, creator):
+    # secrets.update only on the rotation progress record (its own role, bound on that name).
+    record = config.resource("google_project_iam_custom_role", "secret_manager_record_keeper")
+    assert record["permissions"] == ["secretmanager.secrets.update"]
+    for body in (managed, creator, record):
         assert body["for_each"] == "${local.secret_project_ids}"
         assert body["project"] == "${each.value}"
 
@@ -260,6 +262,7 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
         [
             "${google_project_iam_custom_role.secret_manager_managed[each.value].id}",
             "${google_project_iam_custom_role.secret_manager_creator[each.value].id}",
+            "${google_project_iam_custom_role.secret_manager_record_keeper[each.value].id}",  # one name
             "roles/secretmanager.secretAccessor",
             "roles/secretmanager.secretAccessor",
             "roles/container.clusterViewer",
@@ -704,6 +707,7 @@ def test_secret_manager_roles_grant_every_method_the_code_calls(config: Config) 
         *config.locals["secret_manager_managed_base_permissions"],
         *config.locals["secret_manager_delete_permissions"],
         *config.resource("google_project_iam_custom_role", "secret_manager_creator")["permissions"],
+        *config.resource("google_project_iam_custom_role", "secret_manager_record_keeper")["permissions"],
     }
     needed = {SECRET_MANAGER_METHOD_PERMISSIONS[method] for method in called}
     assert needed <= granted, f"the code calls methods whose permissions terraform/ never grants: {needed - granted}"
@@ -758,6 +762,34 @@ def test_secret_manager_condition_covers_only_the_secret_id_template(config: Con
     ):
         assert not evaluate_condition(expression, name), name
     assert config.locals["function_environment"]["SECRET_ID_TEMPLATE"] == "${var.secret_id_template}"
+
+
+def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(config: Config) -> None:
+    from pullsecret import config as function_config
+    from pullsecret.rotation import progress_secret_id
+
+    binding = config.resource("google_project_iam_member", "runtime_secret_manager_record_keeper")
+    assert binding["role"] == "${google_project_iam_custom_role.secret_manager_record_keeper[each.value].id}"
+    assert "rotation_record_condition" in block(binding, "condition")["expression"]
+    template = config.variables["secret_id_template"]["default"]
+    adapter = config.variables["adapter_name"]["default"]
+    prefix, suffix = template.split("{cluster_id}")
+    record_id = hcl_unescape(config.locals["rotation_record_secret_id"])
+    record_id = record_id.replace("${local.secret_id_prefix}", prefix).replace("${local.secret_id_suffix}", suffix)
+    record_id = record_id.replace("${var.adapter_name}", adapter)
+    settings = function_config.load({"HYPERFLEET_API_URL": "http://hf.example", "ADAPTER_NAME": adapter})
+    assert record_id == progress_secret_id(settings)  # the name the function writes
+    condition = hcl_unescape(config.locals["rotation_record_condition"]).replace("PROJECT_NUMBER", "123")
+    expression = condition.replace("${local.rotation_record_secret_id}", record_id)
+    assert evaluate_condition(expression, f"projects/123/secrets/{record_id}")
+    for name in (
+        "projects/123/secrets/" + template.format(cluster_id="2abc9def"),  # a cluster's secret
+        f"projects/123/secrets/{record_id}/versions/1",
+        f"projects/123/secrets/{record_id}-old",
+        f"projects/999/secrets/{record_id}",
+        "projects/123/secrets/platform-pull-secret",
+    ):
+        assert not evaluate_condition(expression, name), name
 
 
 def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config: Config) -> None:
@@ -900,6 +932,14 @@ def test_placements_may_name_only_clusters_of_the_granted_projects(config: Confi
     assert viewer["for_each"] == "${local.management_cluster_projects}"
     assert environment["REGISTRY_ALLOWED_HOSTS"] == '${join(",", var.registry_allowed_hosts)}'
     assert config.variables["registry_allowed_hosts"]["default"] == []
+    # A realm on another domain only by a documented pair; the function's own default is the same.
+    from pullsecret import config as function_config
+
+    assert environment["REGISTRY_TRUSTED_REALMS"] == '${join(",", var.registry_trusted_realms)}'
+    default = config.variables["registry_trusted_realms"]["default"]
+    assert default == ["registry.redhat.io=sso.redhat.com"]
+    function_default = function_config.load({"HYPERFLEET_API_URL": "http://hf.example"}).registry_trusted_realms
+    assert [f"{registry}={realm}" for registry, realm in function_default] == default
 
 
 def test_retry_budget_defaults_follow_adr_0017(config: Config) -> None:

@@ -46,6 +46,7 @@ GOOD: dict[str, dict[str, Any]] = {
     },
     "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
     "on_premises_registries": {"registry_allowed_hosts": ["registry.corp.example:5000", "10.1.2.3", "[fd00::5]:443"]},
+    "no_trusted_realms": {"registry_trusted_realms": []},
 }
 
 # (variable, index of its validation block, overrides of example.tfvars)
@@ -93,6 +94,7 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("management_cluster_project_ids", 0, {"management_cluster_project_ids": ["Mgmt"]}),
     ("management_endpoint", 0, {"management_endpoint": "private"}),
     ("management_namespace_template", 0, {"management_namespace_template": "clusters"}),
+    ("kubernetes_secret_template", 0, {"kubernetes_secret_template": "{cluster_id}-Pull'secret"}),
     ("management_namespace_pattern", 0, {"management_namespace_pattern": "^(clusters-[a-z0-9-]+$"}),
     ("management_namespace_pattern", 0, {"management_namespace_pattern": "clusters-[a-z0-9-]+"}),
     ("runtime", 0, {"runtime": "python310"}),
@@ -108,6 +110,7 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("vpc_egress", 0, {"vpc_egress": "ALL"}),
     ("registry_verification", 0, {"registry_verification": "warn"}),
     ("registry_allowed_hosts", 0, {"registry_allowed_hosts": ["https://registry.corp.example"]}),
+    ("registry_trusted_realms", 0, {"registry_trusted_realms": ["registry.redhat.io=https://sso.redhat.com"]}),
     ("timeout_seconds", 0, {"timeout_seconds": 541}),
     ("timeout_seconds", 1, {"enable_source_rotation": False, "retry_deadline_seconds": 100, "timeout_seconds": 120}),
     ("timeout_seconds", 2, {"timeout_seconds": 300}),

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID
+from emulators.kubernetes.manifests import render
+from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, RUNTIME_SA
 from pullsecret.handler import Adapter
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
@@ -24,8 +25,10 @@ PRESET = {
 
 
 @pytest.fixture
-def hcp_env(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def hcp_env(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, world: Any) -> dict[str, str]:
     monkeypatch.delenv("MANAGEMENT_CLUSTER")  # only the placement decides
+    # The management cluster's policy as Terraform renders it for this adapter_name (its Secrets' label).
+    world.kubernetes.apply_manifests(render(RUNTIME_SA, adapter_name=PRESET["ADAPTER_NAME"]))
     for key, value in PRESET.items():
         monkeypatch.setenv(key, value)
     return {**function_env, **PRESET}

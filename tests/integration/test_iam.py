@@ -110,6 +110,31 @@ def test_secret_manager_denies_what_terraform_does_not_grant(runtime: tuple[Any,
             call()
 
 
+def test_secret_metadata_updates_are_granted_on_the_rotation_progress_record_only(
+    function_env: dict[str, str], runtime: tuple[Any, Any], world: Any
+) -> None:
+    """secretmanager.secrets.update (labels, annotations, topics, ...) is the record keeper's, on one name."""
+    from pullsecret import config
+    from pullsecret.rotation import progress_secret_id
+
+    sm, _gke = runtime
+    record = f"projects/{PROJECT_ID}/secrets/{progress_secret_id(config.load(function_env))}"
+    world.secretmanager.seed_secret(PROJECT_ID, record.rsplit("/", 1)[-1], payloads=[])
+    world.secretmanager.seed_secret(PROJECT_ID, SECRET_ID, payloads=[b"x"])
+    mask = {"paths": ["annotations"]}
+    etag = sm.get_secret(name=record).etag
+    updated = sm.update_secret(secret=smtypes.Secret(name=record, annotations={"a": "1"}, etag=etag), update_mask=mask)
+    assert dict(updated.annotations) == {"a": "1"}
+    # A cluster's secret: readable (its ownership label), never changed by metadata.
+    assert sm.get_secret(name=SECRET).name.endswith(f"/secrets/{SECRET_ID}")
+    for secret in (SECRET, f"projects/{PROJECT_ID}/secrets/{PLATFORM_SOURCE_SECRET}"):
+        with pytest.raises(gexc.PermissionDenied, match=r"Permission 'secretmanager\.secrets\.update'"):
+            sm.update_secret(secret=smtypes.Secret(name=secret, annotations={"a": "1"}), update_mask=mask, retry=None)
+    labels = {"paths": ["labels"]}
+    with pytest.raises(gexc.PermissionDenied, match=r"Permission 'secretmanager\.secrets\.update'"):
+        sm.update_secret(secret=smtypes.Secret(name=SECRET, labels={"managed-by": "x"}), update_mask=labels, retry=None)
+
+
 def test_gke_denies_clusters_outside_the_granted_projects(runtime: tuple[Any, Any], world: Any) -> None:
     _sm, gke = runtime
     assert gke.get_cluster(name=f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1").endpoint

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -435,15 +434,20 @@ def test_retention_never_destroys_a_protected_version(function_env: dict[str, st
 def test_retention_respects_version_destroy_ttl(
     function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
 ) -> None:
-    from google.cloud.secretmanager_v1 import types
-    from google.protobuf import field_mask_pb2
 
     adapter = env_adapter(monkeypatch, RETAIN_VERSIONS="1")
     seed_ready_cluster(admin, CID)
     deliver(adapter)
-    sm_client(adapter).update_secret(
-        secret=types.Secret(name=f"projects/{PROJECT}/secrets/{SECRET_ID}", version_destroy_ttl=timedelta(days=1)),
-        update_mask=field_mask_pb2.FieldMask(paths=["version_destroy_ttl"]),
+    # The operator sets a destroy TTL on the secret (the runtime identity may not: secrets.update is granted on
+    # the rotation progress record only); here through the emulator, keeping the secret's labels and version.
+    secret = world.secretmanager.secret(PROJECT, SECRET_ID)
+    world.secretmanager.seed_secret(
+        PROJECT,
+        SECRET_ID,
+        payloads=[world.secretmanager.payload(PROJECT, SECRET_ID)],
+        labels=secret["labels"],
+        annotations=secret.get("annotations") or {},
+        version_destroy_ttl_s=86400,
     )
     new_generation(admin, 2, own_registry(2))
     deliver(adapter, 2)

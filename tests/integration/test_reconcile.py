@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from emulators.kubernetes import manifests
-from pullsecret import kubesecret
+from pullsecret import admission_policy
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import (
@@ -272,7 +272,7 @@ def test_foreign_kubernetes_secret_is_never_overwritten_nor_shown(
 
 def test_writes_refused_where_the_admission_policy_is_not_installed(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
-    world.kubernetes.delete_policy("ValidatingAdmissionPolicyBinding", kubesecret.POLICY_NAME)
+    world.kubernetes.delete_policy("ValidatingAdmissionPolicyBinding", admission_policy.POLICY_NAME)
     assert_terminal(adapter, admin, world, "AdmissionPolicyMissing", "kubernetes_manifests")
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
     assert versions(world) == []
@@ -286,14 +286,34 @@ def test_writes_refused_where_the_admission_policy_is_not_installed(adapter: Ada
 def test_an_outdated_admission_policy_is_refused(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
     [policy] = [d for d in manifests.render(world.metadata.service_account) if d["kind"] == "ValidatingAdmissionPolicy"]
-    policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION] = "1"
+    policy["metadata"]["annotations"][admission_policy.A_POLICY_REVISION] = "1"
     world.kubernetes.put_policy(policy)
     assert_terminal(
         adapter,
         admin,
         world,
         "AdmissionPolicyMissing",
-        f"revision 1 is older than the required {kubesecret.REQUIRED_POLICY_REVISION}",
+        f"revision 1 is older than the required {admission_policy.REQUIRED_POLICY_REVISION}",
+    )
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
+
+
+def test_a_gutted_admission_policy_with_the_right_revision_is_refused(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    # The revision annotation proves nothing: the ownership validation removed by hand, the revision kept.
+    seed_ready_cluster(admin, CID)
+    [policy] = [d for d in manifests.render(world.metadata.service_account) if d["kind"] == "ValidatingAdmissionPolicy"]
+    policy["spec"]["validations"] = [
+        v for v in policy["spec"]["validations"] if "OwnershipConflict" not in v["message"]
+    ]
+    world.kubernetes.put_policy(policy)
+    assert_terminal(
+        adapter,
+        admin,
+        world,
+        "AdmissionPolicyMissing",
+        "the installed policy differs from this release's: policy spec.validations[1].expression",
     )
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
 

@@ -305,6 +305,34 @@ def test_credentials_go_only_to_the_registry_and_its_own_realm(
     assert_no_leak(world, admin, out + err)
 
 
+def test_a_realm_on_another_domain_gets_the_credential_only_when_paired_and_vetted(
+    make_adapter: Callable[..., Adapter], admin: Admin, world: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """REGISTRY_TRUSTED_REALMS (registry.redhat.io=sso.redhat.com in production): the `foreign` registry's
+    realm names the token service as `localhost:PORT`, another domain than the registry's `127.0.0.1`."""
+    hosts = world.registry.hosts()
+    sso_port = hosts["sso"].rsplit(":", 1)[1]
+    allowed = f"{world.env()['REGISTRY_ALLOWED_HOSTS']},localhost:{sso_port}"
+    cases = [
+        # (REGISTRY_TRUSTED_REALMS, REGISTRY_ALLOWED_HOSTS, result, credentials the sso saw)
+        ("registry.redhat.io=sso.redhat.com", allowed, "skipped", 0),  # the default pairs other names
+        ("127.0.0.1=localhost", allowed, "valid", 1),  # paired: the credential goes to its token service
+        ("127.0.0.1=localhost", world.env()["REGISTRY_ALLOWED_HOSTS"], "skipped", 0),  # paired, yet vetted
+    ]
+    for index, (trusted, allowed_hosts, result, sso_credentialed) in enumerate(cases):
+        cid = f"cls-reg-realm{index}"
+        seed(admin, cid, {hosts["foreign"]: {"auth": GOOD}})
+        adapter = make_adapter("report", REGISTRY_TRUSTED_REALMS=trusted, REGISTRY_ALLOWED_HOSTS=allowed_hosts)
+        before = world.registry.state()["credentialed"].get("sso", 0)
+        assert deliver(adapter, cid) == "applied"
+        checks = {c["registry"]: c for c in last_body(admin, cid)["data"]["registry_checks"]}
+        assert checks[hosts["foreign"]]["result"] == result, (trusted, checks)
+        assert world.registry.state()["credentialed"].get("sso", 0) - before == sso_credentialed, trusted
+        assert world.registry.state()["credentialed"].get("internal", 0) == 0
+    out, err = capfd.readouterr()
+    assert_no_leak(world, admin, out + err)
+
+
 def _verifier(world: Any, clock: Callable[[], float], **env: str) -> Any:
     from pullsecret import config
     from pullsecret.registry_verification import RegistryVerifier

@@ -203,3 +203,34 @@ def test_a_platform_registrys_refusal_blocks_no_cluster_and_health_says_so_in_bo
     assert {r: c["result"] for r, c in _checks(world, cid).items()} == {basic: "rejected", token: "valid"}
     assert world.secretmanager.versions(campaign.PROJECT, f"hyperfleet-{cid}-pull-secret")
     assert _health(world, cid) == "False"
+
+
+def test_the_status_does_not_tell_an_internal_name_from_one_that_does_not_exist(
+    adapter_factory: Any, world: Any
+) -> None:
+    """A DNS oracle: were a name resolving to a private address `skipped` and a nonexistent one `unreachable`,
+    a cluster owner would learn from the status which internal names exist. Both read the same."""
+    from pullsecret.registry_egress import Unresolvable
+
+    answers = {"db.corp.example.com": ["10.20.0.7"], "mixed.corp.example.com": ["34.1.2.3", "127.0.0.1"]}
+    asked: list[str] = []
+
+    def resolver(hostname: str, _port: int) -> list[str]:
+        asked.append(hostname)
+        if hostname not in answers:
+            raise Unresolvable(hostname)
+        return answers[hostname]
+
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None)
+    adapter.reconciler().registries.egress = Egress(resolver=resolver)
+    cid = "cls-hostile-oracle"
+    names = ["db.corp.example.com", "mixed.corp.example.com", "nothing.corp.example.com"]
+    before = dict(world.registry.connections)
+    _seed(world, cid, {name: {"auth": GOOD} for name in names})
+    assert _deliver(adapter, cid) == "applied"
+    harness.count("cases tried", len(names))
+    checks = _checks(world, cid)
+    seen = {json.dumps({k: v for k, v in checks[name].items() if k != "registry"}) for name in names}
+    assert seen == {json.dumps({"result": "unreachable"})}, checks
+    assert sorted(asked) == sorted(names)  # resolved, never connected
+    assert world.registry.connections == before

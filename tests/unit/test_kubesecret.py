@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from emulators.kubernetes.manifests import render
 from pullsecret import kubesecret
 from pullsecret.kubesecret import DesiredSecret
 
@@ -105,33 +103,6 @@ def test_policy_denials_are_recognised_by_policy_name_and_reason() -> None:
     assert kubesecret.policy_denial(_api_exception(403, {"message": other_policy})) is None
     rbac = 'secrets "a" is forbidden: User "u" cannot get resource "secrets" in API group "" in the namespace "n"'
     assert kubesecret.policy_denial(_api_exception(403, {"message": rbac})) is None
-
-
-@pytest.fixture
-def installed() -> tuple[dict[str, Any], dict[str, Any]]:
-    docs = {d["kind"]: d for d in render(SA)}
-    return docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
-
-
-def test_the_shipped_policy_is_accepted(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    assert kubesecret.policy_problem(*installed, SA) is None
-    assert kubesecret.policy_problem(*installed, None) is None
-
-
-@pytest.mark.parametrize(
-    ("edit", "problem"),
-    [
-        (lambda p, b: p["metadata"]["annotations"].pop(kubesecret.A_POLICY_REVISION), "revision 0 is older"),
-        (lambda p, b: p["spec"].__setitem__("failurePolicy", "Ignore"), "failurePolicy is not Fail"),
-        (lambda p, b: p["spec"].__setitem__("matchConditions", []), "does not match the runtime identity"),
-        (lambda p, b: b["spec"].__setitem__("policyName", "other"), "the binding points at 'other'"),
-        (lambda p, b: b["spec"].__setitem__("validationActions", ["Warn"]), "does not deny"),
-    ],
-)
-def test_a_weaker_policy_is_refused(installed: tuple[dict[str, Any], dict[str, Any]], edit: Any, problem: str) -> None:
-    policy, binding = copy.deepcopy(installed)
-    edit(policy, binding)
-    assert problem in str(kubesecret.policy_problem(policy, binding, SA))
 
 
 @pytest.mark.parametrize(
@@ -290,22 +261,3 @@ def test_a_policy_denial_message_is_cut_at_400_characters_from_the_policy_name()
     assert reason == "StaleGeneration"
     assert text == message[len("admission webhook: ") :][:400] and len(text) == 400
     assert kubesecret.policy_denial(ValueError(message)) is None  # not an API refusal
-
-
-def test_the_policy_checks_at_their_edges(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
-    policy, binding = copy.deepcopy(installed)
-    policy["spec"].pop("failurePolicy", None)
-    assert kubesecret.policy_problem(policy, binding, SA) is None  # the API's default failurePolicy is Fail
-    policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION] = "three"
-    assert kubesecret.policy_problem(policy, binding, SA) == (
-        f"policy revision 0 is older than the required {kubesecret.REQUIRED_POLICY_REVISION}"
-    )
-    policy, binding = copy.deepcopy(installed)
-    policy["spec"]["failurePolicy"] = "Ignore"
-    assert kubesecret.policy_problem(policy, binding, SA) == "the policy's failurePolicy is not Fail"
-    policy, binding = copy.deepcopy(installed)
-    binding["spec"]["policyName"] = "p" * 100
-    assert kubesecret.policy_problem(policy, binding, SA) == f"the binding points at {'p' * 80!r}"
-    binding["spec"]["policyName"] = kubesecret.POLICY_NAME
-    binding["spec"]["validationActions"] = ["Warn", "Audit"]
-    assert kubesecret.policy_problem(policy, binding, SA) == "the binding does not deny (validationActions lacks Deny)"

@@ -12,6 +12,7 @@ from pullsecret.registry_egress import (
     _PRIVATE_SUFFIXES,
     Egress,
     Endpoint,
+    NoPublicAddress,
     Refused,
     Unresolvable,
     address_refusal,
@@ -19,6 +20,7 @@ from pullsecret.registry_egress import (
     name_refusal,
     realm_trusted,
     split_host,
+    trusted_realm_entry,
 )
 
 
@@ -47,6 +49,69 @@ def test_a_realm_shares_the_registrable_domain_by_the_public_suffix_list(
     registry: str, realm: str, trusted: bool
 ) -> None:
     assert realm_trusted(registry, realm) is trusted
+
+
+REDHAT = (("registry.redhat.io", "sso.redhat.com"),)
+
+
+@pytest.mark.parametrize(
+    ("registry", "realm", "trusted"),
+    [
+        ("registry.redhat.io", "sso.redhat.com", True),
+        ("Registry.RedHat.io.", "SSO.redhat.com.", True),
+        # A pair is one direction, for those two names only: no domain, no reverse, no neighbour.
+        ("sso.redhat.com", "registry.redhat.io", False),
+        ("registry.redhat.io", "evil.redhat.com", False),
+        ("registry.redhat.io", "sso.redhat.com.evil.example", False),
+        ("registry.access.redhat.com", "sso.redhat.com", True),  # one registrable domain (PSL), no pair needed
+        ("quay.io", "sso.redhat.com", False),
+        ("evil.io", "sso.redhat.com", False),
+    ],
+)
+def test_realm_trusted_by_a_configured_pair(registry: str, realm: str, trusted: bool) -> None:
+    assert realm_trusted(registry, realm, REDHAT) is trusted
+
+
+@pytest.mark.parametrize(
+    ("entry", "pair"),
+    [
+        ("registry.redhat.io=sso.redhat.com", ("registry.redhat.io", "sso.redhat.com")),
+        (" Registry.RedHat.io = SSO.redhat.com. ", ("registry.redhat.io", "sso.redhat.com")),
+        ("127.0.0.1=localhost", ("127.0.0.1", "localhost")),
+    ],
+)
+def test_trusted_realm_entries(entry: str, pair: tuple[str, str]) -> None:
+    assert trusted_realm_entry(entry) == pair
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "registry.redhat.io",
+        "registry.redhat.io=",
+        "=sso.redhat.com",
+        "registry.redhat.io=https://sso.redhat.com",
+        "registry.redhat.io=sso.redhat.com:8443",
+        "registry.redhat.io=sso.redhat.com/auth",
+        "a=b=c",
+        "-a=b",
+    ],
+)
+def test_a_trusted_realm_entry_is_two_host_names(entry: str) -> None:
+    with pytest.raises(ValueError):
+        trusted_realm_entry(entry)
+
+
+def test_trusted_realms_setting() -> None:
+    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    assert config.load(base).registry_trusted_realms == REDHAT  # the documented default
+    assert config.load({**base, "REGISTRY_TRUSTED_REALMS": ""}).registry_trusted_realms == ()
+    both = config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io=sso.redhat.com, r.example=a.other"})
+    assert both.registry_trusted_realms == (*REDHAT, ("r.example", "a.other"))
+    with pytest.raises(ConfigError, match="REGISTRY_TRUSTED_REALMS"):
+        config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io"})
+    assert Egress(trusted_realms=REDHAT).realm_trusted("registry.redhat.io", "sso.redhat.com")
+    assert not Egress().realm_trusted("registry.redhat.io", "sso.redhat.com")
 
 
 @pytest.mark.parametrize(
@@ -118,10 +183,11 @@ def test_vet_resolves_once_and_pins_the_address() -> None:
     "answers",
     [["127.0.0.1"], ["169.254.169.254"], ["34.1.2.3", "10.0.0.1"], ["::ffff:192.168.0.1"], ["fd12::1"]],
 )
-def test_a_public_name_resolving_to_a_private_network_is_refused(answers: list[str]) -> None:
+def test_a_public_name_resolving_to_a_private_network_is_refused_as_not_resolving(answers: list[str]) -> None:
     egress = Egress(resolver=_resolver({"evil.example.com": answers}, []))  # type: ignore[arg-type]
-    with pytest.raises(Refused, match="private network"):
+    with pytest.raises(NoPublicAddress):
         egress.vet("evil.example.com")
+    assert issubclass(NoPublicAddress, Unresolvable)  # reported as a name that does not resolve
 
 
 def test_the_allowlist_admits_exactly_its_host_and_port() -> None:
@@ -258,7 +324,6 @@ def test_the_realm_rule_at_its_edges(registry: str, realm: str, trusted: bool) -
         ("[bad", "not a host name"),
         ("10.0.0.5", f"an IP address, not a registry name; {_NOT_LISTED}"),
         ("quay.io:5000", f"a port other than 443; {_NOT_LISTED}"),
-        ("public.example.com", "resolves to an address of a private network; not contacted (REGISTRY_ALLOWED_HOSTS)"),
     ],
 )
 def test_vet_refuses_with_the_reason_the_status_shows(host: str, reason: str) -> None:
@@ -266,6 +331,8 @@ def test_vet_refuses_with_the_reason_the_status_shows(host: str, reason: str) ->
     with pytest.raises(Refused) as refused:
         egress.vet(host)
     assert refused.value.reason == reason and str(refused.value) == reason
+    with pytest.raises(NoPublicAddress, match=r"^public\.example\.com$"):  # no reason: reported as not resolving
+        egress.vet("public.example.com")
 
 
 def test_vet_skips_what_is_no_address_and_drops_an_ipv6_zone() -> None:

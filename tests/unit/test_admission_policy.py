@@ -1,0 +1,137 @@
+"""pullsecret.admission_policy: the installed policy must be exactly the one this release renders."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from emulators.kubernetes.manifests import render
+from pullsecret import admission_policy
+from pullsecret.admission_policy import policy_problem
+
+SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
+SETTINGS = {"namespace_pattern": "^clusters-[a-z0-9-]+$", "adapter_name": "pullsecret"}
+TEMPLATE = "{cluster_id}-pull-secret"
+
+
+def release(identity: str | None = SA, **overrides: str) -> admission_policy.ExpectedPolicy:
+    settings: dict[str, Any] = {**SETTINGS, "secret_template": TEMPLATE, **overrides}
+    return admission_policy.expected(identity_email=identity, **settings)
+
+
+@pytest.fixture
+def installed() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The policy and binding as the API server returns them: defaulted fields filled in, server metadata."""
+    docs = {d["kind"]: copy.deepcopy(d) for d in render(SA)}
+    policy, binding = docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
+    policy["metadata"].update({"uid": "u", "resourceVersion": "7", "generation": 1})
+    policy["status"] = {"observedGeneration": 1, "typeChecking": {}}
+    constraints = policy["spec"]["matchConstraints"]
+    constraints.update({"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}})
+    constraints["resourceRules"][0]["scope"] = "*"
+    return policy, binding
+
+
+def test_the_shipped_policy_as_the_api_server_stores_it_is_this_release(
+    installed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    assert policy_problem(*installed, release()) is None
+    assert policy_problem(*installed, release(None)) is None  # identity unknown: its username is not judged
+    policy = copy.deepcopy(installed[0])
+    del policy["spec"]["failurePolicy"]  # the API server's default is Fail
+    assert policy_problem(policy, installed[1], release()) is None
+
+
+def _drop_ownership(p: dict[str, Any], b: dict[str, Any]) -> None:
+    p["spec"]["validations"] = [v for v in p["spec"]["validations"] if "OwnershipConflict" not in v["message"]]
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda p, b: p["metadata"]["annotations"].pop(admission_policy.A_POLICY_REVISION), "revision 0 is older"),
+        (lambda p, b: p["metadata"]["annotations"].update({admission_policy.A_POLICY_REVISION: "9"}), "not this rel"),
+        (lambda p, b: p["spec"].__setitem__("failurePolicy", "Ignore"), "spec.failurePolicy: 'Ignore'"),
+        (lambda p, b: p["spec"].__setitem__("matchConditions", []), "spec.matchConditions: missing"),
+        (_drop_ownership, "policy spec.validations[1].expression: \"request.operation == 'DELETE'"),
+        (lambda p, b: p["spec"]["validations"].append({"expression": "true"}), "validations: 5 entries, this re"),
+        (lambda p, b: p["spec"]["variables"][0].__setitem__("expression", "true"), "spec.variables[0].expression"),
+        (lambda p, b: p["spec"]["matchConstraints"]["resourceRules"][0]["operations"].pop(), "operations: 2 entries"),
+        (lambda p, b: p["spec"]["matchConstraints"].__setitem__("objectSelector", {"matchLabels": {"a": "b"}}), "ob"),
+        (lambda p, b: p["spec"].__setitem__("paramKind", {"kind": "ConfigMap"}), "paramKind: not in this release"),
+        (lambda p, b: b["spec"].__setitem__("policyName", "other"), "binding spec.policyName: 'other'"),
+        (lambda p, b: b["spec"].__setitem__("validationActions", ["Warn"]), "validationActions[0]: 'Warn'"),
+        (lambda p, b: b["spec"].__setitem__("matchResources", {"objectSelector": {"matchLabels": {"a": "b"}}}), "mat"),
+        (lambda p, b: p.__setitem__("spec", None), "spec.matchConditions: missing"),
+    ],
+)
+def test_a_policy_that_is_not_this_releases_is_named(
+    installed: tuple[dict[str, Any], dict[str, Any]], edit: Any, problem: str
+) -> None:
+    policy, binding = copy.deepcopy(installed)
+    edit(policy, binding)
+    assert problem in str(policy_problem(policy, binding, release()))
+
+
+def test_the_release_is_rendered_with_the_deployments_settings(
+    installed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    assert "matchConditions[0].expression" in str(policy_problem(*installed, release("other@example.com")))
+    assert "spec.validations[1].message" in str(policy_problem(*installed, release(adapter_name="other")))
+    assert "spec.validations[1].message" in str(policy_problem(*installed, release(secret_template="ps-{cluster_id}")))
+    assert "spec.validations[0].expression" in str(policy_problem(*installed, release(namespace_pattern="^hcp-.+$")))
+
+
+def test_template_variables_split_the_secret_name_around_the_cluster_id() -> None:
+    variables = admission_policy.template_variables(
+        runtime_sa_email=SA, namespace_pattern="^x$", adapter_name="a", secret_template="ps-{cluster_id}.pull"
+    )
+    assert variables == {
+        "runtime_sa_email": SA,
+        "namespace_pattern": "^x$",
+        "adapter_name": "a",
+        "secret_name_prefix": "ps-",
+        "secret_name_suffix": ".pull",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "rendered"),
+    [("a ${x} b", "a 1 b"), ("$${x}", "${x}"), ("%%{x}", "%{x}"), ("${ x }", "1"), ("$x {x}", "$x {x}")],
+)
+def test_render_template_as_terraform(text: str, rendered: str) -> None:
+    assert admission_policy.render_template(text, {"x": "1"}) == rendered
+
+
+@pytest.mark.parametrize("text", ["${y}", "%{ if x }"])
+def test_render_template_refuses_what_templatefile_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        admission_policy.render_template(text, {"x": "1"})
+
+
+def test_first_difference_names_the_path() -> None:
+    assert admission_policy.first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2}]}, "s") is None
+    assert (
+        admission_policy.first_difference({"a": [1, {"b": 3}]}, {"a": [1, {"b": 2}]}, "s")
+        == "s.a[1].b: '3', this release's policy has '2'"
+    )
+    assert admission_policy.first_difference({}, {"a": 1}, "s") == "s.a: missing"
+    assert admission_policy.first_difference({"a": 1, "z": 1}, {"a": 1}, "s") == "s.z: not in this release's policy"
+    assert admission_policy.first_difference([1], [1, 2], "s") == "s: 1 entries, this release's policy has 2"
+    assert admission_policy.first_difference("x", {"a": 1}, "s") == "s: 'x', this release's policy has \"{'a': 1}\""
+
+
+def test_the_policy_checks_at_their_edges(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    policy, binding = copy.deepcopy(installed)
+    policy["metadata"]["annotations"][admission_policy.A_POLICY_REVISION] = "four"
+    assert policy_problem(policy, binding, release()) == (
+        f"policy revision 0 is older than the required {admission_policy.REQUIRED_POLICY_REVISION}"
+    )
+    policy, binding = copy.deepcopy(installed)
+    binding["spec"]["policyName"] = "p" * 100
+    assert policy_problem(policy, binding, release()) == (
+        "the installed policy differs from this release's: binding spec.policyName: "
+        f"{'p' * 80!r}, this release's policy has {admission_policy.POLICY_NAME!r}"
+    )
