@@ -17,10 +17,10 @@ from typing import Any
 import requests
 from google.api_core import exceptions as gexc
 
-from pullsecret import dockerconfig, preconditions
+from pullsecret import admission_policy, dockerconfig, preconditions
+from pullsecret.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.config import Settings, cluster_allowed
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
-from pullsecret.kubesecret import POLICY_NAME, policy_problem
 from pullsecret.registry_verification import safe_name
 from pullsecret.retrying import Deadline
 
@@ -428,7 +428,14 @@ def _policy(ctx: Context, name: str, api: Any) -> Line:
             return Line(
                 "kubernetes.policy", False, f"{name}: {kind} {POLICY_NAME} {why}", f"apply this release's: {MANIFESTS}"
             )
-    problem = policy_problem(documents[0], documents[1], ctx.runtime if "@" in ctx.runtime else None)
+    settings = ctx.settings
+    release = admission_policy.expected(
+        identity_email=ctx.runtime if "@" in ctx.runtime else None,
+        namespace_pattern=settings.management_namespace_pattern.pattern,
+        adapter_name=settings.adapter_name,
+        secret_template=settings.kubernetes_secret_template,
+    )
+    problem = policy_problem(documents[0], documents[1], release)
     if problem is not None:
         return Line(
             "kubernetes.policy", False, f"{name}: {problem}", f"apply this release's policy and binding: {MANIFESTS}"
