@@ -28,7 +28,6 @@ MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
 # terraform/iam.tf local.secret_manager_managed_base_permissions: what the adapter does to its own secrets.
 MANAGED_PERMISSIONS = (
     "secretmanager.secrets.get",
-    "secretmanager.secrets.update",
     "secretmanager.versions.add",
     "secretmanager.versions.access",
     "secretmanager.versions.get",
