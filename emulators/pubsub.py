@@ -137,10 +137,11 @@ class PubSubEmulator:
             raise RuntimeError("pubsub emulator already started")
         self._host = host
         self._port = port or _free_port(host)
-        fd, log_name = tempfile.mkstemp(prefix="pubsub-emulator-", suffix=".log")
-        self._log_path = Path(log_name)
+        # The name is ours before the file exists: an interrupt at any moment after this line leaves stop() a
+        # path to remove (with mkstemp, one landing between its open and its return orphaned the file).
+        self._log_path = Path(tempfile.gettempdir()) / f"pubsub-emulator-{uuid.uuid4().hex}.log"
         started = time.monotonic()
-        with os.fdopen(fd, "wb") as log:
+        with open(self._log_path, "xb") as log:
             self._proc = subprocess.Popen(
                 [str(script), f"--host={self._host}", f"--port={self._port}"],
                 stdout=log,
@@ -183,6 +184,7 @@ class PubSubEmulator:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=5)
+        _wait_group_gone(proc.pid)
         self._drop_log()
 
     def _drop_log(self) -> None:
@@ -373,3 +375,23 @@ class PubSubEmulator:
         except (PubSubError, RuntimeError, requests.RequestException) as exc:
             return 502, {"error": str(exc)}
         return 404, {"error": f"no admin route {method} {route}"}
+
+
+def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
+    """Return once no process of the group is left (SIGKILL after `timeout`, give up after twice that).
+
+    The group's leader is gcloud's wrapper script; the JVM it starts is another member that may still be exiting
+    after the wrapper was reaped, so waiting for the leader alone can return with the emulator still running.
+    """
+    started = time.monotonic()
+    killed = False
+    while time.monotonic() - started < 2 * timeout:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        if not killed and time.monotonic() - started > timeout:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.05)
