@@ -19,6 +19,7 @@ A refusal is a `Refused` with a fixed reason, reported as `skipped`; nothing of 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
@@ -29,7 +30,6 @@ from publicsuffixlist import PublicSuffixList
 
 DEFAULT_PORT = 443
 _PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan")
-_PSL = PublicSuffixList()  # the bundled list; only_icann=False: private suffixes such as appspot.com count
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -125,8 +125,16 @@ def realm_trusted(registry_hostname: str, realm_hostname: str) -> bool:
         return True
     if _ip(registry) is not None or _ip(realm) is not None:
         return False
-    domain = _PSL.privatesuffix(registry)
-    return domain is not None and domain == _PSL.privatesuffix(realm)
+    psl = _public_suffixes()
+    domain = psl.privatesuffix(registry)
+    return domain is not None and domain == psl.privatesuffix(realm)
+
+
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    """The bundled list, parsed on first use (a token realm to judge), not at every instance's cold start
+    (about 0.1 s of CPU). only_icann=False: private suffixes such as appspot.com count."""
+    return PublicSuffixList()
 
 
 def system_resolver(hostname: str, port: int) -> list[str]:
