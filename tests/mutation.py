@@ -129,6 +129,10 @@ def run_module(name: str, patterns: tuple[str, ...], jobs: int) -> Counter[str]:
         sys.exit(f"no mutant matched these patterns of {name}: {unmatched}")
     # "no tests": no unit test calls the function at all, so the whole suite cannot kill it either.
     survivors = sorted(m for m, s in chosen.items() if s == "survived")
+    # Without any mutant the copied suite must pass, or every survivor would count as killed (say, a test reading a
+    # file also_copy lacks).
+    if survivors and killed_by_whole_suite(""):
+        sys.exit(f"the unit suite fails in {MUTANTS} without any mutant; see pyproject's [tool.mutmut] also_copy")
     for mutant in survivors:
         if killed_by_whole_suite(mutant):
             chosen[mutant] = "killed"
