@@ -834,7 +834,6 @@ class SecretManagerEmulator(GrpcEmulator):
             )
         return 405, {"error": f"method {method} not allowed"}
 
-
     def _admin_policy(self, method: str, project: str, secret_id: str, what: str, body: Any) -> tuple[int, Any]:
         """Another writer changes a policy: now (PUT iamPolicy), or after its next read (POST iamPolicyRace)."""
         policy = secret_iam_policy.from_json(_object(body))
