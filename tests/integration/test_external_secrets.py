@@ -189,3 +189,22 @@ def test_terraform_grants_set_iam_policy_only_on_the_cluster_secrets(eso_env: di
     world.apply_terraform_iam()  # direct mode: not even on the cluster's own secrets
     with pytest.raises(gexc.PermissionDenied):
         client.get_iam_policy(request={"resource": SECRET}, retry=None)
+
+
+def test_gcp_hcp_target_google_id_token_and_external_secrets_together(
+    eso_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No token, no key, no cluster connection: the runtime identity alone, with what Terraform grants it then."""
+    monkeypatch.delenv("HYPERFLEET_API_TOKEN_FILE")
+    monkeypatch.setenv("HYPERFLEET_API_AUTH", "google-id-token")
+    world.hyperfleet.token = "hf-opaque-token-nobody-presents"
+    grants = world.apply_terraform_iam(
+        kubernetes_delivery="external-secrets", hyperfleet_api_auth="google-id-token", hyperfleet_api_token_secret=""
+    )
+    assert not [g for g in grants if "hyperfleet_token" in g.address or g.role == "roles/container.clusterViewer"]
+    seed_ready_cluster(admin, CID)
+    admin.call("DELETE", "/calls")
+    assert deliver(Adapter.from_environment()).result == "applied"
+    assert policy(world) == [{"role": ACCESSOR, "members": [MEMBER]}]
+    assert set(world.hyperfleet.identities) == {f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"}
+    assert cluster_calls(admin) == {}
