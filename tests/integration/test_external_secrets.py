@@ -7,6 +7,7 @@ The runtime identity holds exactly what terraform/ grants with kubernetes_delive
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from google.api_core import exceptions as gexc
 from emulators.stack import PROJECT_ID, PROJECT_NUMBER
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.handler import Adapter
+from tests.integration.test_cli import cli
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event
 
@@ -207,4 +209,14 @@ def test_gcp_hcp_target_google_id_token_and_external_secrets_together(
     assert deliver(Adapter.from_environment()).result == "applied"
     assert policy(world) == [{"role": ACCESSOR, "members": [MEMBER]}]
     assert set(world.hyperfleet.identities) == {f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"}
+    assert cluster_calls(admin) == {}
+
+
+def test_inspect_names_the_access_and_reaches_no_cluster(eso_env: dict[str, str], admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    assert deliver(Adapter.from_environment()).result == "applied"
+    admin.call("DELETE", "/calls")
+    result = cli("inspect", CID)
+    kubernetes = json.loads(result.stdout)["kubernetes"]
+    assert kubernetes["delivery"] == "external-secrets" and kubernetes["access_member"] == MEMBER, result.stderr
     assert cluster_calls(admin) == {}
