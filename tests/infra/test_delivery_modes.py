@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,3 +110,11 @@ def test_the_principal_template_terraform_sets_is_one_the_function_accepts() -> 
         }
     )
     assert settings.external_secrets_principal_template == template
+
+
+def test_the_readme_shows_what_terraform_renders(manifests: list[dict[str, Any]]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "terraform" / "README.md").read_text()
+    section = readme.split("## Delivery through External Secrets Operator", 1)[1]
+    shown = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    filled = shown.replace("{cluster_id}", "cls-1").replace("{namespace}", "clusters-cls-1").replace("{project}", "p1")
+    assert list(yaml.safe_load_all(filled)) == manifests
