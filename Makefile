@@ -60,7 +60,7 @@ $(SCHEMA_STAMP): requirements-provider-schema.txt tests/infra/provider_schema.py
 provider-schema: $(SCHEMA_STAMP)
 
 demo: $(RUN_STAMP)
-	$(PY) -m emulators.demo
+	$(PY) -m emulators demo
 
 emulators: $(RUN_STAMP)
 	@$(PY) -m emulators up

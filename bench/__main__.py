@@ -17,10 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import inproc, plots, server
+from bench import inproc, plots, profile, report, server
 from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment, source_version
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
+READMES = (ROOT / "README.md", ROOT / "bench" / "README.md")
 QUICK_RESULTS = ROOT / "bench" / "results" / "quick" / "latest.json"
 FLOWS = ("product", "seed")
 CONCURRENCY = (1, 8, 32, 80)
@@ -125,24 +126,20 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     finally:
         stack.latency(0)
         srv.stop()
-    first, steady = phases["first"], phases["steady"]
+    kinds = ("first", "steady", "change")
     return {
         "calls_per_event": {
-            "first": first.calls_per_event,
-            "steady": steady.calls_per_event,
-            "by_method": {"first": first.by_method, "steady": steady.by_method},
+            **{kind: phases[kind].calls_per_event for kind in kinds},
+            "by_method": {kind: phases[kind].by_method for kind in kinds},
         },
-        "critical_path_L": {"first": first.critical_path_L, "steady": steady.critical_path_L},
+        "critical_path_L": {kind: phases[kind].critical_path_L for kind in kinds},
         # Round trips on the critical path: (wall at L - wall at L = 0) / L.
         "critical_path_round_trips": {
-            "first": round((first.wall_ms - phases["first_L0"].wall_ms) / plan.latency_ms, 2),
-            "steady": round((steady.wall_ms - phases["steady_L0"].wall_ms) / plan.latency_ms, 2),
+            kind: round((phases[kind].wall_ms - phases[f"{kind}_L0"].wall_ms) / plan.latency_ms, 2) for kind in kinds
         },
         "wall_ms_per_event": {
-            "first": first.wall_ms,
-            "steady": steady.wall_ms,
-            "first_L0": phases["first_L0"].wall_ms,
-            "steady_L0": phases["steady_L0"].wall_ms,
+            **{kind: phases[kind].wall_ms for kind in kinds},
+            **{f"{kind}_L0": phases[f"{kind}_L0"].wall_ms for kind in kinds},
         },
         "cpu_ms_per_event": cpu_steady,
         "cpu_ms_per_event_first": cpu_first,
@@ -220,56 +217,6 @@ def ratio(a: Any, b: Any) -> float | None:
     return None
 
 
-ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("calls/event first", ("calls_per_event", "first")),
-    ("calls/event steady", ("calls_per_event", "steady")),
-    ("critical path first (L)", ("critical_path_L", "first")),
-    ("critical path steady (L)", ("critical_path_L", "steady")),
-    ("  round trips first", ("critical_path_round_trips", "first")),
-    ("  round trips steady", ("critical_path_round_trips", "steady")),
-    ("CPU ms/event steady", ("cpu_ms_per_event",)),
-    ("CPU ms/event first", ("cpu_ms_per_event_first",)),
-    *((f"events/s at concurrency {c}", ("throughput_eps", str(c))) for c in CONCURRENCY),
-    ("cold start (s)", ("cold_start_s",)),
-    ("  of which listening (s)", ("cold_start_listening_s",)),
-    ("import (s)", ("import_s",)),
-    ("peak RSS worker c=80 (MiB)", ("peak_rss_mib",)),
-    ("PSS arbiter+worker (MiB)", ("memory_mib", "pss_sum")),
-    ("server CPU ms/event c=80", ("throughput_detail", "80", "function_cpu_ms_per_event")),
-    ("SM writes per new cluster", ("writes_per_new_cluster",)),
-    ("SM writes per changed cluster", ("writes_per_changed_cluster",)),
-    ("rotation burst seconds", ("burst", "seconds")),
-    ("rotation quota bound (s)", ("burst", "quota_bound_seconds")),
-    ("rotation / bound", ("burst", "ratio_to_bound")),
-    ("rotation terminal failures", ("burst", "terminal_failures")),
-    ("rotation duplicate versions", ("burst", "duplicate_versions")),
-    ("rotation past deadline", ("burst", "past_deadline")),
-    ("rotation redeliveries", ("burst", "redeliveries")),
-    ("new-cluster burst seconds", ("new_cluster_burst", "seconds")),
-    ("new-cluster bound (s)", ("new_cluster_burst", "quota_bound_seconds")),
-    ("new-cluster / bound", ("new_cluster_burst", "ratio_to_bound")),
-    ("50 duplicates: versions", ("duplicates_50", "versions")),
-    ("50 duplicates: k8s writes", ("duplicates_50", "kubernetes_writes")),
-)
-
-
-def dig(data: dict[str, Any], path: tuple[str, ...]) -> Any:
-    value: Any = data
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def table(results: dict[str, Any]) -> str:
-    seed = results["seed_flow"]
-    lines = [f"{'figure':<28} {'product':>10} {'seed':>10} {'product/seed':>13}", "-" * 64]
-    for label, path in ROWS:
-        mine, theirs = dig(results, path), dig(seed, path)
-        r = ratio(mine, theirs)
-        lines.append(f"{label:<28} {mine!s:>10} {theirs!s:>10} {'' if r is None else r:>13}")
-    return "\n".join(lines)
-
-
 def measure_path_only(plan: Plan) -> int:
     """Figures 1-2 alone, for the product (about 20 s): calls per event and critical path, first and steady."""
     stack = Emulators()
@@ -291,7 +238,7 @@ def measure_path_only(plan: Plan) -> int:
             "round_trips": round((phases[phase].wall_ms - phases[f"{phase}_L0"].wall_ms) / plan.latency_ms, 2),
             "by_method": phases[phase].by_method,
         }
-        for phase in ("first", "steady")
+        for phase in ("first", "steady", "change")
     }
     print(json.dumps({"latency_ms": plan.latency_ms, "events": plan.path_events, **figures}, indent=2))
     return 0
@@ -318,6 +265,21 @@ def main(argv: list[str] | None = None) -> int:
         apply_environment(env)
         flows = {flow: measure_flow(stack, env, flow, plan) for flow in FLOWS} if args.only != "burst" else {}
         bursts = measure_bursts(stack, env, plan) if args.only != "flows" else {}
+        written = results_path(quick=args.quick, only=args.only)
+        written.parent.mkdir(parents=True, exist_ok=True)
+        if not args.only:
+            log("profiles: in process, then the served worker at concurrency 80")
+            profile.inprocess(
+                stack, env, clusters=plan.cpu_clusters, rounds=plan.cpu_rounds, repeats=3, out=written.parent
+            )
+            profile.worker(
+                stack,
+                env,
+                concurrency=80,
+                seconds=2 * plan.throughput_seconds + 2.0,
+                latency_ms=plan.latency_ms,
+                out=written.parent,
+            )
     finally:
         stack.stop()
     results: dict[str, Any] = {"machine": machine(), "latency_ms": plan.latency_ms, "plan": asdict(plan)}
@@ -333,16 +295,17 @@ def main(argv: list[str] | None = None) -> int:
         "burst": bursts.get("seed_rotation", {}),
         "writes_per_changed_cluster": bursts.get("seed_rotation", {}).get("writes_per_cluster"),
     }
+    report.derive(results)
     results["ratios_product_over_seed"] = {
-        label: ratio(dig(results, path), dig(results["seed_flow"], path)) for label, path in ROWS
+        f.label: ratio(report.dig(results, f.path), report.dig(results["seed_flow"], f.path)) for f in report.FIGURES
     }
     results["bench_seconds"] = round(time.perf_counter() - began, 1)
-    written = results_path(quick=args.quick, only=args.only)
-    written.parent.mkdir(parents=True, exist_ok=True)
     written.write_text(json.dumps(results, indent=2) + "\n")
     drawn = plots.draw(results, written.parent)
-    print(table(results))
-    print("plots: " + ", ".join(str(p.relative_to(ROOT)) for p in drawn))
+    # Only the full run rewrites the READMEs' tables; a quick or partial run writes its tables.md beside its JSON.
+    tables = report.publish(results, written.parent, READMES if written == RESULTS else ())
+    print(report.text_table(results))
+    print("written: " + ", ".join(str(p.relative_to(ROOT)) for p in (*drawn, *tables)))
     print(
         f"\n{results['machine']['cpu_model']} x {results['machine']['cpus']}; L = {plan.latency_ms:g} ms; "
         f"server threads {results.get('server_threads')}; load average {load_at_start[0]:.1f} at start; "

@@ -106,6 +106,20 @@ class Emulators:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(seed, cluster_ids))
 
+    def change_clusters(self, cluster_ids: list[str], generation: int = 2, workers: int = 16) -> None:
+        """The clusters at a new generation whose own pull secret adds a registry: each needs one new version."""
+        spec = {
+            "platform": {"type": "gcp", "gcp": {"projectID": PROJECT, "region": "us-central1"}},
+            "pullSecret": {"data": {"auths": {"changed.registry.example": {"auth": "dXNlcjpjaGFuZ2Vk"}}}},
+        }
+
+        def change(cluster_id: str) -> None:
+            admin = Admin(self.admin.url, self.endpoints["hyperfleet"])
+            seed_ready_cluster(admin, cluster_id, generation=generation, spec=spec)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(change, cluster_ids))
+
     def latency(self, ms: float) -> None:
         """Every call of every service takes `ms` longer (token fetches are hourly); 0 clears."""
         self.admin.call("DELETE", "/faults")

@@ -97,14 +97,17 @@ def run_phase(stack: Emulators, handler: Handler, clusters: list[str], latency_m
 def calls_and_critical_path(
     stack: Emulators, handler: Handler, clusters: list[str], baseline: list[str], latency_ms: float
 ) -> dict[str, PhaseFigures]:
-    """First provisioning, then steady state (content unchanged), each event alone, with latency L.
+    """First provisioning, then steady state (content unchanged), then a change of each existing cluster (a
+    new generation whose own pull secret adds a registry), each event alone, with latency L.
 
-    The same two phases on `baseline` clusters with L = 0 give the local time per event (CPU and
-    loopback), so "first_L0"/"steady_L0" let (wall - wall at L = 0) / L count round trips alone.
+    The same three phases on `baseline` clusters with L = 0 give the local time per event (CPU and
+    loopback), so "first_L0"/"steady_L0"/"change_L0" let (wall - wall at L = 0) / L count round trips alone.
     """
     with quiet():
         first_l0 = run_phase(stack, handler, baseline, 0)
         steady_l0 = run_phase(stack, handler, baseline, 0)
+        stack.change_clusters(baseline)
+        change_l0 = run_phase(stack, handler, baseline, 0)
     stack.latency(latency_ms)
     try:
         with quiet():
@@ -112,7 +115,21 @@ def calls_and_critical_path(
             steady = run_phase(stack, handler, clusters, latency_ms)
     finally:
         stack.latency(0)
-    return {"first": first, "steady": steady, "first_L0": first_l0, "steady_L0": steady_l0}
+    stack.change_clusters(clusters)
+    stack.latency(latency_ms)
+    try:
+        with quiet():
+            change = run_phase(stack, handler, clusters, latency_ms)
+    finally:
+        stack.latency(0)
+    return {
+        "first": first,
+        "steady": steady,
+        "change": change,
+        "first_L0": first_l0,
+        "steady_L0": steady_l0,
+        "change_L0": change_l0,
+    }
 
 
 def cpu_ms_per_event(handler: Handler, clusters: list[str], rounds: int) -> float:

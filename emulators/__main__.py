@@ -1,6 +1,13 @@
 """`python -m emulators`: the emulator stack alone (`up`), the local playground (`playground`, = `make up`;
-`down`, = `make down`), one reconcile through the Pub/Sub path (`trigger`, = `make trigger`), the function's
-log made readable (`logs`, = `make logs`), and a Sentinel event as JSON (`event`)."""
+`down`, = `make down`), the end-to-end demo (`demo`, = `make demo`), one reconcile through the Pub/Sub path
+(`trigger`, = `make trigger`), the function's log made readable (`logs`, = `make logs`), and a Sentinel event as
+JSON (`event`).
+
+Everything but the standard library is imported once a command runs, inside `main`'s handler: loading the
+emulators and client libraries takes seconds on a busy machine, and Ctrl-C during it must end in one line, not
+in a traceback of the import. Each command that starts processes stops them itself when interrupted
+(`Stack.start`, `playground.up`, `demo.main`), so an interrupt that reaches `main` leaves nothing running.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,14 @@ import sys
 import threading
 from pathlib import Path
 
-from emulators.pubsub import PubSubEmulator
-from emulators.stack import Stack
+STATE_DIR = Path(".playground")  # = emulators.playground.STATE_DIR (the default --state-dir)
+DEMO_CLUSTER = "cls-demo01"  # = emulators.playground.DEMO_CLUSTER
 
 
 def _up(args: argparse.Namespace) -> int:
+    from emulators.pubsub import PubSubEmulator
+    from emulators.stack import Stack
+
     want_pubsub = not args.no_pubsub
     if want_pubsub:
         available, reason = PubSubEmulator.available()
@@ -43,8 +53,21 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from emulators import logview, playground, trigger
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe is handled, rather than at the interpreter's exit
+        return code
+    except KeyboardInterrupt:
+        print("Interrupted; nothing is left running.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader left (`make trigger | head`): the command did its work, only its output was cut short.
+        # stdout goes to /dev/null so that the interpreter's final flush does not complain about the pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m emulators")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="the emulators alone; endpoints as one JSON line")
@@ -62,14 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     play = sub.add_parser(
         "playground", help="`make up`: emulators + the function + a ready cluster + a push subscription"
     )
-    play.add_argument("--cluster", action="append", help=f"cluster to seed ready (default {playground.DEMO_CLUSTER})")
-    play.add_argument("--state-dir", type=Path, default=playground.STATE_DIR, help="where env and logs go")
+    play.add_argument("--cluster", action="append", help=f"cluster to seed ready (default {DEMO_CLUSTER})")
+    play.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where env and logs go")
     play.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
     play.add_argument("--port", type=int, default=0, help="the function's port (default: a free one)")
     stop = sub.add_parser("down", help="`make down`: stop the playground running from --state-dir")
-    stop.add_argument("--state-dir", type=Path, default=playground.STATE_DIR)
+    stop.add_argument("--state-dir", type=Path, default=STATE_DIR)
+    sub.add_parser("demo", help="`make demo`: the function end to end on the emulators, then the same event again")
     logs = sub.add_parser("logs", help="`make logs`: the function's log, one readable line per record")
-    logs.add_argument("--state-dir", type=Path, default=playground.STATE_DIR)
+    logs.add_argument("--state-dir", type=Path, default=STATE_DIR)
     logs.add_argument("--file", type=Path, help="a log file of JSON lines (default: <state-dir>/function.log)")
     logs.add_argument("--cluster", help="only this cluster's lines")
     logs.add_argument("--follow", "-f", action="store_true", help="keep reading as the function writes")
@@ -77,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     trig = sub.add_parser("trigger", help="`make trigger`: one reconcile through the path Pub/Sub uses")
     trig.add_argument("cluster_id")
     trig.add_argument("--via", choices=("push", "pubsub"), default="push")
-    trig.add_argument("--state-dir", type=Path, default=playground.STATE_DIR)
+    trig.add_argument("--state-dir", type=Path, default=STATE_DIR)
     event = sub.add_parser("event", help="print a Sentinel reconcile event as one JSON line")
     event.add_argument("cluster_id")
     event.add_argument("--generation", type=int, default=1)
@@ -85,18 +109,26 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "up":
         return _up(args)
+    if args.command == "demo":
+        from emulators import demo
+
+        return demo.main()
+    if args.command == "logs":
+        from emulators import logview
+
+        path = args.file or args.state_dir / "function.log"
+        return logview.show(path, cluster=args.cluster, raw=args.raw, follow=args.follow)
+    from emulators import playground, trigger
+
     if args.command == "playground":
         return playground.up(
             state_dir=args.state_dir,
-            clusters=args.cluster or [playground.DEMO_CLUSTER],
+            clusters=args.cluster or [DEMO_CLUSTER],
             pubsub=not args.no_pubsub,
             port=args.port,
         )
     if args.command == "down":
         return playground.down(args.state_dir)
-    if args.command == "logs":
-        path = args.file or args.state_dir / "function.log"
-        return logview.show(path, cluster=args.cluster, raw=args.raw, follow=args.follow)
     if args.command == "trigger":
         return trigger.trigger(args.cluster_id, via=args.via, env=os.environ, state_dir=args.state_dir)
     print(playground.event_json(args.cluster_id, args.generation))

@@ -18,7 +18,7 @@ from typing import Any
 
 import requests
 
-from emulators import logview
+from emulators import logview, registry_checks
 from emulators import seed as seeding
 from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
@@ -133,9 +133,8 @@ def show(stack: Stack, function: FunctionProcess, report: dict[str, Any], count:
     checks = data.get("registry_checks") or []
     if checks:
         say(f"    data.registry_checks (REGISTRY_VERIFICATION={data.get('registry_verification')}):")
-        width = max(len(str(c.get("registry", ""))) for c in checks)
-        for check in checks:
-            say(f"      {check.get('registry', ''):<{width}}  {check.get('result', ''):<11} {check.get('detail', '')}")
+        for line in registry_checks.lines(checks):
+            say(f"      {line}")
     shown = {k: v for k, v in data.items() if k not in ("registry_checks", "registry_verification")}
     say(f"    data          {_abridged(shown)}")
     return versions

@@ -120,7 +120,7 @@ def holding_lock(state_dir: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _holder(state_dir: Path) -> int | None:
+def holder(state_dir: Path) -> int | None:
     """The pid of the `up` holding `<state>/lock`, or None when none does."""
     path = state_dir / "lock"
     if not path.exists():
@@ -139,7 +139,7 @@ def _holder(state_dir: Path) -> int | None:
 
 
 def _running_text(state_dir: Path) -> str:
-    pid = _holder(state_dir)
+    pid = holder(state_dir)
     env = read_env_file(state_dir / "env")
     shown = _shown(state_dir)
     where = f" (pid {pid}" + (f", function at {env['FUNCTION_URL']}" if "FUNCTION_URL" in env else "") + ")"
@@ -157,7 +157,7 @@ def _shown(state_dir: Path) -> str:
 def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
     """Stop the playground running from `state_dir` (SIGTERM, then wait for its lock); exit code."""
     state_dir = state_dir.resolve()
-    pid = _holder(state_dir)
+    pid = holder(state_dir)
     if pid is None:
         print(f"No playground is running from {_shown(state_dir)}.")
         return 0
@@ -169,7 +169,7 @@ def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
         os.kill(pid, 15)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _holder(state_dir) is None:
+        if holder(state_dir) is None:
             print(f"Stopped the playground (pid {pid}): its function and emulators, its env file and token are gone.")
             return 0
         time.sleep(0.1)
@@ -217,7 +217,8 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
         reason = None if available else why
     env_path = state_dir / "env"
     stack: Stack | None = None
-    function: FunctionProcess | None = None
+    # The function running now: a code change replaces it (`_watch`), and `finally` must stop that one.
+    running: list[FunctionProcess] = []
     ready = False
     try:
         stack = Stack(pubsub=reason is None)
@@ -228,6 +229,7 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
             seed.ready_cluster(stack, cluster_id)
         settings = function_env(stack, state_dir)
         function = FunctionProcess(settings, state_dir / "function.log", port=port)
+        running.append(function)
         function.start()
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
@@ -238,13 +240,13 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
         print(env_file_text(env) + next_steps(first, Path(_shown(state_dir)), reason))
         sys.stdout.flush()
         ready = True
-        function = _watch(function, settings, state_dir)
+        _watch(running, settings, state_dir)
     except KeyboardInterrupt:
         print("#\n# " + ("Stopping" if ready else "Interrupted during start-up; stopping") + " ...", flush=True)
     finally:
         with signals_ignored():
             env_path.unlink(missing_ok=True)
-            if function is not None:
+            for function in running:
                 function.stop()
             if stack is not None:
                 stack.stop()
@@ -258,8 +260,11 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
     return 0 if ready else 130
 
 
-def _watch(function: FunctionProcess, settings: dict[str, str], state_dir: Path) -> FunctionProcess:
-    """Serve until interrupted; restart the function, on its port, whenever its code changes."""
+def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: Path) -> None:
+    """Serve until interrupted; restart the function, on its port, whenever its code changes.
+
+    `running[0]` is always the function started last, the one the caller stops.
+    """
     known = _sources()
     while True:
         time.sleep(WATCH_INTERVAL_S)
@@ -269,8 +274,9 @@ def _watch(function: FunctionProcess, settings: dict[str, str], state_dir: Path)
             continue
         known = now
         print(f"# {', '.join(changed[:5])} changed: restarting the function ...", flush=True)
-        function.stop()
-        function = FunctionProcess(settings, state_dir / "function.log", port=function.port, append_log=True)
+        port = running[0].port
+        running[0].stop()
+        running[0] = function = FunctionProcess(settings, state_dir / "function.log", port=port, append_log=True)
         try:
             took = function.start()
         except RuntimeError as exc:

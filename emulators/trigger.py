@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 import requests
 
-from emulators import logview, seed
+from emulators import logview, registry_checks, seed
 from emulators.demo import TOPIC
-from emulators.playground import STATE_DIR, read_env_file
+from emulators.playground import STATE_DIR, holder, read_env_file
 from emulators.pubsub import push_envelope
 
 REPORT_WAIT_S = 30.0
@@ -48,6 +48,13 @@ def locate(env: Mapping[str, str], state_dir: Path) -> tuple[dict[str, str], str
                 f"Run `source {shown}` again in this shell."
             )
         return from_file, shown, notes
+    pid = holder(state_dir)
+    if pid is not None:  # `make up` holds the lock but has not written its env file yet
+        raise NoPlayground(
+            f"A playground{f' (pid {pid})' if pid > 0 else ''} holds {state_dir} but has written no env file yet: "
+            f"it is still starting (or stopping). Run this again once `make up` prints `# Ready`; "
+            f"then `source {shown}`."
+        )
     if all(key in shell for key in PLAYGROUND_KEYS):
         return shell, "this shell's variables", []
     raise NoPlayground(f"No playground found (FUNCTION_URL and EMULATORS_ADMIN unset, no {shown}): run `make up`.")
@@ -158,9 +165,8 @@ def print_report(report: dict[str, Any], cluster_id: str) -> None:
     checks = data.get("registry_checks") or []
     if checks:
         print(f"  data.registry_checks (REGISTRY_VERIFICATION={data.get('registry_verification', '?')}):")
-        width = max(len(str(c.get("registry", ""))) for c in checks)
-        for check in checks:
-            print(f"    {check.get('registry', ''):<{width}}  {check.get('result', ''):<11} {check.get('detail', '')}")
+        for line in registry_checks.lines(checks):
+            print(f"    {line}")
     print(f"  data keys: {', '.join(sorted(data)) or '-'}")
     print(
         "The whole stored status, as the HyperFleet API holds it:\n"

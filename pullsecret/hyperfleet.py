@@ -1,7 +1,9 @@
 """The HyperFleet API client: get cluster, list adapter statuses, report status (docs/contract.md §2).
 
-One pooled `requests.Session` per process (urllib3 retries connection errors and 429/5xx with
-jittered backoff, honouring Retry-After). The bearer credential comes from `pullsecret.apiauth` (a token
+One urllib3 pool per process (it retries connection errors and 429/5xx with jittered backoff,
+honouring Retry-After). urllib3 directly, not `requests` over it: three calls per event, and `requests`'
+per-call preparation (merging settings, hooks, cookies, URL re-parsing) was the largest share of the
+function's own CPU (bench/results/profile-inproc.txt). The bearer credential comes from `pullsecret.apiauth` (a token
 file, or a Google ID token); after a refusal it is re-read or re-minted and the call made again. A refusal
 of our own token (401, or a 403 without an authorization code) is never the cluster's fault: when no new
 token comes of it, it is a TransientError (the event is redelivered, never acknowledged), logged at error
@@ -19,12 +21,15 @@ framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/clien
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-import requests
-from requests.adapters import HTTPAdapter
+import certifi
+import urllib3
 from urllib3.util.retry import Retry
 
 from pullsecret.apiauth import credential_for
@@ -40,6 +45,19 @@ _GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET
 _NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer of the API: status, headers, body (read whole: the API's answers are small JSON)."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    body: bytes = field(repr=False)
+
+    def json(self) -> Any:
+        """The body as JSON; raises ValueError (also for bytes that are not UTF-8) or RecursionError."""
+        return json.loads(self.body)
 
 
 class HyperFleetClient:
@@ -67,15 +85,21 @@ class HyperFleetClient:
             respect_retry_after_header=True,
             raise_on_status=False,
         )
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=retry)
-        self._session = requests.Session()
-        # No proxy or .netrc lookups per request: the API URL is configuration (saves ~0.1-1 ms per call).
-        self._session.trust_env = False
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        self._session.headers.update({"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"})
+        # One connection pool to the one API host, used directly (no per-call URL parsing and pool lookup as
+        # in a PoolManager); no proxy or .netrc lookups: the API URL is configuration. The CA bundle is
+        # certifi's, as requests used.
+        tls = {"ca_certs": certifi.where()} if self._base.startswith("https:") else {}
+        self._pool = urllib3.connection_from_url(
+            self._base,
+            maxsize=pool_size,
+            retries=retry,
+            timeout=urllib3.Timeout(connect=self._timeout[0], read=self._timeout[1]),
+            **tls,
+        )
+        self._path = urlsplit(self._base).path
+        self._headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
 
-    def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> requests.Response:
+    def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> Answer:
         """One call; a refused token is re-read from its file and the call made again with a new one."""
         token = self._token.current() if self._token is not None else None
         response = self._send(method, path, what=what, token=token, **kwargs)
@@ -100,15 +124,32 @@ class HyperFleetClient:
             raise self._no_route(response, what)
         return response
 
-    def _send(self, method: str, path: str, *, what: str, token: str | None, **kwargs: Any) -> requests.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        token: str | None,
+        params: Mapping[str, Any] | None = None,
+        json_body: Any = None,
+    ) -> Answer:
+        headers = dict(self._headers)
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         trace = current_log_context().trace
         if trace is not None:
             headers["traceparent"] = outgoing_traceparent(trace)
+        body = None
+        if json_body is not None:
+            body = json.dumps(json_body, allow_nan=False).encode()
+            headers["Content-Type"] = "application/json"
+        url = self._path + path + (f"?{urlencode(params)}" if params else "")
         try:
-            return self._session.request(method, self._base + path, headers=headers, timeout=self._timeout, **kwargs)
-        except requests.RequestException as exc:
-            if looks_like_io(exc) or isinstance(exc, requests.exceptions.RetryError):
+            response = self._pool.request(method, url, body=body, headers=headers)
+            return Answer(response.status, response.headers, response.data)
+        except urllib3.exceptions.HTTPError as exc:
+            if looks_like_io(exc) or isinstance(exc, urllib3.exceptions.MaxRetryError):
                 raise TransientError(
                     f"{what}: HyperFleet API unreachable ({type(exc).__name__})",
                     reason="DependencyUnavailable",
@@ -120,7 +161,7 @@ class HyperFleetClient:
                 service="hyperfleet",
             ) from None
 
-    def _refused(self, response: requests.Response, what: str) -> TransientError:
+    def _refused(self, response: Answer, what: str) -> TransientError:
         """Our own token refused even after a re-read: redeliver (never acknowledge), and say so at error level."""
         code = response.status_code
         why = "not authenticated" if code == 401 else "not authorised"
@@ -138,7 +179,7 @@ class HyperFleetClient:
         )
         return TransientError(message, reason="CredentialsRefused", service="hyperfleet")
 
-    def _no_route(self, response: requests.Response, what: str) -> TransientError:
+    def _no_route(self, response: Answer, what: str) -> TransientError:
         """A 404 that names no missing resource: the URL reaches no API route. Loud, and never an acknowledgement."""
         code = _problem_code(response) or "no HyperFleet error code"
         message = (
@@ -156,7 +197,7 @@ class HyperFleetClient:
         return TransientError(message, reason="EndpointNotFound", service="hyperfleet")
 
     @staticmethod
-    def _failure(response: requests.Response, what: str) -> Exception:
+    def _failure(response: Answer, what: str) -> Exception:
         code = response.status_code
         text = f"{what}: HyperFleet API answered {code}" + _problem_title(response)
         if code in _RETRY_STATUSES or code >= 500:
@@ -164,7 +205,7 @@ class HyperFleetClient:
         return TerminalError(text, reason="RequestRejected", service="hyperfleet")
 
     @staticmethod
-    def _json(response: requests.Response, what: str) -> Any:
+    def _json(response: Answer, what: str) -> Any:
         content_type = response.headers.get("Content-Type", "")
         try:
             return response.json()
@@ -227,7 +268,7 @@ class HyperFleetClient:
         """Send the adapter status; returns 201 (stored) or 204 (discarded as stale) or raises."""
         what = f"report status of cluster {cluster_id}"
         response = self._request(
-            self._status_method, f"/clusters/{quote(cluster_id, safe='')}/statuses", what=what, json=body
+            self._status_method, f"/clusters/{quote(cluster_id, safe='')}/statuses", what=what, json_body=body
         )
         if response.status_code in (200, 201, 204):
             return response.status_code
@@ -255,7 +296,7 @@ class HyperFleetClient:
         return [i for i in items if isinstance(i, dict)], int(total)
 
 
-def _problem_code(response: requests.Response) -> str | None:
+def _problem_code(response: Answer) -> str | None:
     """The `code` of a HyperFleet problem+json answer (`HYPERFLEET-CAT-NUM`), or None."""
     try:
         problem = response.json()
@@ -265,7 +306,7 @@ def _problem_code(response: requests.Response) -> str | None:
     return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") else None
 
 
-def _token_refused(response: requests.Response) -> bool:
+def _token_refused(response: Answer) -> bool:
     """The API (or its gateway) refused our token: 401, or a 403 without an authorization code."""
     if response.status_code == 401:
         return True
@@ -284,7 +325,7 @@ def outgoing_traceparent(trace: TraceContext) -> str:
     return f"00-{trace.trace_id}-{secrets.token_hex(8)}-{'01' if trace.sampled else '00'}"
 
 
-def _problem_title(response: requests.Response) -> str:
+def _problem_title(response: Answer) -> str:
     """' (detail)' from a problem+json answer, or ''."""
     try:
         problem = response.json()

@@ -97,7 +97,7 @@ class DesiredSecret:
         return annotations
 
     def data(self) -> dict[str, str]:
-        return {KEY: base64.b64encode(self.content).decode("ascii")}
+        return {KEY: base64.b64encode(self.content).decode()}
 
     def manifest(
         self, created_at: str, resource_version: str | None = None, kept_lineage: str | None = None
@@ -176,7 +176,7 @@ class ApplyResult:
 
 def _generation(annotations: dict[str, str]) -> int:
     try:
-        return int(annotations.get(A_GENERATION, "0"))
+        return int(annotations.get(A_GENERATION) or 0)
     except ValueError:
         return 0
 
@@ -202,8 +202,10 @@ def _now() -> str:
 
 
 def _body(exc: ApiException) -> dict[str, Any]:
+    if not exc.body:  # ApiException always has a body attribute: None when nothing was read
+        return {}
     try:
-        parsed = json.loads(getattr(exc, "body", None) or "{}")
+        parsed = json.loads(exc.body)
     except (TypeError, ValueError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
@@ -213,7 +215,9 @@ def policy_denial(exc: BaseException) -> tuple[str, str] | None:
     """(reason, message) of a denial by our admission policy, else None."""
     if not isinstance(exc, ApiException):
         return None
-    message = str(_body(exc).get("message") or "")
+    message = _body(exc).get("message")
+    if not isinstance(message, str):
+        return None
     found = _DENIAL.search(message)
     if found is None or found.group(1) != POLICY_NAME:
         return None
@@ -236,7 +240,7 @@ def _would_create_without_data(exc: ApiException) -> bool:
 def _owned_paths(tree: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """The field paths a managedFields entry's fieldsV1 names: {"f:data": {"f:k": {}}} -> {("data",), ("data", "k")}."""
     out: set[tuple[str, ...]] = set()
-    for key, child in (tree or {}).items() if isinstance(tree, dict) else ():
+    for key, child in tree.items() if isinstance(tree, dict) else ():
         if key.startswith("f:"):
             path = (*prefix, key[2:])
             out.add(path)

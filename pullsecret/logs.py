@@ -26,6 +26,7 @@ from typing import IO, Any
 _LEVELS = {"DEBUG": 10, "INFO": 20, "NOTICE": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50, "OFF": 100}
 _ERROR_REPORTING_TYPE = "type.googleapis.com/google.devtools.clouderrorreporting.v1beta1.ReportedErrorEvent"
 REDACTED = "[REDACTED]"
+_ENCODER = json.JSONEncoder(ensure_ascii=False)  # built once: json.dumps with options builds one per line
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,28 @@ def parse_trace(traceparent: str | None = None, cloud_trace_context: str | None 
 class Redactor:
     """Scrubs known secret strings (and their JSON-escaped forms, should a value quote JSON) out of text."""
 
-    _secrets: set[str] = field(default_factory=set)
+    _secrets: set[str] = field(default_factory=set, repr=False)
+    # The secrets longest first, and one pattern finding any of them: a line's strings are scanned once each
+    # in C, and only a string holding a secret is replaced secret by secret. One tuple, so that a thread
+    # reading it while another adds never sees a list and a pattern that disagree.
+    _scan: tuple[tuple[str, ...], re.Pattern[str] | None] = field(default=((), None), repr=False)
 
     def add(self, values: Iterable[str]) -> None:
+        added = False
         for value in values:
-            if value and len(value) >= 4:
+            if value and len(value) >= 4 and value not in self._secrets:
                 self._secrets.add(value)
                 self._secrets.add(json.dumps(value)[1:-1])
+                added = True
+        if added:
+            ordered = tuple(sorted(self._secrets, key=len, reverse=True))
+            self._scan = (ordered, re.compile("|".join(map(re.escape, ordered))))
 
     def scrub(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        ordered, pattern = self._scan
+        if pattern is None or pattern.search(text) is None:
+            return text
+        for secret in ordered:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
@@ -157,7 +170,7 @@ class Logger:
             entry["@type"] = _ERROR_REPORTING_TYPE
             entry["stack_trace"] = "".join(traceback.format_exception(exc))
             entry["message"] = f"{message}\n{entry['stack_trace']}"
-        line = json.dumps(_scrubbed(entry, ctx.redactor), ensure_ascii=False)
+        line = _ENCODER.encode(_scrubbed(entry, ctx.redactor))
         stream = self._stream or sys.stdout
         with self._lock:
             stream.write(line + "\n")
@@ -217,7 +230,9 @@ def _scrubbed(value: Any, redactor: Redactor) -> Any:
     if isinstance(value, str):
         return redactor.scrub(value)
     if isinstance(value, dict):
-        return {key: _scrubbed(item, redactor) for key, item in value.items()}
+        scrub = redactor.scrub
+        # Strings (most values) without a call per value; the rest recursively.
+        return {key: scrub(item) if type(item) is str else _scrubbed(item, redactor) for key, item in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_scrubbed(item, redactor) for item in value]
     if value is None or isinstance(value, (bool, int, float)):

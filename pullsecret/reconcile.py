@@ -463,8 +463,14 @@ class Reconciler:
     def _apply(
         self, reads: _Reads, desired: DesiredSecret, stored: secretstore.StoreResult, deadline: Deadline
     ) -> kubesecret.ApplyResult:
-        """Step 4, apply: the Kubernetes Secret, while a new version's read-back runs alongside; both must
-        succeed before Available."""
+        """Step 4, apply: the Kubernetes Secret, while a new version's read-back and the cluster's generation
+        re-read (A3 of secretstore/versions.py) run alongside; all must succeed before a report.
+
+        The apply starts only after the Secret Manager write succeeded, so Kubernetes never holds a version
+        Secret Manager refused. What fails beside it (the read-back, the generation moved on) fails the
+        delivery transiently; Kubernetes then holds the stored version and its redelivery converges.
+        """
+        confirmed = self._submit(stored.confirm) if stored.confirm is not None else None
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
             with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
@@ -473,6 +479,9 @@ class Reconciler:
                 )
                 fields.update(written=applied.written, stale=applied.stale)
         finally:
+            wait([f for f in (confirmed, verified) if f is not None])  # none outlives the event, none cancelled
+            if confirmed is not None:
+                confirmed.result()
             if verified is not None:
                 with log.step("secretmanager.verify_version", version=stored.version_name):
                     verified.result()

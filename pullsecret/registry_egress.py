@@ -19,6 +19,7 @@ A refusal is a `Refused` with a fixed reason, reported as `skipped`; nothing of 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
@@ -29,7 +30,6 @@ from publicsuffixlist import PublicSuffixList
 
 DEFAULT_PORT = 443
 _PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan")
-_PSL = PublicSuffixList()  # the bundled list; only_icann=False: private suffixes such as appspot.com count
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], list[str]]
@@ -58,16 +58,20 @@ class Endpoint:
 
 def split_host(host: str) -> tuple[str, int]:
     """`name[:port]` or `[v6][:port]` → (lower-case name without brackets, port); raises ValueError."""
-    parts = urlsplit("https://" + host)
+    parts = urlsplit("//" + host)  # a netloc alone: no scheme to mistype
     hostname = parts.hostname
     if not hostname:
         raise ValueError("no host name")
+    # .lower() states the contract; urllib's hostname is lower case already (which also leaves nothing but "."
+    # for rstrip to drop at the end).
     return hostname.rstrip(".").lower(), parts.port or DEFAULT_PORT
 
 
 def allowed_entry(entry: str) -> str:
     """An REGISTRY_ALLOWED_HOSTS entry in the form `vet` compares (`name:port`); raises ValueError."""
     text = entry.strip()
+    # Two colons without brackets: split_host's port parsing refuses them too; said here so the rule does not rest
+    # on urllib (so `count(":") > 2` or `>= 1` are no observable change).
     if not text or any(ch in text for ch in "/@?#") or (text.count(":") > 1 and not text.startswith("[")):
         raise ValueError(f"not host[:port]: {entry!r}")
     hostname, port = split_host(text)
@@ -86,7 +90,7 @@ def address_refusal(address: Address) -> str | None:
         return "not a unicast address"
     if isinstance(address, ipaddress.IPv4Address) and address in ipaddress.IPv4Network("100.64.0.0/10"):
         return "shared address space (CGNAT)"
-    if address.is_private or not address.is_global:
+    if not address.is_global:  # is_global is `not is_private`, but for the CGNAT block handled above
         return "private"
     return None
 
@@ -104,7 +108,7 @@ def name_refusal(hostname: str, port: int) -> str | None:
         return "an IP address, not a registry name; not contacted unless REGISTRY_ALLOWED_HOSTS names it"
     if port != DEFAULT_PORT:
         return f"a port other than {DEFAULT_PORT}; not contacted unless REGISTRY_ALLOWED_HOSTS names it"
-    if "." not in hostname or hostname == "localhost" or hostname.endswith(_PRIVATE_SUFFIXES):
+    if "." not in hostname or hostname.endswith(_PRIVATE_SUFFIXES):  # no dot: `localhost`, `metadata`
         return "a private host name; not contacted unless REGISTRY_ALLOWED_HOSTS names it"
     return None
 
@@ -121,8 +125,16 @@ def realm_trusted(registry_hostname: str, realm_hostname: str) -> bool:
         return True
     if _ip(registry) is not None or _ip(realm) is not None:
         return False
-    domain = _PSL.privatesuffix(registry)
-    return domain is not None and domain == _PSL.privatesuffix(realm)
+    psl = _public_suffixes()
+    domain = psl.privatesuffix(registry)
+    return domain is not None and domain == psl.privatesuffix(realm)
+
+
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    """The bundled list, parsed on first use (a token realm to judge), not at every instance's cold start
+    (about 0.1 s of CPU). only_icann=False: private suffixes such as appspot.com count."""
+    return PublicSuffixList()
 
 
 def system_resolver(hostname: str, port: int) -> list[str]:
@@ -152,7 +164,7 @@ class Egress:
             refusal = name_refusal(hostname, port)
             if refusal is not None:
                 raise Refused(refusal)
-        addresses = [a for a in (_ip(text.split("%", 1)[0]) for text in self._resolve(hostname, port)) if a]
+        addresses = [a for a in (_ip(text.partition("%")[0]) for text in self._resolve(hostname, port)) if a]
         if not addresses:
             raise Unresolvable(hostname)
         if not listed and any(address_refusal(a) is not None for a in addresses):

@@ -21,7 +21,6 @@ credential, a token or a token service's answer is logged, raised or reported: r
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
 import contextvars
 import hashlib
@@ -86,10 +85,11 @@ class Challenge:
 # RFC 7230 tchar: any visible ASCII except separators (distribution's octetTypes isToken).
 _SEPARATORS = frozenset(' \t"(),/:;<=>?@[]\\{}')
 _SPACE = frozenset(" \t\r\n")
+_HOST_CHARS = frozenset(".-:[]")  # in a registry key's host[:port], besides letters and digits
 
 
 def _is_token_char(ch: str) -> bool:
-    return 32 < ord(ch) < 127 and ch not in _SEPARATORS
+    return "!" <= ch <= "~" and ch not in _SEPARATORS  # visible ASCII: 0x21-0x7e
 
 
 def _token(text: str, i: int) -> tuple[str, int]:
@@ -133,7 +133,7 @@ def parse_challenges(values: Iterable[str]) -> list[Challenge]:
     found: list[Challenge] = []
     for text in values:
         i = _skip(text, 0, _SPACE | {","})
-        while i < len(text):
+        while i < len(text):  # (the body stops at the end as well: `<=` here and below changes nothing)
             scheme, i = _token(text, i)
             if not scheme:
                 break
@@ -158,8 +158,7 @@ def parse_challenges(values: Iterable[str]) -> list[Challenge]:
                         k += 1
                 params[name.lower()] = value
                 i = _skip(text, k)
-            found.append(Challenge(scheme.lower(), params))
-            i = _skip(text, i, _SPACE | {","})
+            found.append(Challenge(scheme.lower(), params))  # i is past the separators already (or at the end)
     return found
 
 
@@ -184,15 +183,15 @@ def registry_host(key: str) -> str | None:
         return None
     if lowered.startswith("https://"):
         text = text[len("https://") :]
-    netloc = text.split("/", 1)[0].lower()
+    netloc = text.partition("/")[0]
+    if not all(ch.isalnum() or ch in _HOST_CHARS for ch in netloc):
+        return None  # this also refuses user info, a query and a fragment ("@", "?", "#")
     try:
-        parts = urlsplit("https://" + netloc)
-        hostname, port = parts.hostname, parts.port
+        parts = urlsplit("//" + netloc)
+        hostname, port = parts.hostname, parts.port  # urllib's hostname is lower case
     except ValueError:
         return None
-    if not hostname or parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        return None
-    if not all(ch.isalnum() or ch in ".-:[]" for ch in netloc):
+    if not hostname:
         return None
     if hostname in _DOCKER_HUB_ALIASES:
         hostname = DOCKER_HUB_HOST
@@ -202,7 +201,7 @@ def registry_host(key: str) -> str | None:
 
 def hostname_of(host: str) -> str:
     """`host[:port]` → host name without port or brackets."""
-    return urlsplit("https://" + host).hostname or host
+    return urlsplit("//" + host).hostname or host
 
 
 @dataclass(frozen=True)
@@ -219,8 +218,8 @@ class Credential:
         """Every form of this credential that must never be printed (for the event's log redactor)."""
         values = [self.secret, self.secret.rstrip("=")]
         if self.kind == "basic":
-            with contextlib.suppress(binascii.Error, ValueError):
-                decoded = base64.b64decode(self.secret).decode("utf-8", "replace")
+            with contextlib.suppress(ValueError):  # binascii.Error is a ValueError
+                decoded = base64.b64decode(self.secret).decode(errors="replace")
                 values += [decoded, decoded.partition(":")[2]]
         return values
 
@@ -237,7 +236,7 @@ def credential_of(entry: Mapping[str, Any]) -> Credential | None:
         return Credential("basic", padded)
     user, password = entry.get("username"), entry.get("password")
     if isinstance(user, str) and isinstance(password, str) and user and password:
-        return Credential("basic", base64.b64encode(f"{user}:{password}".encode()).decode("ascii"))
+        return Credential("basic", base64.b64encode(f"{user}:{password}".encode()).decode())
     return None
 
 
@@ -438,7 +437,7 @@ def _token_of(answer: Answer) -> str | Check:
         decoded = json.loads(answer.body) if len(answer.body) <= MAX_BODY else None
     except (ValueError, RecursionError):
         decoded = None
-    token = ""
+    token = ""  # what stands for "no token" here (or for a body not read above) cannot matter: only a text counts
     if isinstance(decoded, dict):
         # Some token services set access_token instead of token (go-containerregistry bearer.go).
         token = decoded.get("token") or decoded.get("access_token") or ""

@@ -5,14 +5,15 @@ terraform {
   required_providers {
     # 7.31 is the oldest release checked offline (tests/infra/test_provider_schema.py checks every resource,
     # argument and block against both ends of this range) and has Direct VPC egress on cloudfunctions2 (GA).
+    # The top end is the release .terraform.lock.hcl locks (tests/infra/test_terraform_lock.py).
     google = {
       source  = "hashicorp/google"
-      version = ">= 7.31, <= 7.46.1"
+      version = ">= 7.31, <= 7.45.0"
     }
     # Only for google_project_service_identity (the Pub/Sub and Secret Manager service agents), which is beta-only.
     google-beta = {
       source  = "hashicorp/google-beta"
-      version = ">= 7.31, <= 7.46.1"
+      version = ">= 7.31, <= 7.45.0"
     }
     archive = {
       source  = "hashicorp/archive"

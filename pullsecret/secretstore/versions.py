@@ -4,7 +4,8 @@ Steady state reads the newest version's content with AccessSecretVersion (the 90
 the 600/min read or write quotas) and compares bytes: equal content costs that one call, and a newest
 version that was disabled or destroyed by hand shows up at once (FAILED_PRECONDITION) and gets a fresh one.
 A change costs one AddSecretVersion (a new cluster: CreateSecret first), plus one read of the cluster's
-generation after it. There is no claim, no lease and no record on the secret.
+generation after it (the caller runs it beside the Kubernetes apply: no round trip of its own). There is no
+claim, no lease and no record on the secret.
 
 Invariants. Secret Manager has no conditional AddSecretVersion, so "newest generation on top" cannot hold at
 every moment; this module keeps the following, and tests/protocol/test_write_protocol.py checks them over every
@@ -18,10 +19,11 @@ interleaving (within bounds) of two and three deliveries, lost and late answers 
       holding our bytes is adopted as ours (`_add`). RESOURCE_EXHAUSTED and ABORTED were not applied and
       are sent again.
   A3. A delivery reports a version as applied only after the cluster was read again after that version
-      landed and still had the delivery's generation (`_check_generation`). A delivery that finds the cluster
-      moved on fails transiently (NewerGeneration): its redelivery reads the cluster afresh and writes the
-      newest generation's content on top. No delivery "restores" another's content: it cannot know which
-      generation a version below it holds.
+      landed and still had the delivery's generation (`_check_generation`, handed to the caller as
+      `StoreResult.confirm`: it runs it beside the Kubernetes apply and the read-back, and reports only after
+      all three succeeded). A delivery that finds the cluster moved on fails transiently (NewerGeneration):
+      its redelivery reads the cluster afresh and writes the newest generation's content on top. No delivery
+      "restores" another's content: it cannot know which generation a version below it holds.
   A4. Single flight shares a write only between deliveries of the same secret, content AND generation in
       one process; a follower that read the newest version before this process wrote reads it again.
 - After quiescence (every delivery done or redelivered to completion):
@@ -78,6 +80,9 @@ class StoreResult:
     retired: tuple[str, ...] = ()  # versions this call destroyed (a concurrent duplicate)
     writes: int = 0  # Secret Manager write requests this call had accepted
     verify: Callable[[], None] | None = field(default=None, repr=False)  # read-back of a new version
+    # A3: the cluster's generation read after the version landed; raises NewerGeneration. Every delivery that
+    # wrote or shared a write runs its own before reporting (a follower's read also comes after the landing).
+    confirm: Callable[[], None] | None = field(default=None, repr=False)
 
     def as_follower(self) -> StoreResult:
         """This result as seen by a concurrent delivery of the same content that shared the write."""
@@ -151,13 +156,14 @@ class VersionWrites(Calls):
 
         `latest`: the newest version as already read (`self.latest`), so callers can overlap that read
         with others and still make no write before every read succeeded. `current_generation`: re-reads
-        the cluster's generation; asked only when a different content was written concurrently. `owned`:
+        the cluster's generation; a write's result carries that re-read as `confirm` (A3). `owned`:
         the caller already wrote this secret (its last status names it); otherwise an existing secret's
         labels are checked once (GetSecret) before writing to it, and a foreign one raises OwnershipConflict.
 
         Unchanged content costs one AccessSecretVersion; a change one AddSecretVersion (plus CreateSecret
-        for a new secret). The returned `verify` reads a new version back; the caller runs it beside the
-        Kubernetes apply.
+        for a new secret). The returned `verify` reads a new version back and `confirm` re-reads the
+        cluster's generation (A3); the caller runs both beside the Kubernetes apply and reports only after
+        all of them succeeded.
         """
         name = f"projects/{project}/secrets/{secret_id}"
         if latest is not None and latest.state == "enabled" and latest.data == secret.canonical and latest.name:
@@ -265,10 +271,13 @@ class VersionWrites(Calls):
         )
         if _number(added.name) > base + 1:
             result = self._settle_race(result, name=name, project=project, data=data, deadline=deadline)
+        version_name = result.version_name
         if current_generation is not None:
-            self._check_generation(result.version_name, generation, current_generation)
+            check = current_generation
+            result = dataclasses.replace(
+                result, confirm=lambda: self._check_generation(version_name, generation, check)
+            )
         if result.written:
-            version_name = result.version_name
             result = dataclasses.replace(result, verify=lambda: self.verify(version_name, data, deadline))
         return result
 

@@ -8,6 +8,7 @@ token and the registry CA; the Pub/Sub emulator's log) land there, and every pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from emulators.playground import read_env_file
+from emulators.playground import holder, read_env_file
 from emulators.pubsub import PubSubEmulator
-from tests.support import ROOT, clean_env
+from tests.support import ROOT, bare_copy, clean_env
 
 READY_S = 120.0
 
@@ -44,7 +45,7 @@ def _carrying(tmpdir: Path) -> list[str]:
 class Playground:
     """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
 
-    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False) -> None:
+    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False, root: Path = ROOT) -> None:
         self.tmpdir = base / "tmp"
         self.tmpdir.mkdir(exist_ok=True)
         self.state = state
@@ -55,7 +56,7 @@ class Playground:
                 command = ["bash", "-c", 'trap "" INT; exec "$0" "$@"', *command]
             self.proc = subprocess.Popen(
                 command,
-                cwd=ROOT,
+                cwd=root,
                 env=clean_env(TMPDIR=str(self.tmpdir)),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
@@ -78,9 +79,17 @@ class Playground:
         return self.proc.wait(timeout=timeout)
 
     def kill(self) -> None:
+        """After a test, whatever happened: let it stop what it started, then kill whatever is left of it."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        for left in _carrying(self.tmpdir):  # children in sessions of their own, when the playground could not
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(left.split(":", 1)[0]), signal.SIGKILL)
 
     def assert_nothing_left(self) -> None:
         assert _carrying(self.tmpdir) == [], "processes left behind"
@@ -126,6 +135,18 @@ def test_a_second_up_is_refused_and_down_stops_the_first(tmp_path: Path, playgro
     assert (state / "function.log").stat().st_size >= log_size
     assert first.proc.poll() is None
     assert emulators_cli("trigger", "cls-demo01", "--state-dir", str(state)).returncode == 0
+    # Its output not read (`make trigger | head -1`, the reader gone at once): no complaint about the pipe.
+    piped = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m emulators trigger cls-demo01 --state-dir "{state}" | true'],
+        cwd=ROOT,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0 and "Traceback" not in piped.stderr, piped.stderr
+    assert "Broken pipe" not in piped.stderr and "BrokenPipeError" not in piped.stderr, piped.stderr
 
     stopped = emulators_cli("down", "--state-dir", str(state))
     assert stopped.returncode == 0 and "Stopped" in stopped.stdout, stopped.stdout + stopped.stderr
@@ -164,6 +185,49 @@ def test_a_shell_with_values_of_an_earlier_up_is_told_and_a_dead_one_gets_one_li
     admin_port = stale["EMULATORS_ADMIN"].rsplit(":", 1)[1]
     assert len(lines) == 1 and f"Nothing listens at http://127.0.0.1:{admin_port}" in lines[0], dead.stdout
     assert "make up" in lines[0]
+
+
+def test_a_trigger_while_the_playground_is_still_starting_says_so(
+    tmp_path: Path, playgrounds: list[Playground]
+) -> None:
+    state = tmp_path / "state"
+    starting = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(starting)
+    deadline = time.monotonic() + READY_S
+    while holder(state) != starting.proc.pid:
+        assert time.monotonic() < deadline and starting.proc.poll() is None, starting.output()
+        time.sleep(0.01)
+    assert not (state / "env").exists()
+    # A second shell, still holding the values of an earlier `make up`, triggers too early.
+    shell = clean_env(FUNCTION_URL="http://127.0.0.1:9/", EMULATORS_ADMIN="http://127.0.0.1:9")
+    early = emulators_cli("trigger", "cls-demo01", "--state-dir", str(state), env=shell)
+    assert early.returncode == 2 and "Traceback" not in early.stdout + early.stderr, early.stdout + early.stderr
+    assert f"(pid {starting.proc.pid})" in early.stdout and "still starting" in early.stdout, early.stdout
+    assert "# Ready" in early.stdout
+
+
+def test_down_after_an_edit_and_retry_stops_the_restarted_function(
+    tmp_path: Path, playgrounds: list[Playground]
+) -> None:
+    # From a copy of the repository: the playground watches its own pullsecret/, which this test edits.
+    repo = bare_copy(tmp_path / "repo", venv=True)
+    state = tmp_path / "state"
+    playground = Playground(tmp_path, state, "--no-pubsub", root=repo)
+    playgrounds.append(playground)
+    playground.wait_ready()
+    first = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
+    edited = repo / "pullsecret" / "status.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    deadline = time.monotonic() + READY_S
+    while "serves the new code again" not in playground.output():
+        assert time.monotonic() < deadline and playground.proc.poll() is None, playground.output()
+        time.sleep(0.1)
+    restarted = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
+    assert restarted and restarted != first, (first, restarted)
+    stopped = emulators_cli("down", "--state-dir", str(state))
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert playground.wait_exit(timeout=30) == 0, playground.output()
+    playground.assert_nothing_left()
 
 
 def _function_booting(playground: Playground) -> bool:
@@ -234,3 +298,51 @@ def test_a_playground_started_as_a_background_job_still_stops_on_sigint(
     assert playground.wait_exit(timeout=60) == 0, playground.output()
     assert "# Stopped: the function, the emulators" in playground.output()
     playground.assert_nothing_left()
+
+
+def _loading_libraries(pid: int) -> bool:
+    """True once the process maps a compiled module from site-packages: Python is importing the client libraries."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    return "site-packages" in maps and ".so" in maps
+
+
+@pytest.mark.parametrize("command", ["playground", "demo"])
+def test_ctrl_c_while_python_is_still_loading_says_so_in_one_line(tmp_path: Path, command: str) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    options = ["--state-dir", str(tmp_path / "state"), "--no-pubsub"] if command == "playground" else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulators", command, *options],
+        cwd=ROOT,
+        env=clean_env(TMPDIR=str(tmpdir)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + READY_S
+        while not _loading_libraries(proc.pid):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGINT)
+        said, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # Wherever the interrupt lands (the imports, or the start that follows them): exit 130, no traceback, a
+    # line that says it stopped, and nothing left behind.
+    assert proc.returncode == 130 and "Traceback" not in said, said
+    assert "Interrupted" in said, said
+    assert _carrying(tmpdir) == []
+    assert list(tmpdir.iterdir()) == []
+
+
+def test_the_cli_defaults_are_the_playgrounds() -> None:
+    from emulators import __main__ as cli
+    from emulators import playground
+
+    assert (cli.STATE_DIR, cli.DEMO_CLUSTER) == (playground.STATE_DIR, playground.DEMO_CLUSTER)

@@ -126,6 +126,37 @@ def test_the_readme_local_walkthrough_runs_as_written(playground: Playground) ->
     assert f"cluster cls-demo01: {'unchanged'}" in output  # the operator CLI's summary
     # inspect as the runtime identity: Secret Manager read, the Kubernetes Secret refused (no get on Secrets).
     assert '"in_sync": null' in output and "your own" in output, output
+    # The sample output the README shows for `make trigger` is what it prints: every sample line is a line of
+    # the real output (ports, timings and spaces aside; "…" stands for the rest of a value).
+    missing = [line for line in sample_output(readme, "### Trigger a reconcile") if not printed_line(line, output)]
+    assert not missing, "README sample lines that make trigger does not print:\n" + "\n".join(missing)
+    missing = [line for line in sample_output(readme, "### Start the playground") if not printed_line(line, printed)]
+    assert not missing, "README sample lines that make up does not print:\n" + "\n".join(missing)
+
+
+def _normalised(line: str) -> str:
+    line = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line)
+    line = re.sub(r"\(\d+(?:\.\d+)? ms\)", "(T ms)", line)
+    line = re.sub(r"\b[0-9a-f]{8}-(?:…|[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)", "UUID", line)
+    return " ".join(line.split())
+
+
+def sample_output(markdown: str, heading: str) -> list[str]:
+    """The lines of the ```text blocks under `heading` (up to the next heading)."""
+    lines, fence, found = markdown.splitlines(), "", []
+    for line in lines[lines.index(heading) + 1 :]:
+        if line.startswith("```"):
+            fence = "" if fence else line[3:] or "plain"
+        elif not fence and line.startswith("#"):
+            break  # the next heading
+        elif fence == "text" and line.strip() and line.strip() != "...":  # "..." elides lines
+            found.append(line)
+    return found
+
+
+def printed_line(sample: str, output: str) -> bool:
+    pattern = ".*".join(re.escape(part) for part in _normalised(sample).split("…"))
+    return any(re.fullmatch(pattern, _normalised(line)) for line in output.splitlines())
 
 
 def test_every_admin_example_of_the_emulators_readme_runs(playground: Playground) -> None:

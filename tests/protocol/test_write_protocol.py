@@ -2,7 +2,8 @@
 
 The deliveries run the real `SecretStore` (pullsecret/secretstore/versions.py) against in-memory services
 (tests/protocol/world.py) in which every call is a scheduling point; `reconcile` below follows the order of
-`Reconciler._provision` (own status, newest version, Kubernetes probe, store, Kubernetes apply, status). A
+`Reconciler._provision` (own status, newest version, Kubernetes probe, store, Kubernetes apply beside the
+generation re-read and the read-back, status). A
 delivery that fails transiently is redelivered, and a redelivery reads the cluster again. When every delivery
 is done, the invariants stated in pullsecret/secretstore/versions.py must hold:
 
@@ -113,11 +114,16 @@ def reconcile(world: World, store: SecretStore, generation: int) -> str:
     if getattr(stored, "stale", False):
         world.report(generation, "stale", stored.recorded_generation)
         return "stale"
-    if not world.kube_apply(generation, secret.canonical):
-        world.report(generation, "stale", world.kube[0])
-        return "stale"
+    # The apply runs beside the generation re-read and the read-back (Reconciler._apply); the apply first is
+    # the order that lets Kubernetes take a version whose generation the re-read then finds superseded.
+    applied = world.kube_apply(generation, secret.canonical)
+    if stored.confirm is not None:
+        stored.confirm()
     if stored.verify is not None:
         stored.verify()
+    if not applied:
+        world.report(generation, "stale", world.kube[0])
+        return "stale"
     world.report(generation, "applied")
     return "applied"
 

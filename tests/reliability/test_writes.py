@@ -173,8 +173,10 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
     harness.count("cases tried")
     if cluster_moved_on:
         # Generation 2 landed on top of generation 3 (no gap to see): it must not report success (A3) ...
+        moved_on = write(2, latest=read_by_generation_2, current_generation=lambda: 3)
+        assert moved_on.confirm is not None
         with pytest.raises(NewerGeneration):
-            write(2, latest=read_by_generation_2, current_generation=lambda: 3)
+            moved_on.confirm()
         # ... and its redelivery, reading the cluster at generation 3, puts generation 3's content back on top.
         redelivered = write(3, latest=store.latest(name, Deadline(10)), current_generation=lambda: 3)
         live = {v["version"]: v["payload_b64"] for v in _live_versions(world, cid)}

@@ -1,8 +1,11 @@
-"""Trying the bench out (`python -m bench --quick`, `--only`) never overwrites the tracked figures and plots."""
+"""Trying the bench out (`python -m bench --quick`, `--only`) never overwrites the tracked figures and plots; a full
+run writes every README table from its own results, with the labels it prints."""
 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
+from typing import Any
 
 from bench.__main__ import RESULTS, results_path
 from tests.support import ROOT
@@ -17,3 +20,36 @@ def test_only_the_full_run_writes_the_tracked_results() -> None:
         # Ignored by git, so a quick run leaves `git status` clean.
         ignored = subprocess.run(["git", "check-ignore", "-q", relative], cwd=ROOT, check=False)
         assert ignored.returncode == 0, relative
+
+
+def test_one_run_writes_every_readme_table_with_the_printed_labels(tmp_path: Path) -> None:
+    from bench import report
+
+    results: dict[str, Any] = {
+        "machine": {"when": "2026-01-01T00:00:00Z", "cpus": 2, "loadavg_at_start": [0.5], "loadavg": [0.7]},
+        "writes_per_changed_cluster": 1.0,
+        "critical_path_round_trips": {"first": 6.0, "change": 5.0, "steady": 3.0},
+        "throughput_detail": {"80": {"function_cpu_ms_per_event": 4.0}},
+        "seed_flow": {"throughput_detail": {"80": {"function_cpu_ms_per_event": 10.0}}},
+    }
+    report.derive(results)
+    assert results["events_per_function_cpu_second"] == 250
+    results_dir = tmp_path / "bench" / "results"
+    results_dir.mkdir(parents=True)
+    readmes = []
+    for relative in ("README.md", "bench/README.md"):
+        text = (ROOT / relative).read_text()
+        assert report.BEGIN in text and report.END in text, f"{relative} has no table block for the bench to fill"
+        (tmp_path / relative).write_text(text)
+        readmes.append(tmp_path / relative)
+    written = report.publish(results, results_dir, tuple(readmes))
+    assert written == [results_dir / report.TABLES_MD, *readmes]
+    printed = {line[:52].strip() for line in report.text_table(results).splitlines()[2:]}
+    for readme in readmes:
+        text = readme.read_text()
+        block = text.split(report.BEGIN, 1)[1].split(report.END, 1)[0]
+        labels = {row.split("|")[1].strip() for row in block.splitlines() if row.startswith("| ") and "---" not in row}
+        assert labels - {"figure"} == printed
+        assert "| round trips: change | **5** |  | ≤ 4 | no |" in block
+        link = "bench/results/throughput.png" if readme.parent == tmp_path else "(results/throughput.png)"
+        assert link in block

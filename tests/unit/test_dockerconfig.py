@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 
 import pytest
 
-from pullsecret.dockerconfig import InvalidPullSecret, merge, parse
+from pullsecret.dockerconfig import InvalidPullSecret, canonical_bytes, merge, parse, sensitive_strings_of
 
 AUTH = base64.b64encode(b"robot:s3cr3t-pa55").decode()
 
@@ -139,3 +140,221 @@ def test_merge_of_one_source_with_canonical_keys_folds_its_keys() -> None:
 def test_username_without_password_or_the_reverse_is_no_credential(entry: dict[str, str]) -> None:
     with pytest.raises(InvalidPullSecret, match="has no credential"):
         parse(doc(**{"quay.io": entry}), source="t")
+
+
+def test_sensitive_strings_of_lists_every_form_and_nothing_else() -> None:
+    """Exactly the credential forms, past a malformed entry, for each field, both paddings, decoded and password."""
+    unpadded = base64.b64encode(b"ab:c:d").decode().rstrip("=")  # 6 bytes: no padding either way
+    short = base64.b64encode(b"ab:cd").decode()  # "YWI6Y2Q=": one "=" of padding
+    document = {
+        "auths": {
+            "a.io": "not an entry",  # malformed: skipped, the entries after it still count
+            "b.io": {
+                "auth": AUTH,
+                "password": "pw-1",
+                "identitytoken": "it-1",
+                "registrytoken": "rt-1",
+                "username": "u",
+            },
+            "c.io": {"auth": short.rstrip("=")},  # given unpadded: the padded form is listed too
+            "d.io": {"auth": unpadded},
+            "e.io": {"auth": "***"},  # not base64: its two padding forms, nothing decoded
+            "f.io": {"auth": base64.b64encode(b"\xff:\xfe").decode()},  # not UTF-8: decoded with replacement
+            "g.io": {"auth": base64.b64encode(b"nocolon").decode()},  # no colon: no password part
+            "h.io": {"password": "", "identitytoken": 7, "auth": ""},  # empty or not text: nothing
+        }
+    }
+    f_auth = base64.b64encode(b"\xff:\xfe").decode()
+    g_auth = base64.b64encode(b"nocolon").decode()
+    expected = {
+        AUTH, AUTH.rstrip("="), "robot:s3cr3t-pa55", "s3cr3t-pa55", "pw-1", "it-1", "rt-1",
+        short, short.rstrip("="), "ab:cd", "cd",
+        unpadded, "ab:c:d", "c:d",  # the password is all after the first colon
+        "***", "***=",  # the padded form is listed whether or not it decodes
+        f_auth, "\ufffd:\ufffd", "\ufffd",
+        g_auth, g_auth.rstrip("="), "nocolon",
+    }  # fmt: skip
+    assert AUTH.endswith("=") and short.endswith("=") and g_auth.endswith("=")  # both padding forms are exercised
+    listed = sensitive_strings_of(document)
+    assert listed == sorted(expected)
+    assert sensitive_strings_of(json.dumps(document)) == listed
+    assert sensitive_strings_of(json.dumps(document).encode()) == listed
+
+
+@pytest.mark.parametrize(
+    "document", ["not json", b"[1", "[" * 100_000, "[]", '{"auths": []}', '{"auths": {"q.io": 5}}', {}, 7]
+)
+def test_sensitive_strings_of_anything_else_is_empty_and_never_raises(document: object) -> None:
+    assert sensitive_strings_of(document) == []
+
+
+def test_pull_secret_sensitive_strings_are_those_of_its_document() -> None:
+    secret = parse(doc(**{"quay.io": {"auth": AUTH}, "gcr.io": {"identitytoken": "tok-123456"}}), source="t")
+    expected = sorted({AUTH, AUTH.rstrip("="), "robot:s3cr3t-pa55", "s3cr3t-pa55", "tok-123456"})
+    assert secret.sensitive_strings() == expected
+    assert secret.sensitive_strings() is not secret.sensitive_strings()  # a fresh list: callers may extend it
+
+
+_NO_CREDENTIAL = "the entry has no credential ('auth', 'username'/'password' or 'identitytoken')"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("nope", "s: the pull secret is not valid JSON"),
+        ("[" * 60_000, "s: the pull secret is not valid JSON"),  # nested deeper than the parser goes
+        (b"\xff{}", "s: the pull secret is not UTF-8 text"),
+        ("x" * (64 * 1024 + 1), "s: the pull secret is 65537 bytes, over the 64 KiB limit"),
+        ("é" * (32 * 1024 + 1), "s: the pull secret is 65538 bytes, over the 64 KiB limit"),  # bytes, not characters
+        ('{"a": 1, "a": 2}', "s: the pull secret repeats the key 'a'; keys must be unique"),
+        ("[]", "s: the pull secret must be a JSON object with an 'auths' object"),
+        ('{"auths": []}', "s: the pull secret has no 'auths' object"),
+        ('{"auths": {}}', "s: the pull secret's 'auths' is empty; it needs at least one registry"),
+        ('{"auths": {" ": {"auth": "' + AUTH + '"}}}', "s: a registry key is empty"),
+        ('{"auths": {"q\\n.io": 1}}', "s: registry 'q?.io': the entry must be a JSON object"),
+        (
+            '{"auths": {"q.io": {"auth": "' + AUTH + '", "e\\u0000": 1}}}',
+            "s: registry 'q.io': field 'e?' must be a string",
+        ),
+        ('{"auths": {"q.io": {"auth": "***"}}}', "s: registry 'q.io': 'auth' is not valid base64"),
+        (
+            doc(**{"q.io": {"auth": base64.b64encode(b"\xff:\xfe").decode()}}),
+            "s: registry 'q.io': 'auth' does not decode to UTF-8 text",
+        ),
+        (
+            doc(**{"q.io": {"auth": base64.b64encode(b"user:").decode()}}),
+            "s: registry 'q.io': 'auth' must decode to 'user:password'",
+        ),
+        (doc(**{"q.io": {"email": "a@b"}}), f"s: registry 'q.io': {_NO_CREDENTIAL}"),
+        (doc(**{"q.io": {"identitytoken": "", "registrytoken": ""}}), f"s: registry 'q.io': {_NO_CREDENTIAL}"),
+    ],
+)
+def test_each_rule_refuses_with_its_own_message(raw: str | bytes, message: str) -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(raw, source="s")
+    assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"auth": AUTH},
+        {"auth": "", "identitytoken": "it-1"},
+        {"registrytoken": "rt-1"},
+        {"auth": "", "username": "u", "password": "p"},
+    ],
+)
+def test_each_credential_form_is_accepted(entry: dict[str, str]) -> None:
+    assert parse(doc(**{"q.io": entry}), source="s").document() == {"auths": {"q.io": entry}}
+
+
+def test_a_document_parses_as_bytes_text_and_object_alike() -> None:
+    document = {"auths": {"q.io": {"auth": AUTH}}, "other": 1}
+    secrets = [parse(form, source="s") for form in (json.dumps(document), json.dumps(document).encode(), document)]
+    assert {s.canonical for s in secrets} == {b'{"auths":{"q.io":{"auth":"' + AUTH.encode() + b'"}}}'}
+    assert secrets[0].fingerprint == hashlib.sha256(secrets[0].canonical).hexdigest()
+    assert secrets[0].short_fingerprint == secrets[0].fingerprint[:12]
+    assert (
+        repr(secrets[0]) == f"PullSecret(registries=['q.io'], fingerprint={secrets[0].fingerprint[:12]!r}, <redacted>)"
+    )
+    assert (
+        parse("{" + '"auths": {"é.io": {"auth": "' + AUTH + '"}}}', source="s").canonical
+        == ('{"auths":{"é.io":{"auth":"' + AUTH + '"}}}').encode()
+    )  # UTF-8, not \\u escapes
+
+
+def test_a_canonical_document_over_the_limit_is_refused() -> None:
+    big = {"auths": {f"r{i:05}.io": {"auth": AUTH} for i in range(1_800)}}
+    assert len(json.dumps(big, separators=(",", ":"))) > 64 * 1024
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(big, source="s")
+    assert (
+        caught.value.message.startswith("s: the pull secret is ")
+        and "bytes, over the 64 KiB limit" in caught.value.message
+    )
+
+
+def _fill(auths: dict[str, object], target: int) -> dict[str, object]:
+    """`auths` with an `email` padded so that the canonical document is exactly `target` bytes."""
+    empty = {r: {**e, "email": ""} if r == "a.io" else e for r, e in auths.items()}  # type: ignore[dict-item]
+    pad = target - len(canonical_bytes({"auths": empty}))
+    return {r: {**e, "email": "x" * pad} if r == "a.io" else e for r, e in auths.items()}  # type: ignore[dict-item]
+
+
+def test_the_size_limits_admit_exactly_64_kib() -> None:
+    raw = doc(**{"a.io": {"auth": AUTH}})
+    assert parse(raw + " " * (64 * 1024 - len(raw)), source="s").registries == ("a.io",)
+    exact = {"auths": _fill({"a.io": {"auth": AUTH}}, 64 * 1024)}
+    assert len(parse(exact, source="s").canonical) == 64 * 1024
+    over = {"auths": _fill({"a.io": {"auth": AUTH}}, 64 * 1024 + 1)}
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(over, source="s")
+    assert caught.value.message == "s: the pull secret is 65537 bytes, over the 64 KiB limit"
+
+
+def test_the_merged_size_limit_admits_exactly_64_kib() -> None:
+    cluster = parse(doc(**{"b.io": {"auth": AUTH}}), source="c")
+    for size in (64 * 1024, 64 * 1024 + 1):
+        auths = _fill({"a.io": {"auth": AUTH}, "b.io": {"auth": AUTH}}, size)
+        platform = parse({"auths": {"a.io": auths["a.io"]}}, source="p")
+        if size == 64 * 1024:
+            assert len(merge(platform, cluster).secret.canonical) == size
+        else:
+            with pytest.raises(InvalidPullSecret) as caught:
+                merge(platform, cluster)
+            assert caught.value.message == "merged pull secret is 65537 bytes, over the 64 KiB limit"
+
+
+def test_merge_without_a_source_names_both_settings() -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        merge(None, None)
+    assert caught.value.message == "no pull secret source: neither PULL_SECRET_SOURCE nor spec.pullSecret is set"
+
+
+def test_merge_by_default_lets_the_platform_win_and_says_so() -> None:
+    other = base64.b64encode(b"other:pw-other").decode()
+    platform = parse(doc(**{"q.io": {"auth": AUTH}}), source="p")
+    cluster = parse(doc(**{"q.io": {"auth": other}}), source="c")
+    result = merge(platform, cluster)
+    assert result.secret.document() == {"auths": {"q.io": {"auth": AUTH}}}
+    assert [d["winner"] for d in result.conflict_details] == ["platform"]
+
+
+def test_a_shadowed_key_is_reported_with_both_fingerprints() -> None:
+    hidden = {"auth": base64.b64encode(b"other:pw-other").decode()}
+    only = parse(doc(**{"quay.io": {"auth": AUTH}, "https://quay.io/": hidden}), source="c")
+    assert merge(None, only, canonical_keys=True).shadowed == (
+        {
+            "source": "cluster",
+            "registry": "quay.io",
+            "kept": "quay.io",
+            "shadowed": "https://quay.io/",
+            "kept_fingerprint": hashlib.sha256(canonical_bytes({"auth": AUTH})).hexdigest()[:12],
+            "shadowed_fingerprint": hashlib.sha256(canonical_bytes(hidden)).hexdigest()[:12],
+            "same_entry": False,
+        },
+    )
+
+
+def test_a_repeated_key_is_named_safely_and_shortly() -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse('{"auths": {}, "' + "\\u0000" + "k" * 150 + '": 1, "' + "\\u0000" + "k" * 150 + '": 2}', source="s")
+    assert caught.value.message == f"s: the pull secret repeats the key {'?' + 'k' * 99!r}; keys must be unique"
+
+
+def test_the_password_is_all_after_the_first_colon() -> None:
+    colon = base64.b64encode(b"a::").decode()  # password ":"
+    assert parse(doc(**{"q.io": {"auth": colon}}), source="s").registries == ("q.io",)
+    assert sensitive_strings_of(doc(**{"q.io": {"auth": colon}})) == sorted({colon, colon.rstrip("="), "a::", ":"})
+
+
+def test_utf_16_json_is_not_utf_8_text() -> None:
+    with pytest.raises(InvalidPullSecret) as caught:
+        parse(doc(**{"q.io": {"auth": AUTH}}).encode("utf-16"), source="s")
+    assert caught.value.message == "s: the pull secret is not UTF-8 text"
+
+
+def test_only_the_trailing_padding_is_dropped_for_the_unpadded_form() -> None:
+    listed = sensitive_strings_of({"auths": {"q.io": {"auth": "abcX"}}})
+    assert "abcX" in listed
+    assert not [s for s in listed if s.startswith("abc") and s != "abcX"]

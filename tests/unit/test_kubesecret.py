@@ -197,3 +197,115 @@ def test_a_field_manager_conflict_is_recognised() -> None:
     unreadable = ApiException(status=409, reason="Conflict")
     unreadable.body = "not json"
     assert not kubesecret._field_conflict(unreadable)
+
+
+# -- the exact Secret the adapter writes, and the edges of each decision --------------------------------------
+def test_the_manifest_is_exactly_our_secret() -> None:
+    desired = DesiredSecret(**{**DESIRED.__dict__, "content": b'{"auths":{"q.io":{}}}', "lineage": '{"v":1}'})
+    assert desired.manifest("2026-01-01T00:00:00Z", resource_version="41", kept_lineage="old") == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "a-pull-secret",
+            "namespace": "clusters-a",
+            "labels": {"managed-by": "hyperfleet", "adapter": "pullsecret"},
+            "annotations": {
+                "hyperfleet.io/gcp-secret-path": "projects/1/secrets/s/versions/2",
+                "hyperfleet.io/created-by": SA,
+                "hyperfleet.io/fingerprint": "f" * 64,
+                "hyperfleet.io/generation": "3",
+                "hyperfleet.io/lineage": '{"v":1}',  # this event's lineage, not the kept one
+                "hyperfleet.io/created-at": "2026-01-01T00:00:00Z",
+            },
+            "resourceVersion": "41",
+        },
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": "eyJhdXRocyI6eyJxLmlvIjp7fX19"},
+    }
+
+
+def test_the_manifest_keeps_the_live_lineage_when_this_event_computed_none() -> None:
+    kept = DESIRED.manifest("t", kept_lineage='{"old":1}')
+    assert kept["metadata"]["annotations"][kubesecret.A_LINEAGE] == '{"old":1}'
+    assert "resourceVersion" not in kept["metadata"]
+    assert kubesecret.A_LINEAGE not in DESIRED.manifest("t")["metadata"]["annotations"]
+    assert kubesecret.A_LINEAGE not in DESIRED.annotations()
+    labels = DESIRED.manifest("t")["metadata"]["labels"]
+    labels["x"] = "y"  # a copy: the desired labels are not changed through the manifest
+    assert DESIRED.labels == {"managed-by": "hyperfleet", "adapter": "pullsecret"}
+
+
+@pytest.mark.parametrize(
+    ("annotations", "generation"),
+    [
+        ({kubesecret.A_GENERATION: "7"}, 7),
+        ({kubesecret.A_GENERATION: "seven"}, 0),
+        ({kubesecret.A_GENERATION: ""}, 0),
+        ({}, 0),
+    ],
+)
+def test_the_recorded_generation_of_the_live_secret(annotations: dict[str, str], generation: int) -> None:
+    assert kubesecret.Probed({"metadata": {"annotations": annotations}}).recorded_generation == generation
+    assert kubesecret.Probed(None).recorded_generation == 0
+    assert kubesecret.Probed({"metadata": None}).recorded_generation == 0
+
+
+@pytest.mark.parametrize(("value", "label"), [("clusterX", "clusterX"), ("X-x-X", "X-x-X")])
+def test_label_value_strips_only_separators_at_the_ends(value: str, label: str) -> None:
+    assert kubesecret.label_value(value) == label
+
+
+def test_the_paths_an_apply_sets_and_a_manager_owns() -> None:
+    assert kubesecret._applied_paths({"metadata": {}}) == set()
+    assert kubesecret._applied_paths(kubesecret.probe_manifest("n", "s")) == {
+        ("type",),
+        ("metadata", "labels", "managed-by"),
+    }
+    assert kubesecret._owned_paths(None) == set()
+    assert kubesecret._owned_paths(["f:data"]) == set()
+    assert kubesecret._owned_paths({"f:data": {"f:k": {}, ".": {}}, "k:x": {}}) == {("data",), ("data", "k")}
+
+
+def test_an_unreadable_managed_fields_entry_means_no_force() -> None:
+    secret = _with_owners(("hf", "Apply", OUR_DATA))
+    secret["metadata"]["managedFields"].append("not an entry")
+    assert not kubesecret.only_ours_own(secret, DESIRED.manifest("t"), OURS)
+
+
+@pytest.mark.parametrize("body", [None, "", "not json", "[1]", '"text"', '{"message": 5}', "{}"])
+def test_refusals_without_a_readable_status_are_no_decision(body: str | None) -> None:
+    exc = ApiException(status=422, reason="Invalid")
+    exc.body = body
+    assert kubesecret.policy_denial(exc) is None
+    assert not kubesecret._would_create_without_data(exc)
+    assert not kubesecret._field_conflict(exc)
+
+
+def test_a_policy_denial_message_is_cut_at_400_characters_from_the_policy_name() -> None:
+    message = (
+        "admission webhook: ValidatingAdmissionPolicy 'hyperfleet-pullsecret-adapter-scope' with binding 'b' "
+        "denied request: StaleGeneration: " + "x" * 500
+    )
+    reason, text = kubesecret.policy_denial(_api_exception(403, {"message": message}))  # type: ignore[misc]
+    assert reason == "StaleGeneration"
+    assert text == message[len("admission webhook: ") :][:400] and len(text) == 400
+    assert kubesecret.policy_denial(ValueError(message)) is None  # not an API refusal
+
+
+def test_the_policy_checks_at_their_edges(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    policy, binding = copy.deepcopy(installed)
+    policy["spec"].pop("failurePolicy", None)
+    assert kubesecret.policy_problem(policy, binding, SA) is None  # the API's default failurePolicy is Fail
+    policy["metadata"]["annotations"][kubesecret.A_POLICY_REVISION] = "three"
+    assert kubesecret.policy_problem(policy, binding, SA) == (
+        f"policy revision 0 is older than the required {kubesecret.REQUIRED_POLICY_REVISION}"
+    )
+    policy, binding = copy.deepcopy(installed)
+    policy["spec"]["failurePolicy"] = "Ignore"
+    assert kubesecret.policy_problem(policy, binding, SA) == "the policy's failurePolicy is not Fail"
+    policy, binding = copy.deepcopy(installed)
+    binding["spec"]["policyName"] = "p" * 100
+    assert kubesecret.policy_problem(policy, binding, SA) == f"the binding points at {'p' * 80!r}"
+    binding["spec"]["policyName"] = kubesecret.POLICY_NAME
+    binding["spec"]["validationActions"] = ["Warn", "Audit"]
+    assert kubesecret.policy_problem(policy, binding, SA) == "the binding does not deny (validationActions lacks Deny)"

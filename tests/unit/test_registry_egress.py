@@ -9,6 +9,7 @@ import pytest
 from pullsecret import config
 from pullsecret.errors import ConfigError
 from pullsecret.registry_egress import (
+    _PRIVATE_SUFFIXES,
     Egress,
     Endpoint,
     Refused,
@@ -17,6 +18,7 @@ from pullsecret.registry_egress import (
     allowed_entry,
     name_refusal,
     realm_trusted,
+    split_host,
 )
 
 
@@ -149,3 +151,174 @@ def test_allowed_hosts_configuration() -> None:
         with pytest.raises(ConfigError, match="REGISTRY_ALLOWED_HOSTS"):
             config.load({**base, "REGISTRY_ALLOWED_HOSTS": bad})
     assert allowed_entry("[::1]:5000") == "::1:5000"
+
+
+# -- exact outcomes of each rule (the texts are what the status reports) -----------------------------------------
+@pytest.mark.parametrize(
+    ("host", "split"),
+    [
+        ("QUAY.IO.", ("quay.io", 443)),
+        ("quay.io.:5000", ("quay.io", 5000)),
+        ("[::1]", ("::1", 443)),
+        ("[FD00::1]:8443", ("fd00::1", 8443)),
+    ],
+)
+def test_split_host_gives_the_lower_case_name_without_dot_and_the_port(host: str, split: tuple[str, int]) -> None:
+    assert split_host(host) == split
+
+
+@pytest.mark.parametrize("host", ["", ":5000", "[", "a:b"])
+def test_split_host_refuses_what_names_no_host(host: str) -> None:
+    with pytest.raises(ValueError):
+        split_host(host)
+
+
+@pytest.mark.parametrize(
+    ("entry", "form"),
+    [
+        (" Registry.Corp ", "registry.corp:443"),
+        ("X.Corp", "x.corp:443"),
+        ("registry.corp:5000", "registry.corp:5000"),
+        ("[::1]:5000", "::1:5000"),
+        ("[::1]", "::1:443"),
+        ("10.0.0.5", "10.0.0.5:443"),
+    ],
+)
+def test_allowed_entries_take_the_form_vet_compares(entry: str, form: str) -> None:
+    assert allowed_entry(entry) == form
+
+
+@pytest.mark.parametrize("entry", ["", "  ", "a/b", "u@a", "a?x", "a#x", "::1", "a:1:2", "a:b"])
+def test_allowed_entries_that_are_not_host_and_port_are_refused(entry: str) -> None:
+    with pytest.raises(ValueError):
+        allowed_entry(entry)
+
+
+@pytest.mark.parametrize(
+    ("address", "refusal"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("169.254.169.254", "link-local (metadata server)"),
+        ("224.0.0.1", "not a unicast address"),
+        ("ff02::1", "not a unicast address"),
+        ("0.0.0.0", "not a unicast address"),
+        ("240.0.0.1", "not a unicast address"),
+        ("100.64.0.1", "shared address space (CGNAT)"),
+        ("100.127.255.254", "shared address space (CGNAT)"),
+        ("10.0.0.5", "private"),
+        ("fd00::1", "private"),
+        ("::ffff:10.1.2.3", "private"),
+        ("100.128.0.1", None),  # just past the CGNAT block
+        ("::ffff:8.8.8.8", None),
+    ],
+)
+def test_each_address_class_has_its_own_refusal(address: str, refusal: str | None) -> None:
+    assert address_refusal(ipaddress.ip_address(address)) == refusal
+
+
+_NOT_LISTED = "not contacted unless REGISTRY_ALLOWED_HOSTS names it"
+
+
+@pytest.mark.parametrize(
+    ("hostname", "port", "refusal"),
+    [
+        ("10.0.0.5", 443, f"an IP address, not a registry name; {_NOT_LISTED}"),
+        ("quay.io", 5000, f"a port other than 443; {_NOT_LISTED}"),
+        ("metadata", 443, f"a private host name; {_NOT_LISTED}"),
+        ("localhost", 443, f"a private host name; {_NOT_LISTED}"),
+        *((f"r{suffix}", 443, f"a private host name; {_NOT_LISTED}") for suffix in _PRIVATE_SUFFIXES),
+        ("quay.io", 443, None),
+        ("internal.example.com", 443, None),  # a private word as a label, not as the suffix
+    ],
+)
+def test_each_name_rule_has_its_own_refusal(hostname: str, port: int, refusal: str | None) -> None:
+    assert name_refusal(hostname, port) == refusal
+
+
+@pytest.mark.parametrize(
+    ("registry", "realm", "trusted"),
+    [
+        ("registry.example.com", "SSO.Example.com.", True),  # the realm's case and trailing dot do not matter
+        ("quay.io", "quay.io.", True),
+        ("quay.io", "34.1.2.3", False),  # an IP realm for a named registry
+        ("34.1.2.3", "quay.io", False),
+        ("com", "net", False),  # neither has a registrable domain: only a name matches itself
+        ("appspot.com", "github.io", False),
+    ],
+)
+def test_the_realm_rule_at_its_edges(registry: str, realm: str, trusted: bool) -> None:
+    assert realm_trusted(registry, realm) is trusted
+
+
+@pytest.mark.parametrize(
+    ("host", "reason"),
+    [
+        ("", "not a host name"),
+        ("[bad", "not a host name"),
+        ("10.0.0.5", f"an IP address, not a registry name; {_NOT_LISTED}"),
+        ("quay.io:5000", f"a port other than 443; {_NOT_LISTED}"),
+        ("public.example.com", "resolves to an address of a private network; not contacted (REGISTRY_ALLOWED_HOSTS)"),
+    ],
+)
+def test_vet_refuses_with_the_reason_the_status_shows(host: str, reason: str) -> None:
+    egress = Egress(resolver=_resolver({"public.example.com": ["34.1.2.3", "10.9.9.9"]}, []))  # type: ignore[arg-type]
+    with pytest.raises(Refused) as refused:
+        egress.vet(host)
+    assert refused.value.reason == reason and str(refused.value) == reason
+
+
+def test_vet_skips_what_is_no_address_and_drops_an_ipv6_zone() -> None:
+    answers = {"onprem.corp": ["fe80::1%eth0"], "quay.io": ["not-an-address", "34.1.2.3"], "empty.example": ["junk"]}
+    egress = Egress(["onprem.corp"], resolver=_resolver(answers, []))  # type: ignore[arg-type]
+    assert egress.vet("OnPrem.Corp") == Endpoint("onprem.corp", 443, "fe80::1")
+    assert egress.vet("quay.io") == Endpoint("quay.io", 443, "34.1.2.3")
+    with pytest.raises(Unresolvable):
+        egress.vet("empty.example")
+
+
+def test_the_allowlist_is_kept_in_the_form_vet_compares() -> None:
+    assert Egress([" Registry.Corp ", "[::1]:5000"]).allowed == frozenset({"registry.corp:443", "::1:5000"})
+    assert Egress().allowed == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("registry", "realm", "trusted"),
+    [
+        # Names without a registrable domain match only themselves, so these turn on the normalisation alone.
+        ("LOCALHOST", "localhost", True),
+        ("localhost", "LocalHost.", True),
+        ("localhost.", "localhost", True),
+        ("hostX.", "hostx", True),  # only the trailing dot goes, and before the case is folded
+        ("hostx", "HOSTX.", True),
+        # An IP address matches only itself, even where its last labels look like a name's registrable domain.
+        ("1.2.3.4", "x.3.4", False),
+        ("x.3.4", "1.2.3.4", False),
+    ],
+)
+def test_the_realm_rule_normalises_both_names_and_keeps_addresses_apart(
+    registry: str, realm: str, trusted: bool
+) -> None:
+    assert realm_trusted(registry, realm) is trusted
+
+
+def test_the_refusals_of_malformed_hosts_say_which_rule() -> None:
+    with pytest.raises(ValueError, match=r"^no host name$"):
+        split_host(":5000")
+    with pytest.raises(ValueError, match=r"^not host\[:port\]: 'a/b'$"):
+        allowed_entry("a/b")
+
+
+def test_vet_resolves_the_name_and_port_it_will_dial_and_reads_an_address_up_to_the_first_percent() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def resolve(hostname: str, port: int) -> list[str]:
+        calls.append((hostname, port))
+        return {"onprem.corp": ["fe80::1%eth0%x"], "empty.example": []}[hostname]
+
+    egress = Egress(["OnPrem.Corp:5000", "empty.example"], resolver=resolve)
+    assert egress.vet("onprem.corp:5000") == Endpoint("onprem.corp", 5000, "fe80::1")
+    with pytest.raises(Unresolvable) as unresolvable:
+        egress.vet("empty.example")
+    assert unresolvable.value.args == ("empty.example",)
+    assert calls == [("onprem.corp", 5000), ("empty.example", 443)]

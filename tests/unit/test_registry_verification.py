@@ -9,15 +9,22 @@ import pytest
 
 from pullsecret import config, status
 from pullsecret.errors import ConfigError
+from pullsecret.registry_http import MAX_BODY, Answer
 from pullsecret.registry_verification import (
     Challenge,
     Check,
+    Credential,
     RegistryRejected,
     Verification,
+    _not_contacted,
+    _token_of,
+    _unexpected,
     credential_of,
+    hostname_of,
     parse_challenges,
     pick_challenge,
     registry_host,
+    safe_name,
 )
 
 
@@ -47,12 +54,19 @@ def test_several_challenges_in_one_joined_header_and_in_several_headers() -> Non
     assert split[1].params == {"realm": "Registry Realm"}
 
 
-@pytest.mark.parametrize("header", ["", "   ", ",,", '"quoted"', 'Bearer realm="unterminated'])
-def test_malformed_headers_yield_what_parsed_and_never_raise(header: str) -> None:
-    challenges = parse_challenges([header])
-    assert all(c.scheme for c in challenges)
-    if header.startswith("Bearer"):
-        assert challenges == [Challenge("bearer", {})]
+@pytest.mark.parametrize(
+    ("header", "parsed"),
+    [
+        ("", []),
+        ("   ", []),
+        (",,", []),
+        ('"quoted"', []),
+        ('Bearer realm="unterminated', [Challenge("bearer", {})]),
+        ('Basic realm="x", "junk", Bearer', [Challenge("basic", {"realm": "x"})]),  # stops at the malformed part
+    ],
+)
+def test_malformed_headers_yield_what_parsed_and_never_raise(header: str, parsed: list[Challenge]) -> None:
+    assert parse_challenges([header]) == parsed
 
 
 def test_pick_takes_the_first_basic_or_bearer_as_go_containerregistry() -> None:
@@ -213,3 +227,184 @@ def test_the_answer_cache_is_a_bounded_lru_with_expiry() -> None:
     assert len(cache) == 3 and cache.get("b") is None and cache.get("a") == "A"
     now[0] = 10.0
     assert cache.get("c") is None and cache.get("d") is None
+
+
+# -- exact verdicts (the texts go to the logs and, for `skipped`, to the status) -------------------------------
+@pytest.mark.parametrize(
+    ("status_code", "detail"),
+    [
+        (500, "the registry answered 500"),
+        (599, "the registry answered 599"),
+        (300, "the registry answered a redirect (300); redirects are not followed"),
+        (302, "the registry answered a redirect (302); redirects are not followed"),
+        (399, "the registry answered a redirect (399); redirects are not followed"),
+        (299, "the registry answered 299, which says nothing about the credential"),
+        (400, "the registry answered 400, which says nothing about the credential"),
+        (499, "the registry answered 499, which says nothing about the credential"),
+        (600, "the registry answered 600, which says nothing about the credential"),
+    ],
+)
+def test_an_unexpected_answer_is_unreachable_and_says_what_answered(status_code: int, detail: str) -> None:
+    assert _unexpected("the registry", status_code) == Check("unreachable", detail)
+
+
+_NO_TOKEN = Check("unreachable", "the registry's token service answered without a token")
+
+
+@pytest.mark.parametrize(
+    ("status_code", "body", "outcome"),
+    [
+        (200, b'{"token": "t-1"}', "t-1"),
+        (200, b'{"access_token": "a-1"}', "a-1"),
+        (200, b'{"token": "t-1", "access_token": "a-1"}', "t-1"),
+        (200, b'{"token": "", "access_token": "a-1"}', "a-1"),
+        (200, b'{"token": ""}', _NO_TOKEN),
+        (200, b'{"token": 5}', _NO_TOKEN),
+        (200, b"{}", _NO_TOKEN),
+        (200, b'["t-1"]', _NO_TOKEN),
+        (200, b"not json", _NO_TOKEN),
+        (200, b"[" * 100_000, _NO_TOKEN),
+        (200, b'{"token": "t-1", "pad": "' + b"x" * MAX_BODY + b'"}', _NO_TOKEN),  # over MAX_BODY: not read
+        (401, b'{"token": "t-1"}', Check("rejected", "the registry's token service refused the credential (401)")),
+        (503, b'{"token": "t-1"}', Check("unreachable", "the registry's token service answered 503")),
+        (
+            403,
+            b"",
+            Check("unreachable", "the registry's token service answered 403, which says nothing about the credential"),
+        ),
+    ],
+)
+def test_a_token_answer_gives_the_token_or_its_verdict(status_code: int, body: bytes, outcome: object) -> None:
+    assert _token_of(Answer(status_code, (), body)) == outcome
+
+
+def test_a_token_answer_of_exactly_max_body_is_read() -> None:
+    body = b'{"token": "t-1", "pad": "'
+    body += b"x" * (MAX_BODY - len(body) - 2) + b'"}'
+    assert len(body) == MAX_BODY
+    assert _token_of(Answer(200, (), body)) == "t-1"
+
+
+def test_check_json_carries_the_reason_only_when_one_is_set() -> None:
+    assert Check("valid", "accepted").to_json("quay.io") == {"registry": "quay.io", "result": "valid"}
+    skipped = _not_contacted("an IP address")
+    assert skipped == Check("skipped", "an IP address", "an IP address")
+    assert skipped.to_json("10.0.0.1\n") == {"registry": "10.0.0.1?", "result": "skipped", "reason": "an IP address"}
+
+
+def test_safe_name_replaces_the_unprintable_and_cuts_at_100() -> None:
+    assert safe_name("quay.io") == "quay.io"
+    assert safe_name("a\tb\x00c") == "a?b?c"
+    assert safe_name("r" * 101) == "r" * 100
+
+
+def test_rejected_lists_the_refused_registries_in_order_and_safely() -> None:
+    checks = {"b\n.io": Check("rejected", "x"), "a.io": Check("valid", "x"), "c.io": Check("rejected", "x")}
+    assert Verification("report", checks).rejected == ["b?.io", "c.io"]
+    assert Verification("report", {"a.io": Check("valid", "x")}).rejected == []
+
+
+def test_status_lists_at_most_100_registries_and_enforce_names_at_most_10() -> None:
+    checks = {f"r{i:03}.example": Check("rejected", "x") for i in range(120)}
+    verified = Verification("enforce", checks)
+    data = verified.data()
+    assert data["registry_verification"] == "enforce"
+    assert [c["registry"] for c in data["registry_checks"]] == [f"r{i:03}.example" for i in range(100)]
+    with pytest.raises(RegistryRejected) as caught:
+        verified.enforce()
+    names = ", ".join(f"r{i:03}.example" for i in range(10))
+    assert caught.value.message == (
+        f"the credential for {names} was rejected by its registry; "
+        "nothing was written (REGISTRY_VERIFICATION=enforce; see data.registry_checks)"
+    )
+    assert caught.value.data == data
+    assert caught.value.service == "registry"
+
+
+def test_basic_credential_sensitive_forms_exactly() -> None:
+    auth = base64.b64encode(b"robot:pw:with-colon").decode()
+    assert auth.endswith("=")
+    assert credential_of({"auth": auth.rstrip("=")}).sensitive() == [  # type: ignore[union-attr]
+        auth,
+        auth.rstrip("="),
+        "robot:pw:with-colon",
+        "pw:with-colon",
+    ]
+    assert Credential("identity", "tok=").sensitive() == ["tok=", "tok"]
+    assert Credential("basic", "YWI").sensitive() == ["YWI", "YWI"]  # bad padding: nothing decoded, never raises
+    undecodable = base64.b64encode(b"\xff:\xfe").decode()
+    assert Credential("basic", undecodable).sensitive() == [undecodable, undecodable, "\ufffd:\ufffd", "\ufffd"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "credential"),
+    [
+        ({"registrytoken": "", "identitytoken": "i-1"}, Credential("identity", "i-1")),
+        ({"registrytoken": 5, "auth": "YTpi"}, Credential("basic", "YTpi")),
+        ({"identitytoken": "", "auth": "YTpi"}, Credential("basic", "YTpi")),
+        ({"identitytoken": 5, "username": "a", "password": "b"}, Credential("basic", "YTpi")),
+        ({"auth": "", "username": "a", "password": "b"}, Credential("basic", "YTpi")),
+        ({"auth": 5, "username": "a", "password": "b"}, Credential("basic", "YTpi")),
+        ({"auth": "YQ"}, Credential("basic", "YQ==")),
+        ({"auth": "YWI"}, Credential("basic", "YWI=")),
+        ({"username": "a", "password": ""}, None),
+        ({"username": "", "password": "b"}, None),
+        ({"username": "a", "password": 5}, None),
+        ({"username": 5, "password": "b"}, None),
+        ({}, None),
+    ],
+)
+def test_credential_of_each_field_in_turn(entry: dict[str, Any], credential: Credential | None) -> None:
+    assert credential_of(entry) == credential
+
+
+@pytest.mark.parametrize(
+    ("host", "name"), [("quay.io", "quay.io"), ("Quay.IO:5000", "quay.io"), ("[::1]:5000", "::1"), ("", "")]
+)
+def test_hostname_of(host: str, name: str) -> None:
+    assert hostname_of(host) == name
+
+
+@pytest.mark.parametrize(
+    ("header", "challenges"),
+    [
+        (', Basic realm="x"', [Challenge("basic", {"realm": "x"})]),  # leading separators
+        ("Bearer realm=!~", [Challenge("bearer", {"realm": "!~"})]),  # the ends of visible ASCII are token chars
+        ("Bearer realm=a\x7fb", [Challenge("bearer", {"realm": "a"})]),  # DEL is not
+        ("Bearer realm=a\x80b", [Challenge("bearer", {"realm": "a"})]),  # nor anything past ASCII
+        ("Bearer realm=", [Challenge("bearer", {"realm": ""})]),  # a value cut off at the end
+        ('Bearer realm="a\\', [Challenge("bearer", {})]),  # a backslash at the very end: unterminated
+        ('Bearer realm="a\\"', [Challenge("bearer", {})]),  # an escaped closing quote: unterminated
+        ('Bearer realm="a\\"b",service=s', [Challenge("bearer", {"realm": 'a"b', "service": "s"})]),
+        ('Bearer realm="r"service=s', [Challenge("bearer", {"realm": "r", "service": "s"})]),
+        ("Negotiate abc==x=y", [Challenge("negotiate", {"abc": "", "x": "y"})]),  # padding, then a parameter
+    ],
+)
+def test_challenge_parsing_at_its_edges(header: str, challenges: list[Challenge]) -> None:
+    assert parse_challenges([header]) == challenges
+
+
+def test_pick_takes_a_bearer_challenge_too() -> None:
+    bearer = Challenge("bearer", {"realm": "https://r"})
+    assert pick_challenge([Challenge("negotiate"), bearer]) == bearer
+
+
+@pytest.mark.parametrize(
+    ("key", "host"),
+    [
+        ("quay.io/org/repo", "quay.io"),
+        ("QUAY.IO", "quay.io"),
+        ("quay.io?x=1", None),
+        ("quay.io#x", None),
+        ("u@quay.io", None),
+        (":443", None),
+    ],
+)
+def test_registry_host_at_its_edges(key: str, host: str | None) -> None:
+    assert registry_host(key) == host
+
+
+def test_credential_forms_at_their_edges() -> None:
+    assert credential_of({"registrytoken": "r-1", "identitytoken": "i-1"}) == Credential("registry", "r-1")
+    assert Credential("identity", "tokX=").sensitive() == ["tokX=", "tokX"]
+    assert Credential("basic", "é").sensitive() == ["é", "é"]  # not ASCII: nothing decoded, never raises
