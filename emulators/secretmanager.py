@@ -24,6 +24,8 @@ https://cloud.google.com/iam/docs/roles-permissions/secretmanager):
     DestroySecretVersion  secretmanager.versions.destroy  the version
     TestIamPermissions    none                            (answers which of the asked permissions the
                                                            caller holds on the secret; see _test_iam_permissions)
+    GetIamPolicy          secretmanager.secrets.getIamPolicy  the secret (etags and versions: secret_iam_policy.py)
+    SetIamPolicy          secretmanager.secrets.setIamPolicy  the secret
 
 Admin routes (paths relative to ``/secretmanager``; bodies and answers are JSON):
 
@@ -31,7 +33,12 @@ Admin routes (paths relative to ``/secretmanager``; bodies and answers are JSON)
     PUT  /projects/{p}/secrets/{id}        seed/replace a secret: {"labels": {}, "annotations": {},
                                            "versions": ["<base64>", ...], "locations": ["us-east1"],
                                            "version_destroy_ttl_s": 86400}
-    GET  /projects/{p}/secrets/{id}        one secret with its versions (404 when absent)
+    GET  /projects/{p}/secrets/{id}        one secret with its versions and IAM policy (404 when absent)
+    PUT  /projects/{p}/secrets/{id}/iamPolicy  another writer sets the secret's policy: {"bindings": [{"role",
+                                           "members": [...]}]} (the etag changes)
+    POST /projects/{p}/secrets/{id}/iamPolicyRace  the same body, applied by another writer right after the
+                                           next GetIamPolicy of that secret is answered (one shot): the
+                                           reader's SetIamPolicy then carries a stale etag
     POST /projects                         {"project_id": "my-proj", "number": "123456789012"}
     POST /iam                              {"project": p, "identity": "sa@p.iam.gserviceaccount.com"} (owner on p),
                                            or {"identity", "resource": "projects/p/secrets/s", "role",
@@ -57,14 +64,17 @@ from typing import Any
 
 import grpc
 from google.cloud.secretmanager_v1 import types as t
+from google.iam.v1 import iam_policy_pb2, policy_pb2  # type: ignore[import-untyped]
 from google.iam.v1.iam_policy_pb2 import TestIamPermissionsRequest as TestRequest  # type: ignore[import-untyped]
 from google.iam.v1.iam_policy_pb2 import TestIamPermissionsResponse as TestResponse
 from google.protobuf import any_pb2, field_mask_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
+from emulators import secret_iam_policy
 from emulators.faults import FaultBook, WriteQuota
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
 from emulators.iam import Resource
+from emulators.secret_iam_policy import PolicyMessages
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
@@ -177,6 +187,7 @@ class _Secret:
     updated_by: str | None = None
     versions: dict[int, _Version] = field(default_factory=dict)
     next_version: int = 1
+    policy: policy_pb2.Policy = field(default_factory=policy_pb2.Policy)  # its allow policy (etag set on create)
 
     @property
     def name(self) -> str:
@@ -251,6 +262,8 @@ class SecretManagerEmulator(GrpcEmulator):
         self._lock = threading.RLock()
         self._secrets: dict[tuple[str, str], _Secret] = {}
         self._last_etag = 0
+        # Another writer's policy, applied right after the next GetIamPolicy of that secret (admin iamPolicyRace).
+        self._policy_races: dict[tuple[str, str], policy_pb2.Policy] = {}
 
     # -- gRPC surface -------------------------------------------------------------------
     def handlers(self) -> dict[str, grpc.RpcMethodHandler]:
@@ -277,6 +290,18 @@ class SecretManagerEmulator(GrpcEmulator):
             ("DisableSecretVersion", self._disable_version, t.DisableSecretVersionRequest, t.SecretVersion),
             ("EnableSecretVersion", self._enable_version, t.EnableSecretVersionRequest, t.SecretVersion),
             ("DestroySecretVersion", self._destroy_version, t.DestroySecretVersionRequest, t.SecretVersion),
+            (
+                "GetIamPolicy",
+                self._get_iam_policy,
+                PolicyMessages(iam_policy_pb2.GetIamPolicyRequest),
+                PolicyMessages(policy_pb2.Policy),
+            ),
+            (
+                "SetIamPolicy",
+                self._set_iam_policy,
+                PolicyMessages(iam_policy_pb2.SetIamPolicyRequest),
+                PolicyMessages(policy_pb2.Policy),
+            ),
         ]
         handlers = {rpc: self.unary(rpc, self._guarded(fn), req, resp) for rpc, fn, req, resp in table}
         handlers["TestIamPermissions"] = self.unary(
@@ -466,6 +491,7 @@ class SecretManagerEmulator(GrpcEmulator):
             pb.ClearField("ttl")
             pb.expire_time.FromDatetime(expire)
         secret = _Secret(number, secret_id, meta, _now(), self._etag(), created_by=identity)
+        secret.policy.etag = self._etag().encode()
         self._secrets[(number, secret_id)] = secret
         return secret
 
@@ -515,6 +541,37 @@ class SecretManagerEmulator(GrpcEmulator):
             fail(FAILED_PRECONDITION, f"The etag provided [{req.etag}] does not match the current etag.")
         del self._secrets[(number, secret_id)]
         return _EMPTY
+
+    # -- allow policies (emulators/secret_iam_policy.py states the rules) --------------------------------------
+    def _get_iam_policy(self, req: Any, identity: str | None) -> policy_pb2.Policy:
+        number, secret_id = self._parse_secret(
+            req.resource, identity, "secretmanager.secrets.getIamPolicy", "GetIamPolicy"
+        )
+        secret = self._find(number, secret_id)
+        answer = policy_pb2.Policy()
+        answer.CopyFrom(secret.policy)
+        race = self._policy_races.pop((number, secret_id), None)
+        if race is not None:  # another writer lands after this read: the answer's etag is stale from now on
+            self._replace_policy(secret, race)
+        return answer
+
+    def _set_iam_policy(self, req: Any, identity: str | None) -> policy_pb2.Policy:
+        number, secret_id = self._parse_secret(
+            req.resource, identity, "secretmanager.secrets.setIamPolicy", "SetIamPolicy"
+        )
+        secret = self._find(number, secret_id)
+        secret_iam_policy.check_etag(secret.policy, req.policy.etag)
+        secret_iam_policy.validate(req.policy)
+        self._replace_policy(secret, req.policy)
+        answer = policy_pb2.Policy()
+        answer.CopyFrom(secret.policy)
+        return answer
+
+    def _replace_policy(self, secret: _Secret, policy: policy_pb2.Policy) -> None:
+        stored = policy_pb2.Policy()
+        stored.CopyFrom(policy)
+        stored.etag = self._etag().encode()
+        secret.policy = stored
 
     def _list_secrets(self, req: t.ListSecretsRequest, identity: str | None) -> t.ListSecretsResponse:
         match = _PARENT.match(req.parent)
@@ -689,6 +746,7 @@ class SecretManagerEmulator(GrpcEmulator):
     def reset(self) -> None:
         with self._lock:
             self._secrets.clear()
+            self._policy_races.clear()
         # Project id/number pairs are configuration (a stack registers them once), so they stay.
         self.iam.clear()
         self.quota.configure(self.quota.limit, self.quota.window_s)
@@ -746,6 +804,7 @@ class SecretManagerEmulator(GrpcEmulator):
             "created_by": secret.created_by,
             "updated_by": secret.updated_by,
             "versions": versions,
+            "iam_policy": secret_iam_policy.to_json(secret.policy),
         }
 
     # -- admin HTTP routes ----------------------------------------------------------------
@@ -758,6 +817,8 @@ class SecretManagerEmulator(GrpcEmulator):
                     return 200, [self._secret_json(s) for s in self._secrets.values()]
             if len(parts) == 4 and parts[0] == "projects" and parts[2] == "secrets":
                 return self._admin_secret(method, parts[1], parts[3], body)
+            if len(parts) == 5 and parts[0] == "projects" and parts[2] == "secrets":
+                return self._admin_policy(method, parts[1], parts[3], parts[4], body)
             if method == "POST" and parts == ["projects"]:
                 spec = _object(body)
                 self.add_project(str(spec["project_id"]), str(spec["number"]))
@@ -798,6 +859,22 @@ class SecretManagerEmulator(GrpcEmulator):
                 created_by=str(spec.get("created_by", "seed")),
             )
         return 405, {"error": f"method {method} not allowed"}
+
+    def _admin_policy(self, method: str, project: str, secret_id: str, what: str, body: Any) -> tuple[int, Any]:
+        """Another writer changes a policy: now (PUT iamPolicy), or after its next read (POST iamPolicyRace)."""
+        policy = secret_iam_policy.from_json(_object(body))
+        with self._lock:
+            key = (self.projects.number(project), secret_id)
+            secret = self._secrets.get(key)
+            if secret is None:
+                return 404, {"error": "secret not found"}
+            if method == "PUT" and what == "iamPolicy":
+                self._replace_policy(secret, policy)
+                return 200, secret_iam_policy.to_json(secret.policy)
+            if method == "POST" and what == "iamPolicyRace":
+                self._policy_races[key] = policy
+                return 200, {"armed": True}
+        return 404, {"error": f"no admin route {method} {what}"}
 
 
 # -- module helpers --------------------------------------------------------------------------

@@ -263,6 +263,10 @@ def _inspect_kubernetes(
         "namespace": placement.namespace,
         "name": kube_name,
     }
+    if reconciler.delivery is not None:  # external-secrets: no cluster connection, ESO writes the Secret
+        out["delivery"] = reconciler.delivery.mode
+        out["access_member"] = reconciler.delivery.principal(placement.namespace)
+        return out
     try:
         api = reconciler.clusters.api_for(placement.management_cluster, deadline)
         live = reconciler.kube.read(api, placement.namespace, kube_name, deadline)

@@ -25,6 +25,8 @@ ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
 API_AUTH_MODES = ("token-file", "google-id-token")
+DELIVERY_MODES = ("direct", "external-secrets")
+PRINCIPAL_PREFIX = "principal://iam.googleapis.com/"
 MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
@@ -60,6 +62,8 @@ class Settings:
     management_namespace_template: str = "clusters-{cluster_id}"
     management_namespace_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^clusters-[a-z0-9-]+$"))
     kubernetes_secret_template: str = "{cluster_id}-pull-secret"
+    kubernetes_delivery: str = "direct"  # or external-secrets: no connection to the cluster (delivery_external_secrets)
+    external_secrets_principal_template: str | None = None  # principal://... with {namespace}, external-secrets only
     field_manager: str = "hyperfleet-pullsecret"
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
@@ -215,6 +219,32 @@ def _cluster_template(env: Mapping[str, str]) -> str | None:
     return template
 
 
+def _delivery(env: Mapping[str, str]) -> tuple[str, str | None]:
+    """(KUBERNETES_DELIVERY, EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE): the template with external-secrets only."""
+    mode = _choice(env, "KUBERNETES_DELIVERY", "direct", DELIVERY_MODES, upper=False)
+    template = _get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
+    if mode == "direct":
+        if template is not None:
+            raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY=direct")
+        return mode, None
+    try:
+        rendered = (template or "").format(namespace="x")
+    except (KeyError, IndexError, ValueError):
+        rendered = ""
+    if (
+        template is None
+        or template.count("{namespace}") != 1
+        or not rendered.startswith(PRINCIPAL_PREFIX)
+        or any(ch.isspace() for ch in template)
+    ):
+        raise ConfigError(
+            "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be a principal://iam.googleapis.com/... identifier with "
+            "{namespace} once and no other placeholder (KUBERNETES_DELIVERY=external-secrets), got "
+            f"{template!r}"
+        )
+    return mode, template
+
+
 def _adapter_names(env: Mapping[str, str]) -> tuple[str, ...]:
     adapters = _list(env, "PRECONDITION_ADAPTERS", ("validation", "dns", "placement"))
     for name in adapters:
@@ -311,6 +341,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_auth, audience = _api_auth(env)
+    delivery, principal_template = _delivery(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=_api_url(env),
@@ -345,6 +376,8 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
         management_namespace_pattern=_namespace_pattern(env),
         kubernetes_secret_template=_template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
+        kubernetes_delivery=delivery,
+        external_secrets_principal_template=principal_template,
         field_manager=_get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
         secret_manager_emulator_host=_matching(env, "SECRET_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),

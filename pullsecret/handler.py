@@ -24,6 +24,7 @@ import werkzeug.exceptions
 from pullsecret import admission_policy, config, events, logs, rotation, status
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
+from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
 from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import KubeSecrets
@@ -67,11 +68,12 @@ class Adapter:
                 identity = self.identity
                 log.configure(project_id=identity.project_id)
                 pool = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="pullsecret")
+                secrets = secret_manager_client(identity, settings.secret_manager_emulator_host)
                 self._reconciler = Reconciler(
                     settings,
                     hyperfleet=HyperFleetClient(settings),
                     store=SecretStore(
-                        secret_manager_client(identity, settings.secret_manager_emulator_host),
+                        secrets,
                         replication_locations=settings.secret_replication_locations,
                         kms_key=settings.secret_kms_key,
                         source_ttl_s=settings.pull_secret_source_ttl_s,
@@ -93,6 +95,7 @@ class Adapter:
                     ),
                     pool=pool,
                     identity_email=identity.email,
+                    delivery=_delivery(settings, secrets),
                 )
             return self._reconciler
 
@@ -284,6 +287,17 @@ class Adapter:
                 reconciler.hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
         except (TransientError, TerminalError) as report_exc:
             log.warning(f"could not report the unexpected error: {report_exc.message}", operation="reconcile")
+
+
+def _delivery(settings: Settings, secrets: Any) -> ExternalSecretsDelivery | None:
+    """KUBERNETES_DELIVERY's delivery: None for direct (the reconcile's own Kubernetes steps)."""
+    if settings.kubernetes_delivery != "external-secrets" or settings.external_secrets_principal_template is None:
+        return None
+    return ExternalSecretsDelivery(
+        secrets,
+        principal_template=settings.external_secrets_principal_template,
+        namespace_pattern=settings.management_namespace_pattern,
+    )
 
 
 class Redeliver(werkzeug.exceptions.ServiceUnavailable):

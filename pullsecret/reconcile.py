@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry_verification, secretstore, status
 from pullsecret.config import Settings
+from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
 from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.hyperfleet import HyperFleetClient
@@ -94,6 +95,7 @@ class Reconciler:
         pool: ThreadPoolExecutor,
         identity_email: str | None,
         registries: registry_verification.RegistryVerifier | None = None,
+        delivery: ExternalSecretsDelivery | None = None,
     ) -> None:
         self.settings = settings
         self.hyperfleet = hyperfleet
@@ -104,6 +106,9 @@ class Reconciler:
         self.identity_email = identity_email
         self._platform: tuple[bytes, PullSecret] | None = None
         self.registries = registries or registry_verification.RegistryVerifier(settings)
+        # KUBERNETES_DELIVERY: None is `direct` (our Kubernetes Secret, through `clusters` and `kube`); else the
+        # external-secrets delivery, which probes, applies and cleans up on Google APIs only.
+        self.delivery = delivery
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -264,7 +269,9 @@ class Reconciler:
         secret_id, kube_name = self.names(cluster_id)
         data: dict[str, Any] = {"deletion_policy": settings.deletion_policy}
         placement = deleting.placement
-        if placement is None:
+        if self.delivery is not None:
+            data.update(self.delivery.cleanup(deleting.project_id, secret_id, deadline))
+        elif placement is None:
             data["kubernetes_cleanup"] = "placement unknown; nothing to delete"
         else:
             bind(management_cluster=placement.management_cluster)
@@ -366,7 +373,9 @@ class Reconciler:
             with log.step("kubernetes.probe_secret"):
                 return api, self.kube.probe(api, placement.namespace, target.kube_name, deadline)
 
-        live_future: Future[tuple[Any, kubesecret.Probed]] = self._submit(probe_live)
+        live_future: Future[tuple[Any, kubesecret.Probed]] = (
+            self._submit(probe_live) if self.delivery is None else self._submit(self.delivery.probe, target.secret_name)
+        )
         latest_future = self._submit(self.store.latest, target.secret_name, deadline)
         try:
             merged, own_registries = self._pull_secret(act, deadline)
@@ -470,7 +479,9 @@ class Reconciler:
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
             with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
-                applied = self.kube.apply(reads.api, desired, deadline, reads.probed)
+                applied = (self.kube if self.delivery is None else self.delivery).apply(
+                    reads.api, desired, deadline, reads.probed
+                )
                 fields.update(written=applied.written, stale=applied.stale)
         finally:
             wait([f for f in (confirmed, verified) if f is not None])  # none outlives the event, none cancelled
@@ -493,7 +504,10 @@ class Reconciler:
         data: dict[str, Any],
     ) -> Outcome:
         """Step 5, report: stale, applied or unchanged, with what was repaired, the lineage and the retention."""
-        data["kubernetes_resource_version"] = applied.resource_version
+        if self.delivery is None:
+            data["kubernetes_resource_version"] = applied.resource_version
+        else:
+            data.update(self.delivery.status_data(act.placement.namespace, applied, stored_written=stored.written))
         if applied.stale:
             report = status.stale(act.generation, applied.recorded_generation, data)
             return self._report(target.cluster_id, "stale", _with_registries(report, reads.checks))

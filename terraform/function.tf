@@ -15,7 +15,9 @@ locals {
 
   function_environment = {
     HYPERFLEET_API_URL            = var.hyperfleet_api_url
-    HYPERFLEET_API_TOKEN_FILE     = "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}"
+    HYPERFLEET_API_TOKEN_FILE     = var.hyperfleet_api_auth == "token-file" ? "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}" : ""
+    HYPERFLEET_API_AUTH           = var.hyperfleet_api_auth
+    HYPERFLEET_API_AUDIENCE       = var.hyperfleet_api_audience
     HYPERFLEET_STATUS_METHOD      = var.hyperfleet_status_method
     ADAPTER_NAME                  = var.adapter_name
     PRECONDITION_ADAPTERS         = join(",", var.precondition_adapters)
@@ -27,18 +29,21 @@ locals {
     MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
     MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
     KUBERNETES_SECRET_TEMPLATE    = var.kubernetes_secret_template
-    LOG_LEVEL                     = var.log_level
-    MAX_EVENT_AGE                 = tostring(var.max_event_age_seconds)
-    SECRET_REPLICATION_LOCATIONS  = join(",", var.secret_replication_locations)
-    SECRET_KMS_KEY                = var.secret_kms_key
-    DELETION_POLICY               = var.deletion_policy
-    RETAIN_VERSIONS               = tostring(var.retain_versions)
-    REGISTRY_VERIFICATION         = var.registry_verification
-    REGISTRY_ALLOWED_HOSTS        = join(",", var.registry_allowed_hosts)
-    REGISTRY_TRUSTED_REALMS       = join(",", var.registry_trusted_realms)
-    SECRET_ID_TEMPLATE            = var.secret_id_template
-    RETRY_DEADLINE                = tostring(var.retry_deadline_seconds)
-    VPC_EGRESS                    = var.vpc_network == "" ? "false" : "true" # private control planes are reachable
+    # external_secrets.tf: with external-secrets, no Kubernetes call; access granted to this principal instead.
+    KUBERNETES_DELIVERY                 = var.kubernetes_delivery
+    EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE = local.external_secrets_principal_template
+    LOG_LEVEL                           = var.log_level
+    MAX_EVENT_AGE                       = tostring(var.max_event_age_seconds)
+    SECRET_REPLICATION_LOCATIONS        = join(",", var.secret_replication_locations)
+    SECRET_KMS_KEY                      = var.secret_kms_key
+    DELETION_POLICY                     = var.deletion_policy
+    RETAIN_VERSIONS                     = tostring(var.retain_versions)
+    REGISTRY_VERIFICATION               = var.registry_verification
+    REGISTRY_ALLOWED_HOSTS              = join(",", var.registry_allowed_hosts)
+    REGISTRY_TRUSTED_REALMS             = join(",", var.registry_trusted_realms)
+    SECRET_ID_TEMPLATE                  = var.secret_id_template
+    RETRY_DEADLINE                      = tostring(var.retry_deadline_seconds)
+    VPC_EGRESS                          = var.vpc_network == "" ? "false" : "true" # private control planes are reachable
     # Source rotation (rotation.tf): where the fan-out publishes one reconcile event per cluster
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
     ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
@@ -172,13 +177,17 @@ resource "google_cloudfunctions2_function" "adapter" {
       }
     }
 
-    secret_volumes {
-      mount_path = local.hyperfleet_token_mount_path
-      project_id = local.hyperfleet_token_project
-      secret     = local.hyperfleet_token_secret_id
-      versions {
-        version = "latest"
-        path    = local.hyperfleet_token_file_name
+    # The API token (token-file only: google-id-token has no token to mount).
+    dynamic "secret_volumes" {
+      for_each = var.hyperfleet_api_auth == "token-file" ? [var.hyperfleet_api_token_secret] : []
+      content {
+        mount_path = local.hyperfleet_token_mount_path
+        project_id = local.hyperfleet_token_project
+        secret     = local.hyperfleet_token_secret_id
+        versions {
+          version = "latest"
+          path    = local.hyperfleet_token_file_name
+        }
       }
     }
   }
@@ -195,6 +204,10 @@ resource "google_cloudfunctions2_function" "adapter" {
     precondition {
       condition     = length(local.secret_project_ids) > 0
       error_message = "Set pinned_secret_project_id or secret_project_ids: the function needs at least one project to store secrets in."
+    }
+    precondition {
+      condition     = var.kubernetes_delivery == "direct" || length(local.management_cluster_projects) == 1
+      error_message = "kubernetes_delivery = external-secrets serves the management clusters of one project (one workload identity pool, external_secrets.tf): leave management_cluster_project_ids empty."
     }
     precondition {
       condition     = split("/", local.cluster_events_topic_id)[1] == var.project_id

@@ -65,9 +65,13 @@ locals {
   ]
   # Only granted when DELETION_POLICY=DELETE.
   secret_manager_delete_permissions = ["secretmanager.secrets.delete"]
+  # Only granted when KUBERNETES_DELIVERY=external-secrets: the read-modify-write of each cluster secret's allow
+  # policy (pullsecret/delivery_external_secrets.py), under the same name condition as the rest.
+  secret_manager_policy_permissions = ["secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy"]
   secret_manager_managed_permissions = concat(
     local.secret_manager_managed_base_permissions,
     var.deletion_policy == "DELETE" ? local.secret_manager_delete_permissions : [],
+    var.kubernetes_delivery == "external-secrets" ? local.secret_manager_policy_permissions : [],
   )
   # PREFIX and SUFFIX of SECRET_ID_TEMPLATE (validated: {cluster_id} once, both non-empty).
   secret_id_prefix = split("{cluster_id}", var.secret_id_template)[0]
@@ -210,8 +214,10 @@ resource "google_secret_manager_secret_iam_member" "runtime_pull_secret_source" 
   member    = google_service_account.runtime.member
 }
 
-# The HyperFleet API token, mounted into the function as a file.
+# The HyperFleet API token, mounted into the function as a file (token-file only).
 resource "google_secret_manager_secret_iam_member" "runtime_hyperfleet_token" {
+  count = var.hyperfleet_api_auth == "token-file" ? 1 : 0
+
   project   = local.hyperfleet_token_project
   secret_id = local.hyperfleet_token_secret_id
   role      = "roles/secretmanager.secretAccessor"
@@ -226,7 +232,8 @@ resource "google_secret_manager_secret_iam_member" "runtime_hyperfleet_token" {
 # ---------------------------------------------------------------------------
 
 resource "google_project_iam_member" "runtime_cluster_viewer" {
-  for_each = local.management_cluster_projects
+  # external-secrets connects to no cluster: no GKE grant at all.
+  for_each = var.kubernetes_delivery == "direct" ? local.management_cluster_projects : toset([])
 
   project = each.value
   role    = "roles/container.clusterViewer"
@@ -237,7 +244,7 @@ resource "google_project_iam_member" "runtime_cluster_viewer" {
 # cluster before Kubernetes RBAC sees it (https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation#dns-based_endpoint);
 # clusterViewer does not hold it. Only with management_endpoint = "dns": a custom role with that one permission.
 resource "google_project_iam_custom_role" "cluster_connect" {
-  for_each = var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])
+  for_each = var.management_endpoint == "dns" && var.kubernetes_delivery == "direct" ? local.management_cluster_projects : toset([])
 
   project     = each.value
   role_id     = "hyperfleetPullSecretClusterConnect"
@@ -250,7 +257,7 @@ resource "google_project_iam_custom_role" "cluster_connect" {
 }
 
 resource "google_project_iam_member" "runtime_cluster_connect" {
-  for_each = var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])
+  for_each = var.management_endpoint == "dns" && var.kubernetes_delivery == "direct" ? local.management_cluster_projects : toset([])
 
   project = each.value
   role    = google_project_iam_custom_role.cluster_connect[each.value].id

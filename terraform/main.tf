@@ -27,8 +27,8 @@ locals {
   # projects/P/secrets/S -> P and S.
   pull_secret_source_project = split("/", var.pull_secret_source_secret)[1]
   pull_secret_source_id      = split("/", var.pull_secret_source_secret)[3]
-  hyperfleet_token_project   = split("/", var.hyperfleet_api_token_secret)[1]
-  hyperfleet_token_secret_id = split("/", var.hyperfleet_api_token_secret)[3]
+  hyperfleet_token_project   = var.hyperfleet_api_token_secret == "" ? "" : split("/", var.hyperfleet_api_token_secret)[1]
+  hyperfleet_token_secret_id = var.hyperfleet_api_token_secret == "" ? "" : split("/", var.hyperfleet_api_token_secret)[3]
 
   management_cluster_project  = split("/", var.management_cluster)[1]
   management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))

@@ -249,7 +249,7 @@ variable "secret_id_template" {
   # configuration names for other purposes must not fall under it (the function could change them).
   validation {
     condition = alltrue([
-      for secret in [var.pull_secret_source_secret, var.hyperfleet_api_token_secret] : !(
+      for secret in compact([var.pull_secret_source_secret, var.hyperfleet_api_token_secret]) : !(
         contains(concat([var.pinned_secret_project_id], var.secret_project_ids), split("/", secret)[1])
         && startswith(split("/", secret)[3], split("{cluster_id}", var.secret_id_template)[0])
         && endswith(split("/", secret)[3], split("{cluster_id}", var.secret_id_template)[1])
@@ -318,12 +318,58 @@ variable "hyperfleet_api_url" {
 }
 
 variable "hyperfleet_api_token_secret" {
-  description = "Secret Manager secret (projects/P/secrets/S) holding the HyperFleet API bearer token; mounted as a file, never an env var."
+  description = "Secret Manager secret (projects/P/secrets/S) holding the HyperFleet API bearer token; mounted as a file, never an env var. Empty with hyperfleet_api_auth = google-id-token."
   type        = string
+  default     = ""
 
   validation {
-    condition     = can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.hyperfleet_api_token_secret))
-    error_message = "The hyperfleet_api_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID."
+    condition = (var.hyperfleet_api_auth == "google-id-token" ? var.hyperfleet_api_token_secret == "" :
+    can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.hyperfleet_api_token_secret)))
+    error_message = "The hyperfleet_api_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID with hyperfleet_api_auth = token-file, and empty with google-id-token (no token exists to mount)."
+  }
+}
+
+variable "hyperfleet_api_auth" {
+  description = "HYPERFLEET_API_AUTH: token-file (a bearer token from hyperfleet_api_token_secret) or google-id-token (an ID token of the runtime account, minted by the metadata server; README.md \"API-side configuration for google-id-token\")."
+  type        = string
+  default     = "token-file"
+
+  validation {
+    condition     = contains(["token-file", "google-id-token"], var.hyperfleet_api_auth)
+    error_message = "The hyperfleet_api_auth must be token-file or google-id-token."
+  }
+}
+
+variable "hyperfleet_api_audience" {
+  description = "HYPERFLEET_API_AUDIENCE: the audience of the ID tokens (google-id-token); the API must accept exactly this value."
+  type        = string
+  default     = "hyperfleet-api"
+
+  validation {
+    condition     = can(regex("^[!-~]{1,256}$", var.hyperfleet_api_audience))
+    error_message = "The hyperfleet_api_audience must be one printable word of at most 256 characters."
+  }
+}
+
+variable "kubernetes_delivery" {
+  description = "KUBERNETES_DELIVERY: direct (the function writes the Kubernetes Secret on the management cluster) or external-secrets (it connects to no cluster: it grants the namespace's External Secrets Operator service account read access to the Secret Manager secret; the external_secrets_manifests output is what the management cluster applies)."
+  type        = string
+  default     = "direct"
+
+  validation {
+    condition     = contains(["direct", "external-secrets"], var.kubernetes_delivery)
+    error_message = "The kubernetes_delivery must be direct or external-secrets."
+  }
+}
+
+variable "external_secrets_service_account" {
+  description = "external-secrets: the Kubernetes service account, in each cluster namespace, that the SecretStore authenticates as; its Workload Identity principal is what the function grants roles/secretmanager.secretAccessor on the cluster's secret."
+  type        = string
+  default     = "hyperfleet-pull-secret-reader"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", var.external_secrets_service_account))
+    error_message = "The external_secrets_service_account must be a Kubernetes service account name (a DNS label)."
   }
 }
 

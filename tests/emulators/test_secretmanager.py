@@ -451,3 +451,96 @@ def test_admin_routes(emulator: SecretManagerEmulator, client: sm.SecretManagerS
     assert emulator.handle_admin("POST", "/reset", None)[0] == 200
     assert emulator.state()["secrets"] == [] and emulator.state()["iam"] == []
     assert emulator.handle_admin("GET", "/nothing", None)[0] == 404
+
+
+# -- allow policies on secrets (emulators/secret_iam_policy.py) ------------------------------------
+ACCESSOR = "roles/secretmanager.secretAccessor"
+WI_MEMBER = (
+    "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+    "my-project.svc.id.goog/subject/ns/clusters-a/sa/pull-secret-reader"
+)
+
+
+def test_iam_policy_read_modify_write_with_etags(client: sm.SecretManagerServiceClient) -> None:
+    """https://cloud.google.com/iam/docs/policies#etag: a stale etag is ABORTED and changes nothing."""
+    create(client)
+    name = f"projects/{PROJECT}/secrets/s1"
+    first = client.get_iam_policy(request={"resource": name})
+    assert list(first.bindings) == [] and first.etag
+    first.bindings.add(role=ACCESSOR, members=[WI_MEMBER])
+    written = client.set_iam_policy(request={"resource": name, "policy": first})
+    assert written.etag != first.etag and [list(b.members) for b in written.bindings] == [[WI_MEMBER]]
+    stale = client.get_iam_policy(request={"resource": name})
+    stale.etag = first.etag
+    stale.bindings.add(role=ACCESSOR, members=["user:someone@example.com"])
+    with pytest.raises(gexc.Aborted):
+        client.set_iam_policy(request={"resource": name, "policy": stale}, retry=NO_RETRY)
+    now = client.get_iam_policy(request={"resource": name})
+    assert now.etag == written.etag and len(now.bindings) == 1
+    stale.etag = b""  # no etag: a blind overwrite
+    assert len(client.set_iam_policy(request={"resource": name, "policy": stale}).bindings) == 2
+
+
+def test_iam_policy_refuses_what_iam_refuses_and_goes_with_the_secret(client: sm.SecretManagerServiceClient) -> None:
+    create(client)
+    name = f"projects/{PROJECT}/secrets/s1"
+    for member, role in (("alice@example.com", ACCESSOR), (WI_MEMBER, "secretAccessor")):
+        policy = client.get_iam_policy(request={"resource": name})
+        policy.bindings.add(role=role, members=[member])
+        with pytest.raises(gexc.InvalidArgument):
+            client.set_iam_policy(request={"resource": name, "policy": policy}, retry=NO_RETRY)
+    policy = client.get_iam_policy(request={"resource": name})
+    policy.bindings.add(role=ACCESSOR, members=[WI_MEMBER]).condition.expression = "true"
+    with pytest.raises(gexc.InvalidArgument):  # a condition needs version 3
+        client.set_iam_policy(request={"resource": name, "policy": policy}, retry=NO_RETRY)
+    policy.version = 3
+    assert client.set_iam_policy(request={"resource": name, "policy": policy}).version == 3
+    client.delete_secret(name=name)
+    with pytest.raises(gexc.NotFound):
+        client.get_iam_policy(request={"resource": name}, retry=NO_RETRY)
+    create(client)
+    assert list(client.get_iam_policy(request={"resource": name}).bindings) == []
+
+
+def test_iam_policy_needs_its_permissions_under_the_condition(auth_emulator: SecretManagerEmulator) -> None:
+    """setIamPolicy only on the secrets the caller's IAM condition covers."""
+    a = make_client(auth_emulator.address, "tok-a")
+    auth_emulator.grant(PROJECT, SA_B)
+    b = make_client(auth_emulator.address, "tok-b")
+    create(b, "hyperfleet-c1-pull-secret")
+    create(b, "other")
+    auth_emulator.bind(
+        SA_A,
+        "roles/custom",
+        f"projects/{PROJECT}",
+        permissions=frozenset({"secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy"}),
+        condition=f'resource.name.startsWith("projects/{NUMBER}/secrets/hyperfleet-")',
+    )
+    ours = f"projects/{PROJECT}/secrets/hyperfleet-c1-pull-secret"
+    policy = a.get_iam_policy(request={"resource": ours})
+    policy.bindings.add(role=ACCESSOR, members=[WI_MEMBER])
+    a.set_iam_policy(request={"resource": ours, "policy": policy})
+    for call in (a.get_iam_policy, a.set_iam_policy):
+        request = {"resource": f"projects/{PROJECT}/secrets/other"}
+        if call == a.set_iam_policy:
+            request["policy"] = policy  # type: ignore[assignment]
+        with pytest.raises(gexc.PermissionDenied):
+            call(request=request, retry=NO_RETRY)
+
+
+def test_iam_policy_admin_race_lands_after_the_next_read(
+    emulator: SecretManagerEmulator, client: sm.SecretManagerServiceClient
+) -> None:
+    create(client)
+    name = f"projects/{PROJECT}/secrets/s1"
+    other = {"bindings": [{"role": "roles/secretmanager.viewer", "members": ["group:ops@example.com"]}]}
+    assert emulator.handle_admin("POST", f"/projects/{PROJECT}/secrets/s1/iamPolicyRace", other)[0] == 200
+    read = client.get_iam_policy(request={"resource": name})
+    assert list(read.bindings) == []  # the read saw the policy before the other writer
+    read.bindings.add(role=ACCESSOR, members=[WI_MEMBER])
+    with pytest.raises(gexc.Aborted):
+        client.set_iam_policy(request={"resource": name, "policy": read}, retry=NO_RETRY)
+    shown = emulator.secret(PROJECT, "s1")
+    assert shown is not None and shown["iam_policy"]["bindings"] == other["bindings"]
+    status, _ = emulator.handle_admin("PUT", f"/projects/{PROJECT}/secrets/s1/iamPolicy", {"bindings": []})
+    assert status == 200 and list(client.get_iam_policy(request={"resource": name}).bindings) == []

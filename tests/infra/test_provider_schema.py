@@ -60,7 +60,7 @@ def test_the_check_catches_misspellings_and_the_wrong_provider(
     edits = {
         "function.tf": [
             ("ingress_settings                 = var.ingress_settings", "ingres_settings = var.ingress_settings"),
-            ("    secret_volumes {", "    secret_volume {"),
+            ("        versions {", "        version {"),  # inside dynamic "secret_volumes"
             ('dynamic "direct_vpc_network_interface"', 'dynamic "direct_vpc_network_interfaces"'),
         ],
         "main.tf": [
@@ -85,7 +85,7 @@ def test_the_check_catches_misspellings_and_the_wrong_provider(
     problems = "\n".join(provider_schema.check_directory(tmp_path, schemas))
     for expected in (
         "adapter (google 7.45.0).service_config: no argument or block 'ingres_settings'",
-        "google_cloudfunctions2_function.adapter (google 7.31.0).service_config: no argument or block 'secret_volume'",
+        "adapter (google 7.31.0).service_config.secret_volumes: no argument or block 'version'",
         "service_config: no block 'direct_vpc_network_interfaces' (dynamic)",
         "google_project_service_identity.pubsub (google 7.45.0): no such resource type",
         "google_pubsub_subscriptions.dead_letter (google 7.31.0): no such resource type",

@@ -245,10 +245,15 @@ def test_secret_accessor_only_on_the_named_secrets(config: Config) -> None:
     assert source["secret_id"] == "${local.pull_secret_source_id}"
 
 
+DIRECT_ONLY_VIEWER = '${var.kubernetes_delivery == "direct" ? local.management_cluster_projects : toset([])}'
+
+
 def test_gke_access_is_cluster_viewer_on_management_projects(config: Config) -> None:
     viewer = config.resource("google_project_iam_member", "runtime_cluster_viewer")
     assert viewer["role"] == "roles/container.clusterViewer"
-    assert viewer["for_each"] == "${local.management_cluster_projects}"
+    assert (
+        viewer["for_each"] == DIRECT_ONLY_VIEWER
+    )  # external-secrets: no GKE grant (tests/infra/test_delivery_modes.py)
     assert viewer["member"] == "${google_service_account.runtime.member}"
 
 
@@ -272,7 +277,10 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
     )
     connect = config.resource("google_project_iam_custom_role", "cluster_connect")
     assert connect["permissions"] == ["container.clusters.connect"]
-    assert connect["for_each"] == '${var.management_endpoint == "dns" ? local.management_cluster_projects : toset([])}'
+    assert connect["for_each"] == (
+        '${var.management_endpoint == "dns" && var.kubernetes_delivery == "direct" ? '
+        "local.management_cluster_projects : toset([])}"
+    )
 
 
 def test_trigger_identity_may_only_invoke_the_function(config: Config) -> None:
@@ -334,13 +342,16 @@ def test_function_environment_comes_from_variables_and_token_is_a_secret_file(co
         if key in {"LOG_EXECUTION_ID"}:
             continue
         assert "var." in value or "local." in value, f"{key} is hard-coded: {value}"
-    volume = block(service, "secret_volumes")
+    (volumes,) = [d["secret_volumes"] for d in service["dynamic"] if "secret_volumes" in d]
+    assert volumes["for_each"] == '${var.hyperfleet_api_auth == "token-file" ? [var.hyperfleet_api_token_secret] : []}'
+    volume = volumes["content"][0]
     assert volume["secret"] == "${local.hyperfleet_token_secret_id}"
     version = block(volume, "versions")
     mount = config.locals["hyperfleet_token_mount_path"]
     file_name = config.locals["hyperfleet_token_file_name"]
     assert environment["HYPERFLEET_API_TOKEN_FILE"] == (
-        "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}"
+        '${var.hyperfleet_api_auth == "token-file" ? '
+        '"${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}" : ""}'
     )
     assert volume["mount_path"] == "${local.hyperfleet_token_mount_path}"
     assert version["path"] == "${local.hyperfleet_token_file_name}"
@@ -909,7 +920,9 @@ def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: 
     # Issue 11, item 9: a private IP endpoint is reachable only through the cluster's VPC.
     service = block(config.resource("google_cloudfunctions2_function", "adapter"), "service_config")
     assert service["direct_vpc_egress"] == '${var.vpc_network == "" ? null : "VPC_EGRESS_${var.vpc_egress}"}'
-    (interface,) = [d["direct_vpc_network_interface"] for d in service["dynamic"]]
+    (interface,) = [
+        d["direct_vpc_network_interface"] for d in service["dynamic"] if "direct_vpc_network_interface" in d
+    ]
     assert interface["for_each"] == '${var.vpc_network == "" ? [] : [var.vpc_network]}'
     content = interface["content"][0]
     assert content["network"] == "${direct_vpc_network_interface.value}"
@@ -929,7 +942,7 @@ def test_placements_may_name_only_clusters_of_the_granted_projects(config: Confi
     allowed = config.locals["allowed_management_clusters"]
     assert "local.management_cluster_projects" in allowed and "projects/${p}/locations/*/clusters/*" in allowed
     viewer = config.resource("google_project_iam_member", "runtime_cluster_viewer")
-    assert viewer["for_each"] == "${local.management_cluster_projects}"
+    assert viewer["for_each"] == DIRECT_ONLY_VIEWER
     assert environment["REGISTRY_ALLOWED_HOSTS"] == '${join(",", var.registry_allowed_hosts)}'
     assert config.variables["registry_allowed_hosts"]["default"] == []
     # A realm on another domain only by a documented pair; the function's own default is the same.

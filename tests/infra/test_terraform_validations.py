@@ -45,6 +45,9 @@ GOOD: dict[str, dict[str, Any]] = {
         "manual_invokers": ["group:hyperfleet-oncall@example.com"],
     },
     "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
+    # HYPERFLEET_API_AUTH=google-id-token: no token secret to name, mount or grant (issue 19).
+    "google_id_token_without_a_token": {"hyperfleet_api_auth": "google-id-token", "hyperfleet_api_token_secret": ""},
+    "external_secrets_delivery": {"kubernetes_delivery": "external-secrets"},
     "on_premises_registries": {"registry_allowed_hosts": ["registry.corp.example:5000", "10.1.2.3", "[fd00::5]:443"]},
     "no_trusted_realms": {"registry_trusted_realms": []},
 }
@@ -87,6 +90,12 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("retain_versions", 0, {"retain_versions": 0}),
     ("hyperfleet_api_url", 0, {"hyperfleet_api_url": "http://hyperfleet.example.com"}),
     ("hyperfleet_api_token_secret", 0, {"hyperfleet_api_token_secret": "hyperfleet-api-token"}),
+    ("hyperfleet_api_token_secret", 0, {"hyperfleet_api_token_secret": ""}),  # token-file needs one
+    ("hyperfleet_api_token_secret", 0, {"hyperfleet_api_auth": "google-id-token"}),  # and google-id-token none
+    ("hyperfleet_api_auth", 0, {"hyperfleet_api_auth": "oidc"}),
+    ("hyperfleet_api_audience", 0, {"hyperfleet_api_audience": "hyperfleet api"}),
+    ("kubernetes_delivery", 0, {"kubernetes_delivery": "eso"}),
+    ("external_secrets_service_account", 0, {"external_secrets_service_account": "Reader_SA"}),
     ("hyperfleet_status_method", 0, {"hyperfleet_status_method": "PATCH"}),
     ("adapter_name", 0, {"adapter_name": "Pull_Secret"}),
     ("precondition_adapters", 0, {"precondition_adapters": ["DNS"]}),
@@ -221,7 +230,8 @@ def run_cases(variables_tf: Path, cases: dict[str, dict[str, Any]], work: Path) 
 
 
 def cases_of(variables: dict[str, dict[str, Any]], example: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    required = {name for name, body in variables.items() if "default" not in body}
+    # hyperfleet_api_token_secret defaults to "" (google-id-token) but is required in the default token-file mode.
+    required = {name for name, body in variables.items() if "default" not in body} | {"hyperfleet_api_token_secret"}
     cases = {"defaults": {name: example[name] for name in required}}
     for name, overrides in GOOD.items():
         cases[f"good_{name}"] = {**example, **overrides}
