@@ -84,7 +84,7 @@ IAM_REMOVALS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
 # What the doctor does not ask, and why (every other permission Terraform grants the runtime identity is above).
 NOT_ASKED = {
     # Cloud Run reads the token secret to mount it when an instance starts; the function never calls for it.
-    ("google_secret_manager_secret_iam_member.runtime_hyperfleet_token", "secretmanager.versions.access"),
+    ("google_secret_manager_secret_iam_member.runtime_hyperfleet_token[0]", "secretmanager.versions.access"),
     # secrets.update on the rotation progress record alone: the record exists only once a rotation has run, and
     # TestIamPermissions on a missing secret answers nothing (iam_policy.proto), so a fresh deployment could not pass.
     (
