@@ -334,3 +334,28 @@ def test_deleting_keeps_the_placement_when_known_and_none_when_broken() -> None:
 def test_statuses_that_are_not_objects_are_ignored() -> None:
     decision = evaluate(cluster(), ["x", {"adapter": 5}, *ALL_READY], SETTINGS, cluster_id="c1")
     assert isinstance(decision, Act)
+
+
+def test_a_short_management_cluster_name_maps_through_the_template_with_exact_refusals() -> None:
+    from pullsecret.preconditions import management_cluster_for
+
+    templated = replace(SETTINGS, management_cluster_template="projects/p/locations/l/clusters/{name}")
+    assert (
+        management_cluster_for("dev-mgt-us-c1-a1b2", templated) == "projects/p/locations/l/clusters/dev-mgt-us-c1-a1b2"
+    )
+    assert management_cluster_for("a", templated) == "projects/p/locations/l/clusters/a"
+    not_a_name = (
+        "the placement data's managementClusterName is not a GKE cluster name "
+        "(1-40 lowercase letters, digits and hyphens, starting with a letter)"
+    )
+    for bad in (None, 7, "", "1abc", "abc-", "Abc", "a" * 41, "a/b", "abc\n"):
+        with pytest.raises(InvalidPlacement) as refused:
+            management_cluster_for(bad, templated)
+        assert str(refused.value) == not_a_name
+    assert management_cluster_for("a" * 40, templated).endswith("/" + "a" * 40)
+    with pytest.raises(InvalidPlacement) as refused:
+        management_cluster_for("mgt-1", replace(SETTINGS, management_cluster_template=None))
+    assert str(refused.value) == (
+        "the placement names management cluster 'mgt-1' by its short name and "
+        "MANAGEMENT_CLUSTER_TEMPLATE (projects/P/locations/L/clusters/{name}) is not set"
+    )
