@@ -23,7 +23,8 @@ from emulators import seed as seeding
 from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
-from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack, interruptible, signals_ignored
+from emulators.signals import interruptible, signals_ignored
+from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
 
 CLUSTER_ID = "cls-demo01"
 TOPIC = "hyperfleet-cluster-events"

@@ -19,6 +19,8 @@ from typing import IO
 
 import requests
 
+from emulators.signals import signals_deferred
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -66,27 +68,28 @@ class FunctionProcess:
         if self.stderr_path is not None:
             self._err = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         started = time.monotonic()
-        self._proc = subprocess.Popen(
-            [
-                str(executable),
-                "--target",
-                "handle_cluster_event",
-                "--source",
-                str(ROOT / "main.py"),
-                "--signature-type",
-                "cloudevent",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-            ],
-            cwd=ROOT,
-            env=self._env,
-            stdout=self._log,
-            stderr=self._err if self._err is not None else subprocess.STDOUT,
-            start_new_session=True,
-        )
         try:  # a Ctrl-C while it boots must not orphan it (its own session gets no SIGINT)
+            with signals_deferred():  # none lands before _proc is recorded
+                self._proc = subprocess.Popen(
+                    [
+                        str(executable),
+                        "--target",
+                        "handle_cluster_event",
+                        "--source",
+                        str(ROOT / "main.py"),
+                        "--signature-type",
+                        "cloudevent",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(self.port),
+                    ],
+                    cwd=ROOT,
+                    env=self._env,
+                    stdout=self._log,
+                    stderr=self._err if self._err is not None else subprocess.STDOUT,
+                    start_new_session=True,
+                )
             return self._wait_until_serving(self._proc, started, timeout)
         except BaseException:
             self.stop()

@@ -32,7 +32,8 @@ from emulators import seed
 from emulators.demo import SUBSCRIPTION, TOPIC, demo_pull_secret, function_env
 from emulators.functionproc import ROOT, FunctionProcess
 from emulators.pubsub import PubSubEmulator
-from emulators.stack import PROJECT_ID, Stack, interruptible, signals_ignored
+from emulators.signals import interruptible, signals_ignored
+from emulators.stack import PROJECT_ID, Stack
 
 DEMO_CLUSTER = "cls-demo01"
 STATE_DIR = Path(".playground")

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import requests
 
 from emulators.faults import FaultBook, ServiceControl
+from emulators.signals import signals_deferred
 
 _SCRIPT = Path("platform/pubsub-emulator/bin/cloud-pubsub-emulator")
 _FALLBACK_SDK_ROOT = Path("/usr/lib/google-cloud-sdk")
@@ -141,15 +142,15 @@ class PubSubEmulator:
         # path to remove (with mkstemp, one landing between its open and its return orphaned the file).
         self._log_path = Path(tempfile.gettempdir()) / f"pubsub-emulator-{uuid.uuid4().hex}.log"
         started = time.monotonic()
-        with open(self._log_path, "xb") as log:
-            self._proc = subprocess.Popen(
-                [str(script), f"--host={self._host}", f"--port={self._port}"],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # own process group: stop() kills the JVM with its wrapper script
-            )
         try:  # a Ctrl-C while the JVM boots must not orphan it (its own session gets no SIGINT)
+            with signals_deferred(), open(self._log_path, "xb") as log:  # none lands before _proc is recorded
+                self._proc = subprocess.Popen(
+                    [str(script), f"--host={self._host}", f"--port={self._port}"],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,  # own process group: stop() kills the JVM with its wrapper script
+                )
             self._wait_until_serving(self._proc, self._log_path, started)
         except BaseException:
             self.stop()

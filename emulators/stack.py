@@ -14,21 +14,17 @@ writes into `token_file`, or an ID token the metadata server signed for the runt
 Start and stop are exception-safe: an exception (a KeyboardInterrupt from Ctrl-C included) anywhere in
 `start()` stops what had started and removes `workdir` (it holds the HyperFleet token and the registry CA)
 before it propagates; `stop()` may be called on a stack that started partly or not at all.
-`interruptible()` turns SIGTERM into that same KeyboardInterrupt, for the commands people stop (`make up`,
-`make demo`).
+`emulators.signals.interruptible()` turns SIGTERM into that same KeyboardInterrupt, for the commands people
+stop (`make up`, `make demo`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 from emulators.admin import AdminServer
@@ -43,6 +39,7 @@ from emulators.pubsub import PubSubEmulator
 from emulators.registry import RegistryEmulator
 from emulators.resourcemanager import ResourceManagerEmulator
 from emulators.secretmanager import SecretManagerEmulator
+from emulators.signals import signals_ignored
 
 PROJECT_ID = "hf-demo-project"
 PROJECT_NUMBER = "123456789012"
@@ -268,32 +265,3 @@ class Stack:
             "iam": "terraform" if self._terraform_iam else "open",
             "env": self.env(),
         }
-
-
-@contextlib.contextmanager
-def signals_ignored() -> Iterator[None]:
-    """SIGINT and SIGTERM ignored meanwhile (main thread only): for cleanups a second Ctrl-C must not cut short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so one `finally` cleans up after either.
-
-    SIGINT too is set explicitly: a shell starts a background job (`make up &`) with SIGINT ignored, and
-    Python then installs no handler of its own.
-    """
-    saved = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)

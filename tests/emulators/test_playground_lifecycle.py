@@ -14,13 +14,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from emulators.faults import FaultBook
+from emulators.functionproc import FunctionProcess
 from emulators.playground import holder, read_env_file
 from emulators.pubsub import PubSubEmulator
+from emulators.signals import interruptible
 from tests.support import ROOT, bare_copy, clean_env
 
 READY_S = 120.0
@@ -346,3 +350,43 @@ def test_the_cli_defaults_are_the_playgrounds() -> None:
     from emulators import playground
 
     assert (cli.STATE_DIR, cli.DEMO_CLUSTER) == (playground.STATE_DIR, playground.DEMO_CLUSTER)
+
+
+def _pubsub_start(tmp_path: Path) -> None:
+    if not PubSubEmulator.available()[0]:
+        pytest.skip(PubSubEmulator.available()[1])
+    PubSubEmulator(FaultBook()).start()
+
+
+def _function_start(tmp_path: Path) -> None:
+    FunctionProcess({}, tmp_path / "function.log").start()
+
+
+@pytest.mark.parametrize("start", [_pubsub_start, _function_start], ids=["pubsub", "function"])
+def test_a_ctrl_c_between_the_fork_and_its_record_stops_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: Callable[[Path], None]
+) -> None:
+    """The one moment the playground test above hits only by chance (CI, stop 26): Ctrl-C lands while `Popen`
+    returns, before the emulator has recorded the child. The child runs in a session of its own, so the Ctrl-C
+    never reaches it; only its owner's `stop()` can, and only if the signal waits until the child is recorded."""
+    real_popen = subprocess.Popen
+    children: list[subprocess.Popen[bytes]] = []
+
+    def popen_then_ctrl_c(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        child: subprocess.Popen[bytes] = real_popen(*args, **kwargs)
+        if kwargs.get("start_new_session"):  # the emulator or the function, not a helper such as `gcloud info`
+            children.append(child)
+            signal.raise_signal(signal.SIGINT)
+        return child
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_ctrl_c)
+    try:
+        with interruptible(), pytest.raises(KeyboardInterrupt):
+            start(tmp_path)
+        assert len(children) == 1
+        assert children[0].poll() is not None, "the child outlived the Ctrl-C that stopped its start"
+    finally:
+        for child in children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)  # a session of its own: its pid is its group's
+                child.wait(timeout=10)
