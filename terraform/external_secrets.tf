@@ -28,7 +28,7 @@ locals {
     var.external_secrets_service_account,
   ])
   # {cluster_id}, {namespace} and {project} (the cluster's secret project) are filled in per cluster by whoever
-  # applies them; SECRET_ID_TEMPLATE and the function's default KUBERNETES_SECRET_TEMPLATE name the two ends.
+  # applies them; SECRET_ID_TEMPLATE and KUBERNETES_SECRET_TEMPLATE name the two ends, as in direct mode.
   external_secrets_manifests = <<-EOT
     apiVersion: external-secrets.io/v1
     kind: SecretStore
@@ -55,7 +55,7 @@ locals {
         kind: SecretStore
         name: hyperfleet-pull-secret
       target:
-        name: {cluster_id}-pull-secret
+        name: ${var.kubernetes_secret_template}
         creationPolicy: Owner
         deletionPolicy: Delete
         template:
