@@ -154,8 +154,8 @@ class ExternalSecretsDelivery:
 
     def apply(self, secret_name: str, desired: DesiredSecret, deadline: Deadline, _probed: Probed) -> ApplyResult:
         """Grant the namespace's principal access to the secret (a write only when the policy lacks it)."""
-        member = self.principal(desired.namespace)
         with log.step("secretmanager.grant_access", namespace=desired.namespace) as fields:
+            member = self.principal(desired.namespace)
             try:
                 written = self._update(secret_name, lambda p: with_member(p, member, self._mine), member, deadline)
             except gexc.NotFound:  # deleted since it was stored: the redelivery writes it again

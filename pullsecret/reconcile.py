@@ -468,8 +468,9 @@ class Reconciler:
     def _apply(
         self, reads: _Reads, desired: DesiredSecret, stored: secretstore.StoreResult, deadline: Deadline
     ) -> kubesecret.ApplyResult:
-        """Step 4, apply: the Kubernetes Secret, while a new version's read-back and the cluster's generation
-        re-read (A3 of secretstore/versions.py) run alongside; all must succeed before a report.
+        """Step 4, apply: the Kubernetes Secret (external-secrets: the secret's access), while a new version's
+        read-back and the cluster's generation re-read (A3 of secretstore/versions.py) run alongside; all must
+        succeed before a report.
 
         The apply starts only after the Secret Manager write succeeded, so Kubernetes never holds a version
         Secret Manager refused. What fails beside it (the read-back, the generation moved on) fails the
@@ -478,11 +479,12 @@ class Reconciler:
         confirmed = self._submit(stored.confirm) if stored.confirm is not None else None
         verified = self._submit(stored.verify) if stored.verify is not None else None
         try:
-            with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
-                applied = (self.kube if self.delivery is None else self.delivery).apply(
-                    reads.api, desired, deadline, reads.probed
-                )
-                fields.update(written=applied.written, stale=applied.stale)
+            if self.delivery is None:
+                with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
+                    applied = self.kube.apply(reads.api, desired, deadline, reads.probed)
+                    fields.update(written=applied.written, stale=applied.stale)
+            else:  # writes no Secret: its own step says what it does (secretmanager.grant_access)
+                applied = self.delivery.apply(reads.api, desired, deadline, reads.probed)
         finally:
             wait([f for f in (confirmed, verified) if f is not None])  # none outlives the event, none cancelled
             if confirmed is not None:

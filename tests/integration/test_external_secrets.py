@@ -67,14 +67,25 @@ def cluster_calls(admin: Admin) -> dict[str, Any]:
     return {service: calls[service] for service in ("gke", "kubernetes") if calls.get(service)}
 
 
+def steps(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str]]:
+    """(operation, message) of each step line the function logged."""
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    return [(line["operation"], line["message"]) for line in lines if "duration_ms" in line and "operation" in line]
+
+
 def test_a_cluster_reconciles_with_access_granted_and_no_cluster_reached(
-    eso_env: dict[str, str], admin: Admin, world: Any
+    eso_env: dict[str, str], admin: Admin, world: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed_ready_cluster(admin, CID)
     admin.call("DELETE", "/calls")
     adapter = Adapter.from_environment()
+    capsys.readouterr()
 
     assert deliver(adapter).result == "applied"
+    logged = steps(capsys)
+    # The log names what was done: access granted on the secret; no step claims a Kubernetes write.
+    assert ("secretmanager.grant_access", "secretmanager.grant_access: written") in logged, logged
+    assert not [operation for operation, _ in logged if operation.startswith("kubernetes.")], logged
     assert world.secretmanager.payload(PROJECT_ID, SECRET_ID) is not None
     assert policy(world) == [{"role": ACCESSOR, "members": [MEMBER]}]
     assert world.kubernetes.get_secret(NAMESPACE, f"{CID}-pull-secret") is None
