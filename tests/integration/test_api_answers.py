@@ -87,3 +87,16 @@ def test_the_event_trace_is_forwarded_on_every_api_call(function_env: dict[str, 
     version, trace_id, span_id, flags = reports[-1]["traceparent"].split("-")
     assert (version, trace_id, flags) == ("00", TRACE_ID, "01")
     assert span_id != "00f067aa0ba902b7"  # a span of the function's own, child of the event's
+
+
+def test_a_cluster_carrying_the_server_set_tenancy_reconciles(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    """hyperfleet-api since hyperfleet-api-spec v1.0.27 (commit bc976f7, 2026-08-14, "Server-set tenancy on the
+    resource write path") presents every resource, clusters included, with `tenancy` (a string map, `{}` when
+    none), a field the vendored 1.0.25 spec does not name: the function reads past it."""
+    seed_ready_cluster(admin, CID, tenancy={"organization": "org-1"})
+    served = admin.session.get(f"{admin.hf}/clusters/{CID}", timeout=10).json()
+    assert served["tenancy"] == {"organization": "org-1"}
+    assert deliver(Adapter.from_environment()).result == "applied"
+    assert admin.violations() == []
