@@ -10,7 +10,10 @@ tells the component that owns the management cluster to fill it.
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ import yaml
 from emulators.iam_terraform import Module
 from emulators.stack import TERRAFORM_VARIABLES
 from tests.infra import crd_schema
+from tests.infra.terraform_fmt import terraform_binary
 from tests.infra.test_delivery_modes import NUMBER, heredoc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,6 +110,44 @@ def test_each_setting_changes_the_rendering() -> None:
     for name, settings in SETTINGS.items():
         if settings:
             assert rendered(**settings) != default, name
+
+
+def test_the_cases_are_what_terraform_itself_renders(tmp_path: Path) -> None:
+    """The heredoc of terraform/external_secrets.tf evaluated by the real terraform binary (no provider needed:
+    it reads variables only), one output per case, against the renderings validated above."""
+    source = (ROOT / "terraform" / "external_secrets.tf").read_text()
+    (body,) = re.findall(r"external_secrets_manifests = (<<-EOT\n.*?\n\s*EOT)\n", source, re.DOTALL)
+    used = set(re.findall(r"var\.(\w+)", body))
+    defaults = {"pinned_secret_project_id": ""}
+    blocks = []
+    for index, settings in enumerate(SETTINGS.values()):
+        values = {name: {**TERRAFORM_VARIABLES, **defaults, **settings}.get(name) for name in used}
+        missing = [name for name, value in values.items() if value is None]
+        values.update(_variable_defaults(missing))
+        blocks.append(f"locals {{\n  case{index} = {json.dumps(values)}\n}}\n")
+        blocks.append(f'output "case{index}" {{\n  value = {body.replace("var.", f"local.case{index}.")}\n}}\n')
+    (tmp_path / "main.tf").write_text("".join(blocks))
+    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_DATA_DIR": str(tmp_path / ".terraform")}
+    binary = str(terraform_binary())
+    for command in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
+        done = subprocess.run([binary, *command], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+    shown = subprocess.run(
+        [binary, "output", "-json"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    outputs = json.loads(shown.stdout)
+    for index, settings in enumerate(SETTINGS.values()):
+        assert list(yaml.safe_load_all(fill(outputs[f"case{index}"]["value"]))) == rendered(**settings), settings
+
+
+def _variable_defaults(names: list[str]) -> dict[str, str]:
+    """terraform/variables.tf's default of each named variable."""
+    text = (ROOT / "terraform" / "variables.tf").read_text()
+    found = {}
+    for name in names:
+        block = text.split(f'variable "{name}" {{', 1)[1]
+        (found[name],) = re.findall(r'^\s*default\s*=\s*"([^"]*)"', block.split("\nvariable ", 1)[0], re.MULTILINE)
+    return found
 
 
 def test_the_readme_manifests_are_admitted() -> None:
