@@ -11,6 +11,9 @@
 # identifiers"): principal://iam.googleapis.com/projects/PROJECT_NUMBER/locations/global/workloadIdentityPools/
 # PROJECT_ID.svc.id.goog/subject/ns/NAMESPACE/sa/KSA, PROJECT being the management clusters' project (its
 # workload identity pool). One pool serves one project, hence one management cluster project in this mode.
+# The SecretStore names that project (clusterProjectID) so the pool ESO exchanges its token in is the one whose
+# principal the function grants, wherever ESO runs (unset, ESO asks the metadata server of its node:
+# external-secrets providers/v1/gcp/secretmanager/workload_identity.go).
 # ---------------------------------------------------------------------------
 
 data "google_project" "management" {
@@ -41,6 +44,7 @@ locals {
           projectID: ${var.pinned_secret_project_id != "" ? var.pinned_secret_project_id : "{project}"}
           auth:
             workloadIdentity:
+              clusterProjectID: ${local.management_cluster_project}
               serviceAccountRef:
                 name: ${var.external_secrets_service_account}
     ---

@@ -74,7 +74,8 @@ def test_the_rendered_manifests_produce_the_direct_modes_secret(manifests: list[
     assert store["kind"] == "SecretStore" and external["kind"] == "ExternalSecret"  # namespaced, never Cluster*
     assert store["metadata"]["namespace"] == external["metadata"]["namespace"] == "clusters-cls-1"
     auth = store["spec"]["provider"]["gcpsm"]["auth"]
-    assert auth == {"workloadIdentity": {"serviceAccountRef": {"name": "hyperfleet-pull-secret-reader"}}}
+    reader = {"name": "hyperfleet-pull-secret-reader"}
+    assert auth == {"workloadIdentity": {"clusterProjectID": "hf-demo-project", "serviceAccountRef": reader}}
     assert store["spec"]["provider"]["gcpsm"]["projectID"] == "p1"
     assert external["spec"]["secretStoreRef"] == {"kind": "SecretStore", "name": store["metadata"]["name"]}
     target = external["spec"]["target"]
@@ -117,4 +118,5 @@ def test_the_readme_shows_what_terraform_renders(manifests: list[dict[str, Any]]
     section = readme.split("## Delivery through External Secrets Operator", 1)[1]
     shown = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     filled = shown.replace("{cluster_id}", "cls-1").replace("{namespace}", "clusters-cls-1").replace("{project}", "p1")
+    filled = filled.replace("hf-mgmt-project", "hf-demo-project")  # the README's management project, the stack's
     assert list(yaml.safe_load_all(filled)) == manifests

@@ -118,14 +118,19 @@ def test_the_cases_are_what_terraform_itself_renders(tmp_path: Path) -> None:
     source = (ROOT / "terraform" / "external_secrets.tf").read_text()
     (body,) = re.findall(r"external_secrets_manifests = (<<-EOT\n.*?\n\s*EOT)\n", source, re.DOTALL)
     used = set(re.findall(r"var\.(\w+)", body))
+    assert set(re.findall(r"local\.(\w+)", body)) <= {"management_cluster_project"}
     defaults = {"pinned_secret_project_id": ""}
     blocks = []
     for index, settings in enumerate(SETTINGS.values()):
         values = {name: {**TERRAFORM_VARIABLES, **defaults, **settings}.get(name) for name in used}
         missing = [name for name, value in values.items() if value is None]
         values.update(_variable_defaults(missing))
-        blocks.append(f"locals {{\n  case{index} = {json.dumps(values)}\n}}\n")
-        blocks.append(f'output "case{index}" {{\n  value = {body.replace("var.", f"local.case{index}.")}\n}}\n')
+        # main.tf's local.management_cluster_project, from the same management_cluster.
+        project = f'split("/", "{TERRAFORM_VARIABLES["management_cluster"]}")[1]'
+        merged = f"merge({json.dumps(values)}, {{ management_cluster_project = {project} }})"
+        blocks.append(f"locals {{\n  case{index} = {merged}\n}}\n")
+        text = body.replace("local.management_cluster_project", "var.management_cluster_project")
+        blocks.append(f'output "case{index}" {{\n  value = {text.replace("var.", f"local.case{index}.")}\n}}\n')
     (tmp_path / "main.tf").write_text("".join(blocks))
     env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_DATA_DIR": str(tmp_path / ".terraform")}
     binary = str(terraform_binary())
@@ -159,6 +164,21 @@ def test_the_secret_is_named_by_kubernetes_secret_template() -> None:
     """The Secret ESO writes has the name the function would write in direct mode (KUBERNETES_SECRET_TEMPLATE)."""
     _store, external = rendered(kubernetes_secret_template="hf.{cluster_id}.pull")
     assert external["spec"]["target"]["name"] == f"hf.{CLUSTER_ID}.pull"
+
+
+def test_the_store_exchanges_its_token_in_the_pool_whose_principal_the_function_is_granted() -> None:
+    """ESO's workload identity exchanges the service account's token in `<clusterProjectID>.svc.id.goog`, the
+    metadata server's project when unset (external-secrets providers/v1/gcp/secretmanager/workload_identity.go,
+    gcpWorkloadIdentity): named, it is the management cluster's project, whose pool the principal template
+    Terraform gives the function names, wherever ESO runs."""
+    module = Module(
+        {**TERRAFORM_VARIABLES, "kubernetes_delivery": "external-secrets"}, project_number=lambda _p: NUMBER
+    )
+    raw_principal = str(module._locals["external_secrets_principal_template"])
+    assert "workloadIdentityPools/${local.management_cluster_project}.svc.id.goog/" in raw_principal
+    store, _external = rendered()
+    identity = store["spec"]["provider"]["gcpsm"]["auth"]["workloadIdentity"]
+    assert identity["clusterProjectID"] == module.local("management_cluster_project") == "hf-demo-project"
 
 
 def test_no_cel_rule_governs_a_field_the_manifests_set() -> None:
