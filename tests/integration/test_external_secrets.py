@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as gexc
 
-from emulators.stack import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
+from emulators.stack import PROJECT_ID, PROJECT_NUMBER
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.handler import Adapter
 from tests.integration.test_cli import cli
@@ -230,26 +230,4 @@ def test_inspect_names_the_access_and_reaches_no_cluster(eso_env: dict[str, str]
     result = cli("inspect", CID)
     kubernetes = json.loads(result.stdout)["kubernetes"]
     assert kubernetes["delivery"] == "external-secrets" and kubernetes["access_member"] == MEMBER, result.stderr
-    assert cluster_calls(admin) == {}
-
-
-def test_gcp_hcps_configuration_needs_no_token_file_and_reaches_no_cluster(
-    eso_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Both of GCP HCP's choices at once: the API called as the runtime identity with a Google-signed ID token
-    (HYPERFLEET_API_AUTH=google-id-token) and the Secret delivered through External Secrets Operator, holding
-    exactly what terraform/ grants for that pair (no token secret, no GKE role)."""
-    monkeypatch.delenv("HYPERFLEET_API_TOKEN_FILE")
-    monkeypatch.setenv("HYPERFLEET_API_AUTH", "google-id-token")
-    world.hyperfleet.token = "hf-opaque-token-nobody-presents"  # a token file would not be admitted
-    world.apply_terraform_iam(
-        kubernetes_delivery="external-secrets", hyperfleet_api_auth="google-id-token", hyperfleet_api_token_secret=""
-    )
-    seed_ready_cluster(admin, CID)
-    admin.call("DELETE", "/calls")
-
-    assert deliver(Adapter.from_environment()).result == "applied"
-    assert policy(world) == [{"role": ACCESSOR, "members": [MEMBER]}]
-    assert conditions(last_report(admin))["Available"]["status"] == "True"
-    assert set(world.hyperfleet.identities) == {RUNTIME_SA}
     assert cluster_calls(admin) == {}
