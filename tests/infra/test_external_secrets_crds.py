@@ -42,6 +42,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "other service account": {"external_secrets_service_account": "eso-pull-reader"},
     "other secret id": {"secret_id_template": "pull_{cluster_id}_dockercfg"},
     "other kubernetes secret name": {"kubernetes_secret_template": "hf.{cluster_id}.pull"},
+    "other management project": {"management_cluster": "projects/hf-mgmt-eu/locations/europe-west1/clusters/m1"},
 }
 
 
@@ -126,7 +127,7 @@ def test_the_cases_are_what_terraform_itself_renders(tmp_path: Path) -> None:
         missing = [name for name, value in values.items() if value is None]
         values.update(_variable_defaults(missing))
         # main.tf's local.management_cluster_project, from the same management_cluster.
-        project = f'split("/", "{TERRAFORM_VARIABLES["management_cluster"]}")[1]'
+        project = f'split("/", "{({**TERRAFORM_VARIABLES, **settings})["management_cluster"]}")[1]'
         merged = f"merge({json.dumps(values)}, {{ management_cluster_project = {project} }})"
         blocks.append(f"locals {{\n  case{index} = {merged}\n}}\n")
         text = body.replace("local.management_cluster_project", "var.management_cluster_project")
