@@ -61,8 +61,8 @@ def rendered(**settings: Any) -> list[dict[str, Any]]:
 
 def webhook_problems(document: dict[str, Any]) -> list[str]:
     """What ESO's validating webhook refuses beyond the schema, for the fields these manifests use
-    (externalsecret_validator.go validatePolicies and validateExternalSecret; secretstore_validator.go and the
-    gcpsm provider's ValidateStore: a namespaced store's serviceAccountRef names no namespace)."""
+    (apis/externalsecrets/v1/externalsecret_validator.go validatePolicies and validateExternalSecret; the gcpsm
+    provider's ValidateStore through runtime/esutils ValidateReferentServiceAccountSelector)."""
     found = []
     spec = document.get("spec", {})
     if document["kind"] == "ExternalSecret":
@@ -76,8 +76,12 @@ def webhook_problems(document: dict[str, Any]) -> list[str]:
             found.append("either data or dataFrom should be specified")
     else:
         reference = spec.get("provider", {}).get("gcpsm", {}).get("auth", {}).get("workloadIdentity", {})
-        if "namespace" in reference.get("serviceAccountRef", {}):
-            found.append("namespace not allowed with namespaced SecretStore")
+        namespace = reference.get("serviceAccountRef", {}).get("namespace")
+        if namespace is not None and namespace != document["metadata"].get("namespace"):
+            found.append(
+                "namespace should either be empty or match the namespace of the SecretStore for a namespaced "
+                "SecretStore"
+            )
     return found
 
 
@@ -239,7 +243,7 @@ WRONG: dict[str, tuple[str, Any, str]] = {
     "store service account in another namespace": (
         "SecretStore",
         lambda s: s["provider"]["gcpsm"]["auth"]["workloadIdentity"]["serviceAccountRef"].update(namespace="eso"),
-        "namespace not allowed with namespaced SecretStore",
+        "namespace should either be empty or match the namespace of the SecretStore",
     ),
     "projectId spelled as in Terraform": (
         "SecretStore",
