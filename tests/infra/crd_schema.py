@@ -13,8 +13,9 @@ pruning" in https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
 - `x-kubernetes-validations`: each CEL `rule` evaluated with `self` bound to the value (transition rules, which
   name `oldSelf`, only run on update and are skipped), with the CEL implementation the Kubernetes emulator's
   admission uses.
-Not modelled: `format` (int32, byte, date-time...), defaulting, `metadata` (validated as ObjectMeta by the server,
-not by the CRD), and null for a non-nullable field, which the server prunes and which is an error here.
+Not modelled: `format` (int32, byte, date-time...), defaulting, `x-kubernetes-list-type` uniqueness, `metadata`
+(validated as ObjectMeta by the server, not by the CRD), and null for a non-nullable field, which the server
+prunes and which is an error here.
 
 `python -m tests.infra.crd_schema vendor GIT_DIR COMMIT CRD_PATH VERSION OUT [--only-provider NAME]` writes one
 version's schema from an upstream repository's git history, with a provenance header, as the vendored files under
