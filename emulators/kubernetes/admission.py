@@ -147,8 +147,10 @@ class Admission:
     ) -> None:
         """Raise the first denial of a bound policy for this request, else return."""
         with self._lock:
-            bindings = [copy.deepcopy(self._policy_bindings[k]) for k in sorted(self._policy_bindings)]
-            policies = copy.deepcopy(self._policies)
+            # No copies: a stored policy or binding is never changed in place (put_policy stores a copy and
+            # replaces the entry; reads hand out copies), and evaluating one only reads it.
+            bindings = [self._policy_bindings[k] for k in sorted(self._policy_bindings)]
+            policies = dict(self._policies)
             namespace_object = copy.deepcopy(self._namespaces.get(namespace)) if namespace else None
         request = {
             "kind": {"group": "", "version": "v1", "kind": kind},
