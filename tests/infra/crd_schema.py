@@ -12,7 +12,7 @@ pruning" in https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/
   into the error `unknown field "spec.x"`; here the same field is a validation error (additionalProperties false);
 - `x-kubernetes-validations`: each CEL `rule` evaluated with `self` bound to the value (transition rules, which
   name `oldSelf`, only run on update and are skipped), with the CEL implementation the Kubernetes emulator's
-  admission uses.
+  admission uses (common-expression-language).
 Not modelled: `format` (int32, byte, date-time...), defaulting, `x-kubernetes-list-type` uniqueness, `metadata`
 (validated as ObjectMeta by the server, not by the CRD), and null for a non-nullable field, which the server
 prunes and which is an error here.
@@ -32,10 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cel
 import jsonschema  # type: ignore[import-untyped]
 import yaml
-
-from emulators.kubernetes.admission import _EvalError, evaluate
 
 Schema = dict[str, Any]
 
@@ -97,8 +96,8 @@ def cel_failures(schema: Schema, document: Any) -> list[str]:
             if "oldSelf" in rule["rule"]:
                 continue
             try:
-                held = evaluate(rule["rule"], {"self": value}) is True
-            except _EvalError as exc:
+                held = cel.compile(rule["rule"]).execute({"self": value}) is True
+            except (ValueError, TypeError, KeyError, IndexError, RuntimeError, OverflowError) as exc:
                 failures.append(f"{path or '<root>'}: {rule['rule']!r}: evaluation error: {exc}")
                 continue
             if not held:
