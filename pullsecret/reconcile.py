@@ -377,7 +377,10 @@ class Reconciler:
         hand-off to the pool instead of two. Otherwise the source read overlaps both, as the pool runs them.
         """
         placement = act.placement
-        source = self.store.cached_source(self.settings.pull_secret_source) if self.settings.pull_secret_source else b""
+        source_name = self.settings.pull_secret_source
+        source = self.store.cached_source(source_name) if source_name else None
+        # No call before the waits below when the merged secret needs no read: the newest version is this thread's.
+        latest_here = not source_name or source is not None
 
         def probe_live() -> tuple[Any, kubesecret.Probed]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
@@ -388,9 +391,9 @@ class Reconciler:
         live_future: Future[tuple[Any, kubesecret.Probed]] = (
             self._submit(probe_live) if self.delivery is None else self._submit(self.delivery.probe, target.secret_name)
         )
-        latest_future = None if source is not None else self._submit(self.store.latest, target.secret_name, deadline)
+        latest_future = None if latest_here else self._submit(self.store.latest, target.secret_name, deadline)
         try:
-            merged, own_registries = self._pull_secret(act, deadline, source or None)
+            merged, own_registries = self._pull_secret(act, deadline, source)
             checks = self.registries.start(merged.secret, deadline, own=own_registries)
             if latest_future is None:
                 latest = self.store.latest(target.secret_name, deadline)
