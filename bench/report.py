@@ -50,6 +50,11 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
             Figure("rotation: duplicate versions", ("burst", "duplicate_versions"), "0", _at_most(0)),
             Figure("rotation: past deadline", ("burst", "past_deadline"), "0", _at_most(0)),
             Figure("rotation: redeliveries", ("burst", "redeliveries")),
+            Figure("rotation: writes refused by the quota", ("burst", "writes_rejected")),
+            Figure("rotation: emulators CPU (cores, at most ~1)", ("burst", "cpu", "emulators_cpu_util")),
+            Figure(
+                "rotation: adapter process CPU per event (ms)", ("burst", "cpu", "adapter_process_cpu_ms_per_event")
+            ),
             Figure("new-cluster burst (s)", ("new_cluster_burst", "seconds")),
             Figure("new-cluster bound (s)", ("new_cluster_burst", "quota_bound_seconds")),
             Figure("new-cluster burst / bound", ("new_cluster_burst", "ratio_to_bound"), "≤ 1.1", _at_most(1.1)),

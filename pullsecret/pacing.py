@@ -3,8 +3,11 @@
 Secret Manager refuses writes past its per-project quota (600/min) with RESOURCE_EXHAUSTED, and a refused
 write is not applied, so it is always safe to send again. The pacer starts unpaced; the first refusal sets
 a rate from what the project accepted in the last second, each later refusal cuts it (at most once per
-CUT_EVERY_S, so one congested moment counts once) and each accepted write raises it a little; a minute
-without a refusal goes back to unpaced. Only refusals by the quota (ErrorInfo RATE_LIMIT_EXCEEDED) count. Writers
+CUT_EVERY_S, so one congested moment counts once) and each accepted write raises it a little, but only while
+the pace binds (a writer waited for its slot within the last HORIZON_S): a rate nobody reaches is not evidence
+that the quota allows it, and one raised far past the quota meanwhile would let a burst through unpaced when
+demand returns (congestion window validation, RFC 7661, for the same reason); a minute without a refusal goes
+back to unpaced. Only refusals by the quota (ErrorInfo RATE_LIMIT_EXCEEDED) count. Writers
 wait for their slot before each attempt; a wait that would pass the event's deadline raises
 TransientError, so a quota refusal is never a terminal failure: the event is redelivered.
 
@@ -36,6 +39,7 @@ class _Project:
     next_at: float = 0.0
     last_cut: float = float("-inf")
     accepted: deque[float] = field(default_factory=deque)  # accept times within HORIZON_S
+    waited_at: float = float("-inf")  # when a writer last had to wait for its slot
     refusals: int = 0
 
 
@@ -67,6 +71,8 @@ class WritePacer:
                 return
             slot = max(now, state.next_at)
             wait = slot - now
+            if wait > 0:
+                state.waited_at = now
             if wait >= deadline.remaining():
                 raise TransientError(
                     f"Secret Manager write quota: the next write slot of project {key} is {wait:.1f} s away, "
@@ -85,7 +91,7 @@ class WritePacer:
             state.accepted.append(now)
             while state.accepted and now - state.accepted[0] > HORIZON_S:
                 state.accepted.popleft()
-            if state.rate is not None:
+            if state.rate is not None and now - state.waited_at <= HORIZON_S:
                 state.rate += INCREASE_PER_WRITE
 
     def refused(self, key: str) -> None:

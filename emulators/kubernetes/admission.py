@@ -45,7 +45,34 @@ _programs: dict[str, Any] = {}
 _programs_lock = threading.Lock()
 
 
-def evaluate(expression: str, activation: Json) -> Any:
+class _Activation:
+    """The CEL activation of one request, converted to CEL values once and shared by its expressions.
+
+    Converting `object` and `oldObject` (their data and managedFields) into CEL values is most of an
+    evaluation's cost; a `cel.Context` keeps its converted environment until it is modified, so the request's
+    fixed variables are added once. `variables` grows while the policy's variables are computed in order (each
+    sees the earlier ones), so it is not added but resolved when an expression names it (the context's variable
+    resolver, consulted before the added variables): always the ones computed so far, undefined before.
+    """
+
+    def __init__(self, base: Json) -> None:
+        self.base = base
+        self.variables: Json | None = None  # a dict once the policy's variables are being computed
+        self._context: Any = None
+
+    def context(self) -> Any:
+        """Built on first use, inside an evaluation: a value CEL cannot hold fails that expression."""
+        if self._context is None:
+            context = cel.Context(variables=self.base)
+            context.set_variable_resolver(self._resolve)
+            self._context = context
+        return self._context
+
+    def _resolve(self, name: str) -> Any:
+        return self.variables if name == "variables" else None
+
+
+def evaluate(expression: str, activation: _Activation) -> Any:
     """Evaluate one CEL expression (compiled once, cached); raises _EvalError on any CEL error."""
     with _programs_lock:
         program = _programs.get(expression)
@@ -54,7 +81,7 @@ def evaluate(expression: str, activation: Json) -> Any:
             program = cel.compile(expression)
             with _programs_lock:
                 _programs[expression] = program
-        return program.execute(activation)
+        return program.execute(activation.context())
     except (ValueError, TypeError, KeyError, IndexError, RuntimeError, OverflowError) as exc:
         raise _EvalError(str(exc) or type(exc).__name__) from None
 
@@ -120,8 +147,10 @@ class Admission:
     ) -> None:
         """Raise the first denial of a bound policy for this request, else return."""
         with self._lock:
-            bindings = [copy.deepcopy(self._policy_bindings[k]) for k in sorted(self._policy_bindings)]
-            policies = copy.deepcopy(self._policies)
+            # No copies: a stored policy or binding is never changed in place (put_policy stores a copy and
+            # replaces the entry; reads hand out copies), and evaluating one only reads it.
+            bindings = [self._policy_bindings[k] for k in sorted(self._policy_bindings)]
+            policies = dict(self._policies)
             namespace_object = copy.deepcopy(self._namespaces.get(namespace)) if namespace else None
         request = {
             "kind": {"group": "", "version": "v1", "kind": kind},
@@ -171,13 +200,9 @@ class Admission:
         rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
         if not any(_rule_matches(r, "", "v1", resource, operation) for r in rules):
             return None, ""
-        activation: Json = {
-            "object": obj,
-            "oldObject": old,
-            "request": request,
-            "params": None,
-            "namespaceObject": namespace_object,
-        }
+        activation = _Activation(
+            {"object": obj, "oldObject": old, "request": request, "params": None, "namespaceObject": namespace_object}
+        )
         for condition in spec.get("matchConditions") or []:
             expression = str(condition.get("expression", ""))
             try:
@@ -187,8 +212,7 @@ class Admission:
                 if not fail_closed:
                     return None, ""
                 return f"expression '{expression.strip()}' resulted in error: {exc}", "Invalid"
-        variables: Json = {}
-        activation["variables"] = variables
+        variables = activation.variables = {}
         for variable in spec.get("variables") or []:
             # One that fails is left out: an expression that uses it fails ("undefined"), as a lazy variable would.
             with contextlib.suppress(_EvalError):

@@ -47,6 +47,11 @@ from emulators.kubernetes.status import (
 from emulators.kubernetes.store import Store
 from emulators.kubernetes.validation import canonical, decode_secret, validate_secret
 
+# SafeLoader's constructor and resolver over libyaml's parser when PyYAML was built with it (its wheels are):
+# the same documents, a tenth of the CPU of the pure-Python scanner, which was a fifth of the emulators' CPU
+# under load (every apply of the adapter is an apply-patch+yaml).
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -365,7 +370,7 @@ class Verbs(Store, Access, Admission):
 
     def _apply(self, req: Request, force: bool, dry: bool) -> tuple[int, Any, dict[str, str]]:
         try:
-            raw = yaml.safe_load(req.body)
+            raw = yaml.load(req.body, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader (SafeLoader's rules)
         except yaml.YAMLError as exc:
             raise bad_request(f"error decoding YAML: {exc}") from None
         applied, _ = decode_secret(raw, apply=True)

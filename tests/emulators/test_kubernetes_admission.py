@@ -316,6 +316,35 @@ def test_policy_errors_deny_under_fail(api: Api, emu: KubernetesEmulator) -> Non
     )
 
 
+def test_variables_are_seen_in_order_and_not_by_match_conditions(api: Api, emu: KubernetesEmulator) -> None:
+    # The evaluation shares one converted activation between a request's expressions (admission.py, _Activation):
+    # each variable still sees the earlier ones, the validations see all, and a matchCondition sees none.
+    [policy] = [d for d in render(SA) if d["kind"] == "ValidatingAdmissionPolicy"]
+    policy["spec"]["variables"] = [
+        {"name": "kind", "expression": "object.type"},
+        {"name": "marked", "expression": "variables.kind + '!'"},
+    ]
+    policy["spec"]["validations"] = [
+        {
+            "expression": "variables.marked == 'x'",
+            "messageExpression": "'saw ' + variables.marked",
+            "reason": "Forbidden",
+        }
+    ]
+    emu.put_policy(policy)
+    with pytest.raises(ApiException) as err:
+        apply(api, secret(OURS))
+    assert json.loads(err.value.body or "{}")["message"].endswith(f"{PREFIX}saw kubernetes.io/dockerconfigjson!")
+    policy["spec"]["matchConditions"] = [{"name": "early", "expression": "variables.kind == 'x'"}]
+    emu.put_policy(policy)
+    with pytest.raises(ApiException) as err:
+        apply(api, secret(OURS))
+    assert (
+        f"{PREFIX}expression 'variables.kind == 'x'' resulted in error: "
+        in json.loads(err.value.body or "{}")["message"]
+    )
+
+
 # -- server-side apply and field ownership, as the adapter relies on them -------------------------------------------
 def test_apply_force_false_conflicts_on_a_field_another_manager_set(api: Api, other: Api) -> None:
     apply(api, secret(OURS))

@@ -53,9 +53,32 @@ def test_refusals_cut_at_most_once_per_half_second_and_accepted_writes_raise_the
     assert pacer.rate("p") == pytest.approx(max(pacing.FLOOR_PER_S, first * pacing.DECREASE))
     cut = pacer.rate("p")
     assert cut is not None
+    pacer.acquire("p", Deadline(60))  # the pace binds: this writer waits for its slot
+    assert clock.slept
     pacer.accepted("p")
     assert pacer.rate("p") == pytest.approx(cut + pacing.INCREASE_PER_WRITE)
     assert pacer.rate("other") is None  # per project
+
+
+def test_the_rate_grows_only_while_the_pace_binds() -> None:
+    # Writers slower than the pace (the fleet's own events are the limit) never wait: the rate must not climb
+    # past what the quota was shown to allow, or the next burst goes out far too fast and is refused.
+    clock = Clock()
+    pacer = WritePacer(clock=clock, sleep=clock.sleep)
+    for _ in range(20):
+        pacer.accepted("p")
+    pacer.refused("p")
+    rate = pacer.rate("p")
+    assert rate is not None
+    for _ in range(300):  # one write every 2 intervals for a long while: nobody waits
+        clock.now += 2 / rate
+        pacer.acquire("p", Deadline(60))
+        pacer.accepted("p")
+    assert clock.slept == [] and pacer.rate("p") == pytest.approx(rate)
+    for _ in range(10):  # then writers queue up: the pace binds again and the rate probes upwards
+        pacer.acquire("p", Deadline(60))
+        pacer.accepted("p")
+    assert clock.slept and pacer.rate("p") == pytest.approx(rate + 10 * pacing.INCREASE_PER_WRITE)
 
 
 def test_a_slot_past_the_deadline_is_transient_and_a_quiet_minute_unpaces() -> None:
