@@ -315,3 +315,61 @@ def duplicates(stack: Emulators, handler: Handler, cluster_id: str, count: int) 
         "secretmanager_writes": sum(n for k, n in calls.items() if k.split(".", 1)[1] in SM_WRITES),
         "kubernetes_writes": int(stack.admin.get("/kubernetes/state")["resourceVersion"]) - revision,
     }
+
+
+def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str, dict[str, float]]:
+    """Where a steady event's time goes at L = 0 (the part of the critical path that is not round trips).
+
+    The whole event (process CPU, all threads), then each of its calls alone, `n` times: the function's CPU
+    on the calling thread and the wall. A call's wall less its CPU is the emulator's service time and the
+    loopback; the event's wall less its CPU is that of its calls on the path (they overlap in pairs).
+    The status report is not timed alone (its body is built by the event); the event's figure holds it.
+    """
+    from pullsecret.handler import Adapter
+    from pullsecret.preconditions import Act, evaluate
+    from pullsecret.retrying import Deadline
+
+    adapter = Adapter.from_environment(env)
+
+    def handle(attributes: Mapping[str, Any], data: Any) -> str:
+        return adapter.handle(attributes, data).result
+
+    with quiet():
+        for _ in range(3):
+            deliver(handle, cluster_id)
+    reconciler = adapter.reconciler()
+    act = evaluate(
+        reconciler.hyperfleet.get_cluster(cluster_id) or {},
+        reconciler.hyperfleet.list_statuses(cluster_id),
+        reconciler.settings,
+        cluster_id=cluster_id,
+    )
+    assert isinstance(act, Act), act
+    secret_id, kube_name = reconciler.names(cluster_id)
+    api = reconciler.clusters.api_for(act.placement.management_cluster, Deadline(8))
+    calls: dict[str, Callable[[], Any]] = {
+        "hyperfleet get_cluster": lambda: reconciler.hyperfleet.get_cluster(cluster_id),
+        "hyperfleet list_statuses": lambda: reconciler.hyperfleet.list_statuses(cluster_id),
+        "secretmanager newest version": lambda: reconciler.store.latest(
+            f"projects/{act.project_id}/secrets/{secret_id}", Deadline(8)
+        ),
+        "kubernetes probe (dry-run apply)": lambda: reconciler.kube.probe(
+            api, act.placement.namespace, kube_name, Deadline(8)
+        ),
+    }
+    out: dict[str, dict[str, float]] = {}
+    with quiet():
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            deliver(handle, cluster_id)
+        out["steady event (process CPU)"] = _per_call(cpu, wall, time.process_time(), time.perf_counter(), n)
+        for name, call in calls.items():
+            cpu, wall = time.thread_time(), time.perf_counter()
+            for _ in range(n):
+                call()
+            out[name] = _per_call(cpu, wall, time.thread_time(), time.perf_counter(), n)
+    return out
+
+
+def _per_call(cpu0: float, wall0: float, cpu1: float, wall1: float, n: int) -> dict[str, float]:
+    return {"cpu_ms": round((cpu1 - cpu0) * 1000 / n, 3), "wall_ms": round((wall1 - wall0) * 1000 / n, 3)}

@@ -2,8 +2,10 @@
 
 Two profiles, each written with the run's figures beside it (machine, load average, CPU per event):
 
-* in process (`profile-inproc.txt`): cProfile over steady events, one at a time, L = 0, log lines to
-  /dev/null; the sorted table of own time (tottime) and of cumulative time, top functions.
+* in process (`profile-inproc.txt`): py-spy over steady events, one at a time, L = 0, log lines to
+  /dev/null; the sorted tables of own time by function and inclusive time by package. Above them, the
+  event's local time at L = 0 (what the critical path holds besides its round trips), whole and call by
+  call: the function's CPU beside the wall, so that the emulators' service time shows apart from ours.
 * the worker under load (`profile-worker.txt`, `profile-worker.svg`): py-spy samples the gunicorn worker
   (the thread holding the GIL (--gil)) while clients post at concurrency 80 with L = 25 ms; the table sums
   the samples by function (own) and by package (inclusive), the SVG is the flame graph.
@@ -63,6 +65,7 @@ def inprocess(
     sampled_cpu = time.process_time() - began
     spy.send_signal(signal.SIGINT)
     spy.wait(timeout=60)
+    local = inproc.local_time(env, ids[0])
     path = out / "profile-inproc.txt"
     figures = {
         "what": f"steady events one at a time, L = 0, log lines to /dev/null; py-spy at 250 Hz over "
@@ -72,8 +75,21 @@ def inprocess(
         "CPU ms per event while sampled": round(sampled_cpu * 1000 / (rounds * 2 * clusters), 3),
         "load average at start / end": f"{load_before} / {loadavg()}",
     }
-    path.write_text(header("CPU of a steady event, in process", figures) + _tables(raw, out / "profile-inproc.svg"))
+    text = header("CPU of a steady event, in process", figures) + _local_table(local)
+    path.write_text(text + _tables(raw, out / "profile-inproc.svg"))
     return path
+
+
+def _local_table(local: dict[str, dict[str, float]]) -> str:
+    """The steady event's local time at L = 0, and each call's: the function's CPU beside the wall."""
+    lines = [
+        "local time at L = 0 (critical path less its round trips): the function's CPU beside the wall; "
+        "a call's wall less its CPU is the emulator's service time and the loopback",
+        f"{'CPU ms':>8} {'wall ms':>8}  what",
+        "-" * 90,
+    ]
+    lines += [f"{v['cpu_ms']:>8.3f} {v['wall_ms']:>8.3f}  {name}" for name, v in local.items()]
+    return "\n".join(lines) + "\n\n"
 
 
 def collapsed(raw: str) -> tuple[Counter[str], Counter[str], int]:

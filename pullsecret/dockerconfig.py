@@ -61,10 +61,18 @@ class PullSecret:
         """Every string whose appearance in output would leak this credential."""
         return list(self._sensitive)
 
-    def registry_fingerprints(self) -> dict[str, str]:
-        """Per-registry short fingerprints (safe to report: SHA-256 of the canonical entry)."""
+    @cached_property
+    def _registry_fingerprints(self) -> tuple[tuple[str, str], ...]:
+        # Computed once per object: `canonical` is immutable, and the platform's object serves every event
+        # whose cluster has no pull secret of its own (merge returns it as is).
         auths = self.document()["auths"]
-        return {registry: hashlib.sha256(canonical_bytes(entry)).hexdigest()[:12] for registry, entry in auths.items()}
+        return tuple(
+            (registry, hashlib.sha256(canonical_bytes(entry)).hexdigest()[:12]) for registry, entry in auths.items()
+        )
+
+    def registry_fingerprints(self) -> dict[str, str]:
+        """Per-registry short fingerprints (safe to report: SHA-256 of the canonical entry); a new dict each call."""
+        return dict(self._registry_fingerprints)
 
 
 def canonical_bytes(document: Any) -> bytes:
@@ -287,6 +295,10 @@ def merge(
     """
     if platform is None and cluster is None:
         raise InvalidPullSecret("no pull secret source: neither PULL_SECRET_SOURCE nor spec.pullSecret is set")
+    if (platform is None or cluster is None) and not canonical_keys:
+        only = platform or cluster
+        assert only is not None
+        return MergeResult(only, ())  # one side, taken as it is: nothing to parse
     sides: dict[str, dict[str, Any]] = {}
     shadowed: list[dict[str, Any]] = []
     for name, secret in (("platform", platform), ("cluster", cluster)):
@@ -297,10 +309,6 @@ def merge(
             auths, hidden = canonicalize(auths, source=name)
             shadowed.extend(hidden)
         sides[name] = auths
-    if len(sides) == 1 and not canonical_keys:
-        only = platform or cluster
-        assert only is not None
-        return MergeResult(only, ())
     base = sides.get("platform", {})
     other = sides.get("cluster", {})
     conflicts = tuple(sorted(r for r in set(base) & set(other) if base[r] != other[r]))

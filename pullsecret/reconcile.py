@@ -198,12 +198,19 @@ class Reconciler:
             self._platform = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def _pull_secret(self, act: preconditions.Act, deadline: Deadline) -> tuple[MergeResult, frozenset[str]]:
-        """The merged pull secret, and the registries whose merged entry is the cluster's own."""
+    def _pull_secret(
+        self, act: preconditions.Act, deadline: Deadline, source: bytes | None = None
+    ) -> tuple[MergeResult, frozenset[str]]:
+        """The merged pull secret, and the registries whose merged entry is the cluster's own.
+
+        `source`: the platform pull secret's bytes when the caller already holds them (the cache), else read.
+        """
         platform: PullSecret | None = None
         if self.settings.pull_secret_source:
-            with log.step("secretmanager.read_source"):
-                raw = self.store.read_source(self.settings.pull_secret_source, deadline)
+            raw = source
+            if raw is None:
+                with log.step("secretmanager.read_source"):
+                    raw = self.store.read_source(self.settings.pull_secret_source, deadline)
             try:
                 platform = self._platform_secret(raw)
             except dockerconfig.InvalidPullSecret:
@@ -364,8 +371,16 @@ class Reconciler:
 
         Every read comes before any write, so that a terminal problem on one side leaves nothing written on
         the other. Registry handshakes (new fingerprints only) start here and overlap the rest.
+
+        When the platform pull secret is in the cache (most events: no call to build the merged secret), the
+        newest-version read runs on this thread while the pool probes: the same two calls overlap, with one
+        hand-off to the pool instead of two. Otherwise the source read overlaps both, as the pool runs them.
         """
         placement = act.placement
+        source_name = self.settings.pull_secret_source
+        source = self.store.cached_source(source_name) if source_name else None
+        # No call before the waits below when the merged secret needs no read: the newest version is this thread's.
+        latest_here = not source_name or source is not None
 
         def probe_live() -> tuple[Any, kubesecret.Probed]:
             api = self.clusters.api_for(placement.management_cluster, deadline)
@@ -376,14 +391,17 @@ class Reconciler:
         live_future: Future[tuple[Any, kubesecret.Probed]] = (
             self._submit(probe_live) if self.delivery is None else self._submit(self.delivery.probe, target.secret_name)
         )
-        latest_future = self._submit(self.store.latest, target.secret_name, deadline)
+        latest_future = None if latest_here else self._submit(self.store.latest, target.secret_name, deadline)
         try:
-            merged, own_registries = self._pull_secret(act, deadline)
+            merged, own_registries = self._pull_secret(act, deadline, source)
             checks = self.registries.start(merged.secret, deadline, own=own_registries)
-            latest = latest_future.result()
+            if latest_future is None:
+                latest = self.store.latest(target.secret_name, deadline)
+            else:
+                latest = latest_future.result()
             api, probed = live_future.result()
         except BaseException:
-            _settle([live_future, latest_future], deadline)
+            _settle([f for f in (live_future, latest_future) if f is not None], deadline)
             raise
         return _Reads(merged=merged, checks=checks, latest=latest, api=api, probed=probed)
 

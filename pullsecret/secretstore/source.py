@@ -13,12 +13,19 @@ from pullsecret.secretstore.calls import SERVICE, Calls
 
 
 class SourceReads(Calls):
+    def cached_source(self, version_name: str) -> bytes | None:
+        """The platform pull secret's bytes while the cache holds them (within the TTL), else None: no call."""
+        cached = self._source_cache.get(version_name)
+        if cached is not None and time.monotonic() - cached[0] < self._source_ttl_s:
+            return cached[1]
+        return None
+
     def read_source(self, version_name: str, deadline: Deadline) -> bytes:
         """The platform pull secret's bytes (cached for a short TTL); raises Terminal/TransientError."""
+        cached = self.cached_source(version_name)
+        if cached is not None:
+            return cached
         now = time.monotonic()
-        cached = self._source_cache.get(version_name)
-        if cached is not None and now - cached[0] < self._source_ttl_s:
-            return cached[1]
         what = f"read PULL_SECRET_SOURCE {version_name}"
         try:
             response = self._call(what, deadline, self._client.access_secret_version, name=version_name)

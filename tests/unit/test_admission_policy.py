@@ -135,3 +135,21 @@ def test_the_policy_checks_at_their_edges(installed: tuple[dict[str, Any], dict[
         "the installed policy differs from this release's: binding spec.policyName: "
         f"{'p' * 80!r}, this release's policy has {admission_policy.POLICY_NAME!r}"
     )
+
+
+@pytest.mark.parametrize("identity", [SA, None])
+def test_the_release_parsed_by_libyaml_is_the_release_parsed_by_pure_python_yaml(identity: str | None) -> None:
+    """expected() parses the rendered template with libyaml when PyYAML has it; the pure-Python safe loader must
+    read the very same policy and binding from it (a difference would refuse every management cluster)."""
+    import yaml
+
+    got = release(identity)
+    variables = admission_policy.template_variables(
+        runtime_sa_email=identity or "",
+        namespace_pattern="^clusters-[a-z0-9-]+$",
+        adapter_name="pullsecret",
+        secret_template="{cluster_id}-pull-secret",
+    )
+    text = admission_policy.render_template(admission_policy._template_text(), variables)
+    docs = {d["kind"]: d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d}
+    assert (got.policy, got.binding) == (docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"])

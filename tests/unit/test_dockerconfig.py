@@ -116,6 +116,21 @@ def test_registry_fingerprints_are_short_and_secret_free() -> None:
     assert list(prints) == ["quay.io"] and len(prints["quay.io"]) == 12
 
 
+def test_registry_fingerprints_computed_once_stay_each_entrys_own_and_a_callers_edit_changes_none() -> None:
+    """They are computed once per PullSecret (its canonical bytes never change): each call still answers a
+    new dict, so a caller editing one cannot change what the next event is told."""
+    secret = parse(doc(**{"quay.io": {"auth": AUTH}, "gcr.io": {"identitytoken": "tok-123456"}}), source="t")
+    first = secret.registry_fingerprints()
+    assert first == {
+        registry: hashlib.sha256(canonical_bytes(entry)).hexdigest()[:12]
+        for registry, entry in secret.document()["auths"].items()
+    }
+    first["quay.io"] = "edited"
+    del first["gcr.io"]
+    assert secret.registry_fingerprints()["quay.io"] != "edited"
+    assert set(secret.registry_fingerprints()) == {"quay.io", "gcr.io"}
+
+
 @pytest.mark.parametrize("side", ["platform", "cluster"])
 def test_merge_of_one_source_with_default_settings_is_that_source(side: str) -> None:
     """The production path when only PULL_SECRET_SOURCE (or only spec.pullSecret) is set."""
