@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 _STOPPING = (signal.SIGINT, signal.SIGTERM)
 
@@ -26,18 +27,25 @@ def _in_main_thread() -> bool:
 
 
 @contextlib.contextmanager
+def _handling(handler: signal.Handlers | Callable[[int, FrameType | None], Any]) -> Iterator[None]:
+    """SIGINT and SIGTERM handled by `handler` meanwhile; the previous handlers are back on leaving."""
+    saved = {sig: signal.signal(sig, handler) for sig in _STOPPING}
+    try:
+        yield
+    finally:
+        for sig, previous in saved.items():
+            signal.signal(sig, previous)
+
+
+@contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so one `finally` cleans up after either.
 
     SIGINT too is set explicitly: a shell starts a background job (`make up &`) with SIGINT ignored, and
     Python then installs no handler of its own.
     """
-    saved = {sig: signal.signal(sig, signal.default_int_handler) for sig in _STOPPING}
-    try:
+    with _handling(signal.default_int_handler):
         yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -49,12 +57,8 @@ def signals_ignored() -> Iterator[None]:
     if not _in_main_thread():
         yield
         return
-    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in _STOPPING}
-    try:
+    with _handling(signal.SIG_IGN):
         yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
@@ -68,15 +72,9 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     received: list[int] = []
-
-    def record(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-
-    saved = {sig: signal.signal(sig, record) for sig in _STOPPING}
     try:
-        yield
+        with _handling(lambda signum, _frame: received.append(signum)):
+            yield
     finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
         for signum in received:
             signal.raise_signal(signum)
