@@ -40,14 +40,8 @@ _KUBESECRET_PURE = (
     "_field_conflict",
 )
 _KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
-# Parsing of challenges, keys, credentials and token answers, and the verdicts.
+# Parsing of keys, credentials and token answers, and the verdicts (challenges: www_authenticate, all pure).
 _REGISTRY_PURE = (
-    "_is_token_char",
-    "_token",
-    "_skip",
-    "_quoted",
-    "parse_challenges",
-    "pick_challenge",
     "registry_host",
     "hostname_of",
     "credential_of",
@@ -80,6 +74,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "lineage": ("pullsecret.lineage.*",),
     "kubesecret": _functions("kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
     "admission_policy": ("pullsecret.admission_policy.*",),
+    "www_authenticate": ("pullsecret.www_authenticate.*",),
     "registry_verification": _functions("registry_verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
     "registry_egress": _functions("registry_egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
 }

@@ -11,7 +11,6 @@ from pullsecret import config, status
 from pullsecret.errors import ConfigError
 from pullsecret.registry_http import MAX_BODY, Answer
 from pullsecret.registry_verification import (
-    Challenge,
     Check,
     Credential,
     RegistryRejected,
@@ -21,11 +20,10 @@ from pullsecret.registry_verification import (
     _unexpected,
     credential_of,
     hostname_of,
-    parse_challenges,
-    pick_challenge,
     registry_host,
     safe_name,
 )
+from pullsecret.www_authenticate import Challenge, parse_challenges, pick_challenge
 
 
 def test_bearer_challenge_as_docker_hub_sends_it() -> None:
