@@ -326,7 +326,7 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     The status report is not timed alone (its body is built by the event); the event's figure holds it.
     """
     from pullsecret.handler import Adapter
-    from pullsecret.preconditions import Act, evaluate
+    from pullsecret.model.preconditions import Act, evaluate
     from pullsecret.retrying import Deadline
 
     adapter = Adapter.from_environment(env)

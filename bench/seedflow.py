@@ -18,11 +18,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import config, dockerconfig, events, preconditions, status
+from pullsecret import config
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.hyperfleet import HyperFleetClient
+from pullsecret.model import dockerconfig, events, preconditions, status
 from pullsecret.secretstore import secret_labels
 
 KEY = ".dockerconfigjson"

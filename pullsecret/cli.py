@@ -20,9 +20,10 @@ import json
 import sys
 from typing import Any
 
-from pullsecret import dockerconfig, doctor, preconditions
+from pullsecret import doctor
 from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
+from pullsecret.model import dockerconfig, preconditions
 from pullsecret.retrying import Deadline
 
 EXIT_OK = 0
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def preconditions_cluster_id_ok(cluster_id: str) -> bool:
-    from pullsecret.events import _CLUSTER_ID
+    from pullsecret.model.events import _CLUSTER_ID
 
     return bool(_CLUSTER_ID.match(cluster_id))
 

@@ -17,10 +17,11 @@ from typing import Any
 import requests
 from google.api_core import exceptions as gexc
 
-from pullsecret import admission_policy, dockerconfig, preconditions
+from pullsecret import admission_policy
 from pullsecret.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.config import Settings, cluster_allowed
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
+from pullsecret.model import dockerconfig, preconditions
 from pullsecret.registry_verification import safe_name
 from pullsecret.retrying import Deadline
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import werkzeug.exceptions
 
-from pullsecret import admission_policy, config, events, logs, rotation, status
+from pullsecret import admission_policy, config, logs, rotation
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
@@ -30,6 +30,7 @@ from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import KubeSecrets
 from pullsecret.logs import log
 from pullsecret.management_clusters import ManagementClusters
+from pullsecret.model import events, status
 from pullsecret.reconcile import Outcome, Reconciler
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore

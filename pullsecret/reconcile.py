@@ -17,15 +17,16 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import dockerconfig, kubesecret, lineage, preconditions, registry_verification, secretstore, status
+from pullsecret import kubesecret, registry_verification, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
-from pullsecret.dockerconfig import MergeResult, PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.hyperfleet import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.logs import bind, log, protect
 from pullsecret.management_clusters import ManagementClusters
+from pullsecret.model import dockerconfig, lineage, preconditions, status
+from pullsecret.model.dockerconfig import MergeResult, PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore, secret_labels
 

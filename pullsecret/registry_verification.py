@@ -36,9 +36,9 @@ from typing import Any
 from urllib.parse import SplitResult, urlencode, urlsplit
 
 from pullsecret.config import Settings
-from pullsecret.dockerconfig import PullSecret, canonical_bytes
 from pullsecret.errors import TerminalError
 from pullsecret.logs import log, protect
+from pullsecret.model.dockerconfig import PullSecret, canonical_bytes
 from pullsecret.registry_egress import Egress, Endpoint, NoPublicAddress, Refused, Unresolvable
 from pullsecret.registry_http import MAX_BODY, Answer, ExchangeFailed, PinnedHTTPS
 from pullsecret.retrying import Deadline

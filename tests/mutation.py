@@ -68,10 +68,10 @@ def _functions(module: str, names: tuple[str, ...], methods: tuple[str, ...] = (
 
 
 MODULES: dict[str, tuple[str, ...]] = {
-    "dockerconfig": ("pullsecret.dockerconfig.*",),
-    "preconditions": ("pullsecret.preconditions.*",),
-    "status": ("pullsecret.status.*",),
-    "lineage": ("pullsecret.lineage.*",),
+    "dockerconfig": ("pullsecret.model.dockerconfig.*",),
+    "preconditions": ("pullsecret.model.preconditions.*",),
+    "status": ("pullsecret.model.status.*",),
+    "lineage": ("pullsecret.model.lineage.*",),
     "kubesecret": _functions("kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
     "admission_policy": ("pullsecret.admission_policy.*",),
     "www_authenticate": ("pullsecret.www_authenticate.*",),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as gexc
 
-from pullsecret import lineage, retrying
+from pullsecret import retrying
 from pullsecret.errors import (
     TerminalError,
     TransientError,
@@ -18,6 +18,7 @@ from pullsecret.errors import (
     is_retryable_google,
     looks_like_io,
 )
+from pullsecret.model import lineage
 from pullsecret.pacing import PACER, WritePacer
 from pullsecret.retrying import Deadline
 

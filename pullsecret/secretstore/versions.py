@@ -59,10 +59,10 @@ from dataclasses import dataclass, field
 import google_crc32c
 from google.api_core import exceptions as gexc
 
-from pullsecret import lineage
-from pullsecret.dockerconfig import PullSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, grpc_code_name
 from pullsecret.logs import log
+from pullsecret.model import lineage
+from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls, _epoch, _number, _write_failure
 from pullsecret.secretstore.labels import OwnershipConflict

@@ -22,7 +22,8 @@ def test_one_admin_call_seeds_a_cluster_whose_preconditions_are_met(stack: Any, 
         "type": "gcp",
         "gcp": {"projectID": "hf-demo-project", "region": "us-central1"},
     }
-    from pullsecret import config, preconditions
+    from pullsecret import config
+    from pullsecret.model import preconditions
 
     statuses = stack.hyperfleet.state()["statuses"]["cls-ready1"]
     settings = config.load(

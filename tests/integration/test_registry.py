@@ -349,7 +349,7 @@ def _verifier(world: Any, clock: Callable[[], float], **env: str) -> Any:
 
 
 def test_answers_expire_after_the_ttl_and_outages_sooner(world: Any) -> None:
-    from pullsecret import dockerconfig
+    from pullsecret.model import dockerconfig
     from pullsecret.retrying import Deadline
 
     now = [1000.0]
@@ -377,7 +377,7 @@ def test_answers_expire_after_the_ttl_and_outages_sooner(world: Any) -> None:
 
 def test_a_refusal_is_cached_for_minutes_not_for_the_ttl(world: Any) -> None:
     """A registry's passing 401 must not stand for REGISTRY_CACHE_TTL (an hour by default)."""
-    from pullsecret import dockerconfig
+    from pullsecret.model import dockerconfig
     from pullsecret.retrying import Deadline
 
     now = [1000.0]
@@ -398,7 +398,7 @@ def test_a_refusal_is_cached_for_minutes_not_for_the_ttl(world: Any) -> None:
 def test_the_overall_deadline_bounds_the_wait(world: Any, admin: Admin) -> None:
     import time
 
-    from pullsecret import dockerconfig
+    from pullsecret.model import dockerconfig
     from pullsecret.retrying import Deadline
 
     admin.fault(service="registry", method="basic.ping", code="timeout", count=1)

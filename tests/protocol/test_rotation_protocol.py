@@ -25,7 +25,7 @@ import pytest
 
 from pullsecret import rotation
 from pullsecret.errors import TransientError
-from pullsecret.events import SecretVersionAdded
+from pullsecret.model.events import SecretVersionAdded
 from pullsecret.pacing import WritePacer
 from pullsecret.secretstore import SecretStore
 from tests.protocol import scheduler

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pullsecret.dockerconfig import PullSecret
 from pullsecret.errors import TransientError
+from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.pacing import WritePacer
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore

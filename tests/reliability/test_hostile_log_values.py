@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pullsecret import dockerconfig
 from pullsecret.logs import Logger, event_context, protect
+from pullsecret.model import dockerconfig
 from tests.reliability import campaign, harness
 from tests.support import gcp_cluster
 

@@ -148,7 +148,7 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
     adapter_factory: Any, world: Any, cluster_moved_on: bool
 ) -> None:
     """Generation 2 read the secret before generation 3 wrote and wrote after it: the store settles it."""
-    from pullsecret import dockerconfig
+    from pullsecret.model import dockerconfig
     from pullsecret.retrying import Deadline
 
     cid = "cls-gen-race"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pullsecret.dockerconfig import InvalidPullSecret, canonical_bytes, merge, parse, sensitive_strings_of
+from pullsecret.model.dockerconfig import InvalidPullSecret, canonical_bytes, merge, parse, sensitive_strings_of
 
 AUTH = base64.b64encode(b"robot:s3cr3t-pa55").decode()
 

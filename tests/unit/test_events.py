@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret.events import ReconcileRequest, SkippedEvent, event_age_s, parse_event
+from pullsecret.model.events import ReconcileRequest, SkippedEvent, event_age_s, parse_event
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "events"
 

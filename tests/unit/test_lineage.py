@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret import lineage
+from pullsecret.model import lineage
 
 V3 = "projects/p/secrets/s/versions/3"
 V4 = "projects/p/secrets/s/versions/4"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret import lineage
+from pullsecret.model import lineage
 
 GOOD: dict[str, Any] = {
     "version": "3",

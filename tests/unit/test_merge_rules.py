@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pullsecret import dockerconfig
-from pullsecret.dockerconfig import canonical_registry, merge, parse
+from pullsecret.model import dockerconfig
+from pullsecret.model.dockerconfig import canonical_registry, merge, parse
 
 
 def auth(user: str, password: str) -> dict[str, str]:

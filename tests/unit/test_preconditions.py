@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from pullsecret.config import load
-from pullsecret.dockerconfig import InvalidPullSecret
 from pullsecret.errors import ConfigError
-from pullsecret.preconditions import Act, Deleting, InvalidCluster, InvalidPlacement, NotMet, evaluate
+from pullsecret.model.dockerconfig import InvalidPullSecret
+from pullsecret.model.preconditions import Act, Deleting, InvalidCluster, InvalidPlacement, NotMet, evaluate
 
 SETTINGS = load(
     {
@@ -337,7 +337,7 @@ def test_statuses_that_are_not_objects_are_ignored() -> None:
 
 
 def test_a_short_management_cluster_name_maps_through_the_template_with_exact_refusals() -> None:
-    from pullsecret.preconditions import management_cluster_for
+    from pullsecret.model.preconditions import management_cluster_for
 
     templated = replace(SETTINGS, management_cluster_template="projects/p/locations/l/clusters/{name}")
     assert (

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from pullsecret import config, status
+from pullsecret import config
 from pullsecret.errors import ConfigError
+from pullsecret.model import status
 from pullsecret.registry_http import MAX_BODY, Answer
 from pullsecret.registry_verification import (
     Check,

@@ -6,8 +6,8 @@ import io
 import json
 from datetime import UTC, datetime
 
-from pullsecret import status
 from pullsecret.logs import Logger, event_context, parse_trace, protect
+from pullsecret.model import status
 
 
 def test_every_report_has_the_three_required_conditions_once() -> None:

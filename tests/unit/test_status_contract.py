@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pullsecret import status
+from pullsecret.model import status
 
 REPORTS = [
     status.provisioned(2, changed=True, data={}),

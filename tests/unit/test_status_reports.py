@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pullsecret import status
+from pullsecret.model import status
 
 NOW = datetime(2026, 11, 23, 14, 5, 6, 789123, tzinfo=UTC)
 UP_TO_DATE = "pull secret already up to date in Secret Manager and on the management cluster"

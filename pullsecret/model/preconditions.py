@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.config import GKE_CLUSTER_RE, Settings, cluster_allowed
-from pullsecret.dockerconfig import InvalidPullSecret
 from pullsecret.errors import TerminalError
+from pullsecret.model.dockerconfig import InvalidPullSecret
 
 _PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
