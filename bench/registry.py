@@ -67,7 +67,7 @@ def phase(
             for mode in MODES:
                 adapter, handle = adapters[mode]
                 if cold:
-                    from pullsecret.registry_verification import RegistryVerifier
+                    from pullsecret.registry.verification import RegistryVerifier
 
                     reconciler = adapter.reconciler()
                     reconciler.registries = RegistryVerifier(reconciler.settings)

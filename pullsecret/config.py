@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from pullsecret.errors import ConfigError
-from pullsecret.registry_egress import allowed_entry, trusted_realm_entry
+from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
 
 SOURCE_VERSION_RE = re.compile(r"^projects/([^/]+)/secrets/([A-Za-z0-9_-]{1,255})/versions/(latest|[1-9][0-9]*)$")
 GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")

@@ -22,7 +22,7 @@ from pullsecret.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.config import Settings, cluster_allowed
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
 from pullsecret.model import dockerconfig, preconditions
-from pullsecret.registry_verification import safe_name
+from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
 
 MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
@@ -66,7 +66,7 @@ class Context:
     store: Any  # pullsecret.secretstore.SecretStore (read_source)
     secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
     clusters: Any  # pullsecret.management_clusters.ManagementClusters
-    registries: Any  # pullsecret.registry_verification.RegistryVerifier
+    registries: Any  # pullsecret.registry.verification.RegistryVerifier
     extra_clusters: tuple[str, ...] = ()
     token: Callable[[], str] | None = None  # the runtime identity's access token (projects.testIamPermissions)
     resource_manager: str = RESOURCE_MANAGER

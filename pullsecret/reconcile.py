@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import kubesecret, registry_verification, secretstore
+from pullsecret import kubesecret, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
 from pullsecret.errors import AdapterError, TerminalError, TransientError
@@ -27,6 +27,7 @@ from pullsecret.logs import bind, log, protect
 from pullsecret.management_clusters import ManagementClusters
 from pullsecret.model import dockerconfig, lineage, preconditions, status
 from pullsecret.model.dockerconfig import MergeResult, PullSecret
+from pullsecret.registry import verification as registry_verification
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore, secret_labels
 

@@ -59,11 +59,9 @@ _EGRESS_PURE_METHODS = ("Egress.__init__", "Egress.vet")
 
 
 def _functions(module: str, names: tuple[str, ...], methods: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """mutmut's mutant-name patterns: x_NAME__mutmut_N for functions, xǁCLASSǁNAME__mutmut_N for methods."""
-    patterns = [f"pullsecret.{module}.x_{name}__mutmut_*" for name in names]
-    patterns += [
-        f"pullsecret.{module}.x\u01c1{cls}\u01c1{name}__mutmut_*" for cls, name in (m.split(".") for m in methods)
-    ]
+    """mutmut's mutant-name patterns in MODULE (dotted): x_NAME__mutmut_N, xǁCLASSǁNAME__mutmut_N for methods."""
+    patterns = [f"{module}.x_{name}__mutmut_*" for name in names]
+    patterns += [f"{module}.x\u01c1{cls}\u01c1{name}__mutmut_*" for cls, name in (m.split(".") for m in methods)]
     return tuple(patterns)
 
 
@@ -72,11 +70,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "preconditions": ("pullsecret.model.preconditions.*",),
     "status": ("pullsecret.model.status.*",),
     "lineage": ("pullsecret.model.lineage.*",),
-    "kubesecret": _functions("kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
+    "kubesecret": _functions("pullsecret.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
     "admission_policy": ("pullsecret.admission_policy.*",),
-    "www_authenticate": ("pullsecret.www_authenticate.*",),
-    "registry_verification": _functions("registry_verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
-    "registry_egress": _functions("registry_egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
+    "www_authenticate": ("pullsecret.registry.www_authenticate.*",),
+    "registry_verification": _functions("pullsecret.registry.verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
+    "registry_egress": _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_REFRESH_TOKEN, DEFAULT_USER, SERVICE
-from pullsecret.registry_verification import parse_challenges
+from pullsecret.registry.verification import parse_challenges
 
 GOOD = "Basic " + base64.b64encode(f"{DEFAULT_USER}:{DEFAULT_PASSWORD}".encode()).decode()
 WRONG = "Basic " + base64.b64encode(f"{DEFAULT_USER}:nope".encode()).decode()

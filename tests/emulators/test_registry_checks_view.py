@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from emulators import registry_checks
-from pullsecret.registry_verification import RESULTS, Check
+from pullsecret.registry.verification import RESULTS, Check
 from tests.support import ROOT
 
 

@@ -335,7 +335,7 @@ def test_a_realm_on_another_domain_gets_the_credential_only_when_paired_and_vett
 
 def _verifier(world: Any, clock: Callable[[], float], **env: str) -> Any:
     from pullsecret import config
-    from pullsecret.registry_verification import RegistryVerifier
+    from pullsecret.registry.verification import RegistryVerifier
 
     settings = config.load(
         {

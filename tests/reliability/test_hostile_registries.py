@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
-from pullsecret.registry_egress import Egress, realm_trusted
+from pullsecret.registry.egress import Egress, realm_trusted
 from tests.reliability import campaign, harness
 from tests.support import PLATFORM_SOURCE_SECRET, gcp_cluster
 
@@ -210,7 +210,7 @@ def test_the_status_does_not_tell_an_internal_name_from_one_that_does_not_exist(
 ) -> None:
     """A DNS oracle: were a name resolving to a private address `skipped` and a nonexistent one `unreachable`,
     a cluster owner would learn from the status which internal names exist. Both read the same."""
-    from pullsecret.registry_egress import Unresolvable
+    from pullsecret.registry.egress import Unresolvable
 
     answers = {"db.corp.example.com": ["10.20.0.7"], "mixed.corp.example.com": ["34.1.2.3", "127.0.0.1"]}
     asked: list[str] = []

@@ -8,7 +8,7 @@ import pytest
 
 from pullsecret import config
 from pullsecret.errors import ConfigError
-from pullsecret.registry_egress import (
+from pullsecret.registry.egress import (
     _PRIVATE_SUFFIXES,
     Egress,
     Endpoint,

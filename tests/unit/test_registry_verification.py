@@ -10,8 +10,8 @@ import pytest
 from pullsecret import config
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
-from pullsecret.registry_http import MAX_BODY, Answer
-from pullsecret.registry_verification import (
+from pullsecret.registry.http import MAX_BODY, Answer
+from pullsecret.registry.verification import (
     Check,
     Credential,
     RegistryRejected,
@@ -24,7 +24,7 @@ from pullsecret.registry_verification import (
     registry_host,
     safe_name,
 )
-from pullsecret.www_authenticate import Challenge, parse_challenges, pick_challenge
+from pullsecret.registry.www_authenticate import Challenge, parse_challenges, pick_challenge
 
 
 def test_bearer_challenge_as_docker_hub_sends_it() -> None:
@@ -215,7 +215,7 @@ def test_status_shows_the_result_kind_and_only_a_policy_reason() -> None:
 
 
 def test_the_answer_cache_is_a_bounded_lru_with_expiry() -> None:
-    from pullsecret.registry_verification import _Expiring
+    from pullsecret.registry.verification import _Expiring
 
     now = [0.0]
     cache = _Expiring(3, lambda: now[0])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import certifi
 
-from pullsecret.registry_egress import Endpoint
+from pullsecret.registry.egress import Endpoint
 
 MAX_BODY = 64 * 1024  # token answers are a few KiB; a larger one is not read further
 

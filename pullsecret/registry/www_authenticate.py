@@ -2,7 +2,7 @@
 
 As distribution's registry/client/auth/challenge/authchallenge.go (parseValueAndParams) and
 go-containerregistry's ping (pick): pure text in, challenges out; a malformed header never raises.
-The registry handshake (pullsecret/registry_verification.py) is the one user.
+The registry handshake (pullsecret/registry/verification.py) is the one user.
 """
 
 from __future__ import annotations

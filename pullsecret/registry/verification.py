@@ -39,10 +39,10 @@ from pullsecret.config import Settings
 from pullsecret.errors import TerminalError
 from pullsecret.logs import log, protect
 from pullsecret.model.dockerconfig import PullSecret, canonical_bytes
-from pullsecret.registry_egress import Egress, Endpoint, NoPublicAddress, Refused, Unresolvable
-from pullsecret.registry_http import MAX_BODY, Answer, ExchangeFailed, PinnedHTTPS
+from pullsecret.registry.egress import Egress, Endpoint, NoPublicAddress, Refused, Unresolvable
+from pullsecret.registry.http import MAX_BODY, Answer, ExchangeFailed, PinnedHTTPS
+from pullsecret.registry.www_authenticate import Challenge, parse_challenges, pick_challenge
 from pullsecret.retrying import Deadline
-from pullsecret.www_authenticate import Challenge, parse_challenges, pick_challenge
 
 RESULTS = ("valid", "rejected", "anonymous", "unreachable", "skipped")
 PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY threads bound the process)
