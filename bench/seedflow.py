@@ -22,7 +22,7 @@ from pullsecret import config
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
-from pullsecret.hyperfleet import HyperFleetClient
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.model import dockerconfig, events, preconditions, status
 from pullsecret.secretstore import secret_labels
 

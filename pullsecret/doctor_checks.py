@@ -62,7 +62,7 @@ class Context:
 
     settings: Settings
     runtime: str  # the runtime service account's e-mail (or a description when unknown)
-    hyperfleet: Any  # pullsecret.hyperfleet.HyperFleetClient
+    hyperfleet: Any  # pullsecret.hyperfleet.client.HyperFleetClient
     store: Any  # pullsecret.secretstore.SecretStore (read_source)
     secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
     clusters: Any  # pullsecret.management_clusters.ManagementClusters

@@ -26,7 +26,7 @@ from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_m
 from pullsecret.config import Settings
 from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
 from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_like_io
-from pullsecret.hyperfleet import HyperFleetClient
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.kubesecret import KubeSecrets
 from pullsecret.logs import log
 from pullsecret.management_clusters import ManagementClusters

@@ -21,7 +21,7 @@ from pullsecret import kubesecret, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
 from pullsecret.errors import AdapterError, TerminalError, TransientError
-from pullsecret.hyperfleet import HyperFleetClient
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.logs import bind, log, protect
 from pullsecret.management_clusters import ManagementClusters

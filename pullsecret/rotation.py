@@ -55,7 +55,7 @@ from typing import Any
 
 from pullsecret.config import SOURCE_VERSION_RE, Settings
 from pullsecret.errors import TransientError
-from pullsecret.hyperfleet import HyperFleetClient
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
 from pullsecret.model.events import CONTINUATION, SecretVersionAdded
 from pullsecret.retrying import Deadline

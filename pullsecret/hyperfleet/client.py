@@ -3,7 +3,7 @@
 One urllib3 pool per process (it retries connection errors and 429/5xx with jittered backoff,
 honouring Retry-After). urllib3 directly, not `requests` over it: three calls per event, and `requests`'
 per-call preparation (merging settings, hooks, cookies, URL re-parsing) was the largest share of the
-function's own CPU (bench/results/profile-inproc.txt). The bearer credential comes from `pullsecret.apiauth` (a token
+function's own CPU (bench/results/profile-inproc.txt). The bearer credential comes from `auth` (a token
 file, or a Google ID token); after a refusal it is re-read or re-minted and the call made again. A refusal
 of our own token (401, or a 403 without an authorization code) is never the cluster's fault: when no new
 token comes of it, it is a TransientError (the event is redelivered, never acknowledged), logged at error
@@ -32,9 +32,9 @@ import certifi
 import urllib3
 from urllib3.util.retry import Retry
 
-from pullsecret.apiauth import credential_for
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.hyperfleet.auth import credential_for
 from pullsecret.logs import TraceContext, log
 from pullsecret.logs import current as current_log_context
 

@@ -1,0 +1,1 @@
+"""The HyperFleet API: its client (clusters, adapter statuses, status reports) and the credential it presents."""
