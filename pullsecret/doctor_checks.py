@@ -17,9 +17,9 @@ from typing import Any
 import requests
 from google.api_core import exceptions as gexc
 
-from pullsecret import admission_policy
-from pullsecret.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.config import Settings, cluster_allowed
+from pullsecret.delivery import admission_policy
+from pullsecret.delivery.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
 from pullsecret.model import dockerconfig, preconditions
 from pullsecret.registry.verification import safe_name
@@ -65,7 +65,7 @@ class Context:
     hyperfleet: Any  # pullsecret.hyperfleet.client.HyperFleetClient
     store: Any  # pullsecret.secretstore.SecretStore (read_source)
     secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
-    clusters: Any  # pullsecret.management_clusters.ManagementClusters
+    clusters: Any  # pullsecret.delivery.management_clusters.ManagementClusters
     registries: Any  # pullsecret.registry.verification.RegistryVerifier
     extra_clusters: tuple[str, ...] = ()
     token: Callable[[], str] | None = None  # the runtime identity's access token (projects.testIamPermissions)

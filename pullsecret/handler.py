@@ -21,15 +21,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import werkzeug.exceptions
 
-from pullsecret import admission_policy, config, logs, rotation
+from pullsecret import config, logs, rotation
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
-from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
+from pullsecret.delivery import admission_policy
+from pullsecret.delivery.external_secrets import ExternalSecretsDelivery
+from pullsecret.delivery.kubesecret import KubeSecrets
+from pullsecret.delivery.management_clusters import ManagementClusters
 from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet.client import HyperFleetClient
-from pullsecret.kubesecret import KubeSecrets
 from pullsecret.logs import log
-from pullsecret.management_clusters import ManagementClusters
 from pullsecret.model import events, status
 from pullsecret.reconcile import Outcome, Reconciler
 from pullsecret.retrying import Deadline

@@ -17,14 +17,15 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import kubesecret, secretstore
+from pullsecret import secretstore
 from pullsecret.config import Settings
-from pullsecret.delivery_external_secrets import ExternalSecretsDelivery
+from pullsecret.delivery import kubesecret
+from pullsecret.delivery.external_secrets import ExternalSecretsDelivery
+from pullsecret.delivery.kubesecret import DesiredSecret, KubeSecrets
+from pullsecret.delivery.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.hyperfleet.client import HyperFleetClient
-from pullsecret.kubesecret import DesiredSecret, KubeSecrets
 from pullsecret.logs import bind, log, protect
-from pullsecret.management_clusters import ManagementClusters
 from pullsecret.model import dockerconfig, lineage, preconditions, status
 from pullsecret.model.dockerconfig import MergeResult, PullSecret
 from pullsecret.registry import verification as registry_verification

@@ -66,7 +66,7 @@ locals {
   # Only granted when DELETION_POLICY=DELETE.
   secret_manager_delete_permissions = ["secretmanager.secrets.delete"]
   # Only granted when KUBERNETES_DELIVERY=external-secrets: the read-modify-write of each cluster secret's allow
-  # policy (pullsecret/delivery_external_secrets.py), under the same name condition as the rest.
+  # policy (pullsecret/delivery/external_secrets.py), under the same name condition as the rest.
   secret_manager_policy_permissions = ["secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy"]
   secret_manager_managed_permissions = concat(
     local.secret_manager_managed_base_permissions,

@@ -111,7 +111,7 @@ output "kubernetes_manifests" {
       runtime_sa_email  = google_service_account.runtime.email
       namespace_pattern = var.management_namespace_pattern
       adapter_name      = var.adapter_name
-      # The Secret's name around its cluster id (pullsecret/admission_policy.py splits it the same way).
+      # The Secret's name around its cluster id (pullsecret/delivery/admission_policy.py splits it the same way).
       secret_name_prefix = split("{cluster_id}", var.kubernetes_secret_template)[0]
       secret_name_suffix = split("{cluster_id}", var.kubernetes_secret_template)[1]
     })

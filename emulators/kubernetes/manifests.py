@@ -1,9 +1,9 @@
 """The project's management-cluster manifests (terraform/kubernetes/*.yaml), rendered as Terraform renders them.
 
 terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern, adapter_name,
-secret_name_prefix, secret_name_suffix}); the renderer is the function's own (pullsecret.admission_policy, which
-renders the policy to compare it with the installed one), held byte for byte to Terraform's by
-tests/infra/test_kubernetes_manifests.py.
+secret_name_prefix, secret_name_suffix}); the renderer is the function's own
+(pullsecret.delivery.admission_policy, which renders the policy to compare it with the installed one), held byte
+for byte to Terraform's by tests/infra/test_kubernetes_manifests.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from pullsecret.admission_policy import render_template, template_variables
+from pullsecret.delivery.admission_policy import render_template, template_variables
 
 MANIFEST_DIR = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes"
 TEMPLATES = ("rbac.yaml", "admission-policy.yaml")

@@ -15,7 +15,7 @@ import pytest
 from kubernetes.client import AdmissionregistrationV1Api
 
 from emulators.stack import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
-from pullsecret.admission_policy import POLICY_NAME as POLICY
+from pullsecret.delivery.admission_policy import POLICY_NAME as POLICY
 from pullsecret.handler import Adapter
 from pullsecret.retrying import Deadline
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event

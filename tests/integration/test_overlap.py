@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from pullsecret.delivery.kubesecret import A_GENERATION, A_SOURCE
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
-from pullsecret.kubesecret import A_GENERATION, A_SOURCE
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
 CID = "cls-overlap1"

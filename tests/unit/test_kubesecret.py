@@ -1,4 +1,4 @@
-"""Pure decisions of pullsecret.kubesecret: what counts as a change, which refusals mean what, which policy will do."""
+"""Pure decisions of delivery.kubesecret: what counts as a change, which refusals mean what, which policy will do."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from pullsecret import kubesecret
-from pullsecret.kubesecret import DesiredSecret
+from pullsecret.delivery import kubesecret
+from pullsecret.delivery.kubesecret import DesiredSecret
 
 SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
 DESIRED = DesiredSecret(

@@ -38,8 +38,8 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
+from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret, Probed
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
-from pullsecret.kubesecret import ApplyResult, DesiredSecret, Probed
 from pullsecret.logs import log
 from pullsecret.retrying import Deadline
 

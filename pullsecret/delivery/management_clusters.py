@@ -96,7 +96,7 @@ def choose_endpoint(cluster: Any, *, mode: str, vpc_egress: bool, what: str) -> 
 
 @dataclass
 class _Entry:
-    api: Any  # pullsecret.kubeapi.SecretsApi
+    api: Any  # pullsecret.delivery.kubeapi.SecretsApi
     created: float
 
 
@@ -148,7 +148,7 @@ class ManagementClusters:
         from kubernetes.client.api_client import ApiClient
         from kubernetes.client.configuration import Configuration
 
-        from pullsecret.kubeapi import SecretsApi
+        from pullsecret.delivery.kubeapi import SecretsApi
 
         what = f"get management cluster {cluster_name}"
 

@@ -21,7 +21,7 @@ lets an older cluster generation replace a newer one. So:
 - `delete` deletes without reading: the policy refuses a Secret that is not ours.
 
 `ensure_guarded` checks once per management cluster (with get on the policy and its binding only) that the
-policy and binding installed are exactly the ones this release renders (pullsecret/admission_policy.py) before
+policy and binding installed are exactly the ones this release renders (pullsecret/delivery/admission_policy.py) before
 any write relies on them.
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from pullsecret import retrying
-from pullsecret.admission_policy import POLICY_NAME, ExpectedPolicy, policy_problem
+from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, policy_problem
 from pullsecret.errors import AdapterError, TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
 from pullsecret.retrying import Deadline
 
@@ -283,8 +283,8 @@ def _field_conflict(exc: ApiException) -> bool:
 
 
 class KubeSecrets:
-    """Probe / apply / delete the pull Secret through one Secrets API (pullsecret.kubeapi); verifies the admission
-    policy per cluster."""
+    """Probe / apply / delete the pull Secret through one Secrets API (delivery.kubeapi); verifies the admission policy
+    per cluster."""
 
     def __init__(self, field_manager: str, policy: ExpectedPolicy) -> None:
         self._field_manager = field_manager
@@ -317,7 +317,7 @@ class KubeSecrets:
             checked = self._guarded.get(host)
         if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:
             return
-        # `api` (pullsecret.kubeapi.SecretsApi) also reads the two policy objects, without importing
+        # `api` (pullsecret.delivery.kubeapi.SecretsApi) also reads the two policy objects, without importing
         # AdmissionregistrationV1Api's models on the first event.
         policy = self._read_policy("ValidatingAdmissionPolicy", api.read_validating_admission_policy, deadline)
         binding = self._read_policy(

@@ -1,0 +1,1 @@
+"""How the pull secret reaches the management cluster: directly (a Kubernetes Secret) or through External Secrets."""
