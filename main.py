@@ -7,8 +7,9 @@ import functions_framework
 import werkzeug.exceptions
 from cloudevents.http.event import CloudEvent
 
-from pullsecret import doctor, handler
+from pullsecret import handler
 from pullsecret.errors import TransientError
+from pullsecret.operator import doctor
 
 # Validate the configuration at cold start: a bad variable is one ERROR line naming it, and the instance exits.
 ADAPTER = handler.start()
@@ -17,7 +18,7 @@ ADAPTER = handler.start()
 @functions_framework.cloud_event
 def handle_cluster_event(event: CloudEvent) -> None:
     """Reconcile the cluster named by `event`; a transient failure answers 503 so that Pub/Sub redelivers."""
-    if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.doctor)
+    if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.operator.doctor)
         raise doctor.answer(ADAPTER)
     headers = flask.request.headers if flask.has_request_context() else None
     try:

@@ -1,7 +1,7 @@
-"""`python -m pullsecret ...`: the operator CLI (see pullsecret.cli)."""
+"""`python -m pullsecret ...`: the operator CLI (see pullsecret.operator.cli)."""
 
 import sys
 
-from pullsecret.cli import main
+from pullsecret.operator.cli import main
 
 sys.exit(main())

@@ -67,7 +67,9 @@ class Settings:
     field_manager: str = "hyperfleet-pullsecret"
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
-    resource_manager_emulator_host: str | None = None  # the doctor's projects.testIamPermissions (pullsecret.doctor)
+    resource_manager_emulator_host: str | None = (
+        None  # the doctor's projects.testIamPermissions (pullsecret.operator.doctor)
+    )
     log_level: str = "INFO"
     max_event_age_s: float = 3600.0
     retry_deadline_s: float = 60.0

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import werkzeug.exceptions
 
-from pullsecret import config, logs, rotation
+from pullsecret import config, logs
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.delivery import admission_policy
@@ -35,6 +35,7 @@ from pullsecret.model import events, status
 from pullsecret.reconcile import Outcome, Reconciler
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.source import rotation
 
 POOL_WORKERS = 128
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
@@ -166,7 +167,7 @@ class Adapter:
             return self._run_and_log(parsed, start)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
-        """A new platform pull secret version: fan out reconcile events (pullsecret.rotation)."""
+        """A new platform pull secret version: fan out reconcile events (pullsecret.source.rotation)."""
         reconciler = self.reconciler()
         with self._lock:
             if self._publisher is None:

@@ -48,7 +48,7 @@ locals {
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
     ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
     ROTATION_PUBLISH_RATE = tostring(var.rotation_publish_rate)
-    # One invocation fans out this long, then hands the rest on (pullsecret/rotation.py): under the function
+    # One invocation fans out this long, then hands the rest on (pullsecret/source/rotation.py): under the function
     # timeout with 30 s for the hand-on, so a fan-out is never killed mid-slice.
     ROTATION_SLICE = tostring(var.timeout_seconds - 30)
     # functions-framework's gunicorn thread count: one thread per concurrent request Cloud Run sends.

@@ -19,8 +19,8 @@ from pullsecret.errors import (
     looks_like_io,
 )
 from pullsecret.model import lineage
-from pullsecret.pacing import PACER, WritePacer
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore.pacing import PACER, WritePacer
 
 if TYPE_CHECKING:
     from pullsecret.secretstore.versions import _Flight

@@ -42,7 +42,7 @@ Mechanics:
   (DestroySecretVersion, not disable: a disabled version is billed and still a copy).
 * Ownership: a write to an existing secret is preceded by one GetSecret (its managed-by=hyperfleet label)
   unless the caller knows the secret is still as it left it (`owned`); CreateSecret makes it ours.
-* Every write waits for its slot in the process-wide pacer (pullsecret.pacing): refusals adapt the pace
+* Every write waits for its slot in the process-wide pacer (pullsecret.secretstore.pacing): refusals adapt the pace
   and never become a terminal failure.
 """
 

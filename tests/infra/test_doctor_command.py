@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pullsecret import doctor
+from pullsecret.operator import doctor
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 # What the output refers to, replaced by values (the output block is rendered alone, offline).
@@ -92,7 +92,7 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     from emulators.iam_terraform import service_account_grants
     from emulators.stack import TERRAFORM_VARIABLES
     from pullsecret import config
-    from pullsecret.doctor_checks import MANAGED_ROLE, required_permissions
+    from pullsecret.operator.doctor_checks import MANAGED_ROLE, required_permissions
 
     _email, grants = service_account_grants(
         {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
@@ -104,8 +104,9 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
 
 def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
-    from pullsecret import config, doctor_checks
+    from pullsecret import config
     from pullsecret.errors import TerminalError, TransientError
+    from pullsecret.operator import doctor_checks
 
     settings = config.load(
         {

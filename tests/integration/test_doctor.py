@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret import cli
+from pullsecret.operator import cli
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
 CID = "cls-doctor1"
@@ -242,8 +242,8 @@ def test_each_cluster_grant_or_policy_broken_names_its_fix(
 def function_client(function_env: dict[str, str]) -> Any:
     from functions_framework import create_app
 
-    from pullsecret import doctor as doctor_module
     from pullsecret import handler
+    from pullsecret.operator import doctor as doctor_module
 
     handler._adapter = None  # main.py builds the process-wide adapter from this test's environment
     doctor_module._last_run[0] = float("-inf")

@@ -1,4 +1,4 @@
-"""Every interleaving (within bounds) of two rotation deliveries keeps the fan-out invariants of pullsecret/rotation.py.
+"""Every interleaving (within bounds) of two rotation deliveries keeps the fan-out invariants of source/rotation.py.
 
 The real `fan_out` runs against in-memory services whose every call is a scheduling point: the progress record
 and the source in Secret Manager (tests/protocol/world.py), the HyperFleet cluster list, Pub/Sub. The wall clock
@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from pullsecret import rotation
 from pullsecret.errors import TransientError
 from pullsecret.model.events import SecretVersionAdded
-from pullsecret.pacing import WritePacer
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.pacing import WritePacer
+from pullsecret.source import rotation
 from tests.protocol import scheduler
 from tests.protocol.scheduler import Run, SchedEvent
 from tests.protocol.world import PROJECT, FakeSecretManager, Secret, Version

@@ -25,9 +25,9 @@ import pytest
 
 from pullsecret.errors import TransientError
 from pullsecret.model.dockerconfig import PullSecret
-from pullsecret.pacing import WritePacer
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.pacing import WritePacer
 from tests.protocol import scheduler
 from tests.protocol.scheduler import Run, SchedEvent
 from tests.protocol.world import PROJECT, FakeSecretManager, Secret, Version

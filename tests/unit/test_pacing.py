@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pullsecret import pacing
 from pullsecret.errors import TransientError
-from pullsecret.pacing import WritePacer
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore import pacing
+from pullsecret.secretstore.pacing import WritePacer
 
 
 class Clock:

@@ -7,7 +7,7 @@
                                                 identity may not read Kubernetes Secrets
     python -m pullsecret doctor                 check every permission and dependency as the runtime
                                                 identity, one line each with its fix; writes nothing
-                                                (pullsecret.doctor)
+                                                (pullsecret.operator.doctor)
 
 `reconcile` prints a summary for a person on stdout and the function's JSON log lines on stderr
 (`--quiet`: none; `--json`: the summary as one JSON object instead).
@@ -20,10 +20,10 @@ import json
 import sys
 from typing import Any
 
-from pullsecret import doctor
 from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.model import dockerconfig, preconditions
+from pullsecret.operator import doctor
 from pullsecret.retrying import Deadline
 
 EXIT_OK = 0

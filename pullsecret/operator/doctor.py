@@ -4,7 +4,7 @@ Run it with the deployed configuration (the function's environment variables, pu
 identity, from a workstation (`python -m pullsecret doctor`, Application Default Credentials impersonating the
 runtime service account) or inside the deployed function (a CloudEvent of type EVENT_TYPE sent with
 `gcloud functions call`; `terraform output -raw doctor_command` prints both). It prints one line per check
-(pullsecret.doctor_checks) and the fix for each failure; the exit code is 1 when any check failed.
+(pullsecret.operator.doctor_checks) and the fix for each failure; the exit code is 1 when any check failed.
 
 The function's doctor path: only a principal holding roles/run.invoker on the function's service can send it
 (Cloud Run's IAM check: the trigger's account and Terraform's manual_invokers). Eventarc's Pub/Sub trigger
@@ -25,10 +25,10 @@ from typing import Any
 import werkzeug.exceptions
 from werkzeug.wrappers import Response
 
-from pullsecret import doctor_checks as checks
 from pullsecret.clients import secret_manager_client
-from pullsecret.doctor_checks import Context, Line
 from pullsecret.logs import log
+from pullsecret.operator import doctor_checks as checks
+from pullsecret.operator.doctor_checks import Context, Line
 
 EVENT_TYPE = "com.redhat.hyperfleet.pullsecret.doctor"
 MIN_INTERVAL_S = 10.0

@@ -1,4 +1,4 @@
-"""The preflight's checks (`python -m pullsecret doctor`, pullsecret.doctor runs them).
+"""The preflight's checks (`python -m pullsecret doctor`, pullsecret.operator.doctor runs them).
 
 Each check reads and never writes: list clusters, access the platform pull secret, Secret Manager's
 TestIamPermissions and GetSecret, GKE's GetCluster, two admission-policy reads, SelfSubjectAccessReview and the
