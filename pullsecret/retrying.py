@@ -18,6 +18,9 @@ from pullsecret.logs import log
 
 T = TypeVar("T")
 
+CALL_TIMEOUT_S = 20.0
+MIN_CALL_TIMEOUT_S = 0.5
+
 
 class Deadline:
     """A point in monotonic time after which no further attempt is started."""
@@ -30,6 +33,10 @@ class Deadline:
 
     def expired(self) -> bool:
         return self.remaining() <= 0.0
+
+    def call_timeout(self) -> float:
+        """One call's own timeout: what remains, at most 20 s (leaving time for a retry), at least 0.5 s."""
+        return max(min(self.remaining(), CALL_TIMEOUT_S), MIN_CALL_TIMEOUT_S)
 
 
 def retry_policy(predicate: Callable[[BaseException], bool], deadline: Deadline) -> Retry:

@@ -207,7 +207,7 @@ class ExternalSecretsDelivery:
                 self._client.set_iam_policy(
                     request={"resource": secret_name, "policy": policy},
                     retry=None,
-                    timeout=max(min(deadline.remaining(), 20.0), 0.5),
+                    timeout=deadline.call_timeout(),
                 )
             except gexc.Aborted:
                 log.debug("the allow policy changed since it was read; reading it again", operation="retry")
@@ -228,7 +228,7 @@ class ExternalSecretsDelivery:
             return self._client.get_iam_policy(
                 request={"resource": secret_name, "options": {"requested_policy_version": 3}},
                 retry=None,
-                timeout=max(min(deadline.remaining(), 20.0), 0.5),
+                timeout=deadline.call_timeout(),
             )
 
         try:

@@ -299,7 +299,7 @@ class KubeSecrets:
                 *args,
                 **kwargs,
                 _preload_content=False,
-                _request_timeout=max(min(deadline.remaining(), 20.0), 0.5),
+                _request_timeout=deadline.call_timeout(),
             )
 
         return retrying.call(

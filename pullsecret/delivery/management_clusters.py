@@ -153,9 +153,7 @@ class ManagementClusters:
         what = f"get management cluster {cluster_name}"
 
         def attempt() -> Any:
-            return self._gke.get_cluster(
-                name=cluster_name, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5)
-            )
+            return self._gke.get_cluster(name=cluster_name, retry=None, timeout=deadline.call_timeout())
 
         try:
             cluster = retrying.call(

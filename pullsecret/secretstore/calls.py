@@ -91,7 +91,7 @@ class Calls:
     # -- plumbing ------------------------------------------------------------------------------
     def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
         def attempt() -> Any:
-            return fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
+            return fn(**kwargs, retry=None, timeout=deadline.call_timeout())
 
         try:
             return retrying.call(
@@ -117,7 +117,7 @@ class Calls:
                 raise TransientError(f"{what}: the retry deadline passed", reason="DeadlineExceeded", service=SERVICE)
             self._pacer.acquire(project, deadline)
             try:
-                result = fn(**kwargs, retry=None, timeout=max(min(deadline.remaining(), 20.0), 0.5))
+                result = fn(**kwargs, retry=None, timeout=deadline.call_timeout())
             except Exception as exc:
                 if _write_failure(exc) != "not_applied":
                     raise

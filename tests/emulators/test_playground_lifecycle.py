@@ -226,7 +226,7 @@ def test_down_after_an_edit_and_retry_stops_the_restarted_function(
     playgrounds.append(playground)
     playground.wait_ready()
     first = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
-    edited = repo / "pullsecret" / "status.py"
+    edited = repo / "pullsecret" / "model" / "status.py"
     edited.write_text(edited.read_text() + "\n# edited\n")
     deadline = time.monotonic() + READY_S
     while "serves the new code again" not in playground.output():
