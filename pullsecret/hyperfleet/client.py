@@ -32,9 +32,9 @@ import certifi
 import urllib3
 from urllib3.util.retry import Retry
 
+from pullsecret.bearer import hyperfleet_credential
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
-from pullsecret.hyperfleet.auth import credential_for
 from pullsecret.logs import TraceContext, log
 from pullsecret.logs import current as current_log_context
 
@@ -70,7 +70,7 @@ class HyperFleetClient:
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
-        self._token = credential_for(settings)
+        self._token = hyperfleet_credential(settings)
         retry = Retry(
             total=4,
             connect=4,

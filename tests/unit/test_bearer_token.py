@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pullsecret.bearer import BearerToken
 from pullsecret.errors import TransientError
-from pullsecret.hyperfleet.auth import BearerToken
 
 
 class Clock:

@@ -1,14 +1,17 @@
-"""The credential the function presents to the HyperFleet API (HYPERFLEET_API_AUTH), as `Authorization: Bearer`.
+"""The bearer credentials the function presents to the services it calls, as `Authorization: Bearer`.
+
+The HyperFleet API (HYPERFLEET_API_AUTH) and the Pull Secret Service (PULL_SECRET_SERVICE_AUTH) take the same two:
 
 - `token-file` (`BearerToken`): an opaque token held in a file (a mounted Secret Manager secret), read by
-  content on a short timer and at once after the API refuses it: a mounted secret rotates in place and gives
+  content on a short timer and at once after the service refuses it: a mounted secret rotates in place and gives
   no mtime guarantee.
-- `google-id-token` (`GoogleIdToken`): an ID token for the function's own service account with audience
-  HYPERFLEET_API_AUDIENCE, minted through google-auth (the metadata server's identity endpoint on Cloud Run;
-  a key file named by GOOGLE_APPLICATION_CREDENTIALS elsewhere). The API or its gateway verifies it against
-  Google's keys (hyperfleet-infra helmfile/values/base-api.yaml.gotmpl: issuer https://accounts.google.com,
-  identity claim `email`); no key or secret is stored anywhere. Cached, minted again when google-auth
-  considers it expired (3 min 45 s before `exp`), and once more when the API refuses it.
+- `google-id-token` (`GoogleIdToken`): an ID token for the function's own service account with the configured
+  audience (HYPERFLEET_API_AUDIENCE, PULL_SECRET_SERVICE_AUDIENCE), minted through google-auth (the metadata
+  server's identity endpoint on Cloud Run; a key file named by GOOGLE_APPLICATION_CREDENTIALS elsewhere). The
+  service or its gateway verifies it against Google's keys (hyperfleet-infra
+  helmfile/values/base-api.yaml.gotmpl: issuer https://accounts.google.com, identity claim `email`); no key or
+  secret is stored anywhere. Cached, minted again when google-auth considers it expired (3 min 45 s before
+  `exp`), and once more when the service refuses it.
 
 Both: thread-safe, `refresh(refused)` after a refusal says whether another token is there to try, and neither
 the token nor any part of it reaches a repr, a message or a log line.
@@ -31,7 +34,7 @@ from pullsecret.errors import TransientError
 
 
 class ApiCredential(Protocol):
-    """A bearer credential for the HyperFleet API."""
+    """A bearer credential for one service."""
 
     remedy: str  # what a person does when the API keeps refusing it
 
@@ -48,15 +51,24 @@ TOKEN_REREAD_S = 5.0
 class BearerToken:
     """The API token held in a file, re-read by content; thread-safe; its repr never shows the token."""
 
-    def __init__(self, path: str, *, max_age_s: float = TOKEN_REREAD_S, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        path: str,
+        *,
+        setting: str = "HYPERFLEET_API_TOKEN_FILE",
+        service: str = "hyperfleet",
+        max_age_s: float = TOKEN_REREAD_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.path = path
+        self.setting = setting
+        self.service = service
+        self.remedy = f"put a valid token in {setting}"
         self._max_age_s = max_age_s
         self._clock = clock
         self._lock = threading.Lock()
         self._value: str | None = None
         self._read_at = 0.0
-
-    remedy = "put a valid token in HYPERFLEET_API_TOKEN_FILE"
 
     def __repr__(self) -> str:
         return f"BearerToken(path={self.path!r})"
@@ -68,14 +80,12 @@ class BearerToken:
         except OSError as exc:
             # Our own credential, not the cluster's input: the event waits for the file to come back.
             raise TransientError(
-                f"HYPERFLEET_API_TOKEN_FILE cannot be read ({type(exc).__name__})",
+                f"{self.setting} cannot be read ({type(exc).__name__})",
                 reason="CredentialsUnavailable",
-                service="hyperfleet",
+                service=self.service,
             ) from None
         if not value:
-            raise TransientError(
-                "HYPERFLEET_API_TOKEN_FILE is empty", reason="CredentialsUnavailable", service="hyperfleet"
-            )
+            raise TransientError(f"{self.setting} is empty", reason="CredentialsUnavailable", service=self.service)
         return value
 
     def current(self) -> str:
@@ -111,12 +121,15 @@ class GoogleIdToken:
         self,
         audience: str,
         *,
+        setting: str = "HYPERFLEET_API_AUDIENCE",
+        remedy: str | None = None,
         credentials_for: Callable[[str, google.auth.transport.requests.Request], Credentials] = (
             _fetch_id_token_credentials
         ),
     ) -> None:
         self.audience = audience
-        self.remedy = (
+        self.setting = setting
+        self.remedy = remedy or (
             f"the API (or its gateway) must admit Google ID tokens with audience {audience!r} and this service "
             "account's email (docs/contract.md, Authentication)"
         )
@@ -136,7 +149,7 @@ class GoogleIdToken:
             self._credentials.refresh(self._request)  # type: ignore[no-untyped-call]
         except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
             raise TransientError(
-                f"could not mint an ID token for HYPERFLEET_API_AUDIENCE {self.audience!r} ({type(exc).__name__})",
+                f"could not mint an ID token for {self.setting} {self.audience!r} ({type(exc).__name__})",
                 reason="CredentialsUnavailable",
                 service="metadata",
             ) from None
@@ -164,8 +177,8 @@ class GoogleIdToken:
             return self._mint() != refused
 
 
-def credential_for(settings: Settings) -> ApiCredential | None:
-    """The configured credential; None: no Authorization header (token-file mode without a file)."""
+def hyperfleet_credential(settings: Settings) -> ApiCredential | None:
+    """The HyperFleet API's credential; None: no Authorization header (token-file mode without a file)."""
     if settings.hyperfleet_api_auth == "google-id-token":
         return GoogleIdToken(settings.hyperfleet_api_audience)
     if settings.hyperfleet_api_token_file:
