@@ -1,0 +1,350 @@
+"""The HyperFleet Pull Secret Service's HTTP API: get, generate and delete one cluster's credentials.
+
+The contract (docs/contract.md §3b; openshift-hyperfleet/architecture hyperfleet/docs/pull-secret-service-ddr.md,
+"Last Updated 2026-03-25", section 3.2):
+
+    GET    {base}/v1/clusters/{id}/pull-secrets?include_metadata=true   200 answer | 404 HYPERFLEET-NTF-001
+    POST   {base}/v1/clusters/{id}/pull-secrets   {"cluster_id", "cloud_provider", "region", "registries"}
+           200/201 answer (generate or retrieve: idempotent) | 400 | 409 HYPERFLEET-CNF-001 (rotation in progress)
+    DELETE {base}/v1/clusters/{id}/pull-secrets   2xx | 404 (nothing to delete: done)
+
+An answer is `{"cluster_id", "pull_secret": {"auths": {...}}, "credentials": [{"registry_id", "username",
+"created_at", ...}], "created_at", ...}`. Errors are RFC 7807 problem+json with a HyperFleet `code`.
+
+What each failure means here (the DDR's "Client Retry Guidance", section 1.4):
+- 409 CNF-001, 429, 5xx, connection errors and timeouts: transient (redelivered with backoff), nothing written.
+- 400 and other 4xx: terminal (`PullSecretServiceRejected`, reported, acknowledged): the same request cannot succeed.
+- 401, and 403 without an authorization code: the credential is re-read or re-minted once and the call made again;
+  still refused, a transient `CredentialsRefused` logged at error level (our own identity is never the cluster's
+  fault). 403 with `HYPERFLEET-AUZ-*`: terminal `PermissionDenied` (a policy does not change on retry).
+- 404 without NTF-001 on a GET (no route, a proxy): a configuration error, redelivered, never "no credentials".
+
+The service is trusted for content, and its answer is still validated (docs/trust.md): the pull secret's strings
+are registered for redaction before it is parsed, and an answer that is not a valid pull secret is terminal
+`InvalidPullSecret` naming the service. Problem details are bounded and pass through the event's redaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import certifi
+import urllib3
+from urllib3.util.retry import Retry
+
+from pullsecret.bearer import ApiCredential
+from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.hyperfleet.client import outgoing_traceparent
+from pullsecret.logs import current as current_log_context
+from pullsecret.logs import log, protect
+from pullsecret.model import dockerconfig
+from pullsecret.model.dockerconfig import PullSecret
+
+SERVICE = "pullsecretservice"
+SHOWN = "Pull Secret Service"
+NOT_FOUND = "HYPERFLEET-NTF-001"
+ROTATING = "HYPERFLEET-CNF-001"
+_AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
+_RETRY_STATUSES = (429, 500, 502, 503, 504)
+_MAX_ANSWER = 256 * 1024  # a pull secret of a few registries is a few KiB; anything larger is refused unread
+_DETAIL_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One registry's credential as the service describes it: never its token, only a fingerprint of its username."""
+
+    registry_id: str
+    username_fingerprint: str
+    created_at: str | None
+
+    def data(self) -> dict[str, Any]:
+        return {"registry_id": self.registry_id, "username": self.username_fingerprint, "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class ServiceAnswer:
+    """The cluster's pull secret as the service holds it, validated; its repr shows no credential."""
+
+    cluster_id: str
+    pull_secret: PullSecret = field(repr=False)
+    credentials: tuple[Credential, ...] = ()
+    created_at: str | None = None
+
+    def status_data(self) -> dict[str, Any]:
+        """What the status says of the source: the service, and per registry the username's fingerprint."""
+        return {"source": SHOWN, "credentials": [c.data() for c in self.credentials]}
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes = field(repr=False)
+
+
+class PullSecretServiceClient:
+    """Thread-safe; one instance per process, one connection pool to the service's one host."""
+
+    def __init__(
+        self, base_url: str, *, credential: ApiCredential | None, timeout_s: float = 10.0, pool_size: int = 64
+    ) -> None:
+        self._base = base_url.rstrip("/")
+        self.shown_url = _shown_url(self._base)
+        self._credential = credential
+        retry = Retry(
+            total=3,
+            connect=3,
+            read=1,
+            status=3,
+            backoff_factor=0.2,
+            backoff_max=2.0,
+            backoff_jitter=0.2,
+            status_forcelist=_RETRY_STATUSES,
+            # POST is idempotent at the service (generate or retrieve), DELETE too (404 counts as done).
+            allowed_methods=frozenset({"GET", "POST", "DELETE"}),
+            respect_retry_after_header=True,
+            raise_on_status=False,
+        )
+        tls = {"ca_certs": certifi.where()} if self._base.startswith("https:") else {}
+        self._pool = urllib3.connection_from_url(
+            self._base,
+            maxsize=pool_size,
+            retries=retry,
+            timeout=urllib3.Timeout(connect=min(3.05, timeout_s), read=timeout_s),
+            **tls,
+        )
+        self._path = urlsplit(self._base).path
+
+    def __repr__(self) -> str:
+        return f"PullSecretServiceClient({self.shown_url!r})"
+
+    # -- the three calls ------------------------------------------------------------------------
+    def get(self, cluster_id: str) -> ServiceAnswer | None:
+        """The cluster's pull secret, or None when the service holds none (404 NTF-001)."""
+        what = f"get the pull secret of cluster {cluster_id}"
+        answer = self._request("GET", _path(cluster_id) + "?include_metadata=true", what=what)
+        if answer.status == 404 and _problem(answer).get("code") == NOT_FOUND:
+            return None
+        if answer.status == 404:
+            raise self._no_route(answer, what)
+        if answer.status != 200:
+            raise self._failure(answer, what)
+        return self._parse(answer, cluster_id, what)
+
+    def generate(self, cluster_id: str, *, region: str, registries: tuple[str, ...]) -> ServiceAnswer:
+        """Generate (or retrieve: the service is idempotent) the cluster's credentials."""
+        what = f"generate the pull secret of cluster {cluster_id}"
+        body = {"cluster_id": cluster_id, "cloud_provider": "gcp", "region": region, "registries": list(registries)}
+        answer = self._request("POST", _path(cluster_id), what=what, json_body=body)
+        if answer.status not in (200, 201):
+            raise self._failure(answer, what)
+        return self._parse(answer, cluster_id, what)
+
+    def delete(self, cluster_id: str) -> bool:
+        """Revoke the cluster's credentials; True when the service deleted some, False when it held none (404)."""
+        what = f"revoke the credentials of cluster {cluster_id}"
+        answer = self._request("DELETE", _path(cluster_id), what=what)
+        if answer.status == 404:
+            return False
+        if 200 <= answer.status < 300:
+            return True
+        raise self._failure(answer, what)
+
+    def probe(self, cluster_id: str) -> int:
+        """The doctor's check: GET a cluster id that cannot exist; returns the HTTP status (404 is the good one)."""
+        what = "probe the Pull Secret Service"
+        return self._request("GET", _path(cluster_id), what=what).status
+
+    # -- one exchange -------------------------------------------------------------------------------
+    def _request(self, method: str, path: str, *, what: str, json_body: Any = None) -> _Answer:
+        token = self._credential.current() if self._credential is not None else None
+        answer = self._send(method, path, what=what, token=token, json_body=json_body)
+        if _refused(answer) and self._credential is not None and token is not None and self._credential.refresh(token):
+            token = self._credential.current()
+            answer = self._send(method, path, what=what, token=token, json_body=json_body)
+        if answer.status == 403 and not _refused(answer):
+            raise TerminalError(
+                f"{what}: the {SHOWN} denied the adapter's identity (403 {_code(answer)}); "
+                "grant it access at the service",
+                reason="PermissionDenied",
+                service=SERVICE,
+            )
+        if _refused(answer):
+            raise self._credentials_refused(answer, what)
+        return answer
+
+    def _send(self, method: str, path: str, *, what: str, token: str | None, json_body: Any) -> _Answer:
+        headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        trace = current_log_context().trace
+        if trace is not None:
+            headers["traceparent"] = outgoing_traceparent(trace)
+        body = None
+        if json_body is not None:
+            body = json.dumps(json_body, allow_nan=False).encode()
+            headers["Content-Type"] = "application/json"
+        try:
+            response = self._pool.request(method, self._path + path, body=body, headers=headers, preload_content=False)
+            try:
+                data = response.read(_MAX_ANSWER + 1)
+            finally:
+                response.release_conn()
+        except urllib3.exceptions.HTTPError as exc:
+            kind = (
+                "unreachable" if looks_like_io(exc) or isinstance(exc, urllib3.exceptions.MaxRetryError) else "failed"
+            )
+            raise TransientError(
+                f"{what}: {SHOWN} {kind} ({type(exc).__name__})", reason="DependencyUnavailable", service=SERVICE
+            ) from None
+        if len(data) > _MAX_ANSWER:
+            raise TransientError(
+                f"{what}: {SHOWN} answered more than {_MAX_ANSWER} bytes",
+                reason="DependencyUnavailable",
+                service=SERVICE,
+            )
+        return _Answer(response.status, response.headers, data)
+
+    # -- what an answer means -----------------------------------------------------------------------
+    def _parse(self, answer: _Answer, cluster_id: str, what: str) -> ServiceAnswer:
+        """Validate an answer: the pull secret is registered for redaction before it is parsed."""
+        try:
+            body = json.loads(answer.body)
+        except (ValueError, RecursionError):
+            raise _invalid(f"{what}: the {SHOWN} answered a body that is not JSON") from None
+        document = body.get("pull_secret") if isinstance(body, dict) else None
+        if isinstance(document, (dict, str)):
+            protect(dockerconfig.sensitive_strings_of(document))
+        if not isinstance(document, dict):
+            raise _invalid(f"{what}: the {SHOWN} answer has no pull_secret object")
+        if body.get("cluster_id") not in (None, cluster_id):
+            raise _invalid(f"{what}: the {SHOWN} answered for another cluster")
+        try:
+            secret = dockerconfig.parse(document, source=SHOWN)
+        except dockerconfig.InvalidPullSecret as exc:
+            raise _invalid(f"{what}: {exc.message}") from None
+        protect(secret.sensitive_strings())
+        created = body.get("created_at")
+        return ServiceAnswer(
+            cluster_id=cluster_id,
+            pull_secret=secret,
+            credentials=_credentials(body.get("credentials")),
+            created_at=created[:40] if isinstance(created, str) else None,
+        )
+
+    def _failure(self, answer: _Answer, what: str) -> Exception:
+        code = answer.status
+        problem = _code(answer)
+        text = f"{what}: the {SHOWN} answered {code}{f' {problem}' if problem else ''}{_detail(answer)}"
+        if code == 409 and problem == ROTATING:
+            return TransientError(text + "; a rotation is in progress", reason="RotationInProgress", service=SERVICE)
+        if code in _RETRY_STATUSES or code >= 500 or code == 409:
+            return TransientError(text, reason="DependencyUnavailable", service=SERVICE)
+        return TerminalError(text, reason="PullSecretServiceRejected", service=SERVICE)
+
+    def _credentials_refused(self, answer: _Answer, what: str) -> TransientError:
+        code = answer.status
+        remedy = self._credential.remedy if self._credential else "configure PULL_SECRET_SERVICE_AUTH"
+        message = (
+            f"{what}: the {SHOWN} refused the adapter's token ({code}, "
+            f"{'not authenticated' if code == 401 else 'not authorised'}); the event will be redelivered: {remedy}"
+        )
+        log.error(
+            message,
+            operation=f"{SERVICE}.auth",
+            error_kind="credentials",
+            reason="CredentialsRefused",
+            http_status=code,
+            service=SERVICE,
+        )
+        return TransientError(message, reason="CredentialsRefused", service=SERVICE)
+
+    def _no_route(self, answer: _Answer, what: str) -> TransientError:
+        message = (
+            f"{what}: PULL_SECRET_SERVICE_URL {self.shown_url} reaches no Pull Secret Service route (404, "
+            f"{_code(answer) or 'no HyperFleet error code'}); a configuration error: fix PULL_SECRET_SERVICE_URL; "
+            "the event will be redelivered"
+        )
+        log.error(
+            message,
+            operation=f"{SERVICE}.route",
+            error_kind="configuration",
+            reason="EndpointNotFound",
+            http_status=404,
+            service=SERVICE,
+        )
+        return TransientError(message, reason="EndpointNotFound", service=SERVICE)
+
+
+def _path(cluster_id: str) -> str:
+    return f"/v1/clusters/{quote(cluster_id, safe='')}/pull-secrets"
+
+
+def _invalid(message: str) -> dockerconfig.InvalidPullSecret:
+    return dockerconfig.InvalidPullSecret(message, service=SERVICE)
+
+
+def _credentials(value: Any) -> tuple[Credential, ...]:
+    """The answer's `credentials`, reduced to what a status may carry (never a token)."""
+    if not isinstance(value, list):
+        return ()
+    found = []
+    for item in value[:16]:
+        if not isinstance(item, dict):
+            continue
+        registry, username, created = item.get("registry_id"), item.get("username"), item.get("created_at")
+        if not isinstance(registry, str) or not isinstance(username, str):
+            continue
+        found.append(
+            Credential(
+                registry_id="".join(c for c in registry[:32] if c.isalnum() or c in "-_."),
+                username_fingerprint=hashlib.sha256(username.encode("utf-8", "replace")).hexdigest()[:12],
+                created_at=created[:40] if isinstance(created, str) and created.isprintable() else None,
+            )
+        )
+    return tuple(found)
+
+
+def _problem(answer: _Answer) -> dict[str, Any]:
+    if len(answer.body) > 64 * 1024:
+        return {}
+    try:
+        problem = json.loads(answer.body)
+    except (ValueError, RecursionError):
+        return {}
+    return problem if isinstance(problem, dict) else {}
+
+
+def _code(answer: _Answer) -> str | None:
+    code = _problem(answer).get("code")
+    return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") and code.isprintable() else None
+
+
+def _detail(answer: _Answer) -> str:
+    """' (detail)', bounded and printable; the event's redaction scrubs it again wherever it is logged."""
+    problem = _problem(answer)
+    text = problem.get("detail") or problem.get("title") or ""
+    if not isinstance(text, str):
+        return ""
+    shown = "".join(c if c.isprintable() else "?" for c in text[:_DETAIL_CHARS])
+    shown = current_log_context().redactor.scrub(shown)
+    return f" ({shown})" if shown else ""
+
+
+def _refused(answer: _Answer) -> bool:
+    """The service refused our token: 401, or a 403 without an authorization code."""
+    if answer.status == 401:
+        return True
+    return answer.status == 403 and not (_code(answer) or "").startswith(_AUTHZ_PREFIX)
+
+
+def _shown_url(url: str) -> str:
+    parts = urlsplit(url)
+    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=host))
