@@ -25,6 +25,7 @@ ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
 API_AUTH_MODES = ("token-file", "google-id-token")
+REGISTRY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 DELIVERY_MODES = ("direct", "external-secrets")
 PRINCIPAL_PREFIX = "principal://iam.googleapis.com/"
 MERGE_PRECEDENCES = ("platform", "cluster")
@@ -48,6 +49,13 @@ class Settings:
     placement_adapter: str = "placement"
     pull_secret_source: str | None = None
     pull_secret_source_ttl_s: float = 30.0
+    # The HyperFleet Pull Secret Service (per-cluster credentials), in place of PULL_SECRET_SOURCE.
+    pull_secret_service_url: str | None = None
+    pull_secret_service_auth: str = "google-id-token"
+    pull_secret_service_audience: str | None = None
+    pull_secret_service_token_file: str | None = None
+    pull_secret_service_registries: tuple[str, ...] = ("quay", "rhit")
+    pull_secret_service_timeout_s: float = 10.0
     merge_precedence: str = "platform"
     secret_project_id: str | None = None
     secret_id_template: str = "hyperfleet-{cluster_id}-pull-secret"
@@ -204,6 +212,56 @@ def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
     return api_auth, audience
 
 
+@dataclass(frozen=True)
+class _ServiceSettings:
+    url: str | None = None
+    auth: str = "google-id-token"
+    audience: str | None = None
+    token_file: str | None = None
+    registries: tuple[str, ...] = ("quay", "rhit")
+
+
+def _loopback(host: str | None) -> bool:
+    return host in ("localhost", "::1") or (host or "").startswith("127.")
+
+
+def _pull_secret_service(env: Mapping[str, str]) -> _ServiceSettings:
+    """PULL_SECRET_SERVICE_*: exactly one of PULL_SECRET_SOURCE and PULL_SECRET_SERVICE_URL names the source."""
+    url = _get(env, "PULL_SECRET_SERVICE_URL")
+    if url is not None and _get(env, "PULL_SECRET_SOURCE") is not None:
+        raise ConfigError(
+            "exactly one of PULL_SECRET_SOURCE (the platform pull secret in Secret Manager) and "
+            "PULL_SECRET_SERVICE_URL (the HyperFleet Pull Secret Service) must be set, both are"
+        )
+    if url is None:
+        for name in ("PULL_SECRET_SERVICE_AUTH", "PULL_SECRET_SERVICE_AUDIENCE", "PULL_SECRET_SERVICE_TOKEN_FILE"):
+            if _get(env, name) is not None:
+                raise ConfigError(f"{name} must be unset without PULL_SECRET_SERVICE_URL")
+        return _ServiceSettings()
+    parsed = urlparse(url)
+    # A bearer token over plain HTTP reaches anyone on the path: only a loopback service (an emulator) may be http.
+    if parsed.scheme != "https" and not (parsed.scheme == "http" and _loopback(parsed.hostname)):
+        raise ConfigError(f"PULL_SECRET_SERVICE_URL must be an https URL (http only to loopback), got {url!r}")
+    if not parsed.hostname or parsed.username or parsed.password or parsed.query or parsed.fragment:
+        raise ConfigError(f"PULL_SECRET_SERVICE_URL must be a base URL without credentials or query, got {url!r}")
+    auth = _choice(env, "PULL_SECRET_SERVICE_AUTH", "google-id-token", API_AUTH_MODES, upper=False)
+    token_file = _file(env, "PULL_SECRET_SERVICE_TOKEN_FILE")
+    if auth == "token-file" and token_file is None:
+        raise ConfigError("PULL_SECRET_SERVICE_TOKEN_FILE is required with PULL_SECRET_SERVICE_AUTH=token-file")
+    if auth == "google-id-token" and token_file is not None:
+        raise ConfigError("PULL_SECRET_SERVICE_TOKEN_FILE must be unset with PULL_SECRET_SERVICE_AUTH=google-id-token")
+    audience = _get(env, "PULL_SECRET_SERVICE_AUDIENCE") or url.rstrip("/")
+    if len(audience) > 256 or not audience.isprintable() or " " in audience:
+        raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
+    registries = _list(env, "PULL_SECRET_SERVICE_REGISTRIES", ("quay", "rhit"))
+    if not registries or len(registries) > 8 or not all(REGISTRY_ID_RE.match(r) for r in registries):
+        raise ConfigError(
+            "PULL_SECRET_SERVICE_REGISTRIES must be 1 to 8 comma-separated registry ids (e.g. quay,rhit), "
+            f"got {env.get('PULL_SECRET_SERVICE_REGISTRIES')!r}"
+        )
+    return _ServiceSettings(url.rstrip("/"), auth, audience, token_file, registries)
+
+
 def _cluster_template(env: Mapping[str, str]) -> str | None:
     """MANAGEMENT_CLUSTER_TEMPLATE: projects/P/locations/L/clusters/{name}, for placement short names."""
     template = _get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
@@ -344,6 +402,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_auth, audience = _api_auth(env)
     delivery, principal_template = _delivery(env)
+    service = _pull_secret_service(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=_api_url(env),
@@ -362,6 +421,12 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             env, "PULL_SECRET_SOURCE", SOURCE_VERSION_RE, "projects/P/secrets/S/versions/(latest|N)"
         ),
         pull_secret_source_ttl_s=_number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
+        pull_secret_service_url=service.url,
+        pull_secret_service_auth=service.auth,
+        pull_secret_service_audience=service.audience,
+        pull_secret_service_token_file=service.token_file,
+        pull_secret_service_registries=service.registries,
+        pull_secret_service_timeout_s=_number(env, "PULL_SECRET_SERVICE_TIMEOUT", 10.0, minimum=0.1, maximum=60),
         merge_precedence=_choice(env, "MERGE_PRECEDENCE", "platform", MERGE_PRECEDENCES, upper=False),
         merge_canonical_registries=_flag(env, "MERGE_CANONICAL_REGISTRIES"),
         # Secret Manager: where each cluster's secret lives and how it is replicated and encrypted.

@@ -139,3 +139,37 @@ def test_api_auth_modes() -> None:
         load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_TOKEN_FILE": __file__})
     with pytest.raises(ConfigError, match=r"^HYPERFLEET_API_AUDIENCE"):
         load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "two words"})
+
+
+SERVICE = {**BASE, "PULL_SECRET_SERVICE_URL": "https://pss.example.com/"}
+
+
+def test_the_pull_secret_service_settings_and_their_defaults() -> None:
+    settings = load(SERVICE)
+    assert settings.pull_secret_service_url == "https://pss.example.com"
+    assert settings.pull_secret_service_auth == "google-id-token"
+    assert settings.pull_secret_service_audience == "https://pss.example.com"  # the base URL by default
+    assert settings.pull_secret_service_registries == ("quay", "rhit")
+    assert settings.pull_secret_source is None
+    local = load({**BASE, "PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9000", "PULL_SECRET_SERVICE_REGISTRIES": "quay"})
+    assert local.pull_secret_service_registries == ("quay",)
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({**SERVICE, "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}, "PULL_SECRET_SERVICE_URL"),
+        ({**SERVICE, "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}, "PULL_SECRET_SOURCE"),
+        ({**BASE, "PULL_SECRET_SERVICE_URL": "http://pss.example.com"}, "PULL_SECRET_SERVICE_URL"),
+        ({**BASE, "PULL_SECRET_SERVICE_URL": "https://user:pw@pss.example.com"}, "PULL_SECRET_SERVICE_URL"),
+        ({**SERVICE, "PULL_SECRET_SERVICE_AUTH": "password"}, "PULL_SECRET_SERVICE_AUTH"),
+        ({**SERVICE, "PULL_SECRET_SERVICE_AUTH": "token-file"}, "PULL_SECRET_SERVICE_TOKEN_FILE"),
+        ({**SERVICE, "PULL_SECRET_SERVICE_REGISTRIES": "quay,Bad Registry"}, "PULL_SECRET_SERVICE_REGISTRIES"),
+        ({**SERVICE, "PULL_SECRET_SERVICE_REGISTRIES": ","}, "PULL_SECRET_SERVICE_REGISTRIES"),
+        ({**BASE, "PULL_SECRET_SERVICE_AUDIENCE": "x"}, "PULL_SECRET_SERVICE_AUDIENCE"),
+    ],
+)
+def test_bad_pull_secret_service_settings_name_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load(env)
+    assert named in str(caught.value)
