@@ -1,0 +1,95 @@
+"""What each Pull Secret Service answer means, decided without a network: the DDR's retry guidance, and no token out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pullsecret.errors import TerminalError, TransientError
+from pullsecret.logs import event_context, protect
+from pullsecret.source import service_api
+from pullsecret.source.service_api import PullSecretServiceClient, _Answer
+
+CLIENT = PullSecretServiceClient("https://pss.example.com", credential=None)
+
+
+def problem(status: int, code: str | None = None, detail: str = "") -> _Answer:
+    body = {"type": "about:blank", "title": "t", "status": status, "detail": detail}
+    if code:
+        body["code"] = code
+    return _Answer(status, {"Content-Type": "application/problem+json"}, json.dumps(body).encode())
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind", "reason"),
+    [
+        (problem(409, "HYPERFLEET-CNF-001", "rotation in progress"), TransientError, "RotationInProgress"),
+        (problem(503), TransientError, "DependencyUnavailable"),
+        (problem(500, "HYPERFLEET-INT-001"), TransientError, "DependencyUnavailable"),
+        (problem(429), TransientError, "DependencyUnavailable"),
+        (problem(400, "HYPERFLEET-VAL-001", "Invalid cloud provider"), TerminalError, "PullSecretServiceRejected"),
+        (problem(422), TerminalError, "PullSecretServiceRejected"),
+    ],
+)
+def test_each_answer_class_is_transient_or_terminal_as_the_ddr_says(
+    answer: _Answer, kind: type[Exception], reason: str
+) -> None:
+    failure = CLIENT._failure(answer, "generate")
+    assert type(failure) is kind
+    assert isinstance(failure, (TransientError, TerminalError))
+    assert failure.reason == reason and failure.service == "pullsecretservice"
+    assert "Pull Secret Service" in failure.message
+
+
+def test_a_terminal_refusal_names_the_service_and_its_code() -> None:
+    failure = CLIENT._failure(problem(400, "HYPERFLEET-VAL-001", "Invalid cloud provider: x"), "generate")
+    assert "HYPERFLEET-VAL-001" in failure.message and "Invalid cloud provider" in failure.message
+
+
+def test_problem_details_are_bounded_printable_and_redacted() -> None:
+    secret = "s3cr3t-token-value"
+    with event_context(labels={}, trace=None):
+        protect([secret])
+        failure = CLIENT._failure(problem(400, detail=f"bad token {secret}\x1b[31m" + "x" * 5000), "generate")
+    assert secret not in failure.message and "\x1b" not in failure.message
+    assert len(failure.message) < 400
+
+
+@pytest.mark.parametrize(
+    ("answer", "refused"),
+    [
+        (problem(401), True),
+        (problem(403), True),  # no authorization code: our token, not a policy
+        (problem(403, "HYPERFLEET-AUZ-001"), False),  # a policy: terminal, no re-read helps
+        (problem(404, "HYPERFLEET-NTF-001"), False),
+    ],
+)
+def test_which_answers_refuse_our_token(answer: _Answer, refused: bool) -> None:
+    assert service_api._refused(answer) is refused
+
+
+def test_credentials_carry_no_token_and_only_a_fingerprint_of_the_username() -> None:
+    found = service_api._credentials(
+        [
+            {
+                "registry_id": "quay",
+                "username": "redhat-openshift+hyperfleet_gcp_useast1_abc",
+                "token": "T0KEN",
+                "created_at": "2026-02-08T10:00:00Z",
+            },
+            {"registry_id": "rhit", "username": "|hyp-cls-abc", "created_at": "\x1b[2J"},
+            {"registry_id": 7, "username": "x"},
+            "not an object",
+        ]
+    )
+    assert [c.registry_id for c in found] == ["quay", "rhit"]
+    shown = json.dumps([c.data() for c in found])
+    assert "T0KEN" not in shown and "redhat-openshift" not in shown and "hyp-cls" not in shown
+    assert found[0].created_at == "2026-02-08T10:00:00Z" and found[1].created_at is None
+    assert len(found[0].username_fingerprint) == 12
+
+
+def test_the_clients_repr_shows_no_credentials() -> None:
+    client = PullSecretServiceClient("https://user:pw@pss.example.com/base", credential=None)
+    assert "pw" not in repr(client) and "user" not in repr(client)
