@@ -342,8 +342,9 @@ class CredentialStore:
             rotation = self._open_rotation(cluster_id)
             record = self._clusters.get(cluster_id)
             if rotation is None or record is None or rotation.status != "in_progress":
+                # An admin answer, not the API's: no HyperFleet code.
                 raise conflict(
-                    "HYPERFLEET-CNF-003", f"No rotation in its dual-credential period for cluster {cluster_id}"
+                    "EMULATOR-NO-ROTATION", f"No rotation in its dual-credential period for cluster {cluster_id}"
                 )
             self._finish(record, rotation)
             return rotation.to_json()

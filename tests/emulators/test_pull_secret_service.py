@@ -350,3 +350,12 @@ def test_a_body_that_is_not_json_and_a_bad_cluster_id_are_400(svc: World) -> Non
     assert_problem(svc.call("POST", svc.base, data=b"{not json"), 400, "HYPERFLEET-VAL-001")
     bad = f"{svc.pss.url}/v1/clusters/NOT_A_CLUSTER/pull-secrets"
     assert assert_problem(svc.call("GET", bad), 400, "HYPERFLEET-VAL-001")["errors"][0]["field"] == "cluster_id"
+
+
+def test_admin_completion_without_a_rotation_is_refused_and_probes_need_no_token(svc: World) -> None:
+    generate(svc)
+    answer = requests.post(f"{svc.pss.url}/_emulator/clusters/{CLUSTER}/rotation/complete", timeout=5)
+    assert answer.status_code == 409
+    assert requests.get(f"{svc.pss.url}/healthz", timeout=5).json() == {"status": "ok"}
+    assert requests.get(f"{svc.pss.url}/readyz", timeout=5).json()["status"] == "ready"
+    assert_problem(svc.call("GET", f"{svc.pss.url}/v1/clusters"), 404, "HYPERFLEET-NTF-000")
