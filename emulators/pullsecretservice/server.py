@@ -105,7 +105,7 @@ class PullSecretServiceEmulator(HTTPEmulator):
         self,
         book: FaultBook,
         *,
-        registry_hosts: Mapping[str, str],
+        registry_hosts: Mapping[str, str] | Callable[[], Mapping[str, str]],
         registry: RegistryAccounts | None = None,
         bearer_tokens: Mapping[str, str] | None = None,
         grants: Mapping[str, Collection[str]] | None = None,

@@ -192,17 +192,15 @@ class CredentialStore:
     def __init__(
         self,
         *,
-        registry_hosts: Mapping[str, str],
+        registry_hosts: Mapping[str, str] | Callable[[], Mapping[str, str]],
         registry: RegistryAccounts | None = None,
         alias_hosts: Mapping[str, str] | None = None,
         delete_during_rotation: str = "cancel",
     ) -> None:
-        unknown = set(registry_hosts) - set(REGISTRY_IDS)
-        if unknown:
-            raise ValueError(f"unknown registry ids {sorted(unknown)}; known: {list(REGISTRY_IDS)}")
         if delete_during_rotation not in ("cancel", "conflict"):
             raise ValueError('delete_during_rotation is "cancel" or "conflict"')
-        self.registry_hosts = dict(registry_hosts)
+        # A mapping, or a callable read at each use: a stack knows the registry emulator's ports only once it runs.
+        self._hosts = registry_hosts if callable(registry_hosts) else _checked(registry_hosts)
         # A host that reuses another registry's credential (Appendix A "CloudAlias"; §3.2.1 shows cloud.openshift.com
         # with the Quay credential): host -> registry id.
         self.alias_hosts = dict(alias_hosts or {})
@@ -212,6 +210,11 @@ class CredentialStore:
         self._clusters: dict[str, ClusterRecord] = {}
         self._rotations: dict[str, list[Rotation]] = {}  # kept after a delete: the history outlives credentials
         self._sequence = 0
+
+    @property
+    def registry_hosts(self) -> dict[str, str]:
+        """Registry id -> the host its credentials are for (the pull secret's `auths` key)."""
+        return _checked(self._hosts() if callable(self._hosts) else self._hosts)
 
     def reset(self) -> None:
         with self._lock:
@@ -442,13 +445,21 @@ class CredentialStore:
     def _pull_secret(self, creds: Sequence[Credential]) -> dict[str, Any]:
         # §3.2.1: a dockerconfigjson object, one `auth` (base64 of username:token) per registry host.
         by_registry = {c.registry_id: c for c in creds}
+        hosts = self.registry_hosts
         auths: dict[str, dict[str, str]] = {}
         for cred in creds:
-            auths[self.registry_hosts[cred.registry_id]] = {"auth": _basic(cred)}
+            auths[hosts[cred.registry_id]] = {"auth": _basic(cred)}
         for host, registry_id in self.alias_hosts.items():
             if registry_id in by_registry:
                 auths[host] = {"auth": _basic(by_registry[registry_id])}
         return {"auths": auths}
+
+
+def _checked(hosts: Mapping[str, str]) -> dict[str, str]:
+    unknown = set(hosts) - set(REGISTRY_IDS)
+    if unknown:
+        raise ValueError(f"unknown registry ids {sorted(unknown)}; known: {list(REGISTRY_IDS)}")
+    return dict(hosts)
 
 
 def _basic(cred: Credential) -> str:

@@ -67,11 +67,11 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     metadata = MetadataEmulator(book, service_account=SA)
     registry.start()
     metadata.start()
-    hosts = registry.hosts()
-    # quay.io answers Basic (the basic host); registry.redhat.io sends clients to its sso (the token host).
+    # quay.io answers Basic (the basic host); registry.redhat.io sends clients to its sso (the token host). The hosts
+    # are read when a pull secret is built, as a stack that constructs the emulators before they listen passes them.
     pss = PullSecretServiceEmulator(
         book,
-        registry_hosts={"quay": hosts["basic"], "rhit": hosts["token"]},
+        registry_hosts=lambda: {"quay": registry.hosts()["basic"], "rhit": registry.hosts()["token"]},
         registry=registry,
         bearer_tokens={TOKEN: ADAPTER},
     )
