@@ -22,6 +22,10 @@ Faults and latency come from the stack's FaultBook: service `registry`, method `
 the connection open, a slow registry; `"drip"` sends the answer's body one byte every half second).
 Every request is counted there; `credentialed` counts, per role,
 the requests that carried an Authorization header (a credential sent somewhere).
+
+Accounts (user:password, accepted by the basic/redirect hosts and the sso) are the defaults plus what
+`add_account` adds and `remove_account` removes: the Pull Secret Service emulator adds each credential it mints
+and removes each it deletes, so that a revoked credential is refused here.
 """
 
 from __future__ import annotations
@@ -165,6 +169,17 @@ class RegistryEmulator:
         """The hosts a function on this stack may verify (its REGISTRY_ALLOWED_HOSTS): all but `internal`."""
         return [host for role, host in self.hosts().items() if role != "internal"]
 
+    def add_account(self, user: str, password: str) -> None:
+        """Accept `user:password` from now on (HTTP Basic on the basic/redirect hosts and at the sso)."""
+        with self._lock:
+            self._accounts[user] = password
+
+    def remove_account(self, user: str) -> None:
+        """Refuse `user` from now on; a token the sso issued before stays valid (it names no user), as a bearer
+        token outlives the revocation of the credential it was exchanged for until it expires."""
+        with self._lock:
+            self._accounts.pop(user, None)
+
     def note_connection(self, role: str) -> None:
         with self._lock:
             self.connections[role] = self.connections.get(role, 0) + 1
@@ -195,12 +210,10 @@ class RegistryEmulator:
                 password = (body or {}).get("password") if isinstance(body, dict) else None
                 if not isinstance(password, str) or not password:
                     return 400, {"error": 'body must be {"password": "..."}'}
-                with self._lock:
-                    self._accounts[user] = password
+                self.add_account(user, password)
                 return 200, {"account": user}
             if method == "DELETE":
-                with self._lock:
-                    self._accounts.pop(user, None)
+                self.remove_account(user)
                 return 200, {"deleted": user}
         if method == "POST" and route == "/reset":
             self.reset()
