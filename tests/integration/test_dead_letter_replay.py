@@ -69,6 +69,7 @@ def run_recipe(pubsub: PubSubEmulator, tmp_path: Path, *, topic: str) -> subproc
     assert bash is not None
     return subprocess.run(
         [bash, "-o", "pipefail", "-c", preamble + replay_recipe()],
+        cwd=README.parent,  # the recipe runs where `terraform output` works
         env=env,
         capture_output=True,
         text=True,
@@ -89,6 +90,48 @@ def test_the_replay_recipe_republishes_each_event_once_decoded(pubsub: PubSubEmu
     assert sorted(received, key=lambda e: e["id"]) == sorted(events, key=lambda e: e["id"])
     time.sleep(ACK_DEADLINE_S + 2)  # an unacknowledged message would be back by now
     assert pubsub.pull("dead-letter") == [], "the recipe left dead-lettered events unacknowledged"
+
+
+def urlsafe_event(cluster_id: str, generation: int) -> dict[str, object]:
+    """A Sentinel event whose JSON's base64 holds both `-` and `_` in the URL-safe alphabet (`+` and `/` in the
+    standard one: `base64 -d` stops there), with an href query and non-ASCII text."""
+    event = sentinel_event(cluster_id, generation)
+    for extra in range(400):
+        event["data"]["href"] = f"https://api.example.com/clusters/{cluster_id}?x=1&pad={'~' * extra}"
+        event["data"]["note"] = "café ✓ ~?>"
+        encoded = base64.b64encode(json.dumps(event, separators=(",", ":")).encode()).decode()
+        if "+" in encoded and "/" in encoded:
+            return event
+    raise AssertionError("no padding gave an encoding with both + and /")
+
+
+def test_events_whose_encoding_holds_dash_and_underscore_are_replayed_whole(
+    pubsub: PubSubEmulator, tmp_path: Path
+) -> None:
+    events = [urlsafe_event(f"cls-urlsafe{i}", i + 1) for i in range(2)]
+    for event in events:
+        pubsub.publish_sentinel_event("dead-letter", event)
+    result = run_recipe(pubsub, tmp_path, topic="cluster-events")
+    assert result.returncode == 0, result.stderr
+    received = [json.loads(base64.b64decode(m["message"]["data"])) for m in pubsub.pull("events-check")]
+    assert sorted(received, key=lambda e: e["id"]) == sorted(events, key=lambda e: e["id"])
+    time.sleep(ACK_DEADLINE_S + 2)
+    assert pubsub.pull("dead-letter") == []
+
+
+def test_a_message_that_does_not_decode_is_neither_published_nor_acknowledged(
+    pubsub: PubSubEmulator, tmp_path: Path
+) -> None:
+    good = sentinel_event("cls-replayok", 1)
+    pubsub.publish_sentinel_event("dead-letter", good)
+    pubsub.publish("dead-letter", b"\xff\xfe not text", {})  # not UTF-8: `--message` cannot carry it
+    result = run_recipe(pubsub, tmp_path, topic="cluster-events")
+    assert result.returncode == 1 and "does not decode" in result.stderr, result.stderr
+    received = [json.loads(base64.b64decode(m["message"]["data"])) for m in pubsub.pull("events-check")]
+    assert received == [good]
+    time.sleep(ACK_DEADLINE_S + 2)
+    kept = pubsub.pull("dead-letter")
+    assert [base64.b64decode(m["message"]["data"]) for m in kept] == [b"\xff\xfe not text"]
 
 
 def test_a_failed_republish_leaves_the_event_in_the_dead_letter_subscription(
