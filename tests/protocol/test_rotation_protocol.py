@@ -25,6 +25,7 @@ import pytest
 
 from pullsecret.errors import TransientError
 from pullsecret.model.events import SecretVersionAdded
+from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.source import rotation
@@ -47,6 +48,9 @@ class _Deadline:
 
     def expired(self) -> bool:
         return self.remaining() <= 0
+
+    def call_timeout(self) -> float:
+        return Deadline.call_timeout(self)  # type: ignore[arg-type]
 
 
 @dataclass
