@@ -65,7 +65,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "dockerconfig": ("pullsecret.model.dockerconfig.*",),
     "preconditions": ("pullsecret.model.preconditions.*",),
     "status": ("pullsecret.model.status.*",),
-    "lineage": ("pullsecret.model.lineage.*",),
+    # lineage.version_id is model/names.version_id (one parser of version names): mutated with lineage.
+    "lineage": ("pullsecret.model.lineage.*", *_functions("pullsecret.model.names", ("version_id",))),
     "kubesecret": _functions("pullsecret.delivery.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
     "admission_policy": ("pullsecret.delivery.admission_policy.*",),
     "www_authenticate": ("pullsecret.registry.www_authenticate.*",),
