@@ -219,7 +219,8 @@ def _validate_auth(auth: str, *, name: str, source: str) -> None:
 
 
 DOCKER_HUB = "docker.io"
-_DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+# The names that all mean Docker Hub (registry/credentials.py maps them to the host that serves /v2/).
+DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 
 
 def canonical_registry(key: str) -> str:
@@ -236,7 +237,7 @@ def canonical_registry(key: str) -> str:
             break
     text = text.rstrip("/")  # (the text is lower case: a mutant adding "X" to the characters stripped is no change)
     host, _, _path = text.partition("/")
-    if host in _DOCKER_HUB_ALIASES:
+    if host in DOCKER_HUB_ALIASES:
         return DOCKER_HUB
     return text
 

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from pullsecret.model.dockerconfig import DOCKER_HUB_ALIASES
+
 # Docker Hub: the keys `docker.io`, `index.docker.io` and `https://index.docker.io/v1/` (the legacy
 # IndexServer docker login still writes) all name the registry served at registry-1.docker.io
 # (moby registry/config.go: IndexServer, IndexHostname, DefaultRegistryHost, DefaultV2Registry).
 DOCKER_HUB_HOST = "registry-1.docker.io"
-_DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 
 _HOST_CHARS = frozenset(".-:[]")  # in a registry key's host[:port], besides letters and digits
 
@@ -41,7 +42,7 @@ def registry_host(key: str) -> str | None:
         return None
     if not hostname:
         return None
-    if hostname in _DOCKER_HUB_ALIASES:
+    if hostname in DOCKER_HUB_ALIASES:
         hostname = DOCKER_HUB_HOST
     host = f"[{hostname}]" if ":" in hostname else hostname
     return f"{host}:{port}" if port is not None and port != 443 else host
