@@ -1,5 +1,4 @@
-"""One registry's Docker Registry v2 handshake with one credential (the protocol: see verification.py), and the
-reading of its token service's answer."""
+"""One registry's Docker Registry v2 handshake with one credential (the protocol: verification.py's docstring)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The verdicts of registry verification: one registry's `Check`, an event's `Pending` checks and their
-`Verification` (the status data, and enforce mode's refusal). Fixed, credential-free texts only."""
+"""The verdicts of registry verification: a registry's Check, an event's Pending checks, their Verification.
+
+Only fixed, credential-free texts."""
 
 from __future__ import annotations
 

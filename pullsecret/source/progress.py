@@ -1,5 +1,4 @@
-"""A fan-out's progress record and the ledger that saves it by compare-and-swap (the invariants it serves: the
-protocol in source/rotation.py)."""
+"""A fan-out's progress record, saved by compare-and-swap (the invariants it serves: source/rotation.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Rotation's Pub/Sub side: the Sentinel-shaped reconcile event per cluster, the publisher, and the continuation
-that hands a fan-out on (the protocol: source/rotation.py)."""
+"""Rotation's Pub/Sub side: one Sentinel-shaped reconcile event per cluster, and the hand-on continuation."""
 
 from __future__ import annotations
 
