@@ -40,7 +40,7 @@ resource "google_service_account" "build" {
 #     That single permission is granted unconditioned; the function only ever creates
 #     ids of the form hyperfleet-{cluster_id}-pull-secret.
 #   * secretmanager.secrets.update (a secret's labels, annotations, topics, expiry, ...) is needed only on
-#     the rotation progress record (pullsecret/source/rotation.py, progress_secret_id): a role of its own, bound
+#     the rotation progress record (pullsecret/source/progress.py, progress_secret_id): a role of its own, bound
 #     on that one name, so a stolen runtime token cannot re-point a cluster secret's notifications or
 #     rewrite its labels.
 #   * everything else is conditioned on the ids SECRET_ID_TEMPLATE produces (PREFIX...SUFFIX, e.g.

@@ -40,18 +40,14 @@ _KUBESECRET_PURE = (
     "_field_conflict",
 )
 _KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
-# Parsing of keys, credentials and token answers, and the verdicts (challenges: www_authenticate, all pure).
-_REGISTRY_PURE = (
-    "registry_host",
-    "hostname_of",
-    "credential_of",
-    "_not_contacted",
-    "safe_name",
-    "_token_of",
-    "_unexpected",
-)
+# Registry verification's pure parts: parsing of keys and credentials (credentials), the verdicts (verdicts), the
+# reading of a token answer (handshake); challenges: www_authenticate, all pure.
+_REGISTRY_CREDENTIALS = ("registry_host", "hostname_of", "credential_of")
+_REGISTRY_CREDENTIALS_METHODS = ("Credential.sensitive",)
+_REGISTRY_VERDICTS = ("not_contacted", "safe_name", "unexpected")
 # (Verification.rejected is a property: mutmut 3 does not mutate decorated functions.)
-_REGISTRY_PURE_METHODS = ("Credential.sensitive", "Check.to_json", "Verification.data", "Verification.enforce")
+_REGISTRY_VERDICTS_METHODS = ("Check.to_json", "Verification.data", "Verification.enforce")
+_REGISTRY_HANDSHAKE_PURE = ("token_of",)
 # Where verification may connect: host and allowlist parsing, address and name classification, the token realm
 # rule, and Egress.vet (its resolver is a constructor argument); not system_resolver, the one call to the OS.
 _EGRESS_PURE = ("split_host", "allowed_entry", "address_refusal", "_ip", "name_refusal", "realm_trusted")
@@ -69,11 +65,16 @@ MODULES: dict[str, tuple[str, ...]] = {
     "dockerconfig": ("pullsecret.model.dockerconfig.*",),
     "preconditions": ("pullsecret.model.preconditions.*",),
     "status": ("pullsecret.model.status.*",),
-    "lineage": ("pullsecret.model.lineage.*",),
+    # lineage.version_id is model/names.version_id (one parser of version names): mutated with lineage.
+    "lineage": ("pullsecret.model.lineage.*", *_functions("pullsecret.model.names", ("version_id",))),
     "kubesecret": _functions("pullsecret.delivery.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
     "admission_policy": ("pullsecret.delivery.admission_policy.*",),
     "www_authenticate": ("pullsecret.registry.www_authenticate.*",),
-    "registry_verification": _functions("pullsecret.registry.verification", _REGISTRY_PURE, _REGISTRY_PURE_METHODS),
+    "registry_verification": (
+        _functions("pullsecret.registry.credentials", _REGISTRY_CREDENTIALS, _REGISTRY_CREDENTIALS_METHODS)
+        + _functions("pullsecret.registry.verdicts", _REGISTRY_VERDICTS, _REGISTRY_VERDICTS_METHODS)
+        + _functions("pullsecret.registry.handshake", _REGISTRY_HANDSHAKE_PURE)
+    ),
     "registry_egress": _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
 }
 KILLED = {"killed", "timeout", "caught by type check"}

@@ -193,16 +193,7 @@ def _validate_entry(registry: Any, entry: Any, source: str) -> None:
             raise InvalidPullSecret(f"{source}: registry {name!r}: field {_safe_name(key)!r} must be a string")
     auth = entry.get("auth")
     if auth:
-        decoded = _b64decode(auth)
-        if decoded is None:
-            raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' is not valid base64")
-        try:
-            text = decoded.decode()
-        except UnicodeDecodeError:
-            raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' does not decode to UTF-8 text") from None
-        user, sep, password = text.partition(":")
-        if not sep or not user or not password:
-            raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' must decode to 'user:password'")
+        _validate_auth(auth, name=name, source=source)
         return
     if entry.get("identitytoken") or entry.get("registrytoken"):
         return
@@ -213,8 +204,23 @@ def _validate_entry(registry: Any, entry: Any, source: str) -> None:
     )
 
 
+def _validate_auth(auth: str, *, name: str, source: str) -> None:
+    """An entry's `auth`: base64 of UTF-8 `user:password`, neither part empty."""
+    decoded = _b64decode(auth)
+    if decoded is None:
+        raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' is not valid base64")
+    try:
+        text = decoded.decode()
+    except UnicodeDecodeError:
+        raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' does not decode to UTF-8 text") from None
+    user, sep, password = text.partition(":")
+    if not sep or not user or not password:
+        raise InvalidPullSecret(f"{source}: registry {name!r}: 'auth' must decode to 'user:password'")
+
+
 DOCKER_HUB = "docker.io"
-_DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+# The names that all mean Docker Hub (registry/credentials.py maps them to the host that serves /v2/).
+DOCKER_HUB_ALIASES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 
 
 def canonical_registry(key: str) -> str:
@@ -231,7 +237,7 @@ def canonical_registry(key: str) -> str:
             break
     text = text.rstrip("/")  # (the text is lower case: a mutant adding "X" to the characters stripped is no change)
     host, _, _path = text.partition("/")
-    if host in _DOCKER_HUB_ALIASES:
+    if host in DOCKER_HUB_ALIASES:
         return DOCKER_HUB
     return text
 
@@ -299,6 +305,27 @@ def merge(
         only = platform or cluster
         assert only is not None
         return MergeResult(only, ())  # one side, taken as it is: nothing to parse
+    sides, shadowed = _sides(platform, cluster, canonical_keys=canonical_keys)
+    base = sides.get("platform", {})
+    other = sides.get("cluster", {})
+    conflicts = tuple(sorted(r for r in set(base) & set(other) if base[r] != other[r]))
+    details = _conflict_details(conflicts, base=base, other=other, precedence=precedence)
+    winner, loser = (base, other) if precedence == "platform" else (other, base)
+    merged = dict(loser)
+    merged.update(winner)
+    doc = {"auths": merged}
+    canonical = canonical_bytes(doc)
+    if len(canonical) > MAX_PAYLOAD_BYTES:
+        raise InvalidPullSecret(f"merged pull secret is {len(canonical)} bytes, over the 64 KiB limit")
+    return MergeResult(
+        PullSecret(canonical=canonical, registries=tuple(sorted(merged))), conflicts, details, tuple(shadowed)
+    )
+
+
+def _sides(
+    platform: PullSecret | None, cluster: PullSecret | None, *, canonical_keys: bool
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Each present source's `auths` by side name (canonicalized when asked), and the keys that folding shadowed."""
     sides: dict[str, dict[str, Any]] = {}
     shadowed: list[dict[str, Any]] = []
     for name, secret in (("platform", platform), ("cluster", cluster)):
@@ -309,10 +336,14 @@ def merge(
             auths, hidden = canonicalize(auths, source=name)
             shadowed.extend(hidden)
         sides[name] = auths
-    base = sides.get("platform", {})
-    other = sides.get("cluster", {})
-    conflicts = tuple(sorted(r for r in set(base) & set(other) if base[r] != other[r]))
-    details = tuple(
+    return sides, shadowed
+
+
+def _conflict_details(
+    conflicts: tuple[str, ...], *, base: dict[str, Any], other: dict[str, Any], precedence: str
+) -> tuple[dict[str, str], ...]:
+    """Per conflicting registry: its name, both sides' short fingerprints and the winning side (no credential)."""
+    return tuple(
         {
             "registry": _safe_name(r),
             "platform": _entry_fingerprint(base[r]),
@@ -320,14 +351,4 @@ def merge(
             "winner": precedence,
         }
         for r in conflicts
-    )
-    winner, loser = (base, other) if precedence == "platform" else (other, base)
-    merged = dict(loser)
-    merged.update(winner)
-    doc = {"auths": merged}
-    canonical = canonical_bytes(doc)
-    if len(canonical) > MAX_PAYLOAD_BYTES:
-        raise InvalidPullSecret(f"merged pull secret is {len(canonical)} bytes, over the 64 KiB limit")
-    return MergeResult(
-        PullSecret(canonical=canonical, registries=tuple(sorted(merged))), conflicts, details, tuple(shadowed)
     )

@@ -117,15 +117,9 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
     message = envelope.get("message") if isinstance(envelope, dict) else None
     if not isinstance(message, dict):
         return skip("the Pub/Sub event has no 'message' object")
-    raw = message.get("data")
-    if not isinstance(raw, str) or not raw:
-        return skip("the Pub/Sub message has no 'data'")
-    if len(raw) > MAX_MESSAGE_BYTES * 4 // 3 + 4:
-        return skip("the Pub/Sub message data is larger than any Sentinel event (over 256 KiB)")
-    try:
-        payload = base64.b64decode(raw, validate=True)
-    except (binascii.Error, ValueError):
-        return skip("the Pub/Sub message data is not base64")
+    payload = _payload_of(message)
+    if isinstance(payload, str):
+        return skip(payload)
     message_attributes = message.get("attributes") if isinstance(message.get("attributes"), dict) else {}
     assert isinstance(message_attributes, dict)
     published = _parse_time(message.get("publishTime")) or _parse_time(attributes.get("time"))
@@ -137,6 +131,19 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
         inner_attributes.setdefault("id", message_id)
         return _from_sentinel(inner_attributes, payload, delivery=delivery, trace=trace, published_at=published)
     return _from_structured(payload, message_id, trace, published)
+
+
+def _payload_of(message: dict[str, Any]) -> bytes | str:
+    """The decoded `data` of a Pub/Sub message, or why there is none to use (the skip reason)."""
+    raw = message.get("data")
+    if not isinstance(raw, str) or not raw:
+        return "the Pub/Sub message has no 'data'"
+    if len(raw) > MAX_MESSAGE_BYTES * 4 // 3 + 4:
+        return "the Pub/Sub message data is larger than any Sentinel event (over 256 KiB)"
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return "the Pub/Sub message data is not base64"
 
 
 def _from_structured(
@@ -193,17 +200,13 @@ def _from_sentinel(
         return skip("the Sentinel event data is not JSON")
     if not isinstance(body, dict):
         return skip("the Sentinel event data is not a JSON object")
-    data_kind = body.get("kind", body.get("resource_type"))
-    if data_kind is not None and (not isinstance(data_kind, str) or data_kind.lower() != "cluster"):
-        return skip(f"the event data names kind {str(data_kind)[:60]!r}, not Cluster")
-    cluster_id = body.get("id", body.get("resource_id"))
-    if not isinstance(cluster_id, str) or not _CLUSTER_ID.fullmatch(cluster_id):
+    refusal = _kind_refusal(body)
+    if refusal is not None:
+        return skip(refusal)
+    cluster_id = _cluster_id_of(body)
+    if cluster_id is None:
         return skip("the event data has no usable cluster id ('id' or 'resource_id')")
-    generation = body.get("generation")
-    unusable: str | None = None
-    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
-        unusable = None if generation is None else json.dumps(generation)[:40]
-        generation = None
+    generation, unusable = _generation_of(body.get("generation"))
     return ReconcileRequest(
         cluster_id=cluster_id,
         generation=generation,
@@ -214,6 +217,29 @@ def _from_sentinel(
         published_at=published_at,
         unusable_generation=unusable,
     )
+
+
+def _kind_refusal(body: dict[str, Any]) -> str | None:
+    """Why the event data is not a cluster's (it names another kind); None when it is or names none."""
+    data_kind = body.get("kind", body.get("resource_type"))
+    if data_kind is not None and (not isinstance(data_kind, str) or data_kind.lower() != "cluster"):
+        return f"the event data names kind {str(data_kind)[:60]!r}, not Cluster"
+    return None
+
+
+def _cluster_id_of(body: dict[str, Any]) -> str | None:
+    """The event data's cluster id (`id`, else `resource_id`) when it is a usable one."""
+    cluster_id = body.get("id", body.get("resource_id"))
+    if not isinstance(cluster_id, str) or not _CLUSTER_ID.fullmatch(cluster_id):
+        return None
+    return cluster_id
+
+
+def _generation_of(generation: Any) -> tuple[int | None, str | None]:
+    """(the generation, None) when it is a positive integer, else (None, what was sent, for the log; None if absent)."""
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+        return None, None if generation is None else json.dumps(generation)[:40]
+    return generation, None
 
 
 def event_age_s(request: ReconcileRequest, now: datetime | None = None) -> float | None:
@@ -243,6 +269,19 @@ class SecretVersionAdded:
 CONTINUATION = "hyperfleetContinuation"  # message attribute of a handed-on rotation fan-out: its nonce
 
 
+def _message_of(data: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A Pub/Sub push envelope's message and its attributes; None when the data holds no such message."""
+    try:
+        envelope = _as_object(data)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    message = envelope.get("message") if isinstance(envelope, dict) else None
+    message_attributes = message.get("attributes") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or not isinstance(message_attributes, dict):
+        return None
+    return message, message_attributes
+
+
 def parse_notification(
     attributes: Mapping[str, Any], data: Any, *, cloud_trace_context: str | None = None
 ) -> SecretVersionAdded | SkippedEvent | None:
@@ -252,14 +291,10 @@ def parse_notification(
     """
     if str(attributes.get("type") or "") != PUBSUB_MESSAGE_PUBLISHED:
         return None
-    try:
-        envelope = _as_object(data)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    found = _message_of(data)
+    if found is None:
         return None
-    message = envelope.get("message") if isinstance(envelope, dict) else None
-    message_attributes = message.get("attributes") if isinstance(message, dict) else None
-    if not isinstance(message, dict) or not isinstance(message_attributes, dict):
-        return None
+    message, message_attributes = found
     event_type = message_attributes.get("eventType")
     secret = message_attributes.get("secretId")
     if not isinstance(event_type, str) or not isinstance(secret, str):

@@ -15,11 +15,11 @@ import re
 import time
 from typing import Any
 
+from pullsecret.model.names import version_id
+
+__all__ = ["MAX_ANNOTATION_CHARS", "advance", "decode", "encode", "from_report", "report", "valid", "version_id"]
+
 MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_LINEAGE), sent with every apply
-
-
-def version_id(version_name: str | None) -> str:
-    return (version_name or "").rpartition("/")[2]
 
 
 # The schema of a lineage object (what `advance` builds). The annotation lives on a Secret others can edit and
@@ -38,15 +38,18 @@ def valid(value: Any) -> dict[str, Any]:
     # version "": a status that named no version (its registries still carry their "since")
     if not _valid_version(value["version"], empty=True) or not _valid_version(value["previous_version"], none=True):
         return {}
+    return value if _valid_changes(value) else {}
+
+
+def _valid_changes(value: dict[str, Any]) -> bool:
+    """`added`, `changed`, `removed`: lists of registry names; the first two listed in `registries`, the last not."""
     lists = [value[key] for key in ("added", "changed", "removed")]
     if not all(isinstance(names, list) and len(names) <= _MAX_REGISTRIES for names in lists):
-        return {}
+        return False
     if not all(isinstance(n, str) and _REGISTRY.fullmatch(n) for names in lists for n in names):
-        return {}
+        return False
     added, changed, removed = (set(names) for names in lists)
-    if not added | changed <= set(value["registries"]) or removed & set(value["registries"]):
-        return {}
-    return value
+    return added | changed <= set(value["registries"]) and not removed & set(value["registries"])
 
 
 def _valid_version(version: Any, *, empty: bool = False, none: bool = False) -> bool:
@@ -123,13 +126,7 @@ def from_report(reported: Any) -> dict[str, Any]:
         listed = [{"registry": name, **value} for name, value in listed.items() if isinstance(value, dict)]
     if not isinstance(listed, list):
         return {}
-    out: dict[str, list[Any]] = {}
-    for value in listed:
-        if not isinstance(value, dict) or not isinstance(value.get("registry"), str):
-            continue
-        fingerprint, since_version = value.get("fingerprint"), value.get("since_version")
-        if isinstance(fingerprint, str) and isinstance(since_version, str):
-            out[value["registry"]] = [fingerprint, since_version, _epoch(value.get("since"))]
+    out = _registries_of(listed)
     version = reported.get("sm_version") or reported.get("secret_version") or ""
     return valid(
         {
@@ -141,6 +138,18 @@ def from_report(reported: Any) -> dict[str, Any]:
             "registries": out,
         }
     )
+
+
+def _registries_of(listed: list[Any]) -> dict[str, list[Any]]:
+    """registry -> [fingerprint, since_version, since] of a report's registry list (unusable items left out)."""
+    out: dict[str, list[Any]] = {}
+    for value in listed:
+        if not isinstance(value, dict) or not isinstance(value.get("registry"), str):
+            continue
+        fingerprint, since_version = value.get("fingerprint"), value.get("since_version")
+        if isinstance(fingerprint, str) and isinstance(since_version, str):
+            out[value["registry"]] = [fingerprint, since_version, _epoch(value.get("since"))]
+    return out
 
 
 def report(lineage: dict[str, Any], *, sm_version: str, kubernetes_resource_version: str | None) -> dict[str, Any]:

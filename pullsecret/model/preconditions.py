@@ -13,9 +13,8 @@ from typing import Any
 from pullsecret.config import GKE_CLUSTER_RE, Settings, cluster_allowed
 from pullsecret.errors import TerminalError
 from pullsecret.model.dockerconfig import InvalidPullSecret
+from pullsecret.model.names import PROJECT_ID_RE, namespace_valid
 
-_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # GKE_CLUSTER_RE admits any character but "/" in a segment; a name with whitespace or control characters
 # (a trailing newline from a templated value) is no GKE cluster and must not reach the GKE API.
 _NO_SPACE = re.compile(r"[^\s\x00-\x1f\x7f]+")
@@ -157,6 +156,14 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
     Two shapes (docs/contract.md §2): core HyperFleet's `managementCluster` (a full GKE name) and
     `namespace`, and GCP HCP's `managementClusterName` (a short name) and `managementClusterNamespace`
     (its `baseDomain` is not this adapter's business)."""
+    data = _placement_data(statuses, settings)
+    management = _management_cluster_of(data, settings)
+    namespace = _namespace_of(data, cluster_id=cluster_id, settings=settings)
+    return Placement(management_cluster=management, namespace=namespace)
+
+
+def _placement_data(statuses: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
+    """The placement adapter's `data` ({} without its status or data); raises InvalidPlacement."""
     data: Any = {}
     placement_status = statuses_by_adapter(statuses).get(settings.placement_adapter)
     if placement_status is not None:
@@ -166,6 +173,12 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
             data = {}
     if not isinstance(data, dict):
         raise InvalidPlacement(f"the {settings.placement_adapter} adapter's data is not an object")
+    return data
+
+
+def _management_cluster_of(data: dict[str, Any], settings: Settings) -> str:
+    """The management cluster the placement data names (else MANAGEMENT_CLUSTER), when it may receive the pull
+    secret; raises InvalidPlacement."""
     management = data.get("managementCluster", data.get("management_cluster"))
     short_name = data.get("managementClusterName")
     if short_name is not None:
@@ -194,13 +207,19 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
             "refusing to write the pull secret there",
             reason="ForbiddenManagementCluster",
         )
+    return management
+
+
+def _namespace_of(data: dict[str, Any], *, cluster_id: str, settings: Settings) -> str:
+    """The namespace the placement data names (else MANAGEMENT_NAMESPACE_TEMPLATE's), when it is a namespace name
+    MANAGEMENT_NAMESPACE_PATTERN allows; raises InvalidPlacement."""
     namespace = data.get("namespace", data.get("managementClusterNamespace"))
     if namespace is None:
         namespace = settings.management_namespace_template.format(cluster_id=cluster_id.lower())
     if not isinstance(namespace, str):
         raise InvalidPlacement("the placement data's namespace is not a string")
     shown = namespace[:80]
-    if len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace):
+    if not namespace_valid(namespace):
         raise InvalidPlacement(f"namespace {shown!r} is not a valid Kubernetes namespace name")
     if not settings.management_namespace_pattern.fullmatch(namespace):
         raise InvalidPlacement(
@@ -208,7 +227,7 @@ def placement_of(cluster_id: str, statuses: list[dict[str, Any]], settings: Sett
             f"{settings.management_namespace_pattern.pattern!r}; refusing to write there",
             reason="ForbiddenNamespace",
         )
-    return Placement(management_cluster=management, namespace=namespace)
+    return namespace
 
 
 def evaluate(
@@ -235,7 +254,7 @@ def evaluate(
     if project_id_of(cluster) is None and settings.secret_project_id is None:
         return NotMet(generation, "the cluster spec has no GCP project id (spec.platform.gcp.projectID)")
     assert project is not None
-    if not _PROJECT_ID.fullmatch(project):
+    if not PROJECT_ID_RE.fullmatch(project):
         raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
     cluster_secret = cluster_pull_secret_of(cluster)
     if settings.pull_secret_source is None and cluster_secret is None:
@@ -244,6 +263,16 @@ def evaluate(
             "no pull secret source: PULL_SECRET_SOURCE is unset and the cluster has no spec.pullSecret",
         )
 
+    waiting = _waiting_for(statuses, settings=settings, generation=generation)
+    if waiting:
+        return NotMet(generation, "waiting for adapters: " + ", ".join(waiting))
+
+    placement = placement_of(cluster_id, statuses, settings)
+    return Act(generation=generation, project_id=project, placement=placement, cluster_pull_secret=cluster_secret)
+
+
+def _waiting_for(statuses: list[dict[str, Any]], *, settings: Settings, generation: int) -> list[str]:
+    """The PRECONDITION_ADAPTERS not yet Available at this generation, each with what it reports."""
     by_adapter = statuses_by_adapter(statuses)
     waiting: list[str] = []
     for adapter in settings.precondition_adapters:
@@ -255,8 +284,4 @@ def evaluate(
             waiting.append(f"{adapter} (at generation {status.get('observed_generation')}, cluster at {generation})")
         elif available.get("status") != "True":
             waiting.append(f"{adapter} (Available={available.get('status')})")
-    if waiting:
-        return NotMet(generation, "waiting for adapters: " + ", ".join(waiting))
-
-    placement = placement_of(cluster_id, statuses, settings)
-    return Act(generation=generation, project_id=project, placement=placement, cluster_pull_secret=cluster_secret)
+    return waiting

@@ -164,18 +164,6 @@ def terminal_failure(
     return Report(generation, conditions, data or {})
 
 
-def deletion_pending(generation: int, message: str) -> Report:
-    return Report(
-        generation,
-        (
-            Condition("Applied", "False", "ClusterDeleting", message),
-            Condition("Available", "False", "ClusterDeleting", message),
-            Condition("Health", "True", HEALTHY, "deletion handling"),
-            Condition("Finalized", "False", "CleanupInProgress", message),
-        ),
-    )
-
-
 def finalized(generation: int, message: str, data: dict[str, Any]) -> Report:
     return Report(
         generation,

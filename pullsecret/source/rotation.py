@@ -42,48 +42,31 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import json
-import os
 import re
 import secrets
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from pullsecret.config import SOURCE_VERSION_RE, Settings
+from pullsecret.config import Settings
 from pullsecret.errors import TransientError
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
+from pullsecret.model import names
 from pullsecret.model.events import CONTINUATION, SecretVersionAdded
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.source.progress import Ledger, Progress, progress_secret_id
+from pullsecret.source.publishing import Publisher, hand_on, sentinel_event
+
+# Named here too for the callers of `rotation` (the handler builds the Publisher; tests read the attribute name).
+__all__ = ["CONTINUATION", "Held", "Progress", "Publisher", "fan_out", "progress_secret_id", "sentinel_event"]
 
 PAGE_SIZE = 100
-EVENT_TYPE = "com.redhat.hyperfleet.cluster.reconcile"
-EVENT_SOURCE = "hyperfleet-pullsecret-rotation"
-A_PROGRESS = "hyperfleet-rotation"
 HAND_ON_RESERVE_S = 5.0  # slice time kept for saving the place and publishing the continuation (at most)
 LEASE_MARGIN_S = 60.0  # a holder's lease: its slice plus this (saves renew it)
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")  # ids that may go into a search expression as the cursor
-
-
-def sentinel_event(cluster: dict[str, Any]) -> dict[str, Any]:
-    """A reconcile CloudEvent shaped exactly like Sentinel's (structured mode)."""
-    cluster_id = str(cluster["id"])
-    data: dict[str, Any] = {"id": cluster_id, "kind": "Cluster", "href": f"/api/hyperfleet/v1/clusters/{cluster_id}"}
-    if isinstance(cluster.get("generation"), int):
-        data["generation"] = cluster["generation"]
-    return {
-        "specversion": "1.0",
-        "type": EVENT_TYPE,
-        "source": EVENT_SOURCE,
-        "id": str(uuid.uuid4()),
-        "datacontenttype": "application/json",
-        "data": data,
-    }
 
 
 def source_matches(settings: Settings, notification: SecretVersionAdded) -> bool:
@@ -91,54 +74,10 @@ def source_matches(settings: Settings, notification: SecretVersionAdded) -> bool
 
     Compares the secret id only: notifications name the project by number, configuration by id.
     """
-    match = SOURCE_VERSION_RE.match(settings.pull_secret_source or "")
+    match = names.SOURCE_VERSION_RE.match(settings.pull_secret_source or "")
     if match is None:
         return False
     return notification.secret.rsplit("/", 1)[-1] == match.group(2) and match.group(3) == "latest"
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far the fan-out of one source version got, and who publishes it now (see the module docstring)."""
-
-    source: str  # projects/NUMBER/secrets/ID
-    version: int
-    after: str = ""  # every cluster id <= after (in id order) was published
-    done: bool = False
-    holder: str = ""
-    lease_until: float = 0.0  # unix seconds
-    nonce: str = ""
-
-    def encode(self) -> dict[str, str]:
-        return {A_PROGRESS: json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)}
-
-    @staticmethod
-    def decode(annotations: dict[str, str]) -> Progress | None:
-        """The record, or None when absent or unreadable (an older format included: the fan-out starts over)."""
-        try:
-            value = json.loads(annotations.get(A_PROGRESS) or "")
-            return Progress(
-                str(value["source"]),
-                int(value["version"]),
-                str(value["after"]),
-                bool(value["done"]),
-                str(value["holder"]),
-                float(value["lease_until"]),
-                str(value["nonce"]),
-            )
-        except (ValueError, KeyError, TypeError):
-            return None
-
-
-def progress_secret_id(settings: Settings) -> str:
-    """The progress record's secret id: SECRET_ID_TEMPLATE for `_rotation_ADAPTER`, a name no cluster has
-    (cluster ids never contain "_"), inside the IAM condition that covers the per-cluster secrets."""
-    return settings.secret_id_template.format(cluster_id=f"_rotation_{settings.adapter_name}")
-
-
-def version_number(version_name: str) -> int:
-    tail = version_name.rsplit("/", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
 
 
 class Held(TransientError):
@@ -147,61 +86,8 @@ class Held(TransientError):
     default_reason = "RotationHeld"
 
 
-class Publisher:
-    """google-cloud-pubsub's PublisherClient, built on first use (honours PUBSUB_EMULATOR_HOST)."""
-
-    def __init__(self, credentials: Any = None) -> None:
-        self._credentials = credentials
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                from google.cloud.pubsub_v1 import PublisherClient
-
-                if os.environ.get("PUBSUB_EMULATOR_HOST"):
-                    self._client = PublisherClient()
-                else:
-                    self._client = PublisherClient(credentials=self._credentials)
-            return self._client
-
-    def publish(self, topic: str, event: dict[str, Any]) -> Any:
-        data = json.dumps(event, separators=(",", ":")).encode("utf-8")
-        return self.client().publish(topic, data, _watermill_message_uuid=str(event["id"]))
-
-    def publish_raw(self, topic: str, data: bytes, attributes: dict[str, str]) -> Any:
-        return self.client().publish(topic, data, **attributes)
-
-
-class _Ledger:
-    """The progress record of this adapter's fan-outs (one secret; compare-and-swap on its etag)."""
-
-    def __init__(self, store: SecretStore, name: str, labels: dict[str, str], deadline: Deadline) -> None:
-        self.store = store
-        self.name = name
-        self.labels = labels
-        self.deadline = deadline
-        self.etag: str | None = None
-
-    def load(self) -> Progress | None:
-        found = self.store.read_record(self.name, self.deadline)
-        self.etag = None if found is None else found[1]
-        return None if found is None else Progress.decode(found[0])
-
-    def save(self, progress: Progress) -> bool:
-        """Record `progress` if nobody changed the record since we read or wrote it; False when someone did."""
-        etag = self.store.write_record(
-            self.name, progress.encode(), etag=self.etag, labels=self.labels, deadline=self.deadline
-        )
-        if etag is None:
-            return False
-        self.etag = etag
-        return True
-
-
 def _verified_newest(
-    settings: Settings, notification: SecretVersionAdded, store: SecretStore, deadline: Deadline
+    settings: Settings, notification: SecretVersionAdded, *, store: SecretStore, deadline: Deadline
 ) -> str | None:
     """The notified version when it is our source's newest enabled version; None (logged) when not to act."""
     if not source_matches(settings, notification):
@@ -230,7 +116,7 @@ def _verified_newest(
     return newest
 
 
-def _continues(recorded: Progress | None, nonce: str, source: str, number: int) -> bool:
+def _continues(recorded: Progress | None, nonce: str, *, source: str, number: int) -> bool:
     """A continuation may take part only with the nonce the record holds for this very fan-out."""
     return (
         recorded is not None
@@ -265,7 +151,7 @@ def _comparable(
 
 
 def _claim(
-    ledger: _Ledger, recorded: Progress | None, fresh: Progress, *, me: str, now: float, lease: float
+    ledger: Ledger, recorded: Progress | None, fresh: Progress, *, me: str, now: float, lease: float
 ) -> Progress | None:
     """Become the holder (R1, R2); None when the record changed meanwhile (read it again); raises Held."""
     busy = recorded is not None and recorded.lease_until > now and recorded.holder != me
@@ -302,25 +188,25 @@ def fan_out(
     Raises TransientError (the notification is redelivered and resumes from the saved progress), Held
     when another delivery holds the fan-out.
     """
-    newest = _verified_newest(settings, notification, store, deadline)
+    newest = _verified_newest(settings, notification, store=store, deadline=deadline)
     if newest is None:
         return "ignored", 0
     project = settings.secret_project_id or state_project
     if project is None:
         raise TransientError("rotation: no project for the progress record (set SECRET_PROJECT_ID)")
     store.invalidate_source()
-    source, number = newest.rsplit("/versions/", 1)[0], version_number(newest)
-    ledger = _Ledger(
+    source, number = names.secret_of(newest), names.version_number(newest)
+    ledger = Ledger(
         store,
-        f"projects/{project}/secrets/{progress_secret_id(settings)}",
-        {"managed-by": "hyperfleet", "adapter": settings.adapter_name, "resource-type": "rotation-progress"},
-        deadline,
+        name=names.secret_name(project, progress_secret_id(settings)),
+        labels={"managed-by": "hyperfleet", "adapter": settings.adapter_name, "resource-type": "rotation-progress"},
+        deadline=deadline,
     )
     me = uuid.uuid4().hex
     for _ in range(5):
         found = ledger.load()
         nonce = notification.continuation
-        if nonce is not None and not _continues(found, nonce, source, number):
+        if nonce is not None and not _continues(found, nonce, source=source, number=number):
             log.warning(
                 "rotation: a continuation message without the progress record's nonce; refused",
                 operation="rotation",
@@ -366,10 +252,12 @@ def _publish_from(
     progress: Progress,
     hyperfleet: HyperFleetClient,
     publisher: Publisher,
-    ledger: _Ledger,
+    ledger: Ledger,
     deadline: Deadline,
     clock: Callable[[], float],
 ) -> tuple[str, int]:
+    """Publish one event per cluster after `progress.after`, a page at a time, saving the place after each page;
+    hands on (`continued`) when the slice or the lease is about to end."""
     topic = settings.adapter_topic
     assert topic is not None
     interval = 1.0 / settings.publish_rate()
@@ -378,77 +266,37 @@ def _publish_from(
     published = 0
     next_at = time.monotonic()
     futures: list[Any] = []
-
-    def flush() -> None:
-        """Wait for every publish; on failure raise (the redelivery resumes after the last save)."""
-        try:
-            for future in futures:
-                future.result(timeout=max(deadline.remaining(), 1.0))
-        except Exception as exc:  # noqa: BLE001 - any publish failure means: let Pub/Sub redelivers
-            raise TransientError(
-                f"publishing reconcile events failed ({type(exc).__name__}); redelivery resumes after "
-                f"{progress.after or 'the start'}",
-                reason="PublishFailed",
-                service="pubsub",
-            ) from None
-        finally:
-            futures.clear()
-
-    def save(at: Progress) -> bool:
-        """Save `at`; False when a newer rotation took the record (then this fan-out stops: `superseded`)."""
-        if ledger.save(at):
-            return True
-        theirs = ledger.load()
-        if theirs is not None and (theirs.source, theirs.version) != (at.source, at.version):
-            if theirs.lease_until > clock() and not theirs.holder:
-                # The newer rotation waits for our lease: free it (best effort), so its redelivery goes at once.
-                ledger.save(dataclasses.replace(theirs, lease_until=0.0))
-            log.info(f"rotation to version {at.version}: a newer version took over; stopping", operation="rotation")
-            return False
-        raise Held(f"rotation to version {at.version}: another delivery took over the fan-out", service="secretmanager")
-
     while True:
         search = f"id > '{progress.after}'" if progress.after else None
         with log.step("hyperfleet.list_clusters", after=progress.after):
             clusters, _total = hyperfleet.list_clusters(page=1, size=PAGE_SIZE, search=search, order="id asc")
         after = progress.after
         for cluster in clusters:
-            cluster_id = cluster.get("id")
             if deadline.remaining() < reserve or clock() >= progress.lease_until:
-                flush()
-                nonce = secrets.token_urlsafe(24)
-                here = dataclasses.replace(progress, after=after, holder="", lease_until=0.0, nonce=nonce)
-                if not save(here):
-                    return "superseded", published
-                _hand_on(publisher, topic, notification, nonce)
-                log.info(
-                    f"rotation to version {progress.version}: handed on after {after or 'the start'} following "
-                    f"{published} event(s)",
-                    operation="rotation",
+                _flush(futures, deadline=deadline, after=progress.after)
+                return _hand_on_after(
+                    progress,
+                    after=after,
                     published=published,
+                    notification=notification,
+                    topic=topic,
+                    publisher=publisher,
+                    ledger=ledger,
+                    clock=clock,
                 )
-                return "continued", published
-            if not isinstance(cluster_id, str) or not _SAFE_ID.match(cluster_id) or cluster_id <= after:
+            cluster_id = _next_id(cluster, after)
+            if cluster_id is None:
                 continue  # not a cluster id we can page on, or one the API should not have listed again
             after = cluster_id
             if cluster.get("deleted_time"):
                 continue
-            delay = next_at - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            next_at = max(next_at, time.monotonic()) + interval
+            next_at = _pace(next_at, interval)
             futures.append(publisher.publish(topic, sentinel_event(cluster)))
             published += 1
-        flush()
+        _flush(futures, deadline=deadline, after=progress.after)
         last = len(clusters) < PAGE_SIZE
-        reached = dataclasses.replace(
-            progress,
-            after=after,
-            done=last,
-            holder="" if last else progress.holder,
-            lease_until=0.0 if last else clock() + lease,
-        )
-        if not save(reached):
+        reached = _reached(progress, after=after, last=last, lease_until=0.0 if last else clock() + lease)
+        if not _save(ledger, reached, clock=clock):
             return "superseded", published
         progress = reached
         if last:
@@ -462,20 +310,80 @@ def _publish_from(
     return "rotated", published
 
 
-def _hand_on(publisher: Publisher, topic: str, notification: SecretVersionAdded, nonce: str) -> None:
-    """Publish the notification again on ADAPTER_TOPIC with the record's nonce: its invocation takes over."""
-    attributes = {
-        "eventType": "SECRET_VERSION_ADD",
-        "secretId": notification.secret,
-        "versionId": notification.version,
-        CONTINUATION: nonce,
-    }
-    data = json.dumps({"name": notification.secret}).encode("utf-8")
+def _next_id(cluster: dict[str, Any], after: str) -> str | None:
+    """The cluster's id when the keyset cursor may move to it: a safe id past `after`; else None."""
+    cluster_id = cluster.get("id")
+    if not isinstance(cluster_id, str) or not _SAFE_ID.match(cluster_id) or cluster_id <= after:
+        return None
+    return cluster_id
+
+
+def _pace(next_at: float, interval: float) -> float:
+    """Sleep until `next_at` (the publish rate); the time the next event may go out."""
+    delay = next_at - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    return max(next_at, time.monotonic()) + interval
+
+
+def _reached(progress: Progress, *, after: str, last: bool, lease_until: float) -> Progress:
+    """The record once a page is published up to `after`: done and free after the last page, else held on."""
+    return dataclasses.replace(
+        progress, after=after, done=last, holder="" if last else progress.holder, lease_until=lease_until
+    )
+
+
+def _flush(futures: list[Any], *, deadline: Deadline, after: str) -> None:
+    """Wait for every publish; on failure raise (the redelivery resumes after the last save)."""
     try:
-        publisher.publish_raw(topic, data, attributes).result(timeout=30.0)
-    except Exception as exc:  # noqa: BLE001 - the place is saved: a redelivery resumes from it
+        for future in futures:
+            future.result(timeout=max(deadline.remaining(), 1.0))
+    except Exception as exc:  # noqa: BLE001 - any publish failure means: let Pub/Sub redelivers
         raise TransientError(
-            f"handing the rotation on failed ({type(exc).__name__}); a redelivery resumes from the saved place",
+            f"publishing reconcile events failed ({type(exc).__name__}); redelivery resumes after "
+            f"{after or 'the start'}",
             reason="PublishFailed",
             service="pubsub",
         ) from None
+    finally:
+        futures.clear()
+
+
+def _save(ledger: Ledger, at: Progress, *, clock: Callable[[], float]) -> bool:
+    """Save `at`; False when a newer rotation took the record (then this fan-out stops: `superseded`)."""
+    if ledger.save(at):
+        return True
+    theirs = ledger.load()
+    if theirs is not None and (theirs.source, theirs.version) != (at.source, at.version):
+        if theirs.lease_until > clock() and not theirs.holder:
+            # The newer rotation waits for our lease: free it (best effort), so its redelivery goes at once.
+            ledger.save(dataclasses.replace(theirs, lease_until=0.0))
+        log.info(f"rotation to version {at.version}: a newer version took over; stopping", operation="rotation")
+        return False
+    raise Held(f"rotation to version {at.version}: another delivery took over the fan-out", service="secretmanager")
+
+
+def _hand_on_after(
+    progress: Progress,
+    *,
+    after: str,
+    published: int,
+    notification: SecretVersionAdded,
+    topic: str,
+    publisher: Publisher,
+    ledger: Ledger,
+    clock: Callable[[], float],
+) -> tuple[str, int]:
+    """Save the place (`after`) with a fresh nonce and publish the continuation that takes over from it."""
+    nonce = secrets.token_urlsafe(24)
+    here = dataclasses.replace(progress, after=after, holder="", lease_until=0.0, nonce=nonce)
+    if not _save(ledger, here, clock=clock):
+        return "superseded", published
+    hand_on(publisher, topic=topic, notification=notification, nonce=nonce)
+    log.info(
+        f"rotation to version {progress.version}: handed on after {after or 'the start'} following "
+        f"{published} event(s)",
+        operation="rotation",
+        published=published,
+    )
+    return "continued", published

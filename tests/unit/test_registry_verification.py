@@ -10,20 +10,10 @@ import pytest
 from pullsecret import config
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
+from pullsecret.registry.credentials import Credential, credential_of, hostname_of, registry_host
+from pullsecret.registry.handshake import token_of
 from pullsecret.registry.http import MAX_BODY, Answer
-from pullsecret.registry.verification import (
-    Check,
-    Credential,
-    RegistryRejected,
-    Verification,
-    _not_contacted,
-    _token_of,
-    _unexpected,
-    credential_of,
-    hostname_of,
-    registry_host,
-    safe_name,
-)
+from pullsecret.registry.verdicts import Check, RegistryRejected, Verification, not_contacted, safe_name, unexpected
 from pullsecret.registry.www_authenticate import Challenge, parse_challenges, pick_challenge
 
 
@@ -215,10 +205,10 @@ def test_status_shows_the_result_kind_and_only_a_policy_reason() -> None:
 
 
 def test_the_answer_cache_is_a_bounded_lru_with_expiry() -> None:
-    from pullsecret.registry.verification import _Expiring
+    from pullsecret.registry.expiring import Expiring
 
     now = [0.0]
-    cache = _Expiring(3, lambda: now[0])
+    cache = Expiring(3, lambda: now[0])
     for key in "abc":
         cache.put(key, key.upper(), ttl=10)
     assert cache.get("a") == "A"  # a is now the most recently used
@@ -244,7 +234,7 @@ def test_the_answer_cache_is_a_bounded_lru_with_expiry() -> None:
     ],
 )
 def test_an_unexpected_answer_is_unreachable_and_says_what_answered(status_code: int, detail: str) -> None:
-    assert _unexpected("the registry", status_code) == Check("unreachable", detail)
+    assert unexpected("the registry", status_code) == Check("unreachable", detail)
 
 
 _NO_TOKEN = Check("unreachable", "the registry's token service answered without a token")
@@ -274,19 +264,19 @@ _NO_TOKEN = Check("unreachable", "the registry's token service answered without 
     ],
 )
 def test_a_token_answer_gives_the_token_or_its_verdict(status_code: int, body: bytes, outcome: object) -> None:
-    assert _token_of(Answer(status_code, (), body)) == outcome
+    assert token_of(Answer(status_code, (), body)) == outcome
 
 
 def test_a_token_answer_of_exactly_max_body_is_read() -> None:
     body = b'{"token": "t-1", "pad": "'
     body += b"x" * (MAX_BODY - len(body) - 2) + b'"}'
     assert len(body) == MAX_BODY
-    assert _token_of(Answer(200, (), body)) == "t-1"
+    assert token_of(Answer(200, (), body)) == "t-1"
 
 
 def test_check_json_carries_the_reason_only_when_one_is_set() -> None:
     assert Check("valid", "accepted").to_json("quay.io") == {"registry": "quay.io", "result": "valid"}
-    skipped = _not_contacted("an IP address")
+    skipped = not_contacted("an IP address")
     assert skipped == Check("skipped", "an IP address", "an IP address")
     assert skipped.to_json("10.0.0.1\n") == {"registry": "10.0.0.1?", "result": "skipped", "reason": "an IP address"}
 

@@ -17,7 +17,6 @@ def test_every_report_has_the_three_required_conditions_once() -> None:
         status.terminal_failure(2, "InvalidPullSecret", "bad"),
         status.terminal_failure(2, "UnexpectedError", "bug"),
         status.stale(2, 3, {}),
-        status.deletion_pending(2, "deleting"),
         status.finalized(2, "gone", {}),
     ]
     for report in reports:

@@ -17,7 +17,6 @@ REPORTS = [
     status.terminal_failure(2, "PermissionDenied", "denied", phase=status.phase_of("kubernetes")),
     status.terminal_failure(2, "RequestRejected", "rejected", phase=status.phase_of("hyperfleet")),
     status.terminal_failure(2, "UnexpectedError", "bug"),
-    status.deletion_pending(2, "deleting"),
     status.finalized(2, "gone", {}),
     status.terminal_failure(2, "PermissionDenied", "delete secret s: denied", phase="resources", deleting=True),
     status.terminal_failure(2, "InvalidCluster", "bad id", deleting=True),
@@ -54,11 +53,11 @@ def test_runtime_failures_name_their_phase_and_keep_the_cause() -> None:
 
 def test_a_terminal_failure_during_deletion_is_not_finalized_and_says_what_blocks_cleanup() -> None:
     # The API hard-deletes a soft-deleted cluster only once every required adapter reports Finalized=True.
-    denied = {c.type: c for c in REPORTS[10].conditions}
+    denied = {c.type: c for c in REPORTS[9].conditions}
     assert denied["Finalized"].status == "False" and denied["Finalized"].reason == "AdapterUnhealthy"
     assert "PermissionDenied" in denied["Finalized"].message and "delete secret s" in denied["Finalized"].message
     assert denied["Health"].reason == "ExecutionFailed:resources" and denied["Applied"].reason == "PermissionDenied"
-    business = {c.type: c for c in REPORTS[11].conditions}
+    business = {c.type: c for c in REPORTS[10].conditions}
     assert business["Finalized"].reason == "AdapterUnhealthy" and business["Health"].status == "False"
     assert "Finalized" not in {c.type for c in REPORTS[5].conditions}  # not deleting: no Finalized at all
 

@@ -133,13 +133,7 @@ def test_a_business_failure_turns_health_false_and_reports_finalized_false_when_
     ]
 
 
-def test_deletion_pending_and_finalized() -> None:
-    assert conditions(status.deletion_pending(6, "deleting")) == [
-        ("Applied", "False", "ClusterDeleting", "deleting"),
-        ("Available", "False", "ClusterDeleting", "deleting"),
-        ("Health", "True", "Healthy", "deletion handling"),
-        ("Finalized", "False", "CleanupInProgress", "deleting"),
-    ]
+def test_finalized() -> None:
     done = status.finalized(6, "cleanup confirmed", {"sm_cleanup": "deleted"})
     assert done.data == {"sm_cleanup": "deleted"}
     assert conditions(done) == [
