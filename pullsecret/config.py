@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from pullsecret import envvars
 from pullsecret.errors import ConfigError
 from pullsecret.model.names import PROJECT_ID_RE, SOURCE_VERSION_RE
 from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
@@ -119,80 +120,8 @@ def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
-def _get(env: Mapping[str, str], name: str) -> str | None:
-    value = env.get(name)
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
-
-
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float) -> float:
-    raw = _get(env, name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if not minimum <= value <= maximum:
-        raise ConfigError(f"{name} must lie in [{minimum:g}, {maximum:g}], got {raw!r}")
-    return value
-
-
-def _list(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    return tuple(item.strip() for item in raw.split(",") if item.strip())
-
-
-def _template(env: Mapping[str, str], name: str, default: str) -> str:
-    value = _get(env, name) or default
-    if "{cluster_id}" not in value:
-        raise ConfigError(f"{name} must contain the placeholder {{cluster_id}}, got {value!r}")
-    try:
-        value.format(cluster_id="x")
-    except (KeyError, IndexError, ValueError):
-        raise ConfigError(f"{name} may only use the placeholder {{cluster_id}}, got {value!r}") from None
-    return value
-
-
-def _choice(
-    env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...], *, upper: bool, say: str = ""
-) -> str:
-    """One of `allowed` (case-folded); `say` lists the choices in the error, else the tuple itself."""
-    raw = _get(env, name) or default
-    value = raw.upper() if upper else raw.lower()
-    if value not in allowed:
-        raise ConfigError(f"{name} must be {say or f'one of {allowed}'}, got {value!r}")
-    return value
-
-
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    """true/1/yes or false/0/no (default false)."""
-    value = _choice(env, name, "false", ("true", "false", "1", "0", "yes", "no"), upper=False, say="true or false")
-    return value in ("true", "1", "yes")
-
-
-def _matching(env: Mapping[str, str], name: str, pattern: re.Pattern[str], shape: str) -> str | None:
-    """An optional value that must match `pattern` (`shape` says how it looks, for the error)."""
-    value = _get(env, name)
-    if value is not None and not pattern.match(value):
-        raise ConfigError(f"{name} must be {shape}, got {value!r}")
-    return value
-
-
-def _file(env: Mapping[str, str], name: str) -> str | None:
-    """An optional path that must name a readable file."""
-    path = _get(env, name)
-    if path is not None and not os.path.isfile(path):
-        raise ConfigError(f"{name} names no readable file: {path!r}")
-    return path
-
-
 def _api_url(env: Mapping[str, str]) -> str:
-    url = _get(env, "HYPERFLEET_API_URL")
+    url = envvars.get(env, "HYPERFLEET_API_URL")
     if url is None:
         raise ConfigError("HYPERFLEET_API_URL is required (the HyperFleet API base URL, e.g. https://hf.example.com)")
     parsed = urlparse(url)
@@ -203,10 +132,10 @@ def _api_url(env: Mapping[str, str]) -> str:
 
 def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
     """(HYPERFLEET_API_AUTH, HYPERFLEET_API_AUDIENCE); google-id-token excludes a token file."""
-    api_auth = _choice(env, "HYPERFLEET_API_AUTH", "token-file", API_AUTH_MODES, upper=False)
-    if api_auth == "google-id-token" and _get(env, "HYPERFLEET_API_TOKEN_FILE") is not None:
+    api_auth = envvars.choice(env, "HYPERFLEET_API_AUTH", "token-file", API_AUTH_MODES, upper=False)
+    if api_auth == "google-id-token" and envvars.get(env, "HYPERFLEET_API_TOKEN_FILE") is not None:
         raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
-    audience = _get(env, "HYPERFLEET_API_AUDIENCE") or "hyperfleet-api"
+    audience = envvars.get(env, "HYPERFLEET_API_AUDIENCE") or "hyperfleet-api"
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"HYPERFLEET_API_AUDIENCE must be one printable word (an audience), got {audience!r}")
     return api_auth, audience
@@ -227,44 +156,60 @@ def _loopback(host: str | None) -> bool:
 
 def _pull_secret_service(env: Mapping[str, str]) -> _ServiceSettings:
     """PULL_SECRET_SERVICE_*: exactly one of PULL_SECRET_SOURCE and PULL_SECRET_SERVICE_URL names the source."""
-    url = _get(env, "PULL_SECRET_SERVICE_URL")
-    if url is not None and _get(env, "PULL_SECRET_SOURCE") is not None:
+    url = envvars.get(env, "PULL_SECRET_SERVICE_URL")
+    if url is not None and envvars.get(env, "PULL_SECRET_SOURCE") is not None:
         raise ConfigError(
             "exactly one of PULL_SECRET_SOURCE (the platform pull secret in Secret Manager) and "
             "PULL_SECRET_SERVICE_URL (the HyperFleet Pull Secret Service) must be set, both are"
         )
     if url is None:
         for name in ("PULL_SECRET_SERVICE_AUTH", "PULL_SECRET_SERVICE_AUDIENCE", "PULL_SECRET_SERVICE_TOKEN_FILE"):
-            if _get(env, name) is not None:
+            if envvars.get(env, name) is not None:
                 raise ConfigError(f"{name} must be unset without PULL_SECRET_SERVICE_URL")
         return _ServiceSettings()
+    base = _service_url(url)
+    auth, token_file = _service_auth(env)
+    audience = envvars.get(env, "PULL_SECRET_SERVICE_AUDIENCE") or base
+    if len(audience) > 256 or not audience.isprintable() or " " in audience:
+        raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
+    return _ServiceSettings(base, auth, audience, token_file, _service_registries(env))
+
+
+def _service_url(url: str) -> str:
+    """PULL_SECRET_SERVICE_URL: https, or http to loopback only (a bearer token over plain HTTP reaches anyone on the
+    path); a base URL without credentials, query or fragment."""
     parsed = urlparse(url)
-    # A bearer token over plain HTTP reaches anyone on the path: only a loopback service (an emulator) may be http.
     if parsed.scheme != "https" and not (parsed.scheme == "http" and _loopback(parsed.hostname)):
         raise ConfigError(f"PULL_SECRET_SERVICE_URL must be an https URL (http only to loopback), got {url!r}")
     if not parsed.hostname or parsed.username or parsed.password or parsed.query or parsed.fragment:
         raise ConfigError(f"PULL_SECRET_SERVICE_URL must be a base URL without credentials or query, got {url!r}")
-    auth = _choice(env, "PULL_SECRET_SERVICE_AUTH", "google-id-token", API_AUTH_MODES, upper=False)
-    token_file = _file(env, "PULL_SECRET_SERVICE_TOKEN_FILE")
+    return url.rstrip("/")
+
+
+def _service_auth(env: Mapping[str, str]) -> tuple[str, str | None]:
+    """(PULL_SECRET_SERVICE_AUTH, PULL_SECRET_SERVICE_TOKEN_FILE): the file with token-file only."""
+    auth = envvars.choice(env, "PULL_SECRET_SERVICE_AUTH", "google-id-token", API_AUTH_MODES, upper=False)
+    token_file = envvars.readable_file(env, "PULL_SECRET_SERVICE_TOKEN_FILE")
     if auth == "token-file" and token_file is None:
         raise ConfigError("PULL_SECRET_SERVICE_TOKEN_FILE is required with PULL_SECRET_SERVICE_AUTH=token-file")
     if auth == "google-id-token" and token_file is not None:
         raise ConfigError("PULL_SECRET_SERVICE_TOKEN_FILE must be unset with PULL_SECRET_SERVICE_AUTH=google-id-token")
-    audience = _get(env, "PULL_SECRET_SERVICE_AUDIENCE") or url.rstrip("/")
-    if len(audience) > 256 or not audience.isprintable() or " " in audience:
-        raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
-    registries = _list(env, "PULL_SECRET_SERVICE_REGISTRIES", ("quay", "rhit"))
+    return auth, token_file
+
+
+def _service_registries(env: Mapping[str, str]) -> tuple[str, ...]:
+    registries = envvars.items(env, "PULL_SECRET_SERVICE_REGISTRIES", ("quay", "rhit"))
     if not registries or len(registries) > 8 or not all(REGISTRY_ID_RE.match(r) for r in registries):
         raise ConfigError(
             "PULL_SECRET_SERVICE_REGISTRIES must be 1 to 8 comma-separated registry ids (e.g. quay,rhit), "
             f"got {env.get('PULL_SECRET_SERVICE_REGISTRIES')!r}"
         )
-    return _ServiceSettings(url.rstrip("/"), auth, audience, token_file, registries)
+    return registries
 
 
 def _cluster_template(env: Mapping[str, str]) -> str | None:
     """MANAGEMENT_CLUSTER_TEMPLATE: projects/P/locations/L/clusters/{name}, for placement short names."""
-    template = _get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
+    template = envvars.get(env, "MANAGEMENT_CLUSTER_TEMPLATE")
     if template is None:
         return None
     try:
@@ -281,8 +226,8 @@ def _cluster_template(env: Mapping[str, str]) -> str | None:
 
 def _delivery(env: Mapping[str, str]) -> tuple[str, str | None]:
     """(KUBERNETES_DELIVERY, EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE): the template with external-secrets only."""
-    mode = _choice(env, "KUBERNETES_DELIVERY", "direct", DELIVERY_MODES, upper=False)
-    template = _get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
+    mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", DELIVERY_MODES, upper=False)
+    template = envvars.get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
     if mode == "direct":
         if template is not None:
             raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY=direct")
@@ -306,7 +251,7 @@ def _delivery(env: Mapping[str, str]) -> tuple[str, str | None]:
 
 
 def _adapter_names(env: Mapping[str, str]) -> tuple[str, ...]:
-    adapters = _list(env, "PRECONDITION_ADAPTERS", ("validation", "dns", "placement"))
+    adapters = envvars.items(env, "PRECONDITION_ADAPTERS", ("validation", "dns", "placement"))
     for name in adapters:
         if not ADAPTER_RE.match(name):
             raise ConfigError(f"PRECONDITION_ADAPTERS has a malformed adapter name {name!r}")
@@ -315,7 +260,7 @@ def _adapter_names(env: Mapping[str, str]) -> tuple[str, ...]:
 
 def _kms_key(env: Mapping[str, str], locations: tuple[str, ...]) -> str | None:
     """SECRET_KMS_KEY; with several replica locations it names one key per location through {location}."""
-    kms = _get(env, "SECRET_KMS_KEY")
+    kms = envvars.get(env, "SECRET_KMS_KEY")
     if kms is None:
         return None
     if not KMS_KEY_RE.match(kms.replace("{location}", "l")):
@@ -327,13 +272,13 @@ def _kms_key(env: Mapping[str, str], locations: tuple[str, ...]) -> str | None:
 
 def _allowed_management_clusters(env: Mapping[str, str]) -> tuple[str, ...]:
     """ALLOWED_MANAGEMENT_CLUSTERS: full GKE names (`*` within a segment); MANAGEMENT_CLUSTER must be among them."""
-    allowed = _list(env, "ALLOWED_MANAGEMENT_CLUSTERS", ())
+    allowed = envvars.items(env, "ALLOWED_MANAGEMENT_CLUSTERS", ())
     for name in allowed:
         if not GKE_CLUSTER_RE.match(name) or any(ch.isspace() for ch in name):
             raise ConfigError(
                 f"ALLOWED_MANAGEMENT_CLUSTERS must list projects/P/locations/L/clusters/C names, got {name!r}"
             )
-    management = _get(env, "MANAGEMENT_CLUSTER")
+    management = envvars.get(env, "MANAGEMENT_CLUSTER")
     if management is not None and allowed and not cluster_allowed(management, allowed):
         raise ConfigError(f"MANAGEMENT_CLUSTER {management!r} is not among ALLOWED_MANAGEMENT_CLUSTERS")
     return allowed
@@ -341,7 +286,7 @@ def _allowed_management_clusters(env: Mapping[str, str]) -> tuple[str, ...]:
 
 def _namespace_pattern(env: Mapping[str, str]) -> re.Pattern[str]:
     """MANAGEMENT_NAMESPACE_PATTERN: anchored, and admitting none of the cluster's own namespaces."""
-    pattern_text = _get(env, "MANAGEMENT_NAMESPACE_PATTERN") or r"^clusters-[a-z0-9-]+$"
+    pattern_text = envvars.get(env, "MANAGEMENT_NAMESPACE_PATTERN") or r"^clusters-[a-z0-9-]+$"
     try:
         # Always matched whole (fullmatch, i.e. `^(?:PATTERN)$`, as the admission policy renders it): `^a|b$`
         # admits neither `xb` nor `ax`.
@@ -359,7 +304,7 @@ def _namespace_pattern(env: Mapping[str, str]) -> re.Pattern[str]:
 def _token_scopes(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """REGISTRY_TOKEN_SCOPES: host=scope pairs (host lower-cased)."""
     scopes: list[tuple[str, str]] = []
-    for pair in _list(env, "REGISTRY_TOKEN_SCOPES", ()):
+    for pair in envvars.items(env, "REGISTRY_TOKEN_SCOPES", ()):
         host, sep, scope = pair.partition("=")
         if not sep or not host.strip() or not scope.strip():
             raise ConfigError(f"REGISTRY_TOKEN_SCOPES must list host=scope pairs, got {pair!r}")
@@ -370,7 +315,7 @@ def _token_scopes(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 def _allowed_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
     """REGISTRY_ALLOWED_HOSTS: host[:port] entries, normalised to name:port."""
     allowed: list[str] = []
-    for entry in _list(env, "REGISTRY_ALLOWED_HOSTS", ()):
+    for entry in envvars.items(env, "REGISTRY_ALLOWED_HOSTS", ()):
         try:
             allowed.append(allowed_entry(entry))
         except ValueError:
@@ -381,7 +326,7 @@ def _allowed_hosts(env: Mapping[str, str]) -> tuple[str, ...]:
 def _trusted_realms(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     """REGISTRY_TRUSTED_REALMS: registry=realm host-name pairs; unset: registry.redhat.io=sso.redhat.com."""
     pairs: list[tuple[str, str]] = []
-    for entry in _list(env, "REGISTRY_TRUSTED_REALMS", ("registry.redhat.io=sso.redhat.com",)):
+    for entry in envvars.items(env, "REGISTRY_TRUSTED_REALMS", ("registry.redhat.io=sso.redhat.com",)):
         try:
             pairs.append(trusted_realm_entry(entry))
         except ValueError:
@@ -391,67 +336,73 @@ def _trusted_realms(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 def _publish_rate(env: Mapping[str, str]) -> float | None:
     """ROTATION_PUBLISH_RATE, or None to derive it from the write quota."""
-    if _get(env, "ROTATION_PUBLISH_RATE") is None:
+    if envvars.get(env, "ROTATION_PUBLISH_RATE") is None:
         return None
-    return _number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
+    return envvars.number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
 
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate settings; raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
-    locations = _list(env, "SECRET_REPLICATION_LOCATIONS", ())
+    locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_auth, audience = _api_auth(env)
     delivery, principal_template = _delivery(env)
     service = _pull_secret_service(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=_api_url(env),
-        hyperfleet_api_token_file=_file(env, "HYPERFLEET_API_TOKEN_FILE"),
+        hyperfleet_api_token_file=envvars.readable_file(env, "HYPERFLEET_API_TOKEN_FILE"),
         hyperfleet_api_auth=api_auth,
         hyperfleet_api_audience=audience,
-        hyperfleet_status_method=_choice(
+        hyperfleet_status_method=envvars.choice(
             env, "HYPERFLEET_STATUS_METHOD", "PUT", ("PUT", "POST"), upper=True, say="PUT or POST"
         ),
-        hyperfleet_timeout_s=_number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
-        adapter_name=_matching(env, "ADAPTER_NAME", ADAPTER_RE, f"like {ADAPTER_RE.pattern}") or "pullsecret",
+        hyperfleet_timeout_s=envvars.number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
+        adapter_name=envvars.matching(env, "ADAPTER_NAME", ADAPTER_RE, f"like {ADAPTER_RE.pattern}") or "pullsecret",
         precondition_adapters=_adapter_names(env),
-        placement_adapter=_get(env, "PLACEMENT_ADAPTER") or "placement",
+        placement_adapter=envvars.get(env, "PLACEMENT_ADAPTER") or "placement",
         # The pull secret: the platform's source and how it merges with the cluster's own.
-        pull_secret_source=_matching(
+        pull_secret_source=envvars.matching(
             env, "PULL_SECRET_SOURCE", SOURCE_VERSION_RE, "projects/P/secrets/S/versions/(latest|N)"
         ),
-        pull_secret_source_ttl_s=_number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
+        pull_secret_source_ttl_s=envvars.number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
         pull_secret_service_url=service.url,
         pull_secret_service_auth=service.auth,
         pull_secret_service_audience=service.audience,
         pull_secret_service_token_file=service.token_file,
         pull_secret_service_registries=service.registries,
-        pull_secret_service_timeout_s=_number(env, "PULL_SECRET_SERVICE_TIMEOUT", 10.0, minimum=0.1, maximum=60),
-        merge_precedence=_choice(env, "MERGE_PRECEDENCE", "platform", MERGE_PRECEDENCES, upper=False),
-        merge_canonical_registries=_flag(env, "MERGE_CANONICAL_REGISTRIES"),
+        pull_secret_service_timeout_s=envvars.number(env, "PULL_SECRET_SERVICE_TIMEOUT", 10.0, minimum=0.1, maximum=60),
+        merge_precedence=envvars.choice(env, "MERGE_PRECEDENCE", "platform", MERGE_PRECEDENCES, upper=False),
+        merge_canonical_registries=envvars.flag(env, "MERGE_CANONICAL_REGISTRIES"),
         # Secret Manager: where each cluster's secret lives and how it is replicated and encrypted.
-        secret_project_id=_matching(env, "SECRET_PROJECT_ID", PROJECT_ID_RE, "a GCP project id"),
-        secret_id_template=_template(env, "SECRET_ID_TEMPLATE", "hyperfleet-{cluster_id}-pull-secret"),
+        secret_project_id=envvars.matching(env, "SECRET_PROJECT_ID", PROJECT_ID_RE, "a GCP project id"),
+        secret_id_template=envvars.template(env, "SECRET_ID_TEMPLATE", "hyperfleet-{cluster_id}-pull-secret"),
         secret_replication_locations=locations,
         secret_kms_key=_kms_key(env, locations),
         # The management cluster: how to reach it, and which namespaces and names the Secret may take.
-        management_cluster=_matching(env, "MANAGEMENT_CLUSTER", GKE_CLUSTER_RE, "projects/P/locations/L/clusters/C"),
+        management_cluster=envvars.matching(
+            env, "MANAGEMENT_CLUSTER", GKE_CLUSTER_RE, "projects/P/locations/L/clusters/C"
+        ),
         allowed_management_clusters=_allowed_management_clusters(env),
         management_cluster_template=_cluster_template(env),
-        management_endpoint=_choice(env, "MANAGEMENT_ENDPOINT", "ip", ("ip", "dns"), upper=False, say="ip or dns"),
-        vpc_egress=(_get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
-        management_namespace_template=_template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
+        management_endpoint=envvars.choice(
+            env, "MANAGEMENT_ENDPOINT", "ip", ("ip", "dns"), upper=False, say="ip or dns"
+        ),
+        vpc_egress=(envvars.get(env, "VPC_EGRESS") or "false").lower() in ("true", "1", "yes"),
+        management_namespace_template=envvars.template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
         management_namespace_pattern=_namespace_pattern(env),
-        kubernetes_secret_template=_template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
+        kubernetes_secret_template=envvars.template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
         kubernetes_delivery=delivery,
         external_secrets_principal_template=principal_template,
-        field_manager=_get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
+        field_manager=envvars.get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
-        secret_manager_emulator_host=_matching(env, "SECRET_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
-        gke_emulator_host=_matching(env, "GKE_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
-        resource_manager_emulator_host=_matching(env, "RESOURCE_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
+        secret_manager_emulator_host=envvars.matching(env, "SECRET_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
+        gke_emulator_host=envvars.matching(env, "GKE_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
+        resource_manager_emulator_host=envvars.matching(
+            env, "RESOURCE_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"
+        ),
         # Operation: logging, event age, retries, deletion and version retention.
-        log_level=_choice(
+        log_level=envvars.choice(
             env,
             "LOG_LEVEL",
             "INFO",
@@ -459,26 +410,28 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             upper=True,
             say="DEBUG, INFO, WARNING or ERROR",
         ),
-        max_event_age_s=_number(env, "MAX_EVENT_AGE", 3600.0, minimum=0, maximum=7 * 86400),
-        retry_deadline_s=_number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
-        deletion_policy=_choice(env, "DELETION_POLICY", "DELETE", DELETION_POLICIES, upper=True),
-        retain_versions=int(_number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
+        max_event_age_s=envvars.number(env, "MAX_EVENT_AGE", 3600.0, minimum=0, maximum=7 * 86400),
+        retry_deadline_s=envvars.number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
+        deletion_policy=envvars.choice(env, "DELETION_POLICY", "DELETE", DELETION_POLICIES, upper=True),
+        retain_versions=int(envvars.number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
         # Rotation: the fan-out's topic and its pace against the Secret Manager write quota.
-        adapter_topic=_matching(env, "ADAPTER_TOPIC", TOPIC_RE, "projects/P/topics/T"),
+        adapter_topic=envvars.matching(env, "ADAPTER_TOPIC", TOPIC_RE, "projects/P/topics/T"),
         rotation_publish_rate=_publish_rate(env),
-        secret_write_quota=_number(env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000),
-        rotation_writes_per_cluster=_number(env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10),
-        rotation_slice_s=_number(env, "ROTATION_SLICE", 480.0, minimum=1, maximum=3600),
+        secret_write_quota=envvars.number(env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000),
+        rotation_writes_per_cluster=envvars.number(env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10),
+        rotation_slice_s=envvars.number(env, "ROTATION_SLICE", 480.0, minimum=1, maximum=3600),
         # Registry verification: whether and how each registry's credential is checked.
-        registry_verification=_choice(env, "REGISTRY_VERIFICATION", "report", REGISTRY_VERIFICATION_MODES, upper=False),
-        registry_skip_hosts=tuple(h.lower() for h in _list(env, "REGISTRY_SKIP_HOSTS", REGISTRY_SKIP_DEFAULT)),
+        registry_verification=envvars.choice(
+            env, "REGISTRY_VERIFICATION", "report", REGISTRY_VERIFICATION_MODES, upper=False
+        ),
+        registry_skip_hosts=tuple(h.lower() for h in envvars.items(env, "REGISTRY_SKIP_HOSTS", REGISTRY_SKIP_DEFAULT)),
         registry_token_scopes=_token_scopes(env),
-        registry_timeout_s=_number(env, "REGISTRY_TIMEOUT", 5.0, minimum=0.1, maximum=60),
-        registry_deadline_s=_number(env, "REGISTRY_DEADLINE", 15.0, minimum=0.1, maximum=300),
-        registry_cache_ttl_s=_number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
-        registry_concurrency=int(_number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
-        registry_ca_bundle=_file(env, "REGISTRY_CA_BUNDLE"),
+        registry_timeout_s=envvars.number(env, "REGISTRY_TIMEOUT", 5.0, minimum=0.1, maximum=60),
+        registry_deadline_s=envvars.number(env, "REGISTRY_DEADLINE", 15.0, minimum=0.1, maximum=300),
+        registry_cache_ttl_s=envvars.number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
+        registry_concurrency=int(envvars.number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
+        registry_ca_bundle=envvars.readable_file(env, "REGISTRY_CA_BUNDLE"),
         registry_allowed_hosts=_allowed_hosts(env),
         registry_trusted_realms=_trusted_realms(env),
-        registry_enforce_platform=_flag(env, "REGISTRY_ENFORCE_PLATFORM"),
+        registry_enforce_platform=envvars.flag(env, "REGISTRY_ENFORCE_PLATFORM"),
     )

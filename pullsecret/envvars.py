@@ -1,0 +1,81 @@
+"""Reading one environment variable: trimmed, typed and checked, a bad value a `ConfigError` naming the variable."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from pullsecret.errors import ConfigError
+
+
+def get(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name)
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def number(env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float) -> float:
+    raw = get(env, name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigError(f"{name} must lie in [{minimum:g}, {maximum:g}], got {raw!r}")
+    return value
+
+
+def items(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def template(env: Mapping[str, str], name: str, default: str) -> str:
+    value = get(env, name) or default
+    if "{cluster_id}" not in value:
+        raise ConfigError(f"{name} must contain the placeholder {{cluster_id}}, got {value!r}")
+    try:
+        value.format(cluster_id="x")
+    except (KeyError, IndexError, ValueError):
+        raise ConfigError(f"{name} may only use the placeholder {{cluster_id}}, got {value!r}") from None
+    return value
+
+
+def choice(
+    env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...], *, upper: bool, say: str = ""
+) -> str:
+    """One of `allowed` (case-folded); `say` lists the choices in the error, else the tuple itself."""
+    raw = get(env, name) or default
+    value = raw.upper() if upper else raw.lower()
+    if value not in allowed:
+        raise ConfigError(f"{name} must be {say or f'one of {allowed}'}, got {value!r}")
+    return value
+
+
+def flag(env: Mapping[str, str], name: str) -> bool:
+    """true/1/yes or false/0/no (default false)."""
+    value = choice(env, name, "false", ("true", "false", "1", "0", "yes", "no"), upper=False, say="true or false")
+    return value in ("true", "1", "yes")
+
+
+def matching(env: Mapping[str, str], name: str, pattern: re.Pattern[str], shape: str) -> str | None:
+    """An optional value that must match `pattern` (`shape` says how it looks, for the error)."""
+    value = get(env, name)
+    if value is not None and not pattern.match(value):
+        raise ConfigError(f"{name} must be {shape}, got {value!r}")
+    return value
+
+
+def readable_file(env: Mapping[str, str], name: str) -> str | None:
+    """An optional path that must name a readable file."""
+    path = get(env, name)
+    if path is not None and not os.path.isfile(path):
+        raise ConfigError(f"{name} names no readable file: {path!r}")
+    return path
