@@ -8,8 +8,9 @@ registry host, so neither may steer the function to an address of the platform's
 - Unless REGISTRY_ALLOWED_HOSTS names its `host[:port]`, only a DNS name on port 443 is contacted, and only
   when every address it resolves to is public: IP literals, other ports, single-label and private names
   (`localhost`, `*.internal`, `*.local`, `*.localhost`) and names resolving to loopback, link-local (the
-  metadata server 169.254.169.254), RFC 1918, CGNAT (100.64.0.0/10), ULA (fc00::/7), multicast or reserved
-  addresses are refused. An allowlisted host is contacted at whatever it resolves to (an on-premises registry).
+  metadata server 169.254.169.254), RFC 1918, CGNAT (100.64.0.0/10), ULA (fc00::/7), 6to4 (2002::/16),
+  site-local (fec0::/10), multicast or reserved addresses are refused. An allowlisted host is contacted at
+  whatever it resolves to (an on-premises registry).
 - A token realm must be the registry's own host name, or share its registrable domain by the Public Suffix
   List (`publicsuffixlist` and the list it bundles; nothing is fetched at run time), so `evil.appspot.com`
   is no realm for `victim.appspot.com`, or be paired with that registry by REGISTRY_TRUSTED_REALMS
@@ -89,10 +90,26 @@ def allowed_entry(entry: str) -> str:
     return f"{hostname}:{port}"
 
 
+# IPv6 blocks that are not globally reachable registries but that Python 3.11's `is_global` (the deployed runtime's)
+# counts as global: 6to4 (RFC 3056: an IPv4 address inside, possibly an internal one), site-local (RFC 3879:
+# deprecated, still routed inside some networks) and the documentation block 3fff::/20 (RFC 9637). Python 3.12.4+
+# and 3.13 know some of these; the list is kept whatever the runtime knows (IANA IPv6 Special-Purpose Address
+# Registry, https://www.iana.org/assignments/iana-ipv6-special-registry).
+_NOT_GLOBAL_V6 = (
+    (ipaddress.IPv6Network("2002::/16"), "6to4 (an IPv4 address inside IPv6)"),
+    (ipaddress.IPv6Network("fec0::/10"), "site-local"),
+    (ipaddress.IPv6Network("3fff::/20"), "documentation"),
+)
+
+
 def address_refusal(address: Address) -> str | None:
     """Why the verifier may not connect to this address on its own judgement; None for a public address."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        for network, why in _NOT_GLOBAL_V6:
+            if address in network:
+                return why
     if address.is_loopback:
         return "loopback"
     if address.is_link_local:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
-from pullsecret.registry.egress import Egress, realm_trusted
+from pullsecret.registry.egress import Egress, NoPublicAddress, realm_trusted
 from tests.reliability import campaign, harness
 from tests.support import PLATFORM_SOURCE_SECRET, gcp_cluster
 
@@ -234,3 +234,24 @@ def test_the_status_does_not_tell_an_internal_name_from_one_that_does_not_exist(
     assert seen == {json.dumps({"result": "unreachable"})}, checks
     assert sorted(asked) == sorted(names)  # resolved, never connected
     assert world.registry.connections == before
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "2002:7f00:1::",  # 6to4 wrapping 127.0.0.1
+        "2002:a9fe:a9fe::",  # 6to4 wrapping the metadata server
+        "fec0::1",  # site-local
+        "3fff::1",  # documentation
+    ],
+)
+def test_a_name_resolving_into_ipv6_blocks_the_deployed_python_calls_global_is_not_contacted(answer: str) -> None:
+    """Python 3.11 (the function's runtime) counts 6to4, site-local and 3fff::/20 as global addresses."""
+    egress = Egress([], resolver=lambda _name, _port: [answer])
+    harness.count("cases tried")
+    with pytest.raises(NoPublicAddress):
+        egress.vet("registry.example.com")
+    # A public answer beside it does not launder it: every answer is judged.
+    mixed = Egress([], resolver=lambda _name, _port: ["2607:f8b0:4004:c07::71", answer])
+    with pytest.raises(NoPublicAddress):
+        mixed.vet("registry.example.com")
