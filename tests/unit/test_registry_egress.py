@@ -277,6 +277,15 @@ def test_allowed_entries_that_are_not_host_and_port_are_refused(entry: str) -> N
         ("::ffff:10.1.2.3", "private"),
         ("100.128.0.1", None),  # just past the CGNAT block
         ("::ffff:8.8.8.8", None),
+        ("2002::1", "6to4 (an IPv4 address inside IPv6)"),
+        ("2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "6to4 (an IPv4 address inside IPv6)"),
+        ("2003::1", None),  # just past 6to4
+        ("fec0::1", "site-local"),
+        ("feff:ffff::1", "site-local"),
+        ("3fff::1", "documentation"),
+        ("3fff:fff::1", "documentation"),
+        ("3fff:1000::1", None),  # just past 3fff::/20
+        ("2607:f8b0:4004:c07::71", None),
     ],
 )
 def test_each_address_class_has_its_own_refusal(address: str, refusal: str | None) -> None:
