@@ -152,7 +152,10 @@ def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
     if isinstance(raw, dict):
         document: Any = raw
     else:
-        size = len(raw.encode() if isinstance(raw, str) else raw)
+        try:
+            size = len(raw.encode() if isinstance(raw, str) else raw)
+        except UnicodeEncodeError:
+            raise InvalidPullSecret(f"{source}: the pull secret is not valid Unicode text (a lone surrogate)") from None
         if size > MAX_PAYLOAD_BYTES:
             raise InvalidPullSecret(f"{source}: the pull secret is {size} bytes, over the 64 KiB limit")
         try:
@@ -176,7 +179,12 @@ def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
         raise InvalidPullSecret(f"{source}: the pull secret's 'auths' is empty; it needs at least one registry")
     for registry, entry in auths.items():
         _validate_entry(registry, entry, source)
-    canonical = canonical_bytes({"auths": auths})
+    try:
+        canonical = canonical_bytes({"auths": auths})
+    except UnicodeEncodeError:  # a string holding a lone surrogate ("\ud800" in the JSON): no UTF-8 form exists
+        raise InvalidPullSecret(
+            f"{source}: a string of the pull secret is not valid Unicode (a lone surrogate)"
+        ) from None
     if len(canonical) > MAX_PAYLOAD_BYTES:
         raise InvalidPullSecret(f"{source}: the pull secret is {len(canonical)} bytes, over the 64 KiB limit")
     return PullSecret(canonical=canonical, registries=tuple(sorted(auths)))

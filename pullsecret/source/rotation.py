@@ -121,7 +121,8 @@ def _continues(recorded: Progress | None, nonce: str, *, source: str, number: in
     return (
         recorded is not None
         and bool(recorded.nonce)
-        and hmac.compare_digest(recorded.nonce, nonce)
+        # compare_digest takes ASCII text only (TypeError otherwise): a nonce anyone may publish is compared as bytes.
+        and hmac.compare_digest(recorded.nonce.encode("utf-8", "replace"), nonce.encode("utf-8", "replace"))
         and (recorded.source, recorded.version) == (source, number)
     )
 

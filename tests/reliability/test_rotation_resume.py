@@ -219,3 +219,31 @@ def test_a_continuation_without_the_record_nonce_is_refused(
         assert adapter.handle(eventarc_attributes("c-1"), envelope).result == "refused"
     harness.count("cases tried")
     assert drain(pubsub) == ([], [])
+
+
+@pytest.mark.parametrize("nonce", ["n\u00f6nce-\u2713", "\udc80", "wrong-but-ascii"])
+def test_a_forged_continuation_is_refused_cleanly_whatever_its_nonce(
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator, nonce: str
+) -> None:
+    """Anyone with publish rights can send a continuation: a non-ASCII nonce is a refusal, not a crash."""
+    source_with_versions(admin)
+    pubsub.reset()
+    pubsub.create_topic(TOPIC)
+    pubsub.create_pull_subscription(TOPIC, SUB)
+    adapter = adapter_factory(
+        PUBSUB_EMULATOR_HOST=pubsub.address,
+        ADAPTER_TOPIC=f"projects/{campaign.PROJECT}/topics/{TOPIC}",
+        ROTATION_PUBLISH_RATE="60",
+        ROTATION_SLICE="1",
+    )
+    for cid in [f"cls-forge{i:03d}" for i in range(150)]:
+        campaign.seed_generation(world, cid, 1, namespace=False)
+    assert adapter.handle(eventarc_attributes("n-1"), notification()).result == "continued"
+    _published, pending = drain(pubsub)
+    assert pending
+    forged = json.loads(json.dumps(pending[0]))
+    forged["message"]["attributes"][CONTINUATION] = nonce
+    harness.count("cases tried")
+    harness.count("deliveries")
+    assert adapter.handle(eventarc_attributes("forged"), forged).result == "refused"
+    assert drain(pubsub) == ([], [])
