@@ -21,6 +21,19 @@ rotation_publish_rate   = 20
 pinned_secret_project_id  = "hyperfleet-secrets-prod"
 pull_secret_source_secret = "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret"
 
+# Service mode instead (README.md, "Per-cluster credentials: the Pull Secret Service"): each cluster gets its own
+# credentials from the HyperFleet Pull Secret Service. Exactly one of pull_secret_source_secret and
+# pull_secret_service_url is set, and source rotation does not apply (the service rotates):
+# pull_secret_source_secret        = ""
+# enable_source_rotation           = false
+# pull_secret_service_url          = "https://pull-secret-service.hyperfleet.example.com"
+# pull_secret_service_registries   = ["quay", "rhit"]
+# The service as its design record describes it authenticates Kubernetes ServiceAccount tokens: keep one in
+# Secret Manager and mount it (docs/trust.md). google-id-token (the default) needs the service to accept
+# Google-signed ID tokens of the runtime account.
+# pull_secret_service_auth         = "token-file"
+# pull_secret_service_token_secret = "projects/hyperfleet-adapters-prod/secrets/pull-secret-service-token"
+
 hyperfleet_api_url          = "https://hyperfleet.example.com"
 hyperfleet_api_token_secret = "projects/hyperfleet-adapters-prod/secrets/hyperfleet-api-token"
 hyperfleet_status_method    = "PUT"

@@ -14,21 +14,28 @@ locals {
   ))
 
   function_environment = {
-    HYPERFLEET_API_URL            = var.hyperfleet_api_url
-    HYPERFLEET_API_TOKEN_FILE     = var.hyperfleet_api_auth == "token-file" ? "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}" : ""
-    HYPERFLEET_API_AUTH           = var.hyperfleet_api_auth
-    HYPERFLEET_API_AUDIENCE       = var.hyperfleet_api_audience
-    HYPERFLEET_STATUS_METHOD      = var.hyperfleet_status_method
-    ADAPTER_NAME                  = var.adapter_name
-    PRECONDITION_ADAPTERS         = join(",", var.precondition_adapters)
-    PULL_SECRET_SOURCE            = "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"
-    SECRET_PROJECT_ID             = var.pinned_secret_project_id
-    MANAGEMENT_CLUSTER            = var.management_cluster
-    ALLOWED_MANAGEMENT_CLUSTERS   = join(",", local.allowed_management_clusters)
-    MANAGEMENT_ENDPOINT           = var.management_endpoint
-    MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
-    MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
-    KUBERNETES_SECRET_TEMPLATE    = var.kubernetes_secret_template
+    HYPERFLEET_API_URL        = var.hyperfleet_api_url
+    HYPERFLEET_API_TOKEN_FILE = var.hyperfleet_api_auth == "token-file" ? "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}" : ""
+    HYPERFLEET_API_AUTH       = var.hyperfleet_api_auth
+    HYPERFLEET_API_AUDIENCE   = var.hyperfleet_api_audience
+    HYPERFLEET_STATUS_METHOD  = var.hyperfleet_status_method
+    ADAPTER_NAME              = var.adapter_name
+    PRECONDITION_ADAPTERS     = join(",", var.precondition_adapters)
+    # Exactly one source (variables.tf): the platform pull secret, or the Pull Secret Service. An empty value is
+    # unset for the function (pullsecret/config.py), so each mode's variables are set in that mode only.
+    PULL_SECRET_SOURCE             = local.pull_secret_service ? "" : "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"
+    PULL_SECRET_SERVICE_URL        = var.pull_secret_service_url
+    PULL_SECRET_SERVICE_AUTH       = local.pull_secret_service ? var.pull_secret_service_auth : ""
+    PULL_SECRET_SERVICE_AUDIENCE   = local.pull_secret_service ? var.pull_secret_service_audience : ""
+    PULL_SECRET_SERVICE_TOKEN_FILE = local.pull_secret_service_token_file ? "${local.pull_secret_service_token_mount}/${local.pull_secret_service_token_name}" : ""
+    PULL_SECRET_SERVICE_REGISTRIES = local.pull_secret_service ? join(",", var.pull_secret_service_registries) : ""
+    SECRET_PROJECT_ID              = var.pinned_secret_project_id
+    MANAGEMENT_CLUSTER             = var.management_cluster
+    ALLOWED_MANAGEMENT_CLUSTERS    = join(",", local.allowed_management_clusters)
+    MANAGEMENT_ENDPOINT            = var.management_endpoint
+    MANAGEMENT_NAMESPACE_TEMPLATE  = var.management_namespace_template
+    MANAGEMENT_NAMESPACE_PATTERN   = var.management_namespace_pattern
+    KUBERNETES_SECRET_TEMPLATE     = var.kubernetes_secret_template
     # external_secrets.tf: with external-secrets, no Kubernetes call; access granted to this principal instead.
     KUBERNETES_DELIVERY                 = var.kubernetes_delivery
     EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE = local.external_secrets_principal_template
@@ -187,6 +194,20 @@ resource "google_cloudfunctions2_function" "adapter" {
         versions {
           version = "latest"
           path    = local.hyperfleet_token_file_name
+        }
+      }
+    }
+
+    # The Pull Secret Service token (service mode with token-file only), at its own mount path.
+    dynamic "secret_volumes" {
+      for_each = local.pull_secret_service_token_file ? [var.pull_secret_service_token_secret] : []
+      content {
+        mount_path = local.pull_secret_service_token_mount
+        project_id = local.pull_secret_service_token_project
+        secret     = local.pull_secret_service_token_secret_id
+        versions {
+          version = "latest"
+          path    = local.pull_secret_service_token_name
         }
       }
     }

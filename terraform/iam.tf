@@ -47,7 +47,7 @@ resource "google_service_account" "build" {
 #     hyperfleet-...-pull-secret), for the secret and its versions, so the function cannot read,
 #     change or delete any other secret in these projects (a prefix alone would also cover e.g. a
 #     hyperfleet-api-token secret). variables.tf refuses a configuration whose source or token
-#     secret would fall under it.
+#     secrets would fall under it.
 # Resource names in conditions use the project NUMBER (that is what Secret Manager reports); the
 # condition uses only startsWith / endsWith / extract, the functions IAM documents for resource.name.
 # ---------------------------------------------------------------------------
@@ -206,8 +206,11 @@ resource "google_kms_crypto_key_iam_member" "secret_cmek" {
   member        = google_project_service_identity.secret_projects_secretmanager[each.value.project].member
 }
 
-# The platform pull secret: read access on that one secret only.
+# The platform pull secret: read access on that one secret only, in platform mode only (service mode has no
+# platform secret: the runtime account can read no credential shared by every cluster).
 resource "google_secret_manager_secret_iam_member" "runtime_pull_secret_source" {
+  count = local.pull_secret_service ? 0 : 1
+
   project   = local.pull_secret_source_project
   secret_id = local.pull_secret_source_id
   role      = "roles/secretmanager.secretAccessor"
@@ -220,6 +223,16 @@ resource "google_secret_manager_secret_iam_member" "runtime_hyperfleet_token" {
 
   project   = local.hyperfleet_token_project
   secret_id = local.hyperfleet_token_secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = google_service_account.runtime.member
+}
+
+# The Pull Secret Service's bearer token, mounted into the function as a file (service mode, token-file only).
+resource "google_secret_manager_secret_iam_member" "runtime_pull_secret_service_token" {
+  count = local.pull_secret_service_token_file ? 1 : 0
+
+  project   = local.pull_secret_service_token_project
+  secret_id = local.pull_secret_service_token_secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = google_service_account.runtime.member
 }

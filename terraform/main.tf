@@ -24,11 +24,27 @@ locals {
   # Projects that hold per-cluster secrets: the pinned one (if any) plus any listed.
   secret_project_ids = toset(distinct(compact(concat([var.pinned_secret_project_id], var.secret_project_ids))))
 
-  # projects/P/secrets/S -> P and S.
-  pull_secret_source_project = split("/", var.pull_secret_source_secret)[1]
-  pull_secret_source_id      = split("/", var.pull_secret_source_secret)[3]
+  # projects/P/secrets/S -> P and S (empty when the variable is: platform mode has no service token, service mode
+  # no platform pull secret).
+  pull_secret_source_project = var.pull_secret_source_secret == "" ? "" : split("/", var.pull_secret_source_secret)[1]
+  pull_secret_source_id      = var.pull_secret_source_secret == "" ? "" : split("/", var.pull_secret_source_secret)[3]
   hyperfleet_token_project   = var.hyperfleet_api_token_secret == "" ? "" : split("/", var.hyperfleet_api_token_secret)[1]
   hyperfleet_token_secret_id = var.hyperfleet_api_token_secret == "" ? "" : split("/", var.hyperfleet_api_token_secret)[3]
+
+  # Service mode (pull_secret_service_url set; variables.tf: exactly one of it and pull_secret_source_secret):
+  # per-cluster credentials from the Pull Secret Service, no platform pull secret. Its bearer token, in
+  # token-file mode, is mounted like the HyperFleet API token, at a mount path of its own.
+  pull_secret_service                 = var.pull_secret_service_url != ""
+  pull_secret_service_token_file      = local.pull_secret_service && var.pull_secret_service_auth == "token-file"
+  pull_secret_service_token_project   = var.pull_secret_service_token_secret == "" ? "" : split("/", var.pull_secret_service_token_secret)[1]
+  pull_secret_service_token_secret_id = var.pull_secret_service_token_secret == "" ? "" : split("/", var.pull_secret_service_token_secret)[3]
+  pull_secret_service_token_mount     = "/etc/secrets/pull-secret-service"
+  pull_secret_service_token_name      = "token"
+  # Each token file the function reads, by its variable: what doctor_command fetches on a workstation.
+  token_file_secrets = {
+    HYPERFLEET_API_TOKEN_FILE      = var.hyperfleet_api_token_secret
+    PULL_SECRET_SERVICE_TOKEN_FILE = var.pull_secret_service_token_secret
+  }
 
   management_cluster_project  = split("/", var.management_cluster)[1]
   management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))
@@ -119,7 +135,7 @@ resource "google_project_iam_member" "eventarc_agent" {
 
 # IAM grants take up to a few minutes to reach every service (https://cloud.google.com/iam/docs/access-change-propagation);
 # the function's build (build account), its trigger (Eventarc and Pub/Sub service agents, trigger account) and
-# its first start (runtime account, token secret) use grants made in this same apply. The provider's own gen2
+# its first start (runtime account, token secrets) use grants made in this same apply. The provider's own gen2
 # example with a dedicated build account waits 60 s after the grants (cloudfunctions2_function basic_builder).
 resource "time_sleep" "iam_propagation" {
   create_duration = "60s"
@@ -131,6 +147,7 @@ resource "time_sleep" "iam_propagation" {
     google_artifact_registry_repository_iam_member.build_writer,
     google_kms_crypto_key_iam_member.secret_cmek,
     google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
+    google_secret_manager_secret_iam_member.runtime_pull_secret_service_token,
     google_service_account_iam_member.pubsub_agent_trigger_token,
     google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
   ]

@@ -8,6 +8,8 @@
 #                          topic), as the runtime account (publisher on that topic only)
 # `topics` on the source secret is set by scripts/configure-source-rotation-topic.sh, because the
 # platform team owns that secret (Terraform cannot set one field of a resource it does not own).
+# Platform mode only: service mode (pull_secret_service_url) has no platform pull secret, and variables.tf
+# refuses enable_source_rotation there (the Pull Secret Service rotates; Sentinel's next event delivers).
 # ---------------------------------------------------------------------------
 
 locals {

@@ -133,9 +133,15 @@ variable "configure_dead_letter" {
 # ---------------------------------------------------------------------------
 
 variable "enable_source_rotation" {
-  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, runtime publisher grant on the cluster events topic, ADAPTER_TOPIC. False: clusters pick up a new source on Sentinel's next cycle only."
+  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, runtime publisher grant on the cluster events topic, ADAPTER_TOPIC. False: clusters pick up a new source on Sentinel's next cycle only. Platform mode only: must be false with pull_secret_service_url (the service rotates; the next Sentinel event delivers)."
   type        = bool
   default     = true
+
+  # Refused rather than ignored: an explicit true in service mode would otherwise be silently dropped.
+  validation {
+    condition     = !(var.enable_source_rotation && var.pull_secret_service_url != "")
+    error_message = "Set enable_source_rotation = false with pull_secret_service_url: source rotation fans out a new version of the platform pull secret, and service mode has none (the Pull Secret Service rotates each cluster's credentials and Sentinel's next event for the cluster delivers them; docs/lifecycle.md)."
+  }
 }
 
 variable "configure_source_topics" {
@@ -215,12 +221,13 @@ variable "secret_project_ids" {
 }
 
 variable "pull_secret_source_secret" {
-  description = "The platform pull secret in Secret Manager, as projects/P/secrets/S (the function reads only this secret)."
+  description = "Platform mode (PULL_SECRET_SOURCE): the platform pull secret in Secret Manager, as projects/P/secrets/S (the function reads only this secret), the same for every cluster. Empty in service mode: exactly one of it and pull_secret_service_url is set."
   type        = string
+  default     = ""
 
   validation {
-    condition     = can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.pull_secret_source_secret))
-    error_message = "The pull_secret_source_secret must be projects/PROJECT_ID/secrets/SECRET_ID."
+    condition     = var.pull_secret_source_secret == "" || can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.pull_secret_source_secret))
+    error_message = "The pull_secret_source_secret must be projects/PROJECT_ID/secrets/SECRET_ID (or empty with pull_secret_service_url)."
   }
 }
 
@@ -235,6 +242,73 @@ variable "pull_secret_source_version" {
   }
 }
 
+# ---------------------------------------------------------------------------
+# Service mode: per-cluster credentials from the HyperFleet Pull Secret Service (README.md,
+# "Per-cluster credentials: the Pull Secret Service"), in place of pull_secret_source_secret.
+# ---------------------------------------------------------------------------
+
+variable "pull_secret_service_url" {
+  description = "PULL_SECRET_SERVICE_URL: base URL (https) of the HyperFleet Pull Secret Service; the function calls {base}/v1/clusters/{cluster_id}/pull-secrets and each cluster gets its own credentials. Empty: platform mode (pull_secret_source_secret). Exactly one of the two is set."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.pull_secret_service_url == "" || can(regex("^https://[^\\s/?#@]+(/[^\\s?#]*)?$", var.pull_secret_service_url))
+    error_message = "The pull_secret_service_url must be empty or an https:// base URL without credentials, query or fragment (a bearer token never goes over plain HTTP)."
+  }
+
+  validation {
+    condition     = (var.pull_secret_service_url == "") != (var.pull_secret_source_secret == "")
+    error_message = "Exactly one of pull_secret_source_secret (platform mode: one platform pull secret for every cluster) and pull_secret_service_url (service mode: per-cluster credentials from the Pull Secret Service) must be set."
+  }
+}
+
+variable "pull_secret_service_auth" {
+  description = "PULL_SECRET_SERVICE_AUTH: google-id-token (an ID token of the runtime account, audience pull_secret_service_audience; the service must accept Google-signed ID tokens, docs/trust.md) or token-file (a bearer token from pull_secret_service_token_secret, mounted as a file: the mode that works with the service as its design record describes it, which authenticates Kubernetes ServiceAccount tokens). Used only with pull_secret_service_url."
+  type        = string
+  default     = "google-id-token"
+
+  validation {
+    condition     = contains(["google-id-token", "token-file"], var.pull_secret_service_auth)
+    error_message = "The pull_secret_service_auth must be google-id-token or token-file."
+  }
+}
+
+variable "pull_secret_service_audience" {
+  description = "PULL_SECRET_SERVICE_AUDIENCE: the audience of the ID tokens (google-id-token). Empty: the function uses pull_secret_service_url (without a trailing slash). Only with pull_secret_service_url."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.pull_secret_service_audience == "" || (var.pull_secret_service_url != "" && can(regex("^[!-~]{1,256}$", var.pull_secret_service_audience)))
+    error_message = "The pull_secret_service_audience must be empty, or one printable word of at most 256 characters with pull_secret_service_url set."
+  }
+}
+
+variable "pull_secret_service_token_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) holding the Pull Secret Service bearer token (e.g. a Kubernetes ServiceAccount token the service's TokenReview accepts); mounted as a file (PULL_SECRET_SERVICE_TOKEN_FILE), never an env var. Required with pull_secret_service_auth = token-file in service mode, empty otherwise."
+  type        = string
+  default     = ""
+
+  validation {
+    condition = (var.pull_secret_service_url != "" && var.pull_secret_service_auth == "token-file" ?
+      can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.pull_secret_service_token_secret)) :
+    var.pull_secret_service_token_secret == "")
+    error_message = "The pull_secret_service_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID with pull_secret_service_url and pull_secret_service_auth = token-file, and empty otherwise (no token to mount)."
+  }
+}
+
+variable "pull_secret_service_registries" {
+  description = "PULL_SECRET_SERVICE_REGISTRIES: the registry ids the function asks the Pull Secret Service credentials for (the DDR's quay = Quay robot account, rhit = registry.redhat.io service account). Used only with pull_secret_service_url."
+  type        = list(string)
+  default     = ["quay", "rhit"]
+
+  validation {
+    condition     = length(var.pull_secret_service_registries) >= 1 && length(var.pull_secret_service_registries) <= 8 && alltrue([for r in var.pull_secret_service_registries : can(regex("^[a-z0-9][a-z0-9_-]{0,31}$", r))])
+    error_message = "The pull_secret_service_registries must list 1 to 8 registry ids of lowercase letters, digits, - and _ (at most 32 characters, e.g. quay, rhit)."
+  }
+}
+
 variable "secret_id_template" {
   description = "SECRET_ID_TEMPLATE: id of each cluster's Secret Manager secret; {cluster_id} appears once, with a fixed prefix and suffix. The runtime account's IAM condition covers exactly the ids of this form (prefix...suffix), so no other secret in a secret project may be named like it."
   type        = string
@@ -245,17 +319,17 @@ variable "secret_id_template" {
     error_message = "The secret_id_template must be PREFIX{cluster_id}SUFFIX with a non-empty prefix and suffix of letters, digits, - and _ (the IAM condition is built from both)."
   }
 
-  # The IAM condition grants every secret named PREFIX...SUFFIX in a secret project: the two secrets this
+  # The IAM condition grants every secret named PREFIX...SUFFIX in a secret project: the secrets this
   # configuration names for other purposes must not fall under it (the function could change them).
   validation {
     condition = alltrue([
-      for secret in compact([var.pull_secret_source_secret, var.hyperfleet_api_token_secret]) : !(
+      for secret in compact([var.pull_secret_source_secret, var.hyperfleet_api_token_secret, var.pull_secret_service_token_secret]) : !(
         contains(concat([var.pinned_secret_project_id], var.secret_project_ids), split("/", secret)[1])
         && startswith(split("/", secret)[3], split("{cluster_id}", var.secret_id_template)[0])
         && endswith(split("/", secret)[3], split("{cluster_id}", var.secret_id_template)[1])
       )
     ])
-    error_message = "The pull_secret_source_secret or hyperfleet_api_token_secret is in a secret project and named like secret_id_template (PREFIX...SUFFIX): the runtime account's Secret Manager grant would cover it. Rename that secret or change secret_id_template."
+    error_message = "The pull_secret_source_secret, hyperfleet_api_token_secret or pull_secret_service_token_secret is in a secret project and named like secret_id_template (PREFIX...SUFFIX): the runtime account's Secret Manager grant would cover it. Rename that secret or change secret_id_template."
   }
 }
 

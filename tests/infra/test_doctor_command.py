@@ -25,13 +25,40 @@ variable "project_id" { default = "hf-demo-project" }
 locals {
   stub_function              = "hyperfleet-pullsecret-adapter"
   stub_runtime               = "hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com"
-  hyperfleet_token_secret_id = "hyperfleet-api-token"
-  hyperfleet_token_project   = "hf-demo-project"
+  token_file_secrets = {
+    HYPERFLEET_API_TOKEN_FILE      = "projects/hf-demo-project/secrets/hyperfleet-api-token"
+    PULL_SECRET_SERVICE_TOKEN_FILE = ""
+  }
   function_environment = {
     HYPERFLEET_API_URL            = "https://hf.example.com"
     HYPERFLEET_API_TOKEN_FILE     = "/etc/secrets/hyperfleet/token"
     MANAGEMENT_NAMESPACE_PATTERN  = "^clusters-[a-z0-9-]+$"
+    PULL_SECRET_SOURCE            = "projects/hf-demo-project/secrets/platform-pull-secret/versions/latest"
+    PULL_SECRET_SERVICE_TOKEN_FILE = ""
     SECRET_KMS_KEY                = ""
+  }
+}
+"""
+# Service mode with token-file for the Pull Secret Service, google-id-token for the HyperFleet API.
+SERVICE_STUB_CONFIG = """
+variable "region" { default = "us-central1" }
+variable "project_id" { default = "hf-demo-project" }
+locals {
+  stub_function      = "hyperfleet-pullsecret-adapter"
+  stub_runtime       = "hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com"
+  token_file_secrets = {
+    HYPERFLEET_API_TOKEN_FILE      = ""
+    PULL_SECRET_SERVICE_TOKEN_FILE = "projects/hf-tokens/secrets/pull-secret-service-token"
+  }
+  function_environment = {
+    HYPERFLEET_API_URL             = "https://hf.example.com"
+    HYPERFLEET_API_AUTH            = "google-id-token"
+    HYPERFLEET_API_TOKEN_FILE      = ""
+    PULL_SECRET_SOURCE             = ""
+    PULL_SECRET_SERVICE_URL        = "https://pull-secrets.example.com"
+    PULL_SECRET_SERVICE_AUTH       = "token-file"
+    PULL_SECRET_SERVICE_TOKEN_FILE = "/etc/secrets/pull-secret-service/token"
+    PULL_SECRET_SERVICE_REGISTRIES = "quay,rhit"
   }
 }
 """
@@ -47,12 +74,10 @@ def _output_block() -> str:
     return block
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> str:
+def render(folder: Path, stub: str) -> str:
     if shutil.which("terraform") is None:
         pytest.skip("terraform is not installed")
-    folder = tmp_path_factory.mktemp("doctor-output")
-    (folder / "main.tf").write_text(STUB_CONFIG + _output_block())
+    (folder / "main.tf").write_text(stub + _output_block())
     env = {"PATH": "/usr/bin:/bin:/usr/local/bin", "TF_IN_AUTOMATION": "1", "HOME": str(folder)}
     for args in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
         subprocess.run(["terraform", *args], cwd=folder, env=env, check=True, capture_output=True, timeout=120)
@@ -60,6 +85,16 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> str:
         ["terraform", "output", "-raw", "doctor_command"], cwd=folder, env=env, check=True, capture_output=True
     )
     return result.stdout.decode()
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return render(tmp_path_factory.mktemp("doctor-output"), STUB_CONFIG)
+
+
+@pytest.fixture(scope="module")
+def rendered_service(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return render(tmp_path_factory.mktemp("doctor-output-service"), SERVICE_STUB_CONFIG)
 
 
 def test_the_output_is_a_shell_script_running_the_doctor_both_ways(rendered: str) -> None:
@@ -75,6 +110,34 @@ def test_the_output_is_a_shell_script_running_the_doctor_both_ways(rendered: str
     assert "/etc/secrets" not in rendered
     assert "--impersonate-service-account=hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com" in rendered
     assert lines.index("python -m pullsecret doctor") > max(i for i, x in enumerate(lines) if x.startswith("export"))
+
+
+def test_the_output_fetches_the_pull_secret_service_token_in_token_file_service_mode(rendered_service: str) -> None:
+    subprocess.run(["bash", "-n"], input=rendered_service.encode(), check=True)
+    lines = rendered_service.splitlines()
+    assert "export PULL_SECRET_SERVICE_URL='https://pull-secrets.example.com'" in lines
+    assert not any(line.startswith(("export PULL_SECRET_SOURCE", "export HYPERFLEET_API_TOKEN_FILE")) for line in lines)
+    # The service token is fetched as the HyperFleet token is in platform mode; no HyperFleet token to fetch here.
+    assert 'export PULL_SECRET_SERVICE_TOKEN_FILE="$(mktemp)"' in lines
+    fetch = (
+        "gcloud secrets versions access latest --secret=pull-secret-service-token --project=hf-tokens "
+        "--impersonate-service-account=hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com "
+        '> "$PULL_SECRET_SERVICE_TOKEN_FILE"'
+    )
+    assert fetch in lines
+    assert "--secret=hyperfleet-api-token" not in rendered_service and "/etc/secrets" not in rendered_service
+    assert lines.index(fetch) < lines.index("python -m pullsecret doctor")
+    assert lines[lines.index("python -m pullsecret doctor") + 1] == 'rm -f "$PULL_SECRET_SERVICE_TOKEN_FILE"'
+
+
+def test_the_output_fetches_the_hyperfleet_token_in_platform_mode(rendered: str) -> None:
+    lines = rendered.splitlines()
+    assert 'export HYPERFLEET_API_TOKEN_FILE="$(mktemp)"' in lines
+    assert any(
+        line.startswith("gcloud secrets versions access latest --secret=hyperfleet-api-token ") for line in lines
+    )
+    assert "PULL_SECRET_SERVICE" not in rendered
+    assert lines[lines.index("python -m pullsecret doctor") + 1] == 'rm -f "$HYPERFLEET_API_TOKEN_FILE"'
 
 
 def test_the_readme_deployment_section_ends_with_the_doctor() -> None:

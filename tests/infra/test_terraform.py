@@ -237,12 +237,21 @@ def test_secret_accessor_only_on_the_named_secrets(config: Config) -> None:
         for kind, name, body in config.iam_resources()
         if body["role"] == "roles/secretmanager.secretAccessor"
     ]
-    assert {name for _, name, _ in accessors} == {"runtime_pull_secret_source", "runtime_hyperfleet_token"}
+    assert {name for _, name, _ in accessors} == {
+        "runtime_pull_secret_source",
+        "runtime_hyperfleet_token",
+        "runtime_pull_secret_service_token",
+    }
     for kind, _, body in accessors:
         assert kind == "google_secret_manager_secret_iam_member"
         assert body["member"] == "${google_service_account.runtime.member}"
     source = config.resource("google_secret_manager_secret_iam_member", "runtime_pull_secret_source")
     assert source["secret_id"] == "${local.pull_secret_source_id}"
+    # Service mode: no platform secret to read; the service token only in token-file mode (test_service_mode.py).
+    assert source["count"] == "${local.pull_secret_service ? 0 : 1}"
+    token = config.resource("google_secret_manager_secret_iam_member", "runtime_pull_secret_service_token")
+    assert token["count"] == "${local.pull_secret_service_token_file ? 1 : 0}"
+    assert token["secret_id"] == "${local.pull_secret_service_token_secret_id}"
 
 
 DIRECT_ONLY_VIEWER = '${var.kubernetes_delivery == "direct" ? local.management_cluster_projects : toset([])}'
@@ -270,6 +279,7 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
             "${google_project_iam_custom_role.secret_manager_record_keeper[each.value].id}",  # one name
             "roles/secretmanager.secretAccessor",
             "roles/secretmanager.secretAccessor",
+            "roles/secretmanager.secretAccessor",  # the Pull Secret Service token (service mode, token-file)
             "roles/container.clusterViewer",
             "${google_project_iam_custom_role.cluster_connect[each.value].id}",  # DNS endpoint only
             "roles/pubsub.publisher",
@@ -342,7 +352,10 @@ def test_function_environment_comes_from_variables_and_token_is_a_secret_file(co
         if key in {"LOG_EXECUTION_ID"}:
             continue
         assert "var." in value or "local." in value, f"{key} is hard-coded: {value}"
-    (volumes,) = [d["secret_volumes"] for d in service["dynamic"] if "secret_volumes" in d]
+    hyperfleet = '${var.hyperfleet_api_auth == "token-file" ? [var.hyperfleet_api_token_secret] : []}'
+    (volumes,) = [
+        d["secret_volumes"] for d in service["dynamic"] if d.get("secret_volumes", {}).get("for_each") == hyperfleet
+    ]
     assert volumes["for_each"] == '${var.hyperfleet_api_auth == "token-file" ? [var.hyperfleet_api_token_secret] : []}'
     volume = volumes["content"][0]
     assert volume["secret"] == "${local.hyperfleet_token_secret_id}"

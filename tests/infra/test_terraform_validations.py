@@ -50,6 +50,32 @@ GOOD: dict[str, dict[str, Any]] = {
     "external_secrets_delivery": {"kubernetes_delivery": "external-secrets"},
     "on_premises_registries": {"registry_allowed_hosts": ["registry.corp.example:5000", "10.1.2.3", "[fd00::5]:443"]},
     "no_trusted_realms": {"registry_trusted_realms": []},
+    # Service mode (issue 29): the Pull Secret Service in place of the platform pull secret, both auth modes.
+    "service_google_id_token": {
+        "pull_secret_source_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "enable_source_rotation": False,
+    },
+    "service_token_file": {
+        "pull_secret_source_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com/api/",
+        "pull_secret_service_auth": "token-file",
+        "pull_secret_service_token_secret": "projects/hyperfleet-adapters-prod/secrets/pull-secret-service-token",
+        "pull_secret_service_registries": ["quay"],
+        "enable_source_rotation": False,
+    },
+    "service_audience": {
+        "pull_secret_source_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "pull_secret_service_audience": "pull-secret-service",
+        "enable_source_rotation": False,
+    },
+}
+
+SERVICE = {
+    "pull_secret_source_secret": "",
+    "pull_secret_service_url": "https://pull-secrets.example.com",
+    "enable_source_rotation": False,
 }
 
 # (variable, index of its validation block, overrides of example.tfvars)
@@ -65,10 +91,46 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("pubsub_kms_key_name", 0, {"pubsub_kms_key_name": "my-key"}),
     ("dead_letter_max_delivery_attempts", 0, {"dead_letter_max_delivery_attempts": 4}),
     ("rotation_publish_rate", 0, {"rotation_publish_rate": 0}),
+    # Service mode has no platform pull secret to fan out: refused, not silently ignored.
+    ("enable_source_rotation", 0, {**SERVICE, "enable_source_rotation": True}),
     ("pinned_secret_project_id", 0, {"pinned_secret_project_id": "Secrets"}),
     ("secret_project_ids", 0, {"secret_project_ids": ["Secrets"]}),
     ("pull_secret_source_secret", 0, {"pull_secret_source_secret": "platform-pull-secret"}),
     ("pull_secret_source_version", 0, {"pull_secret_source_version": "0"}),
+    ("pull_secret_service_url", 0, {**SERVICE, "pull_secret_service_url": "http://pull-secrets.example.com"}),
+    ("pull_secret_service_url", 0, {**SERVICE, "pull_secret_service_url": "https://u:p@pull-secrets.example.com"}),
+    ("pull_secret_service_url", 0, {**SERVICE, "pull_secret_service_url": "https://pull-secrets.example.com/?a=b"}),
+    # Exactly one of the platform pull secret and the service: both, and neither.
+    (
+        "pull_secret_service_url",
+        1,
+        {**SERVICE, "pull_secret_source_secret": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret"},
+    ),
+    ("pull_secret_service_url", 1, {"pull_secret_source_secret": ""}),
+    ("pull_secret_service_auth", 0, {**SERVICE, "pull_secret_service_auth": "oidc"}),
+    ("pull_secret_service_audience", 0, {**SERVICE, "pull_secret_service_audience": "pull secrets"}),
+    ("pull_secret_service_audience", 0, {"pull_secret_service_audience": "pull-secret-service"}),  # platform mode
+    # token-file needs a token secret, google-id-token none, platform mode none.
+    ("pull_secret_service_token_secret", 0, {**SERVICE, "pull_secret_service_auth": "token-file"}),
+    (
+        "pull_secret_service_token_secret",
+        0,
+        {**SERVICE, "pull_secret_service_auth": "token-file", "pull_secret_service_token_secret": "token"},
+    ),
+    (
+        "pull_secret_service_token_secret",
+        0,
+        {**SERVICE, "pull_secret_service_token_secret": "projects/hyperfleet-adapters-prod/secrets/pss-token"},
+    ),
+    (
+        "pull_secret_service_token_secret",
+        0,
+        {"pull_secret_service_token_secret": "projects/hyperfleet-adapters-prod/secrets/pss-token"},
+    ),
+    ("pull_secret_service_registries", 0, {**SERVICE, "pull_secret_service_registries": []}),
+    ("pull_secret_service_registries", 0, {**SERVICE, "pull_secret_service_registries": ["Quay"]}),
+    ("pull_secret_service_registries", 0, {**SERVICE, "pull_secret_service_registries": ["r"] * 9}),
+    ("pull_secret_service_registries", 0, {**SERVICE, "pull_secret_service_registries": ["a" * 33]}),
     ("secret_id_template", 0, {"secret_id_template": "{cluster_id}"}),
     ("secret_id_template", 0, {"secret_id_template": "hyperfleet-{cluster_id}"}),
     (
@@ -82,6 +144,16 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
         {
             "secret_id_template": "platform-{cluster_id}-secret",
             "pull_secret_source_secret": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret",
+        },
+    ),
+    (
+        # The service token in a secret project, named like the cluster secrets: the runtime grant would cover it.
+        "secret_id_template",
+        1,
+        {
+            **SERVICE,
+            "pull_secret_service_auth": "token-file",
+            "pull_secret_service_token_secret": "projects/hyperfleet-secrets-prod/secrets/hyperfleet-pss-pull-secret",
         },
     ),
     ("secret_replication_locations", 0, {"secret_replication_locations": ["Europe"]}),
@@ -230,8 +302,12 @@ def run_cases(variables_tf: Path, cases: dict[str, dict[str, Any]], work: Path) 
 
 
 def cases_of(variables: dict[str, dict[str, Any]], example: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    # hyperfleet_api_token_secret defaults to "" (google-id-token) but is required in the default token-file mode.
-    required = {name for name, body in variables.items() if "default" not in body} | {"hyperfleet_api_token_secret"}
+    # hyperfleet_api_token_secret defaults to "" (google-id-token) but is required in the default token-file mode;
+    # pull_secret_source_secret defaults to "" (service mode) but is required without pull_secret_service_url.
+    required = {name for name, body in variables.items() if "default" not in body} | {
+        "hyperfleet_api_token_secret",
+        "pull_secret_source_secret",
+    }
     cases = {"defaults": {name: example[name] for name in required}}
     for name, overrides in GOOD.items():
         cases[f"good_{name}"] = {**example, **overrides}
