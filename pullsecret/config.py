@@ -6,6 +6,7 @@ instead of on the first event.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -131,10 +132,19 @@ def _api_url(env: Mapping[str, str]) -> str:
 
 
 def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
-    """(HYPERFLEET_API_AUTH, HYPERFLEET_API_AUDIENCE); google-id-token excludes a token file."""
+    """(HYPERFLEET_API_AUTH, HYPERFLEET_API_AUDIENCE); google-id-token excludes a token file, and no token goes over
+    plain HTTP to anything but loopback (anyone on the path could replay it)."""
     api_auth = envvars.choice(env, "HYPERFLEET_API_AUTH", "token-file", API_AUTH_MODES, upper=False)
-    if api_auth == "google-id-token" and envvars.get(env, "HYPERFLEET_API_TOKEN_FILE") is not None:
+    token_file = envvars.get(env, "HYPERFLEET_API_TOKEN_FILE")
+    if api_auth == "google-id-token" and token_file is not None:
         raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
+    url = urlparse(envvars.get(env, "HYPERFLEET_API_URL") or "")
+    sends_token = api_auth == "google-id-token" or token_file is not None
+    if sends_token and url.scheme == "http" and not _loopback(url.hostname):
+        raise ConfigError(
+            f"HYPERFLEET_API_URL is plain http to {url.hostname!r}, and HYPERFLEET_API_AUTH={api_auth} sends a token "
+            "with every call: use https (http is for loopback only)"
+        )
     audience = envvars.get(env, "HYPERFLEET_API_AUDIENCE") or "hyperfleet-api"
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"HYPERFLEET_API_AUDIENCE must be one printable word (an audience), got {audience!r}")
@@ -151,7 +161,22 @@ class _ServiceSettings:
 
 
 def _loopback(host: str | None) -> bool:
-    return host in ("localhost", "::1") or (host or "").startswith("127.")
+    """`localhost` or a loopback IP literal (127.0.0.0/8, ::1); a name that merely starts with "127." is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def _emulator_host(env: Mapping[str, str], name: str) -> str | None:
+    """A local emulator's `host:port`: loopback only, since the runtime identity's access token goes with each call
+    (over plain HTTP to the Resource Manager emulator, over a local gRPC channel to the others)."""
+    value = envvars.matching(env, name, HOSTPORT_RE, "host:port")
+    if value is not None and not _loopback(urlparse(f"//{value}").hostname):
+        raise ConfigError(f"{name} must name a loopback address (localhost, 127.0.0.1, [::1]), got {value!r}")
+    return value
 
 
 def _pull_secret_service(env: Mapping[str, str]) -> _ServiceSettings:
@@ -396,11 +421,9 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         external_secrets_principal_template=principal_template,
         field_manager=envvars.get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
-        secret_manager_emulator_host=envvars.matching(env, "SECRET_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
-        gke_emulator_host=envvars.matching(env, "GKE_EMULATOR_HOST", HOSTPORT_RE, "host:port"),
-        resource_manager_emulator_host=envvars.matching(
-            env, "RESOURCE_MANAGER_EMULATOR_HOST", HOSTPORT_RE, "host:port"
-        ),
+        secret_manager_emulator_host=_emulator_host(env, "SECRET_MANAGER_EMULATOR_HOST"),
+        gke_emulator_host=_emulator_host(env, "GKE_EMULATOR_HOST"),
+        resource_manager_emulator_host=_emulator_host(env, "RESOURCE_MANAGER_EMULATOR_HOST"),
         # Operation: logging, event age, retries, deletion and version retention.
         log_level=envvars.choice(
             env,
