@@ -48,6 +48,9 @@ class _Deadline:
     def expired(self) -> bool:
         return self.remaining() <= 0
 
+    def call_timeout(self) -> float:
+        return max(min(self.remaining(), 20.0), 0.5)  # as retrying.Deadline.call_timeout
+
 
 @dataclass
 class RotationWorld:
