@@ -10,11 +10,17 @@ from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls, _write_failure
 
 
-class Records(Calls):
+class Records:
+    """Rotation progress records: a secret's annotations, compare-and-swap on its etag."""
+
+    def __init__(self, calls: Calls) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+
     def read_record(self, name: str, deadline: Deadline) -> tuple[dict[str, str], str] | None:
         """A record secret's annotations and etag (GetSecret: read quota); None when it does not exist."""
         try:
-            current = self._call(f"get {name}", deadline, self._client.get_secret, name=name)
+            current = self._calls.call(f"get {name}", deadline, self._client.get_secret, name=name)
         except gexc.NotFound:
             return None
         except gexc.FailedPrecondition as exc:
@@ -36,17 +42,19 @@ class Records(Calls):
         for _ in range(5):
             try:
                 if etag is None:
-                    written = self._write(
+                    written = self._calls.write(
                         what,
                         project,
                         deadline,
                         self._client.create_secret,
                         parent=f"projects/{project}",
                         secret_id=secret_id,
-                        secret=types.Secret(replication=self._replication(), labels=labels, annotations=annotations),
+                        secret=types.Secret(
+                            replication=self._calls.replication(), labels=labels, annotations=annotations
+                        ),
                     )
                 else:
-                    written = self._write(
+                    written = self._calls.write(
                         what,
                         project,
                         deadline,

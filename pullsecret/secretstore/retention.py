@@ -13,7 +13,13 @@ from pullsecret.secretstore.calls import SERVICE, Calls, _int
 from pullsecret.secretstore.labels import OwnershipConflict
 
 
-class Retention(Calls):
+class Retention:
+    """Old versions destroyed and DELETION_POLICY applied to a cluster's secret."""
+
+    def __init__(self, calls: Calls) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+
     def apply_retention(
         self, secret_name: str, *, keep: int, protected: set[str], deadline: Deadline
     ) -> RetentionResult:
@@ -26,7 +32,7 @@ class Retention(Calls):
         from google.cloud.secretmanager_v1 import types
 
         what = f"list versions of {secret_name}"
-        pager = self._call(
+        pager = self._calls.call(
             what,
             deadline,
             self._client.list_secret_versions,
@@ -53,7 +59,7 @@ class Retention(Calls):
                 kept += version.state == enabled
                 continue
             try:
-                self._call(
+                self._calls.call(
                     f"destroy {version.name}",
                     deadline,
                     self._client.destroy_secret_version,
@@ -80,7 +86,7 @@ class Retention(Calls):
             return "retained"
         for _ in range(5):
             try:
-                current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+                current = self._calls.call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
             except gexc.NotFound:
                 return "absent"
             except gexc.FailedPrecondition as exc:
@@ -94,7 +100,7 @@ class Retention(Calls):
             if policy == "DISABLE":
                 return self._disable_all(current.name, secret_id, deadline)
             try:
-                self._call(
+                self._calls.call(
                     f"delete secret {secret_id}",
                     deadline,
                     self._client.delete_secret,
@@ -113,7 +119,7 @@ class Retention(Calls):
         from google.cloud.secretmanager_v1 import types
 
         what = f"list versions of secret {secret_id}"
-        pager = self._call(
+        pager = self._calls.call(
             what,
             deadline,
             self._client.list_secret_versions,
@@ -122,7 +128,7 @@ class Retention(Calls):
         count = 0
         for version in list(mapped_pages(pager, service=SERVICE, what=what)):
             try:
-                self._call(
+                self._calls.call(
                     f"disable {version.name}",
                     deadline,
                     self._client.disable_secret_version,

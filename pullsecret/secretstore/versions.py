@@ -120,14 +120,20 @@ class _Flight:
         self.finished_at = 0.0
 
 
-class VersionWrites(Calls):
+class VersionWrites:
     """The per-cluster secret: its newest version read, written once per change, raced safely."""
+
+    def __init__(self, calls: Calls) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+        self._flights: dict[tuple[str, str, int], _Flight] = {}  # A4: this process's writes, oldest first
+        self._flights_lock = threading.Lock()
 
     def latest(self, secret_name: str, deadline: Deadline) -> Latest:
         """The newest version's content (AccessSecretVersion: the 90,000/min access quota, not the read quota)."""
         what = f"read {secret_name}/versions/latest"
         try:
-            response = self._call(
+            response = self._calls.call(
                 what, deadline, self._client.access_secret_version, name=f"{secret_name}/versions/latest"
             )
         except gexc.NotFound:
@@ -285,7 +291,7 @@ class VersionWrites(Calls):
         """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only)."""
         what = f"get secret {secret_id}"
         try:
-            current = self._call(what, deadline, self._client.get_secret, name=name)
+            current = self._calls.call(what, deadline, self._client.get_secret, name=name)
         except gexc.NotFound:
             return  # deleted since: AddSecretVersion will say so
         except gexc.FailedPrecondition as exc:
@@ -304,14 +310,14 @@ class VersionWrites(Calls):
         what = f"create secret {secret_id}"
         while True:
             try:
-                self._write(
+                self._calls.write(
                     what,
                     project,
                     deadline,
                     self._client.create_secret,
                     parent=f"projects/{project}",
                     secret_id=secret_id,
-                    secret=types.Secret(replication=self._replication(), labels=labels),
+                    secret=types.Secret(replication=self._calls.replication(), labels=labels),
                 )
             except gexc.AlreadyExists:
                 return 0
@@ -333,7 +339,7 @@ class VersionWrites(Calls):
         backoff = 0.1
         while True:
             try:
-                version = self._write(
+                version = self._calls.write(
                     what,
                     project,
                     deadline,
@@ -366,7 +372,7 @@ class VersionWrites(Calls):
     def _access(self, version_name: str, deadline: Deadline) -> bytes | None:
         """A version's bytes; None when it is disabled, destroyed or absent."""
         try:
-            response = self._call(
+            response = self._calls.call(
                 f"read {version_name}", deadline, self._client.access_secret_version, name=version_name
             )
         except (gexc.NotFound, gexc.FailedPrecondition):
@@ -421,7 +427,7 @@ class VersionWrites(Calls):
         what = f"destroy duplicate {version_name}"
         for _ in range(5):
             try:
-                self._write(
+                self._calls.write(
                     what,
                     project,
                     deadline,
@@ -444,7 +450,7 @@ class VersionWrites(Calls):
     def _newest_version_id(self, name: str, deadline: Deadline) -> int:
         """The newest version's number whatever its state (GetSecretVersion: read quota); 0 when none."""
         try:
-            newest = self._call(
+            newest = self._calls.call(
                 f"get {name}/versions/latest", deadline, self._client.get_secret_version, name=f"{name}/versions/latest"
             )
         except (gexc.NotFound, gexc.FailedPrecondition):
@@ -454,7 +460,9 @@ class VersionWrites(Calls):
     def created_at(self, version_name: str, deadline: Deadline) -> int | None:
         """When a version was created (GetSecretVersion: read quota; only off steady state)."""
         try:
-            version = self._call(f"get {version_name}", deadline, self._client.get_secret_version, name=version_name)
+            version = self._calls.call(
+                f"get {version_name}", deadline, self._client.get_secret_version, name=version_name
+            )
         except (gexc.NotFound, gexc.FailedPrecondition, AdapterError):
             return None
         return _epoch(version.create_time)
@@ -463,7 +471,7 @@ class VersionWrites(Calls):
         """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""
         what = f"verify {version_name}"
         try:
-            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
+            response = self._calls.call(what, deadline, self._client.access_secret_version, name=version_name)
         except (gexc.NotFound, gexc.FailedPrecondition) as exc:
             raise TransientError(
                 f"{what}: {type(exc).__name__}", reason="VerificationFailed", service=SERVICE
