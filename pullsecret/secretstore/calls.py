@@ -17,7 +17,6 @@ from pullsecret.errors import (
     is_retryable_google,
     looks_like_io,
 )
-from pullsecret.model import lineage
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.pacing import PACER, WritePacer
 
@@ -26,18 +25,8 @@ _AMBIGUOUS = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"})
 _NOT_APPLIED = frozenset({"RESOURCE_EXHAUSTED", "ABORTED"})
 
 
-def _int(value: str | None) -> int:
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
-
-
-def _number(version_name: str | None) -> int:
-    return _int(lineage.version_id(version_name))
-
-
-def _epoch(timestamp: Any) -> int | None:
+def unix_seconds(timestamp: Any) -> int | None:
+    """A response's timestamp (create_time) as unix seconds; None when absent or not a time."""
     try:
         return int(timestamp.timestamp())
     except (AttributeError, TypeError, ValueError, OSError):
@@ -53,7 +42,7 @@ def _quota_refusal(exc: BaseException) -> bool:
     return grpc_code_name(exc) == "RESOURCE_EXHAUSTED" and getattr(exc, "reason", None) == "RATE_LIMIT_EXCEEDED"
 
 
-def _write_failure(exc: BaseException) -> str:
+def write_failure(exc: BaseException) -> str:
     """How a failed write ended: "not_applied" (send again), "ambiguous" (may have landed) or "final"."""
     name = grpc_code_name(exc)
     if name in _NOT_APPLIED:
@@ -131,7 +120,7 @@ class Calls:
             try:
                 result = fn(**kwargs, retry=None, timeout=deadline.call_timeout())
             except Exception as exc:
-                if _write_failure(exc) != "not_applied":
+                if write_failure(exc) != "not_applied":
                     raise
                 if _quota_refusal(exc):
                     self._pacer.refused(project)

@@ -7,8 +7,9 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from pullsecret.errors import mapped_pages
+from pullsecret.model.names import version_number
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _int
+from pullsecret.secretstore.calls import SERVICE, Calls
 
 
 class Description:
@@ -28,7 +29,7 @@ class Description:
         what = f"list versions of secret {secret_id}"
         pager = self._calls.call(what, deadline, self._client.list_secret_versions, parent=name)
         versions = sorted(
-            mapped_pages(pager, service=SERVICE, what=what), key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True
+            mapped_pages(pager, service=SERVICE, what=what), key=lambda v: version_number(v.name), reverse=True
         )
         return {
             "name": secret.name,

@@ -7,7 +7,7 @@ from google.protobuf import field_mask_pb2
 
 from pullsecret.errors import TransientError, from_google
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _write_failure
+from pullsecret.secretstore.calls import SERVICE, Calls, write_failure
 
 
 class Records:
@@ -66,7 +66,7 @@ class Records:
             except (gexc.AlreadyExists, gexc.FailedPrecondition, gexc.Aborted):
                 return None
             except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) != "ambiguous":
+                if write_failure(exc) != "ambiguous":
                     raise from_google(exc, service=SERVICE, what=what) from None
                 found = self.read_record(name, deadline)
                 if found is not None and found[0] == annotations:

@@ -8,8 +8,9 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from pullsecret.errors import TerminalError, TransientError, from_google, mapped_pages
+from pullsecret.model.names import version_number
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _int
+from pullsecret.secretstore.calls import SERVICE, Calls
 from pullsecret.secretstore.labels import OwnershipConflict
 
 
@@ -40,7 +41,7 @@ class Retention:
         )
         versions = list(mapped_pages(pager, service=SERVICE, what=what))
         # Newest first, whatever order the answer had (version ids are increasing integers).
-        versions.sort(key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
+        versions.sort(key=lambda v: version_number(v.name), reverse=True)
         enabled = types.SecretVersion.State.ENABLED
         destroyed_state = types.SecretVersion.State.DESTROYED
         protected_ids = {p.rsplit("/", 1)[-1] for p in protected if p}

@@ -63,8 +63,9 @@ from pullsecret.errors import AdapterError, TerminalError, TransientError, from_
 from pullsecret.logs import log
 from pullsecret.model import lineage
 from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.model.names import version_number
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _epoch, _number, _write_failure
+from pullsecret.secretstore.calls import SERVICE, Calls, unix_seconds, write_failure
 from pullsecret.secretstore.labels import OwnershipConflict
 
 RECENT_S = 120.0  # how long this process remembers what it wrote (to not write it again from an old read)
@@ -111,7 +112,7 @@ class NewerGeneration(TransientError):
     default_reason = "NewerGeneration"
 
 
-class _Flight:
+class Flight:
     """One write of one content for one generation to one secret in this process; later deliveries share it."""
 
     def __init__(self) -> None:
@@ -126,7 +127,7 @@ class VersionWrites:
     def __init__(self, calls: Calls) -> None:
         self._calls = calls
         self._client = calls.client  # requests go through self._calls with its methods
-        self._flights: dict[tuple[str, str, int], _Flight] = {}  # A4: this process's writes, oldest first
+        self._flights: dict[tuple[str, str, int], Flight] = {}  # A4: this process's writes, oldest first
         self._flights_lock = threading.Lock()
 
     def latest(self, secret_name: str, deadline: Deadline) -> Latest:
@@ -225,10 +226,10 @@ class VersionWrites:
         flight.done.set()
         return result
 
-    def _start_flight(self, key: tuple[str, str, int]) -> _Flight:
+    def _start_flight(self, key: tuple[str, str, int]) -> Flight:
         """A new flight for `key`, at the end of the (insertion-ordered) table. Caller holds the lock."""
         self._flights.pop(key, None)
-        flight = self._flights[key] = _Flight()
+        flight = self._flights[key] = Flight()
         return flight
 
     def _forget_old(self, now: float) -> None:
@@ -260,7 +261,7 @@ class VersionWrites:
             return StoreResult(latest.name, written=False)
         writes = 0
         if latest.state == "enabled":
-            base = _number(latest.name)
+            base = version_number(latest.name)
         elif latest.state == "unusable":
             base = self._newest_version_id(name, deadline)
         else:
@@ -275,7 +276,7 @@ class VersionWrites:
         result = StoreResult(
             added.name, written=True, created_at=added.created_at, repaired=latest.state == "unusable", writes=writes
         )
-        if _number(added.name) > base + 1:
+        if version_number(added.name) > base + 1:
             result = self._settle_race(result, name=name, project=project, data=data, deadline=deadline)
         version_name = result.version_name
         if current_generation is not None:
@@ -326,7 +327,7 @@ class VersionWrites:
                     f"{what}: project {project} not found", reason="ProjectNotFound", service=SERVICE
                 ) from None
             except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) == "ambiguous":
+                if write_failure(exc) == "ambiguous":
                     continue  # sending it again is safe: a create that landed answers AlreadyExists
                 raise from_google(exc, service=SERVICE, what=what) from None
             return 1
@@ -352,7 +353,7 @@ class VersionWrites:
             except (TransientError, TerminalError):
                 raise
             except Exception as exc:
-                if _write_failure(exc) != "ambiguous":
+                if write_failure(exc) != "ambiguous":
                     if isinstance(exc, gexc.GoogleAPICallError):
                         raise from_google(exc, service=SERVICE, what=what) from None
                     raise
@@ -367,7 +368,7 @@ class VersionWrites:
                 time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
                 backoff = min(backoff * 2, 2.0)
                 continue
-            return _Added(str(version.name), _epoch(version.create_time), 1)
+            return _Added(str(version.name), unix_seconds(version.create_time), 1)
 
     def _access(self, version_name: str, deadline: Deadline) -> bytes | None:
         """A version's bytes; None when it is disabled, destroyed or absent."""
@@ -382,9 +383,9 @@ class VersionWrites:
     def _find_landed(self, name: str, data: bytes, base: int, deadline: Deadline) -> str | None:
         """After an ambiguous AddSecretVersion: the version above `base` holding `data`, if one landed."""
         newest = self.latest(name, deadline)
-        if newest.state == "enabled" and newest.data == data and _number(newest.name) > base:
+        if newest.state == "enabled" and newest.data == data and version_number(newest.name) > base:
             return newest.name
-        top = _number(newest.name) if newest.name else self._newest_version_id(name, deadline)
+        top = version_number(newest.name) if newest.name else self._newest_version_id(name, deadline)
         for number in range(top - 1, max(base, top - 1 - MAX_SCAN), -1):
             if self._access(f"{name}/versions/{number}", deadline) == data:
                 return f"{name}/versions/{number}"
@@ -397,7 +398,7 @@ class VersionWrites:
 
         A different content below is left alone: whose generation is newer is `_check_generation`'s question.
         """
-        ours = _number(result.version_name)
+        ours = version_number(result.version_name)
         below = f"{name}/versions/{ours - 1}"
         if self._access(below, deadline) != data:
             return result  # different content, or disabled / destroyed: nothing to retire
@@ -441,7 +442,7 @@ class VersionWrites:
                 log.warning(f"{what}: {exc.message}", operation="secretmanager.store")
                 return False
             except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) == "ambiguous":
+                if write_failure(exc) == "ambiguous":
                     continue
                 log.warning(f"{what}: {grpc_code_name(exc) or type(exc).__name__}", operation="secretmanager.store")
                 return False
@@ -455,7 +456,7 @@ class VersionWrites:
             )
         except (gexc.NotFound, gexc.FailedPrecondition):
             return 0
-        return _number(str(newest.name))
+        return version_number(str(newest.name))
 
     def created_at(self, version_name: str, deadline: Deadline) -> int | None:
         """When a version was created (GetSecretVersion: read quota; only off steady state)."""
@@ -465,7 +466,7 @@ class VersionWrites:
             )
         except (gexc.NotFound, gexc.FailedPrecondition, AdapterError):
             return None
-        return _epoch(version.create_time)
+        return unix_seconds(version.create_time)
 
     def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
         """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""

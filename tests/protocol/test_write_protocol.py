@@ -150,12 +150,12 @@ def scheduled_flights(monkeypatch: pytest.MonkeyPatch) -> Callable[[Run], None]:
     """The store's single-flight waits become scheduling points of the current run (no real blocking)."""
     current: list[Run] = []
 
-    class Flight(versions._Flight):
+    class Flight(versions.Flight):
         def __init__(self) -> None:
             super().__init__()
             self.done = SchedEvent(current[-1])
 
-    monkeypatch.setattr(versions, "_Flight", Flight)
+    monkeypatch.setattr(versions, "Flight", Flight)
     monkeypatch.setattr(random, "uniform", lambda a, b: 0.0)  # backoff sleeps: zero, so runs stay deterministic
     return current.append
 
