@@ -6,6 +6,7 @@ from google.api_core import exceptions as gexc
 from google.protobuf import field_mask_pb2
 
 from pullsecret.errors import TransientError, from_google
+from pullsecret.model import names
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls, write_failure
 
@@ -37,7 +38,7 @@ class Records:
         """
         from google.cloud.secretmanager_v1 import types
 
-        project, secret_id = name.split("/")[1], name.rsplit("/", 1)[-1]
+        project, secret_id = names.project_and_id(name)
         what = f"write {name}"
         for _ in range(5):
             try:
@@ -47,7 +48,7 @@ class Records:
                         project,
                         deadline,
                         self._client.create_secret,
-                        parent=f"projects/{project}",
+                        parent=names.project_parent(project),
                         secret_id=secret_id,
                         secret=types.Secret(
                             replication=self._calls.replication(), labels=labels, annotations=annotations

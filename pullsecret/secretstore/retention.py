@@ -8,7 +8,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from pullsecret.errors import TerminalError, TransientError, from_google, mapped_pages
-from pullsecret.model.names import version_number
+from pullsecret.model import names
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls
 from pullsecret.secretstore.labels import OwnershipConflict
@@ -41,14 +41,14 @@ class Retention:
         )
         versions = list(mapped_pages(pager, service=SERVICE, what=what))
         # Newest first, whatever order the answer had (version ids are increasing integers).
-        versions.sort(key=lambda v: version_number(v.name), reverse=True)
+        versions.sort(key=lambda v: names.version_number(v.name), reverse=True)
         enabled = types.SecretVersion.State.ENABLED
         destroyed_state = types.SecretVersion.State.DESTROYED
-        protected_ids = {p.rsplit("/", 1)[-1] for p in protected if p}
+        protected_ids = {names.version_id(p) for p in protected if p}
         kept = 0
         destroyed: list[str] = []
         for version in versions:
-            number = version.name.rsplit("/", 1)[-1]
+            number = names.version_id(version.name)
             if version.state == destroyed_state or _has_schedule(version):
                 continue
             if number in protected_ids:
@@ -82,7 +82,7 @@ class Retention:
         """
         from google.cloud.secretmanager_v1 import types
 
-        name = f"projects/{project}/secrets/{secret_id}"
+        name = names.secret_name(project, secret_id)
         if policy == "RETAIN":
             return "retained"
         for _ in range(5):

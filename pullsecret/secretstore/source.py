@@ -8,6 +8,7 @@ import google_crc32c
 from google.api_core import exceptions as gexc
 
 from pullsecret.errors import TerminalError, TransientError
+from pullsecret.model import names
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls
 
@@ -55,7 +56,7 @@ class SourceReads:
     def newest_source_version(self, source: str, deadline: Deadline) -> str | None:
         """The resolved name (projects/NUMBER/secrets/ID/versions/N) of the source secret's newest version when
         it is enabled, else None (AccessSecretVersion of `latest`; raises TransientError / TerminalError)."""
-        latest = source.rsplit("/versions/", 1)[0] + "/versions/latest"
+        latest = names.latest_of(names.secret_of(source))
         try:
             response = self._calls.call(f"read {latest}", deadline, self._client.access_secret_version, name=latest)
         except (gexc.NotFound, gexc.FailedPrecondition):

@@ -61,9 +61,8 @@ from google.api_core import exceptions as gexc
 
 from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, grpc_code_name
 from pullsecret.logs import log
-from pullsecret.model import lineage
+from pullsecret.model import names
 from pullsecret.model.dockerconfig import PullSecret
-from pullsecret.model.names import version_number
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls, unix_seconds, write_failure
 from pullsecret.secretstore.labels import OwnershipConflict
@@ -132,10 +131,10 @@ class VersionWrites:
 
     def latest(self, secret_name: str, deadline: Deadline) -> Latest:
         """The newest version's content (AccessSecretVersion: the 90,000/min access quota, not the read quota)."""
-        what = f"read {secret_name}/versions/latest"
+        what = f"read {names.latest_of(secret_name)}"
         try:
             response = self._calls.call(
-                what, deadline, self._client.access_secret_version, name=f"{secret_name}/versions/latest"
+                what, deadline, self._client.access_secret_version, name=names.latest_of(secret_name)
             )
         except gexc.NotFound:
             return Latest(None, None, "missing")  # no secret, or a secret without versions
@@ -172,7 +171,7 @@ class VersionWrites:
         cluster's generation (A3); the caller runs both beside the Kubernetes apply and reports only after
         all of them succeeded.
         """
-        name = f"projects/{project}/secrets/{secret_id}"
+        name = names.secret_name(project, secret_id)
         if latest is not None and latest.state == "enabled" and latest.data == secret.canonical and latest.name:
             return StoreResult(latest.name, written=False)
         key = (name, secret.fingerprint, generation)  # A4: never shared across generations
@@ -261,7 +260,7 @@ class VersionWrites:
             return StoreResult(latest.name, written=False)
         writes = 0
         if latest.state == "enabled":
-            base = version_number(latest.name)
+            base = names.version_number(latest.name)
         elif latest.state == "unusable":
             base = self._newest_version_id(name, deadline)
         else:
@@ -276,7 +275,7 @@ class VersionWrites:
         result = StoreResult(
             added.name, written=True, created_at=added.created_at, repaired=latest.state == "unusable", writes=writes
         )
-        if version_number(added.name) > base + 1:
+        if names.version_number(added.name) > base + 1:
             result = self._settle_race(result, name=name, project=project, data=data, deadline=deadline)
         version_name = result.version_name
         if current_generation is not None:
@@ -316,7 +315,7 @@ class VersionWrites:
                     project,
                     deadline,
                     self._client.create_secret,
-                    parent=f"projects/{project}",
+                    parent=names.project_parent(project),
                     secret_id=secret_id,
                     secret=types.Secret(replication=self._calls.replication(), labels=labels),
                 )
@@ -361,7 +360,7 @@ class VersionWrites:
                 if landed is not None:
                     log.info(
                         f"{what}: the answer was lost ({grpc_code_name(exc) or type(exc).__name__}) but the "
-                        f"version landed as {lineage.version_id(landed)}; not writing it again",
+                        f"version landed as {names.version_id(landed)}; not writing it again",
                         operation="secretmanager.store",
                     )
                     return _Added(landed, None, 0)
@@ -383,12 +382,13 @@ class VersionWrites:
     def _find_landed(self, name: str, data: bytes, base: int, deadline: Deadline) -> str | None:
         """After an ambiguous AddSecretVersion: the version above `base` holding `data`, if one landed."""
         newest = self.latest(name, deadline)
-        if newest.state == "enabled" and newest.data == data and version_number(newest.name) > base:
+        if newest.state == "enabled" and newest.data == data and names.version_number(newest.name) > base:
             return newest.name
-        top = version_number(newest.name) if newest.name else self._newest_version_id(name, deadline)
+        top = names.version_number(newest.name) if newest.name else self._newest_version_id(name, deadline)
         for number in range(top - 1, max(base, top - 1 - MAX_SCAN), -1):
-            if self._access(f"{name}/versions/{number}", deadline) == data:
-                return f"{name}/versions/{number}"
+            candidate = names.version_name(name, number)
+            if self._access(candidate, deadline) == data:
+                return candidate
         return None
 
     def _settle_race(
@@ -398,8 +398,8 @@ class VersionWrites:
 
         A different content below is left alone: whose generation is newer is `_check_generation`'s question.
         """
-        ours = version_number(result.version_name)
-        below = f"{name}/versions/{ours - 1}"
+        ours = names.version_number(result.version_name)
+        below = names.version_name(name, ours - 1)
         if self._access(below, deadline) != data:
             return result  # different content, or disabled / destroyed: nothing to retire
         if self._destroy(below, project, deadline):
@@ -417,7 +417,7 @@ class VersionWrites:
         if current is not None and current > generation:
             raise NewerGeneration(
                 f"generation {current} of the cluster appeared while generation {generation} wrote version "
-                f"{lineage.version_id(version_name)}; the redelivery writes the newest generation on top",
+                f"{names.version_id(version_name)}; the redelivery writes the newest generation on top",
                 service=SERVICE,
             )
 
@@ -452,11 +452,11 @@ class VersionWrites:
         """The newest version's number whatever its state (GetSecretVersion: read quota); 0 when none."""
         try:
             newest = self._calls.call(
-                f"get {name}/versions/latest", deadline, self._client.get_secret_version, name=f"{name}/versions/latest"
+                f"get {names.latest_of(name)}", deadline, self._client.get_secret_version, name=names.latest_of(name)
             )
         except (gexc.NotFound, gexc.FailedPrecondition):
             return 0
-        return version_number(str(newest.name))
+        return names.version_number(str(newest.name))
 
     def created_at(self, version_name: str, deadline: Deadline) -> int | None:
         """When a version was created (GetSecretVersion: read quota; only off steady state)."""
