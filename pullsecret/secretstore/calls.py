@@ -52,6 +52,17 @@ def write_failure(exc: BaseException) -> str:
     return "final"
 
 
+class Backoff:
+    """Full-jitter exponential backoff between resends of one request: doubling up to 2 s, never past the deadline."""
+
+    def __init__(self, initial: float) -> None:
+        self._ceiling = initial
+
+    def wait(self, deadline: Deadline) -> None:
+        time.sleep(min(random.uniform(0, self._ceiling), deadline.remaining()))
+        self._ceiling = min(self._ceiling * 2, 2.0)
+
+
 class SecretManagerService(Protocol):
     """The SecretManagerServiceClient methods the store calls (the real client, or a test's in-memory one)."""
 
@@ -112,7 +123,7 @@ class Calls:
         Raises the google exception of an ambiguous or final failure (callers decide), TransientError
         when the deadline passes first.
         """
-        backoff = 0.05
+        backoff = Backoff(0.05)
         while True:
             if deadline.expired():
                 raise TransientError(f"{what}: the retry deadline passed", reason="DeadlineExceeded", service=SERVICE)
@@ -125,8 +136,7 @@ class Calls:
                 if _quota_refusal(exc):
                     self._pacer.refused(project)
                 else:  # ABORTED, or RESOURCE_EXHAUSTED without the quota's ErrorInfo: plain backoff
-                    time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
-                    backoff = min(backoff * 2, 2.0)
+                    backoff.wait(deadline)
                 continue
             self._pacer.accepted(project)
             return result

@@ -7,11 +7,10 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from pullsecret.errors import TerminalError, TransientError, from_google, mapped_pages
+from pullsecret.errors import OwnershipConflict, TerminalError, TransientError, from_google, mapped_pages
 from pullsecret.model import names
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls
-from pullsecret.secretstore.labels import OwnershipConflict
 
 
 class Retention:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
-import google_crc32c
 from google.api_core import exceptions as gexc
 
-from pullsecret.errors import TerminalError, TransientError
+from pullsecret.errors import TerminalError
 from pullsecret.model import names
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore import payload
 from pullsecret.secretstore.calls import SERVICE, Calls
 
 
@@ -44,9 +44,7 @@ class SourceReads:
             raise TerminalError(
                 f"{what}: the version is disabled or destroyed", reason="SourceUnavailable", service=SERVICE
             ) from None
-        data = bytes(response.payload.data)
-        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
-            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
+        data = payload.received(response, what=what)
         self._cache[version_name] = (now, data)
         return data
 

@@ -50,22 +50,27 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import google_crc32c
 from google.api_core import exceptions as gexc
 
-from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, grpc_code_name
+from pullsecret.errors import (
+    AdapterError,
+    OwnershipConflict,
+    TerminalError,
+    TransientError,
+    from_google,
+    grpc_code_name,
+)
 from pullsecret.logs import log
 from pullsecret.model import names
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, unix_seconds, write_failure
-from pullsecret.secretstore.labels import OwnershipConflict
+from pullsecret.secretstore import payload
+from pullsecret.secretstore.calls import SERVICE, Backoff, Calls, unix_seconds, write_failure
 
 RECENT_S = 120.0  # how long this process remembers what it wrote (to not write it again from an old read)
 MAX_SCAN = 16  # versions read back after an ambiguous failure, looking for one that landed
@@ -77,7 +82,6 @@ class StoreResult:
     written: bool  # a new version was added by this call
     created_at: int | None = None  # unix seconds the version was created, when known (lineage's "since")
     repaired: bool = False  # the newest version had been disabled or destroyed by hand
-    retired: tuple[str, ...] = ()  # versions this call destroyed (a concurrent duplicate)
     writes: int = 0  # Secret Manager write requests this call had accepted
     verify: Callable[[], None] | None = field(default=None, repr=False)  # read-back of a new version
     # A3: the cluster's generation read after the version landed; raises NewerGeneration. Every delivery that
@@ -86,7 +90,7 @@ class StoreResult:
 
     def as_follower(self) -> StoreResult:
         """This result as seen by a concurrent delivery of the same content that shared the write."""
-        return dataclasses.replace(self, written=False, verify=None, retired=(), writes=0, repaired=False)
+        return dataclasses.replace(self, written=False, verify=None, writes=0, repaired=False)
 
 
 @dataclass(frozen=True)
@@ -140,10 +144,7 @@ class VersionWrites:
             return Latest(None, None, "missing")  # no secret, or a secret without versions
         except gexc.FailedPrecondition:
             return Latest(None, None, "unusable")  # disabled or destroyed (by hand): drift to repair
-        data = bytes(response.payload.data)
-        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
-            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
-        return Latest(str(response.name), data, "enabled")
+        return Latest(str(response.name), payload.received(response, what=what), "enabled")
 
     def store(
         self,
@@ -336,7 +337,7 @@ class VersionWrites:
         from google.cloud.secretmanager_v1 import types
 
         what = f"add version to secret {secret_id}"
-        backoff = 0.1
+        backoff = Backoff(0.1)
         while True:
             try:
                 version = self._calls.write(
@@ -345,7 +346,7 @@ class VersionWrites:
                     deadline,
                     self._client.add_secret_version,
                     parent=name,
-                    payload=types.SecretPayload(data=data, data_crc32c=google_crc32c.value(data)),
+                    payload=types.SecretPayload(data=data, data_crc32c=payload.checksum(data)),
                 )
             except (gexc.NotFound, gexc.FailedPrecondition) as exc:
                 raise TransientError(f"{what}: {type(exc).__name__}", service=SERVICE) from None
@@ -364,8 +365,7 @@ class VersionWrites:
                         operation="secretmanager.store",
                     )
                     return _Added(landed, None, 0)
-                time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
-                backoff = min(backoff * 2, 2.0)
+                backoff.wait(deadline)
                 continue
             return _Added(str(version.name), unix_seconds(version.create_time), 1)
 
@@ -407,7 +407,7 @@ class VersionWrites:
                 f"a concurrent delivery wrote the same content as version {ours - 1}; destroyed that copy",
                 operation="secretmanager.store",
             )
-            return dataclasses.replace(result, retired=(below,), writes=result.writes + 1)
+            return dataclasses.replace(result, writes=result.writes + 1)
         return result
 
     @staticmethod
@@ -478,9 +478,7 @@ class VersionWrites:
                 f"{what}: {type(exc).__name__}", reason="VerificationFailed", service=SERVICE
             ) from None
         data = bytes(response.payload.data)
-        if data != expected or (
-            response.payload.data_crc32c and response.payload.data_crc32c != google_crc32c.value(data)
-        ):
+        if data != expected or not payload.intact(data, response.payload.data_crc32c):
             raise TransientError(
                 f"{what}: the stored bytes differ from what was written",
                 reason="VerificationFailed",
