@@ -1,9 +1,10 @@
 """Secret Manager: one module per job, one object (`SecretStore`) callers hold, composed of parts sharing one client.
 
-- `versions`: the per-cluster secret's write protocol and its invariants (read it first);
+- `versions`: the per-cluster secret's write protocol and its invariants (read it first); `reads`: its reads;
 - `source`: the platform pull secret; `records`: the rotation progress record;
 - `retention`: old versions and DELETION_POLICY; `describe`: the operator CLI's view;
-- `calls`: the one client object every part holds (paced writes, failure classes); `labels`: ownership.
+- `calls`: the one client object every part holds (paced writes, failure classes); `payload`: the checksum;
+- `labels`: ownership labels.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from pullsecret.secretstore.calls import Calls, SecretManagerService
 from pullsecret.secretstore.describe import Description
 from pullsecret.secretstore.labels import OwnershipConflict, label_value, secret_labels
 from pullsecret.secretstore.pacing import PACER, WritePacer
+from pullsecret.secretstore.reads import Latest, VersionReads
 from pullsecret.secretstore.records import Records
 from pullsecret.secretstore.retention import Retention, RetentionResult
 from pullsecret.secretstore.source import SourceReads
-from pullsecret.secretstore.versions import Latest, StoreResult, VersionWrites
+from pullsecret.secretstore.versions import StoreResult, VersionWrites
 
 __all__ = [
     "Latest",
@@ -50,15 +52,16 @@ class SecretStore:
         pacer: WritePacer = PACER,
     ) -> None:
         self.calls = Calls(client, replication_locations=replication_locations, kms_key=kms_key, pacer=pacer)
-        self.versions = VersionWrites(self.calls)
+        self.reads = VersionReads(self.calls)
+        self.versions = VersionWrites(self.calls, self.reads)
         self.source = SourceReads(self.calls, ttl_s=source_ttl_s)
         self.records = Records(self.calls)
         self.retention = Retention(self.calls)
         self.description = Description(self.calls)
 
-    # -- the per-cluster secret (versions) -----------------------------------------------------------
+    # -- the per-cluster secret (reads, versions) --------------------------------------------------------
     def latest(self, secret_name: str, deadline: Deadline) -> Latest:
-        return self.versions.latest(secret_name, deadline)
+        return self.reads.latest(secret_name, deadline)
 
     def store(
         self,
@@ -86,10 +89,10 @@ class SecretStore:
         )
 
     def created_at(self, version_name: str, deadline: Deadline) -> int | None:
-        return self.versions.created_at(version_name, deadline)
+        return self.reads.created_at(version_name, deadline)
 
     def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
-        self.versions.verify(version_name, expected, deadline)
+        self.reads.verify(version_name, expected, deadline)
 
     # -- the platform pull secret (source) -----------------------------------------------------------
     def cached_source(self, version_name: str) -> bytes | None:

@@ -15,14 +15,14 @@ def checksum(data: bytes) -> int:
     return int(google_crc32c.value(data))
 
 
-def intact(data: bytes, crc32c: int | None) -> bool:
+def checksum_matches(data: bytes, crc32c: int | None) -> bool:
     """`data` matches the checksum that came with it (an answer without one is taken as it is)."""
     return not crc32c or checksum(data) == crc32c
 
 
-def received(response: Any, *, what: str) -> bytes:
+def checked_bytes(response: Any, *, what: str) -> bytes:
     """An AccessSecretVersion answer's bytes; raises TransientError (DataCorrupted) when they fail their checksum."""
     data = bytes(response.payload.data)
-    if not intact(data, response.payload.data_crc32c):
+    if not checksum_matches(data, response.payload.data_crc32c):
         raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
     return data

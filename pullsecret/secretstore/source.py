@@ -9,8 +9,8 @@ from google.api_core import exceptions as gexc
 from pullsecret.errors import TerminalError
 from pullsecret.model import names
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import payload
 from pullsecret.secretstore.calls import SERVICE, Calls
+from pullsecret.secretstore.payload import checked_bytes
 
 
 class SourceReads:
@@ -44,7 +44,7 @@ class SourceReads:
             raise TerminalError(
                 f"{what}: the version is disabled or destroyed", reason="SourceUnavailable", service=SERVICE
             ) from None
-        data = payload.received(response, what=what)
+        data = checked_bytes(response, what=what)
         self._cache[version_name] = (now, data)
         return data
 
