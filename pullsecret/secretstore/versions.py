@@ -44,6 +44,9 @@ Mechanics:
   unless the caller knows the secret is still as it left it (`owned`); CreateSecret makes it ours.
 * Every write waits for its slot in the process-wide pacer (pullsecret.secretstore.pacing): refusals adapt the pace
   and never become a terminal failure.
+* Parts: the reads this protocol relies on (the newest version, a version's bytes, the search for a write that
+  landed, the read-back) are pullsecret.secretstore.reads; single flight (A4) is `Flights` here; every request
+  goes through the store's one `Calls`.
 """
 
 from __future__ import annotations
