@@ -47,6 +47,13 @@ class TerminalError(AdapterError):
     default_reason = "TerminalFailure"
 
 
+class OwnershipConflict(TerminalError):
+    """A resource the adapter would write or delete is not labelled as its own (a Secret Manager secret, a
+    Kubernetes Secret): it is left alone, and the reason says so."""
+
+    default_reason = "OwnershipConflict"
+
+
 class ConfigError(ValueError):
     """A configuration variable is missing or malformed; the message names the variable."""
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import random
-import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from google.api_core import exceptions as gexc
 
@@ -18,30 +17,16 @@ from pullsecret.errors import (
     is_retryable_google,
     looks_like_io,
 )
-from pullsecret.model import lineage
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.pacing import PACER, WritePacer
-
-if TYPE_CHECKING:
-    from pullsecret.secretstore.versions import _Flight
 
 SERVICE = "secretmanager"
 _AMBIGUOUS = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL"})
 _NOT_APPLIED = frozenset({"RESOURCE_EXHAUSTED", "ABORTED"})
 
 
-def _int(value: str | None) -> int:
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
-
-
-def _number(version_name: str | None) -> int:
-    return _int(lineage.version_id(version_name))
-
-
-def _epoch(timestamp: Any) -> int | None:
+def unix_seconds(timestamp: Any) -> int | None:
+    """A response's timestamp (create_time) as unix seconds; None when absent or not a time."""
     try:
         return int(timestamp.timestamp())
     except (AttributeError, TypeError, ValueError, OSError):
@@ -57,7 +42,7 @@ def _quota_refusal(exc: BaseException) -> bool:
     return grpc_code_name(exc) == "RESOURCE_EXHAUSTED" and getattr(exc, "reason", None) == "RATE_LIMIT_EXCEEDED"
 
 
-def _write_failure(exc: BaseException) -> str:
+def write_failure(exc: BaseException) -> str:
     """How a failed write ended: "not_applied" (send again), "ambiguous" (may have landed) or "final"."""
     name = grpc_code_name(exc)
     if name in _NOT_APPLIED:
@@ -67,29 +52,56 @@ def _write_failure(exc: BaseException) -> str:
     return "final"
 
 
+class Backoff:
+    """Full-jitter exponential backoff between resends of one request: doubling up to 2 s, never past the deadline."""
+
+    def __init__(self, initial: float) -> None:
+        self._ceiling = initial
+
+    def wait(self, deadline: Deadline) -> None:
+        time.sleep(min(random.uniform(0, self._ceiling), deadline.remaining()))
+        self._ceiling = min(self._ceiling * 2, 2.0)
+
+
+class SecretManagerService(Protocol):
+    """The SecretManagerServiceClient methods the store calls (the real client, or a test's in-memory one)."""
+
+    def access_secret_version(self, *args: Any, **kwargs: Any) -> Any: ...
+    def add_secret_version(self, *args: Any, **kwargs: Any) -> Any: ...
+    def create_secret(self, *args: Any, **kwargs: Any) -> Any: ...
+    def delete_secret(self, *args: Any, **kwargs: Any) -> Any: ...
+    def destroy_secret_version(self, *args: Any, **kwargs: Any) -> Any: ...
+    def disable_secret_version(self, *args: Any, **kwargs: Any) -> Any: ...
+    def get_secret(self, *args: Any, **kwargs: Any) -> Any: ...
+    def get_secret_version(self, *args: Any, **kwargs: Any) -> Any: ...
+    def list_secret_versions(self, *args: Any, **kwargs: Any) -> Any: ...
+    def update_secret(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class Calls:
-    """The shared SecretManagerServiceClient and how every request goes through it."""
+    """The one SecretManagerServiceClient of the store and how every request goes through it.
+
+    Every part of the store holds this object and keeps its own state; requests go through `call` (reads and
+    idempotent changes: retried on retryable failures) or `write` (paced, sent again only when not applied).
+    """
 
     def __init__(
         self,
-        client: Any,
+        client: SecretManagerService,
         *,
         replication_locations: tuple[str, ...] = (),
         kms_key: str | None = None,
-        source_ttl_s: float = 30.0,
         pacer: WritePacer = PACER,
     ) -> None:
-        self._client = client
+        self.client = client
         self._locations = replication_locations
         self._kms_key = kms_key
-        self._source_ttl_s = source_ttl_s
-        self._source_cache: dict[str, tuple[float, bytes]] = {}
         self._pacer = pacer
-        self._flights: dict[tuple[str, str, int], _Flight] = {}
-        self._flights_lock = threading.Lock()
 
-    # -- plumbing ------------------------------------------------------------------------------
-    def _call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+    def call(self, what: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+        """One request, retried on retryable failures inside the deadline; raises the outcomes callers branch on
+        (NotFound, AlreadyExists, FailedPrecondition) as they are, anything else as Terminal/TransientError."""
+
         def attempt() -> Any:
             return fn(**kwargs, retry=None, timeout=deadline.call_timeout())
 
@@ -105,13 +117,13 @@ class Calls:
         except gexc.GoogleAPICallError as exc:
             raise from_google(exc, service=SERVICE, what=what) from None
 
-    def _write(self, what: str, project: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
+    def write(self, what: str, project: str, deadline: Deadline, fn: Any, **kwargs: Any) -> Any:
         """One write request, paced; sent again only when it was not applied (quota refusal, ABORTED).
 
         Raises the google exception of an ambiguous or final failure (callers decide), TransientError
         when the deadline passes first.
         """
-        backoff = 0.05
+        backoff = Backoff(0.05)
         while True:
             if deadline.expired():
                 raise TransientError(f"{what}: the retry deadline passed", reason="DeadlineExceeded", service=SERVICE)
@@ -119,18 +131,18 @@ class Calls:
             try:
                 result = fn(**kwargs, retry=None, timeout=deadline.call_timeout())
             except Exception as exc:
-                if _write_failure(exc) != "not_applied":
+                if write_failure(exc) != "not_applied":
                     raise
                 if _quota_refusal(exc):
                     self._pacer.refused(project)
                 else:  # ABORTED, or RESOURCE_EXHAUSTED without the quota's ErrorInfo: plain backoff
-                    time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
-                    backoff = min(backoff * 2, 2.0)
+                    backoff.wait(deadline)
                 continue
             self._pacer.accepted(project)
             return result
 
-    def _replication(self) -> Any:
+    def replication(self) -> Any:
+        """The replication (and CMEK) of the secrets this store creates."""
         from google.cloud.secretmanager_v1 import types
 
         def cmek(location: str | None) -> Any:

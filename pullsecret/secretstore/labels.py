@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import re
 
-from pullsecret.errors import TerminalError
+from pullsecret.errors import OwnershipConflict
+
+__all__ = ["OwnershipConflict", "label_value", "secret_labels"]  # OwnershipConflict: defined in pullsecret.errors
 
 _LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
-
-
-class OwnershipConflict(TerminalError):
-    default_reason = "OwnershipConflict"
 
 
 def label_value(value: str) -> str:

@@ -6,15 +6,22 @@ from google.api_core import exceptions as gexc
 from google.protobuf import field_mask_pb2
 
 from pullsecret.errors import TransientError, from_google
+from pullsecret.model import names
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _write_failure
+from pullsecret.secretstore.calls import SERVICE, Calls, write_failure
 
 
-class Records(Calls):
+class Records:
+    """Rotation progress records: a secret's annotations, compare-and-swap on its etag."""
+
+    def __init__(self, calls: Calls) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+
     def read_record(self, name: str, deadline: Deadline) -> tuple[dict[str, str], str] | None:
         """A record secret's annotations and etag (GetSecret: read quota); None when it does not exist."""
         try:
-            current = self._call(f"get {name}", deadline, self._client.get_secret, name=name)
+            current = self._calls.call(f"get {name}", deadline, self._client.get_secret, name=name)
         except gexc.NotFound:
             return None
         except gexc.FailedPrecondition as exc:
@@ -31,22 +38,24 @@ class Records(Calls):
         """
         from google.cloud.secretmanager_v1 import types
 
-        project, secret_id = name.split("/")[1], name.rsplit("/", 1)[-1]
+        project, secret_id = names.project_and_id(name)
         what = f"write {name}"
         for _ in range(5):
             try:
                 if etag is None:
-                    written = self._write(
+                    written = self._calls.write(
                         what,
                         project,
                         deadline,
                         self._client.create_secret,
-                        parent=f"projects/{project}",
+                        parent=names.project_parent(project),
                         secret_id=secret_id,
-                        secret=types.Secret(replication=self._replication(), labels=labels, annotations=annotations),
+                        secret=types.Secret(
+                            replication=self._calls.replication(), labels=labels, annotations=annotations
+                        ),
                     )
                 else:
-                    written = self._write(
+                    written = self._calls.write(
                         what,
                         project,
                         deadline,
@@ -58,7 +67,7 @@ class Records(Calls):
             except (gexc.AlreadyExists, gexc.FailedPrecondition, gexc.Aborted):
                 return None
             except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) != "ambiguous":
+                if write_failure(exc) != "ambiguous":
                     raise from_google(exc, service=SERVICE, what=what) from None
                 found = self.read_record(name, deadline)
                 if found is not None and found[0] == annotations:

@@ -7,13 +7,19 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from pullsecret.errors import TerminalError, TransientError, from_google, mapped_pages
+from pullsecret.errors import OwnershipConflict, TerminalError, TransientError, from_google, mapped_pages
+from pullsecret.model import names
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _int
-from pullsecret.secretstore.labels import OwnershipConflict
+from pullsecret.secretstore.calls import SERVICE, Calls
 
 
-class Retention(Calls):
+class Retention:
+    """Old versions destroyed and DELETION_POLICY applied to a cluster's secret."""
+
+    def __init__(self, calls: Calls) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+
     def apply_retention(
         self, secret_name: str, *, keep: int, protected: set[str], deadline: Deadline
     ) -> RetentionResult:
@@ -26,7 +32,7 @@ class Retention(Calls):
         from google.cloud.secretmanager_v1 import types
 
         what = f"list versions of {secret_name}"
-        pager = self._call(
+        pager = self._calls.call(
             what,
             deadline,
             self._client.list_secret_versions,
@@ -34,14 +40,14 @@ class Retention(Calls):
         )
         versions = list(mapped_pages(pager, service=SERVICE, what=what))
         # Newest first, whatever order the answer had (version ids are increasing integers).
-        versions.sort(key=lambda v: _int(v.name.rsplit("/", 1)[-1]), reverse=True)
+        versions.sort(key=lambda v: names.version_number(v.name), reverse=True)
         enabled = types.SecretVersion.State.ENABLED
         destroyed_state = types.SecretVersion.State.DESTROYED
-        protected_ids = {p.rsplit("/", 1)[-1] for p in protected if p}
+        protected_ids = {names.version_id(p) for p in protected if p}
         kept = 0
         destroyed: list[str] = []
         for version in versions:
-            number = version.name.rsplit("/", 1)[-1]
+            number = names.version_id(version.name)
             if version.state == destroyed_state or _has_schedule(version):
                 continue
             if number in protected_ids:
@@ -53,7 +59,7 @@ class Retention(Calls):
                 kept += version.state == enabled
                 continue
             try:
-                self._call(
+                self._calls.call(
                     f"destroy {version.name}",
                     deadline,
                     self._client.destroy_secret_version,
@@ -75,12 +81,12 @@ class Retention(Calls):
         """
         from google.cloud.secretmanager_v1 import types
 
-        name = f"projects/{project}/secrets/{secret_id}"
+        name = names.secret_name(project, secret_id)
         if policy == "RETAIN":
             return "retained"
         for _ in range(5):
             try:
-                current = self._call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
+                current = self._calls.call(f"get secret {secret_id}", deadline, self._client.get_secret, name=name)
             except gexc.NotFound:
                 return "absent"
             except gexc.FailedPrecondition as exc:
@@ -94,7 +100,7 @@ class Retention(Calls):
             if policy == "DISABLE":
                 return self._disable_all(current.name, secret_id, deadline)
             try:
-                self._call(
+                self._calls.call(
                     f"delete secret {secret_id}",
                     deadline,
                     self._client.delete_secret,
@@ -113,7 +119,7 @@ class Retention(Calls):
         from google.cloud.secretmanager_v1 import types
 
         what = f"list versions of secret {secret_id}"
-        pager = self._call(
+        pager = self._calls.call(
             what,
             deadline,
             self._client.list_secret_versions,
@@ -122,7 +128,7 @@ class Retention(Calls):
         count = 0
         for version in list(mapped_pages(pager, service=SERVICE, what=what)):
             try:
-                self._call(
+                self._calls.call(
                     f"disable {version.name}",
                     deadline,
                     self._client.disable_secret_version,

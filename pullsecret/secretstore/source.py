@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import time
 
-import google_crc32c
 from google.api_core import exceptions as gexc
 
-from pullsecret.errors import TerminalError, TransientError
+from pullsecret.errors import TerminalError
+from pullsecret.model import names
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls
+from pullsecret.secretstore.payload import checked_bytes
 
 
-class SourceReads(Calls):
+class SourceReads:
+    """The platform pull secret, read through the store's client and cached here for `ttl_s` seconds."""
+
+    def __init__(self, calls: Calls, *, ttl_s: float = 30.0) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+        self._ttl_s = ttl_s
+        self._cache: dict[str, tuple[float, bytes]] = {}
+
     def cached_source(self, version_name: str) -> bytes | None:
         """The platform pull secret's bytes while the cache holds them (within the TTL), else None: no call."""
-        cached = self._source_cache.get(version_name)
-        if cached is not None and time.monotonic() - cached[0] < self._source_ttl_s:
+        cached = self._cache.get(version_name)
+        if cached is not None and time.monotonic() - cached[0] < self._ttl_s:
             return cached[1]
         return None
 
@@ -28,28 +37,26 @@ class SourceReads(Calls):
         now = time.monotonic()
         what = f"read PULL_SECRET_SOURCE {version_name}"
         try:
-            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
+            response = self._calls.call(what, deadline, self._client.access_secret_version, name=version_name)
         except gexc.NotFound:
             raise TerminalError(f"{what}: not found", reason="SourceNotFound", service=SERVICE) from None
         except gexc.FailedPrecondition:
             raise TerminalError(
                 f"{what}: the version is disabled or destroyed", reason="SourceUnavailable", service=SERVICE
             ) from None
-        data = bytes(response.payload.data)
-        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
-            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
-        self._source_cache[version_name] = (now, data)
+        data = checked_bytes(response, what=what)
+        self._cache[version_name] = (now, data)
         return data
 
     def invalidate_source(self) -> None:
-        self._source_cache.clear()
+        self._cache.clear()
 
     def newest_source_version(self, source: str, deadline: Deadline) -> str | None:
         """The resolved name (projects/NUMBER/secrets/ID/versions/N) of the source secret's newest version when
         it is enabled, else None (AccessSecretVersion of `latest`; raises TransientError / TerminalError)."""
-        latest = source.rsplit("/versions/", 1)[0] + "/versions/latest"
+        latest = names.latest_of(names.secret_of(source))
         try:
-            response = self._call(f"read {latest}", deadline, self._client.access_secret_version, name=latest)
+            response = self._calls.call(f"read {latest}", deadline, self._client.access_secret_version, name=latest)
         except (gexc.NotFound, gexc.FailedPrecondition):
             return None
         return str(response.name)

@@ -44,31 +44,41 @@ Mechanics:
   unless the caller knows the secret is still as it left it (`owned`); CreateSecret makes it ours.
 * Every write waits for its slot in the process-wide pacer (pullsecret.secretstore.pacing): refusals adapt the pace
   and never become a terminal failure.
+* Parts: the reads this protocol relies on (the newest version, a version's bytes, the search for a write that
+  landed, the read-back) are pullsecret.secretstore.reads; single flight (A4) is `Flights` here; every request
+  goes through the store's one `Calls`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import google_crc32c
 from google.api_core import exceptions as gexc
 
-from pullsecret.errors import AdapterError, TerminalError, TransientError, from_google, grpc_code_name
+from pullsecret.errors import (
+    AdapterError,
+    OwnershipConflict,
+    TerminalError,
+    TransientError,
+    from_google,
+    grpc_code_name,
+)
 from pullsecret.logs import log
-from pullsecret.model import lineage
+from pullsecret.model import names
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls, _epoch, _number, _write_failure
-from pullsecret.secretstore.labels import OwnershipConflict
+from pullsecret.secretstore.calls import SERVICE, Backoff, Calls, unix_seconds, write_failure
+from pullsecret.secretstore.payload import checksum
+from pullsecret.secretstore.reads import Latest, VersionReads
 
 RECENT_S = 120.0  # how long this process remembers what it wrote (to not write it again from an old read)
-MAX_SCAN = 16  # versions read back after an ambiguous failure, looking for one that landed
+
+_Key = tuple[str, str, int]  # (secret name, content fingerprint, generation): A4's unit of sharing
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,6 @@ class StoreResult:
     written: bool  # a new version was added by this call
     created_at: int | None = None  # unix seconds the version was created, when known (lineage's "since")
     repaired: bool = False  # the newest version had been disabled or destroyed by hand
-    retired: tuple[str, ...] = ()  # versions this call destroyed (a concurrent duplicate)
     writes: int = 0  # Secret Manager write requests this call had accepted
     verify: Callable[[], None] | None = field(default=None, repr=False)  # read-back of a new version
     # A3: the cluster's generation read after the version landed; raises NewerGeneration. Every delivery that
@@ -86,16 +95,7 @@ class StoreResult:
 
     def as_follower(self) -> StoreResult:
         """This result as seen by a concurrent delivery of the same content that shared the write."""
-        return dataclasses.replace(self, written=False, verify=None, retired=(), writes=0, repaired=False)
-
-
-@dataclass(frozen=True)
-class Latest:
-    """The newest version: its resolved name and content when ENABLED."""
-
-    name: str | None
-    data: bytes | None = field(repr=False)
-    state: str  # "enabled" | "unusable" (disabled/destroyed) | "missing" (no secret or no versions)
+        return dataclasses.replace(self, written=False, verify=None, writes=0, repaired=False)
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class NewerGeneration(TransientError):
     default_reason = "NewerGeneration"
 
 
-class _Flight:
+class Flight:
     """One write of one content for one generation to one secret in this process; later deliveries share it."""
 
     def __init__(self) -> None:
@@ -119,25 +119,58 @@ class _Flight:
         self.result: StoreResult | None = None
         self.finished_at = 0.0
 
+    def finish(self, result: StoreResult | None) -> None:
+        """The write ended: with its result, or None when it failed (a waiting delivery then writes itself)."""
+        self.result = result
+        self.finished_at = time.monotonic()
+        self.done.set()
 
-class VersionWrites(Calls):
-    """The per-cluster secret: its newest version read, written once per change, raced safely."""
 
-    def latest(self, secret_name: str, deadline: Deadline) -> Latest:
-        """The newest version's content (AccessSecretVersion: the 90,000/min access quota, not the read quota)."""
-        what = f"read {secret_name}/versions/latest"
-        try:
-            response = self._call(
-                what, deadline, self._client.access_secret_version, name=f"{secret_name}/versions/latest"
-            )
-        except gexc.NotFound:
-            return Latest(None, None, "missing")  # no secret, or a secret without versions
-        except gexc.FailedPrecondition:
-            return Latest(None, None, "unusable")  # disabled or destroyed (by hand): drift to repair
-        data = bytes(response.payload.data)
-        if response.payload.data_crc32c and google_crc32c.value(data) != response.payload.data_crc32c:
-            raise TransientError(f"{what}: checksum mismatch in transit", reason="DataCorrupted", service=SERVICE)
-        return Latest(str(response.name), data, "enabled")
+class Flights:
+    """This process's writes in flight (and those that ended within RECENT_S), oldest first, by `_Key`."""
+
+    def __init__(self) -> None:
+        self._table: dict[_Key, Flight] = {}
+        self._lock = threading.Lock()
+
+    def claim(self, key: _Key) -> tuple[Flight, bool]:
+        """The flight of `key` and whether it is ours to fly: a new one when none is on or the last one failed."""
+        now = time.monotonic()
+        with self._lock:
+            self._forget_old(now)
+            flight = self._table.get(key)
+            if flight is None or (flight.done.is_set() and flight.result is None):
+                return self._start(key), True
+            return flight, False
+
+    def take_over(self, key: _Key, ended: Flight) -> Flight | None:
+        """A new flight of ours when `ended` is still the newest of `key`, else None (another delivery took over)."""
+        with self._lock:
+            return self._start(key) if self._table.get(key) is ended else None
+
+    def _start(self, key: _Key) -> Flight:
+        """A new flight for `key`, at the end of the (insertion-ordered) table. Caller holds the lock."""
+        self._table.pop(key, None)
+        flight = self._table[key] = Flight()
+        return flight
+
+    def _forget_old(self, now: float) -> None:
+        """Drop flights that ended more than RECENT_S ago, oldest first (bounded work per call)."""
+        for key in list(itertools.islice(self._table, 64)):
+            flight = self._table[key]
+            if not (flight.done.is_set() and now - flight.finished_at > RECENT_S):
+                break
+            del self._table[key]
+
+
+class VersionWrites:
+    """The per-cluster secret: its newest version written once per change, raced safely."""
+
+    def __init__(self, calls: Calls, reads: VersionReads) -> None:
+        self._calls = calls
+        self._client = calls.client  # requests go through self._calls with its methods
+        self._reads = reads
+        self._flights = Flights()  # A4
 
     def store(
         self,
@@ -154,7 +187,7 @@ class VersionWrites(Calls):
     ) -> StoreResult:
         """Ensure the secret's newest version holds `secret`; raises Terminal/TransientError.
 
-        `latest`: the newest version as already read (`self.latest`), so callers can overlap that read
+        `latest`: the newest version as already read (`VersionReads.latest`), so callers can overlap that read
         with others and still make no write before every read succeeded. `current_generation`: re-reads
         the cluster's generation; a write's result carries that re-read as `confirm` (A3). `owned`:
         the caller already wrote this secret (its last status names it); otherwise an existing secret's
@@ -165,18 +198,15 @@ class VersionWrites(Calls):
         cluster's generation (A3); the caller runs both beside the Kubernetes apply and reports only after
         all of them succeeded.
         """
-        name = f"projects/{project}/secrets/{secret_id}"
-        if latest is not None and latest.state == "enabled" and latest.data == secret.canonical and latest.name:
-            return StoreResult(latest.name, written=False)
+        name = names.secret_name(project, secret_id)
+        held = latest.holding(secret.canonical) if latest is not None else None
+        if held:
+            return StoreResult(held, written=False)
         key = (name, secret.fingerprint, generation)  # A4: never shared across generations
         while True:
-            now = time.monotonic()
-            with self._flights_lock:
-                self._forget_old(now)
-                flight = self._flights.get(key)
-                if flight is None or (flight.done.is_set() and flight.result is None):
-                    flight = self._start_flight(key)
-                    break  # we write; concurrent deliveries of this content wait for our result
+            flight, ours = self._flights.claim(key)
+            if ours:
+                break  # we write; concurrent deliveries of this content wait for our result
             if not flight.done.wait(timeout=deadline.remaining()):
                 raise TransientError(
                     f"secret {secret_id}: another delivery in this process is still writing this content",
@@ -187,16 +217,14 @@ class VersionWrites(Calls):
             if shared is None:
                 continue  # that write failed: try ourselves
             # This process wrote this content; our read may predate that. Read again before writing.
-            fresh = self.latest(name, deadline)
-            if fresh.state == "enabled" and fresh.data == secret.canonical and fresh.name:
-                if fresh.name == shared.version_name:
-                    return shared.as_follower()
-                return StoreResult(fresh.name, written=False)
-            latest = fresh
-            with self._flights_lock:
-                if self._flights.get(key) is flight:
-                    flight = self._start_flight(key)
-                    break
+            latest = self._reads.latest(name, deadline)
+            held = latest.holding(secret.canonical)
+            if held:
+                return shared.as_follower() if held == shared.version_name else StoreResult(held, written=False)
+            taken = self._flights.take_over(key, flight)
+            if taken is not None:
+                flight = taken
+                break
         try:
             result = self._store(
                 name=name,
@@ -211,27 +239,10 @@ class VersionWrites(Calls):
                 owned=owned,
             )
         except BaseException:
-            flight.finished_at = time.monotonic()
-            flight.done.set()
+            flight.finish(None)
             raise
-        flight.result = result
-        flight.finished_at = time.monotonic()
-        flight.done.set()
+        flight.finish(result)
         return result
-
-    def _start_flight(self, key: tuple[str, str, int]) -> _Flight:
-        """A new flight for `key`, at the end of the (insertion-ordered) table. Caller holds the lock."""
-        self._flights.pop(key, None)
-        flight = self._flights[key] = _Flight()
-        return flight
-
-    def _forget_old(self, now: float) -> None:
-        """Drop flights that ended more than RECENT_S ago, oldest first (bounded work per call)."""
-        for key in list(itertools.islice(self._flights, 64)):
-            flight = self._flights[key]
-            if not (flight.done.is_set() and now - flight.finished_at > RECENT_S):
-                break
-            del self._flights[key]
 
     def _store(
         self,
@@ -249,14 +260,15 @@ class VersionWrites(Calls):
     ) -> StoreResult:
         data = secret.canonical
         if latest is None:
-            latest = self.latest(name, deadline)
-        if latest.state == "enabled" and latest.data == data and latest.name:
-            return StoreResult(latest.name, written=False)
+            latest = self._reads.latest(name, deadline)
+        held = latest.holding(data)
+        if held:
+            return StoreResult(held, written=False)
         writes = 0
         if latest.state == "enabled":
-            base = _number(latest.name)
+            base = names.version_number(latest.name)
         elif latest.state == "unusable":
-            base = self._newest_version_id(name, deadline)
+            base = self._reads.newest_version_id(name, deadline)
         else:
             base = 0  # no secret, or no versions when we looked
             created = self._create(project=project, secret_id=secret_id, labels=labels, deadline=deadline)
@@ -269,23 +281,21 @@ class VersionWrites(Calls):
         result = StoreResult(
             added.name, written=True, created_at=added.created_at, repaired=latest.state == "unusable", writes=writes
         )
-        if _number(added.name) > base + 1:
+        if names.version_number(added.name) > base + 1:
             result = self._settle_race(result, name=name, project=project, data=data, deadline=deadline)
         version_name = result.version_name
         if current_generation is not None:
             check = current_generation
-            result = dataclasses.replace(
-                result, confirm=lambda: self._check_generation(version_name, generation, check)
-            )
+            result = dataclasses.replace(result, confirm=lambda: _check_generation(version_name, generation, check))
         if result.written:
-            result = dataclasses.replace(result, verify=lambda: self.verify(version_name, data, deadline))
+            result = dataclasses.replace(result, verify=lambda: self._reads.verify(version_name, data, deadline))
         return result
 
     def _check_owner(self, name: str, *, project: str, secret_id: str, deadline: Deadline) -> None:
         """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only)."""
         what = f"get secret {secret_id}"
         try:
-            current = self._call(what, deadline, self._client.get_secret, name=name)
+            current = self._calls.call(what, deadline, self._client.get_secret, name=name)
         except gexc.NotFound:
             return  # deleted since: AddSecretVersion will say so
         except gexc.FailedPrecondition as exc:
@@ -304,14 +314,14 @@ class VersionWrites(Calls):
         what = f"create secret {secret_id}"
         while True:
             try:
-                self._write(
+                self._calls.write(
                     what,
                     project,
                     deadline,
                     self._client.create_secret,
-                    parent=f"projects/{project}",
+                    parent=names.project_parent(project),
                     secret_id=secret_id,
-                    secret=types.Secret(replication=self._replication(), labels=labels),
+                    secret=types.Secret(replication=self._calls.replication(), labels=labels),
                 )
             except gexc.AlreadyExists:
                 return 0
@@ -320,7 +330,7 @@ class VersionWrites(Calls):
                     f"{what}: project {project} not found", reason="ProjectNotFound", service=SERVICE
                 ) from None
             except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) == "ambiguous":
+                if write_failure(exc) == "ambiguous":
                     continue  # sending it again is safe: a create that landed answers AlreadyExists
                 raise from_google(exc, service=SERVICE, what=what) from None
             return 1
@@ -330,59 +340,37 @@ class VersionWrites(Calls):
         from google.cloud.secretmanager_v1 import types
 
         what = f"add version to secret {secret_id}"
-        backoff = 0.1
+        backoff = Backoff(0.1)
         while True:
             try:
-                version = self._write(
+                version = self._calls.write(
                     what,
                     project,
                     deadline,
                     self._client.add_secret_version,
                     parent=name,
-                    payload=types.SecretPayload(data=data, data_crc32c=google_crc32c.value(data)),
+                    payload=types.SecretPayload(data=data, data_crc32c=checksum(data)),
                 )
             except (gexc.NotFound, gexc.FailedPrecondition) as exc:
                 raise TransientError(f"{what}: {type(exc).__name__}", service=SERVICE) from None
             except (TransientError, TerminalError):
                 raise
             except Exception as exc:
-                if _write_failure(exc) != "ambiguous":
+                if write_failure(exc) != "ambiguous":
                     if isinstance(exc, gexc.GoogleAPICallError):
                         raise from_google(exc, service=SERVICE, what=what) from None
                     raise
-                landed = self._find_landed(name, data, base, deadline)
+                landed = self._reads.find_landed(name, data, base, deadline)
                 if landed is not None:
                     log.info(
                         f"{what}: the answer was lost ({grpc_code_name(exc) or type(exc).__name__}) but the "
-                        f"version landed as {lineage.version_id(landed)}; not writing it again",
+                        f"version landed as {names.version_id(landed)}; not writing it again",
                         operation="secretmanager.store",
                     )
                     return _Added(landed, None, 0)
-                time.sleep(min(random.uniform(0, backoff), deadline.remaining()))
-                backoff = min(backoff * 2, 2.0)
+                backoff.wait(deadline)
                 continue
-            return _Added(str(version.name), _epoch(version.create_time), 1)
-
-    def _access(self, version_name: str, deadline: Deadline) -> bytes | None:
-        """A version's bytes; None when it is disabled, destroyed or absent."""
-        try:
-            response = self._call(
-                f"read {version_name}", deadline, self._client.access_secret_version, name=version_name
-            )
-        except (gexc.NotFound, gexc.FailedPrecondition):
-            return None
-        return bytes(response.payload.data)
-
-    def _find_landed(self, name: str, data: bytes, base: int, deadline: Deadline) -> str | None:
-        """After an ambiguous AddSecretVersion: the version above `base` holding `data`, if one landed."""
-        newest = self.latest(name, deadline)
-        if newest.state == "enabled" and newest.data == data and _number(newest.name) > base:
-            return newest.name
-        top = _number(newest.name) if newest.name else self._newest_version_id(name, deadline)
-        for number in range(top - 1, max(base, top - 1 - MAX_SCAN), -1):
-            if self._access(f"{name}/versions/{number}", deadline) == data:
-                return f"{name}/versions/{number}"
-        return None
+            return _Added(str(version.name), unix_seconds(version.create_time), 1)
 
     def _settle_race(
         self, result: StoreResult, *, name: str, project: str, data: bytes, deadline: Deadline
@@ -391,28 +379,17 @@ class VersionWrites(Calls):
 
         A different content below is left alone: whose generation is newer is `_check_generation`'s question.
         """
-        ours = _number(result.version_name)
-        below = f"{name}/versions/{ours - 1}"
-        if self._access(below, deadline) != data:
+        ours = names.version_number(result.version_name)
+        below = names.version_name(name, ours - 1)
+        if self._reads.access(below, deadline) != data:
             return result  # different content, or disabled / destroyed: nothing to retire
         if self._destroy(below, project, deadline):
             log.info(
                 f"a concurrent delivery wrote the same content as version {ours - 1}; destroyed that copy",
                 operation="secretmanager.store",
             )
-            return dataclasses.replace(result, retired=(below,), writes=result.writes + 1)
+            return dataclasses.replace(result, writes=result.writes + 1)
         return result
-
-    @staticmethod
-    def _check_generation(version_name: str, generation: int, current_generation: Callable[[], int | None]) -> None:
-        """A3: after our version landed, the cluster must still be at our generation; raises NewerGeneration."""
-        current = current_generation()
-        if current is not None and current > generation:
-            raise NewerGeneration(
-                f"generation {current} of the cluster appeared while generation {generation} wrote version "
-                f"{lineage.version_id(version_name)}; the redelivery writes the newest generation on top",
-                service=SERVICE,
-            )
 
     def _destroy(self, version_name: str, project: str, deadline: Deadline) -> bool:
         """Destroy a duplicate version (best effort: a failure is logged, the copy stays)."""
@@ -421,7 +398,7 @@ class VersionWrites(Calls):
         what = f"destroy duplicate {version_name}"
         for _ in range(5):
             try:
-                self._write(
+                self._calls.write(
                     what,
                     project,
                     deadline,
@@ -435,45 +412,19 @@ class VersionWrites(Calls):
                 log.warning(f"{what}: {exc.message}", operation="secretmanager.store")
                 return False
             except gexc.GoogleAPICallError as exc:
-                if _write_failure(exc) == "ambiguous":
+                if write_failure(exc) == "ambiguous":
                     continue
                 log.warning(f"{what}: {grpc_code_name(exc) or type(exc).__name__}", operation="secretmanager.store")
                 return False
         return False
 
-    def _newest_version_id(self, name: str, deadline: Deadline) -> int:
-        """The newest version's number whatever its state (GetSecretVersion: read quota); 0 when none."""
-        try:
-            newest = self._call(
-                f"get {name}/versions/latest", deadline, self._client.get_secret_version, name=f"{name}/versions/latest"
-            )
-        except (gexc.NotFound, gexc.FailedPrecondition):
-            return 0
-        return _number(str(newest.name))
 
-    def created_at(self, version_name: str, deadline: Deadline) -> int | None:
-        """When a version was created (GetSecretVersion: read quota; only off steady state)."""
-        try:
-            version = self._call(f"get {version_name}", deadline, self._client.get_secret_version, name=version_name)
-        except (gexc.NotFound, gexc.FailedPrecondition, AdapterError):
-            return None
-        return _epoch(version.create_time)
-
-    def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
-        """Read the version back and compare bytes and checksum; raises TransientError on mismatch."""
-        what = f"verify {version_name}"
-        try:
-            response = self._call(what, deadline, self._client.access_secret_version, name=version_name)
-        except (gexc.NotFound, gexc.FailedPrecondition) as exc:
-            raise TransientError(
-                f"{what}: {type(exc).__name__}", reason="VerificationFailed", service=SERVICE
-            ) from None
-        data = bytes(response.payload.data)
-        if data != expected or (
-            response.payload.data_crc32c and response.payload.data_crc32c != google_crc32c.value(data)
-        ):
-            raise TransientError(
-                f"{what}: the stored bytes differ from what was written",
-                reason="VerificationFailed",
-                service=SERVICE,
-            )
+def _check_generation(version_name: str, generation: int, current_generation: Callable[[], int | None]) -> None:
+    """A3: after our version landed, the cluster must still be at our generation; raises NewerGeneration."""
+    current = current_generation()
+    if current is not None and current > generation:
+        raise NewerGeneration(
+            f"generation {current} of the cluster appeared while generation {generation} wrote version "
+            f"{names.version_id(version_name)}; the redelivery writes the newest generation on top",
+            service=SERVICE,
+        )

@@ -79,7 +79,7 @@ def delete_cluster(admin: Admin, generation: int) -> None:
 
 def sm_client(adapter: Adapter) -> Any:
     """The official Secret Manager client the adapter built (acting 'by hand' as an operator would)."""
-    return adapter.reconciler().store._client
+    return adapter.reconciler().store.calls.client
 
 
 def env_adapter(monkeypatch: pytest.MonkeyPatch, **env: str) -> Adapter:

@@ -15,7 +15,6 @@ is done, the invariants stated in pullsecret/secretstore/versions.py must hold:
 
 from __future__ import annotations
 
-import importlib
 import json
 import random
 from collections.abc import Callable
@@ -26,7 +25,7 @@ import pytest
 from pullsecret.errors import TransientError
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore import SecretStore, versions
 from pullsecret.secretstore.pacing import WritePacer
 from tests.protocol import scheduler
 from tests.protocol.scheduler import Run, SchedEvent
@@ -149,15 +148,14 @@ def delivery(world: World, store: SecretStore, generation: int) -> Callable[[], 
 @pytest.fixture
 def scheduled_flights(monkeypatch: pytest.MonkeyPatch) -> Callable[[Run], None]:
     """The store's single-flight waits become scheduling points of the current run (no real blocking)."""
-    module = importlib.import_module(SecretStore.store.__module__)
     current: list[Run] = []
 
-    class Flight(module._Flight):  # type: ignore[name-defined,misc]
+    class Flight(versions.Flight):
         def __init__(self) -> None:
             super().__init__()
             self.done = SchedEvent(current[-1])
 
-    monkeypatch.setattr(module, "_Flight", Flight)
+    monkeypatch.setattr(versions, "Flight", Flight)
     monkeypatch.setattr(random, "uniform", lambda a, b: 0.0)  # backoff sleeps: zero, so runs stay deterministic
     return current.append
 
