@@ -56,35 +56,75 @@ def parse_trace(traceparent: str | None = None, cloud_trace_context: str | None 
     return None
 
 
-@dataclass
-class Redactor:
-    """Scrubs known secret strings (and their JSON-escaped forms, should a value quote JSON) out of text."""
+_Matcher = tuple[tuple[str, ...], "re.Pattern[str] | None"]
+_NO_MATCHER: _Matcher = ((), None)
 
-    _secrets: set[str] = field(default_factory=set, repr=False)
-    # The secrets longest first, and one pattern finding any of them: a line's strings are scanned once each
-    # in C, and only a string holding a secret is replaced secret by secret. One tuple, so that a thread
-    # reading it while another adds never sees a list and a pattern that disagree.
-    _scan: tuple[tuple[str, ...], re.Pattern[str] | None] = field(default=((), None), repr=False)
+
+class Redactor:
+    """Scrubs known secret strings (and their JSON-escaped forms, should a value quote JSON) out of text.
+
+    Cost model (a cluster owner chooses how many strings a pull secret registers): `add` only records strings;
+    the matcher (one regular expression finding any of them, scanned in C per string of a line) is built when a
+    line is scrubbed after an add. Two tiers keep that cheap when strings arrive one by one (a registry token per
+    handshake) after thousands arrived at once (every form of the pull secret, registered up front): late strings
+    go to a small second matcher, merged into the first once they outnumber a quarter of it, so the large one
+    is rebuilt O(log n) times per event, not once per add. Thread-safe: registry jobs add while lines are logged.
+    """
+
+    _LATE_MAX = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: set[str] = set()
+        self._bulk: set[str] = set()
+        self._late: set[str] = set()
+        self._pending: list[str] = []
+        # Matchers are swapped whole (one tuple each): a reader sees a list and a pattern that agree.
+        self._bulk_matcher: _Matcher = _NO_MATCHER
+        self._late_matcher: _Matcher = _NO_MATCHER
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._known)} strings)"
 
     def add(self, values: Iterable[str]) -> None:
-        added = False
-        for value in values:
-            if value and len(value) >= 4 and value not in self._secrets:
-                self._secrets.add(value)
-                self._secrets.add(json.dumps(value)[1:-1])
-                added = True
-        if added:
-            ordered = tuple(sorted(self._secrets, key=len, reverse=True))
-            self._scan = (ordered, re.compile("|".join(map(re.escape, ordered))))
+        with self._lock:
+            for value in values:
+                if value and len(value) >= 4 and value not in self._known:
+                    for form in (value, json.dumps(value)[1:-1]):
+                        if form not in self._known:
+                            self._known.add(form)
+                            self._pending.append(form)
+
+    def _matchers(self) -> tuple[_Matcher, _Matcher]:
+        if self._pending:
+            with self._lock:
+                if self._pending:
+                    self._late.update(self._pending)
+                    self._pending.clear()
+                    if len(self._late) > max(self._LATE_MAX, len(self._bulk) // 4):
+                        self._bulk |= self._late
+                        self._late = set()
+                        self._bulk_matcher = _matcher(self._bulk)
+                    self._late_matcher = _matcher(self._late)
+        return self._bulk_matcher, self._late_matcher
 
     def scrub(self, text: str) -> str:
-        ordered, pattern = self._scan
-        if pattern is None or pattern.search(text) is None:
+        hits: list[str] = []
+        for ordered, pattern in self._matchers():
+            if pattern is not None and pattern.search(text) is not None:
+                hits += [secret for secret in ordered if secret in text]
+        if not hits:
             return text
-        for secret in ordered:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
+        for secret in sorted(hits, key=len, reverse=True):  # a secret holding another goes first
+            text = text.replace(secret, REDACTED)
         return text
+
+
+def _matcher(secrets: set[str]) -> _Matcher:
+    if not secrets:
+        return _NO_MATCHER
+    ordered = tuple(sorted(secrets, key=len, reverse=True))
+    return ordered, re.compile("|".join(map(re.escape, ordered)))
 
 
 @dataclass

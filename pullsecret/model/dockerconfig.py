@@ -19,6 +19,9 @@ from typing import Any
 from pullsecret.errors import TerminalError
 
 MAX_PAYLOAD_BYTES = 64 * 1024  # Secret Manager's payload limit
+# Registries one pull secret may name (docs/contract.md §5): a real one names a handful; the bound keeps what one
+# cluster owner's pull secret costs every other cluster (parsing, redaction, verification) small and known.
+MAX_REGISTRIES = 256
 _SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
 
 
@@ -106,6 +109,11 @@ def _sensitive(document: Any) -> Iterator[str]:
             value = entry.get(key)
             if isinstance(value, str) and value:
                 yield value
+        user, password = entry.get("username"), entry.get("password")
+        if isinstance(user, str) and isinstance(password, str) and user and password:
+            # the form registry verification sends (credential_of): registered here, once, with the rest
+            basic = base64.b64encode(f"{user}:{password}".encode(errors="replace")).decode()
+            yield from (basic, basic.rstrip("="), f"{user}:{password}")
         auth = entry.get("auth")
         if isinstance(auth, str) and auth:
             # the same credential in both base64 padding forms
@@ -177,6 +185,10 @@ def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
         raise InvalidPullSecret(f"{source}: the pull secret has no 'auths' object")
     if not auths:
         raise InvalidPullSecret(f"{source}: the pull secret's 'auths' is empty; it needs at least one registry")
+    if len(auths) > MAX_REGISTRIES:
+        raise InvalidPullSecret(
+            f"{source}: the pull secret names {len(auths)} registries; at most {MAX_REGISTRIES} are accepted"
+        )
     for registry, entry in auths.items():
         _validate_entry(registry, entry, source)
     try:

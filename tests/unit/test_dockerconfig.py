@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from pullsecret.model.dockerconfig import InvalidPullSecret, canonical_bytes, merge, parse, sensitive_strings_of
+from pullsecret.model.dockerconfig import (
+    MAX_REGISTRIES,
+    InvalidPullSecret,
+    canonical_bytes,
+    merge,
+    parse,
+    sensitive_strings_of,
+)
 
 AUTH = base64.b64encode(b"robot:s3cr3t-pa55").decode()
 
@@ -188,6 +195,8 @@ def test_sensitive_strings_of_lists_every_form_and_nothing_else() -> None:
         "***", "***=",  # the padded form is listed whether or not it decodes
         f_auth, "\ufffd:\ufffd", "\ufffd",
         g_auth, g_auth.rstrip("="), "nocolon",
+        # b.io's username and password: the basic form registry verification sends, both paddings, and its text
+        base64.b64encode(b"u:pw-1").decode(), base64.b64encode(b"u:pw-1").decode().rstrip("="), "u:pw-1",
     }  # fmt: skip
     assert AUTH.endswith("=") and short.endswith("=") and g_auth.endswith("=")  # both padding forms are exercised
     listed = sensitive_strings_of(document)
@@ -279,7 +288,7 @@ def test_a_document_parses_as_bytes_text_and_object_alike() -> None:
 
 
 def test_a_canonical_document_over_the_limit_is_refused() -> None:
-    big = {"auths": {f"r{i:05}.io": {"auth": AUTH} for i in range(1_800)}}
+    big = {"auths": {f"r{i:03}.io": {"auth": AUTH, "email": "x" * 400} for i in range(200)}}
     assert len(json.dumps(big, separators=(",", ":"))) > 64 * 1024
     with pytest.raises(InvalidPullSecret) as caught:
         parse(big, source="s")
@@ -287,6 +296,14 @@ def test_a_canonical_document_over_the_limit_is_refused() -> None:
         caught.value.message.startswith("s: the pull secret is ")
         and "bytes, over the 64 KiB limit" in caught.value.message
     )
+
+
+def test_a_pull_secret_naming_more_registries_than_the_bound_is_refused() -> None:
+    at_bound = {"auths": {f"r{i:03}.io": {"auth": AUTH} for i in range(MAX_REGISTRIES)}}
+    assert len(parse(at_bound, source="s").registries) == MAX_REGISTRIES
+    over = {"auths": {**at_bound["auths"], "one-more.io": {"auth": AUTH}}}
+    with pytest.raises(InvalidPullSecret, match=f"names {MAX_REGISTRIES + 1} registries; at most {MAX_REGISTRIES}"):
+        parse(over, source="s")
 
 
 def _fill(auths: dict[str, object], target: int) -> dict[str, object]:
