@@ -43,7 +43,7 @@ from emulators.idtoken import GOOGLE_ISSUER, InvalidIdToken, Jwks, TrustedIssuer
 BASE = "/api/hyperfleet/v1"
 ADMIN_PREFIX = "/_emulator"
 # The vendored HyperFleet specifications (emulators/contracts/README.md names their source and licence).
-CONTRACTS = Path(os.environ.get("HYPERFLEET_CONTRACTS_DIR", Path(__file__).resolve().parent / "contracts"))
+CONTRACTS = Path(os.environ.get("HYPERFLEET_CONTRACTS_DIR", Path(__file__).resolve().parent.parent / "contracts"))
 SPEC_FILES = {
     "PUT": "hyperfleet-api-core-1.0.25.openapi.yaml",
     "POST": "hyperfleet-api-0.1.0.openapi.yaml",
