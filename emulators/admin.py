@@ -13,12 +13,24 @@ PUT    /ready_clusters/{id}   a cluster whose preconditions are all met, in one 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from emulators import seed
 from emulators.httpbase import HTTPEmulator, Reply, Request
 
 if TYPE_CHECKING:
-    from emulators.stack import Stack
+    from emulators.faults import FaultBook
+
+
+class Stack(seed.Stack, Protocol):
+    """What the admin API needs of the stack (emulators.stack.Stack, which owns this server)."""
+
+    @property
+    def book(self) -> FaultBook: ...
+    @property
+    def emulators(self) -> dict[str, Any]: ...
+    def endpoints(self) -> dict[str, Any]: ...
+    def reset(self) -> None: ...
 
 
 class AdminServer(HTTPEmulator):
@@ -92,8 +104,6 @@ class AdminServer(HTTPEmulator):
         generation = options.get("generation", 1)
         if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
             return 400, {"error": "generation must be an integer >= 1"}
-        from emulators import seed  # here, not at the top: seed imports the stack, which imports this module
-
         try:
             return 200, seed.ready_cluster(self.stack, cluster_id, **options)
         except (TypeError, ValueError) as exc:
