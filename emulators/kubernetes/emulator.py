@@ -16,8 +16,9 @@ from emulators.faults import FaultBook, ServiceControl
 from emulators.kubernetes.admission import POLICY_KINDS
 from emulators.kubernetes.base import Json
 from emulators.kubernetes.http import Hangup, HttpsServing
+from emulators.kubernetes.reads import POLICY_RESOURCES, Request
 from emulators.kubernetes.status import ApiError, fault_error, forbidden, unauthorized
-from emulators.kubernetes.verbs import POLICY_RESOURCES, Request, Verbs
+from emulators.kubernetes.verbs import Verbs
 from emulators.tlsutil import TLSMaterial
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
