@@ -13,12 +13,25 @@ PUT    /ready_clusters/{id}   a cluster whose preconditions are all met, in one 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from emulators import seed
 from emulators.httpbase import HTTPEmulator, Reply, Request
+from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 
 if TYPE_CHECKING:
-    from emulators.stack import Stack
+    from emulators.faults import FaultBook
+
+
+class Stack(seed.Stack, Protocol):
+    """What the admin API needs of the stack (emulators.stack.Stack, which owns this server)."""
+
+    @property
+    def book(self) -> FaultBook: ...
+    @property
+    def emulators(self) -> dict[str, Any]: ...
+    def endpoints(self) -> dict[str, Any]: ...
+    def reset(self) -> None: ...
 
 
 class AdminServer(HTTPEmulator):
@@ -27,6 +40,7 @@ class AdminServer(HTTPEmulator):
     def __init__(self, stack: Stack) -> None:
         super().__init__()
         self.stack = stack
+        self._admin = AdminRouter(self._admin_table())
 
     def handle(self, request: Request) -> Reply:
         try:
@@ -37,46 +51,58 @@ class AdminServer(HTTPEmulator):
         return Reply.json(status, payload)
 
     def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        stack = self.stack
-        book = stack.book
+        answer = self._admin.dispatch(method, path, body)
+        if answer is not None:
+            return answer
         parts = [p for p in path.split("/") if p]
-        if not parts:
-            return 200, stack.endpoints()
-        head = parts[0]
-        if head == "state" and method == "GET":
-            return 200, {name: emulator.state() for name, emulator in stack.emulators.items()}
-        if head == "reset" and method == "POST":
-            stack.reset()
-            return 200, {"reset": True}
-        if head == "calls":
-            if method == "GET":
-                return 200, {"calls": book.calls(), "faults_injected": book.faults_injected()}
-            if method == "DELETE":
-                book.reset_counters()
-                return 200, {"reset": True}
-        if head == "faults":
-            if method == "GET":
-                return 200, {"rules": book.rules(), "faults_injected": book.faults_injected()}
-            if method == "POST":
-                specs = body if isinstance(body, list) else [body]
-                try:
-                    added = [book.add(spec).to_json() for spec in specs if isinstance(spec, dict)]
-                except (ValueError, TypeError) as exc:
-                    return 400, {"error": str(exc)}
-                if len(added) != len(specs):
-                    return 400, {"error": "each fault must be a JSON object"}
-                return 201, {"added": added}
-            if method == "DELETE":
-                book.clear()
-                return 200, {"cleared": True}
-        if head == "ready_clusters" and len(parts) == 2 and method == "PUT":
-            return self._ready_cluster(parts[1], body)
-        emulator = stack.emulators.get(head)
+        emulator = self.stack.emulators.get(parts[0])
         if emulator is not None:
             rest = "/" + "/".join(parts[1:])
             status, payload = emulator.handle_admin(method, rest, body)
             return status, payload
         return 404, {"error": f"no admin route {method} {path}"}
+
+    def _admin_table(self) -> dict[tuple[str, str], Handler]:
+        stack = self.stack
+        return {
+            ("*", "/"): lambda _: (200, stack.endpoints()),
+            ("GET", "/state"): lambda _: (200, {name: emulator.state() for name, emulator in stack.emulators.items()}),
+            ("POST", "/reset"): self._reset,
+            ("GET", "/calls"): self._calls,
+            ("DELETE", "/calls"): self._reset_counters,
+            ("GET", "/faults"): self._faults,
+            ("POST", "/faults"): self._add_faults,
+            ("DELETE", "/faults"): self._clear_faults,
+            ("PUT", "/ready_clusters/{id}"): lambda call: self._ready_cluster(call.params["id"], call.body),
+        }
+
+    def _reset(self, _: AdminCall) -> Answer:
+        self.stack.reset()
+        return 200, {"reset": True}
+
+    def _calls(self, _: AdminCall) -> Answer:
+        return 200, {"calls": self.stack.book.calls(), "faults_injected": self.stack.book.faults_injected()}
+
+    def _faults(self, _: AdminCall) -> Answer:
+        return 200, {"rules": self.stack.book.rules(), "faults_injected": self.stack.book.faults_injected()}
+
+    def _reset_counters(self, _: AdminCall) -> Answer:
+        self.stack.book.reset_counters()
+        return 200, {"reset": True}
+
+    def _add_faults(self, call: AdminCall) -> Answer:
+        specs = call.body if isinstance(call.body, list) else [call.body]
+        try:
+            added = [self.stack.book.add(spec).to_json() for spec in specs if isinstance(spec, dict)]
+        except (ValueError, TypeError) as exc:
+            return 400, {"error": str(exc)}
+        if len(added) != len(specs):
+            return 400, {"error": "each fault must be a JSON object"}
+        return 201, {"added": added}
+
+    def _clear_faults(self, _: AdminCall) -> Answer:
+        self.stack.book.clear()
+        return 200, {"cleared": True}
 
     _READY_OPTIONS: ClassVar[frozenset[str]] = frozenset(
         {"generation", "project", "namespace", "placement_data", "cluster", "platform_secret"}
@@ -92,8 +118,6 @@ class AdminServer(HTTPEmulator):
         generation = options.get("generation", 1)
         if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
             return 400, {"error": "generation must be an integer >= 1"}
-        from emulators import seed  # here, not at the top: seed imports the stack, which imports this module
-
         try:
             return 200, seed.ready_cluster(self.stack, cluster_id, **options)
         except (TypeError, ValueError) as exc:

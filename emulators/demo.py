@@ -24,7 +24,8 @@ from emulators.functionproc import FunctionProcess
 from emulators.pubsub import PubSubEmulator, push_envelope
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_USER
 from emulators.signals import interruptible, signals_ignored
-from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, Stack
+from emulators.stack import Stack
+from emulators.world import MANAGEMENT_CLUSTER, PROJECT_ID
 
 CLUSTER_ID = "cls-demo01"
 TOPIC = "hyperfleet-cluster-events"

@@ -23,7 +23,7 @@ client still sees the failure, as after a dropped connection or a deadline that 
 applied"). ``enter`` returns such a code prefixed with ``LOST_RESPONSE``.
 
 A write quota (Secret Manager's per-project write limit) is configured separately with
-``WriteQuota``; see emulators/secretmanager.py.
+``WriteQuota``; see emulators/secretmanager/.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from google.cloud.container_v1 import types as t
 from emulators.faults import FaultBook
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
 from emulators.iam import Resource
+from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 
 _CLUSTER_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 _LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")  # region (us-central1) or zone (us-central1-a)
@@ -71,6 +72,7 @@ class GkeEmulator(GrpcEmulator):
         super().__init__(book, authenticate=authenticate)
         self._lock = threading.Lock()
         self._clusters: dict[tuple[str, str, str], ClusterSpec] = {}
+        self._admin = AdminRouter(self._admin_table())
 
     def handlers(self) -> dict[str, grpc.RpcMethodHandler]:
         return {"GetCluster": self.unary("GetCluster", self._get_cluster, t.GetClusterRequest, t.Cluster)}
@@ -229,34 +231,44 @@ class GkeEmulator(GrpcEmulator):
     # -- admin HTTP routes ----------------------------------------------------------------
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         """Serve an admin route (path relative to /gke); answers (status, json)."""
-        parts = [p for p in path.split("/") if p]
         try:
-            if parts == ["clusters"] and method == "GET":
-                return 200, self.state()["clusters"]
-            if parts == ["clusters"] and method == "PUT":
-                spec = _object(body)
-                ca = spec["ca_pem"]
-                dns = spec.get("dns_endpoint")
-                self.add_cluster(
-                    str(spec["name"]),
-                    endpoint=str(spec["endpoint"]),
-                    ca_pem=ca.encode() if isinstance(ca, str) else bytes(ca),
-                    dns_endpoint=None if dns is None else str(dns),
-                    **{flag: _bool(spec, flag, default) for flag, default in _SHAPE_FLAGS.items()},
-                )
-                return 200, self.state()["clusters"]
-            if parts == ["projects"] and method == "POST":
-                spec = _object(body)
-                self.add_project(str(spec["project_id"]), str(spec["number"]))
-                return 200, {"projects": self.projects.to_json()}
-            if parts == ["iam"] and method == "POST":
-                return 200, self.admin_bind(_object(body))
-            if parts == ["reset"] and method == "POST":
-                self.reset()
-                return 200, {"reset": True}
+            answer = self._admin.dispatch(method, path, body)
         except (KeyError, TypeError, ValueError) as err:
             return 400, {"error": f"bad request: {err}"}
-        return 404, {"error": f"no admin route {method} /{self.service}{path}"}
+        if answer is None:
+            return 404, {"error": f"no admin route {method} /{self.service}{path}"}
+        return answer
+
+    def _admin_table(self) -> dict[tuple[str, str], Handler]:
+        return {
+            ("GET", "/clusters"): lambda _: (200, self.state()["clusters"]),
+            ("PUT", "/clusters"): self._admin_put_cluster,
+            ("POST", "/projects"): self._admin_project,
+            ("POST", "/iam"): lambda call: (200, self.admin_bind(_object(call.body))),
+            ("POST", "/reset"): self._admin_reset,
+        }
+
+    def _admin_put_cluster(self, call: AdminCall) -> Answer:
+        spec = _object(call.body)
+        ca = spec["ca_pem"]
+        dns = spec.get("dns_endpoint")
+        self.add_cluster(
+            str(spec["name"]),
+            endpoint=str(spec["endpoint"]),
+            ca_pem=ca.encode() if isinstance(ca, str) else bytes(ca),
+            dns_endpoint=None if dns is None else str(dns),
+            **{flag: _bool(spec, flag, default) for flag, default in _SHAPE_FLAGS.items()},
+        )
+        return 200, self.state()["clusters"]
+
+    def _admin_project(self, call: AdminCall) -> Answer:
+        spec = _object(call.body)
+        self.add_project(str(spec["project_id"]), str(spec["number"]))
+        return 200, {"projects": self.projects.to_json()}
+
+    def _admin_reset(self, _: AdminCall) -> Answer:
+        self.reset()
+        return 200, {"reset": True}
 
 
 _SHAPE_FLAGS = {

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import GOOGLE_ISSUER, IdTokenIssuer
+from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 
 _V1 = "/computeMetadata/v1"
 _FLAVOR = {"Metadata-Flavor": "Google", "Server": "Metadata Server for VM"}
@@ -96,6 +97,7 @@ class MetadataEmulator(HTTPEmulator):
         # Signs the identity tokens; its JWKS stands in for https://www.googleapis.com/oauth2/v3/certs.
         self.id_tokens = IdTokenIssuer()
         self.identity_lifetime_s = 3600
+        self._admin = AdminRouter(self._admin_table())
 
     # -- what the other emulators use --------------------------------------------------------
     def identity_for_token(self, token: str) -> str | None:
@@ -153,44 +155,58 @@ class MetadataEmulator(HTTPEmulator):
 
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         """Admin routes relative to /metadata: state, token_lifetime, revoke_all, attributes, reset."""
-        route = "/" + path.strip("/")
-        if method == "GET" and route == "/state":
-            return 200, self.state()
-        if method == "PUT" and route == "/token_lifetime":
-            try:
-                seconds = int((body or {})["seconds"])
-            except (KeyError, TypeError, ValueError):
-                return 400, {"error": 'body must be {"seconds": N}'}
-            if seconds < 1:
-                return 400, {"error": "seconds must be >= 1"}
-            with self._lock:
-                self.token_lifetime_s = seconds
-            return 200, {"token_lifetime_s": seconds}
-        if method == "POST" and route == "/revoke_all":
-            return 200, {"revoked": self.revoke_all()}
-        if method == "PUT" and route == "/identity_lifetime":
-            try:
-                seconds = int((body or {})["seconds"])
-            except (KeyError, TypeError, ValueError):
-                return 400, {"error": 'body must be {"seconds": N}'}
-            with self._lock:
-                self.identity_lifetime_s = seconds  # <= 0: tokens already expired when issued
-            return 200, {"identity_lifetime_s": seconds}
-        if method == "POST" and route == "/rotate_identity_key":
-            self.id_tokens.rotate()  # every ID token issued so far stops verifying
-            return 200, {"rotated": True}
-        if method == "GET" and route == "/jwks":
-            return 200, self.id_tokens.jwks()
-        if method == "PUT" and route == "/attributes":
-            if not isinstance(body, dict) or not all(isinstance(v, str) for v in body.values()):
-                return 400, {"error": "body must be an object of string values"}
-            with self._lock:
-                self._attributes = {str(k): v for k, v in body.items()}
-            return 200, {"attributes": body}
-        if method == "POST" and route == "/reset":
-            self.reset()
-            return 200, self.state()
-        return 404, {"error": f"no admin route {method} {route}"}
+        answer = self._admin.dispatch(method, path, body)
+        if answer is None:
+            return 404, {"error": f"no admin route {method} {'/' + path.strip('/')}"}
+        return answer
+
+    def _admin_table(self) -> dict[tuple[str, str], Handler]:
+        return {
+            ("GET", "/state"): lambda _: (200, self.state()),
+            ("PUT", "/token_lifetime"): self._admin_token_lifetime,
+            ("POST", "/revoke_all"): lambda _: (200, {"revoked": self.revoke_all()}),
+            ("PUT", "/identity_lifetime"): self._admin_identity_lifetime,
+            ("POST", "/rotate_identity_key"): self._admin_rotate_identity_key,
+            ("GET", "/jwks"): lambda _: (200, self.id_tokens.jwks()),
+            ("PUT", "/attributes"): self._admin_attributes,
+            ("POST", "/reset"): self._admin_reset,
+        }
+
+    def _admin_token_lifetime(self, call: AdminCall) -> Answer:
+        try:
+            seconds = int((call.body or {})["seconds"])
+        except (KeyError, TypeError, ValueError):
+            return 400, {"error": 'body must be {"seconds": N}'}
+        if seconds < 1:
+            return 400, {"error": "seconds must be >= 1"}
+        with self._lock:
+            self.token_lifetime_s = seconds
+        return 200, {"token_lifetime_s": seconds}
+
+    def _admin_identity_lifetime(self, call: AdminCall) -> Answer:
+        try:
+            seconds = int((call.body or {})["seconds"])
+        except (KeyError, TypeError, ValueError):
+            return 400, {"error": 'body must be {"seconds": N}'}
+        with self._lock:
+            self.identity_lifetime_s = seconds  # <= 0: tokens already expired when issued
+        return 200, {"identity_lifetime_s": seconds}
+
+    def _admin_rotate_identity_key(self, _: AdminCall) -> Answer:
+        self.id_tokens.rotate()  # every ID token issued so far stops verifying
+        return 200, {"rotated": True}
+
+    def _admin_attributes(self, call: AdminCall) -> Answer:
+        body = call.body
+        if not isinstance(body, dict) or not all(isinstance(v, str) for v in body.values()):
+            return 400, {"error": "body must be an object of string values"}
+        with self._lock:
+            self._attributes = {str(k): v for k, v in body.items()}
+        return 200, {"attributes": body}
+
+    def _admin_reset(self, _: AdminCall) -> Answer:
+        self.reset()
+        return 200, self.state()
 
     # -- the metadata tree -----------------------------------------------------------------
     def _account(self) -> dict[str, Any]:

@@ -33,7 +33,8 @@ from emulators.demo import SUBSCRIPTION, TOPIC, demo_pull_secret, function_env
 from emulators.functionproc import ROOT, FunctionProcess
 from emulators.pubsub import PubSubEmulator
 from emulators.signals import interruptible, signals_ignored
-from emulators.stack import PROJECT_ID, Stack
+from emulators.stack import Stack
+from emulators.world import PROJECT_ID
 
 DEMO_CLUSTER = "cls-demo01"
 STATE_DIR = Path(".playground")

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import requests
 
 from emulators.faults import FaultBook, ServiceControl
+from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 from emulators.signals import signals_deferred
 
 _SCRIPT = Path("platform/pubsub-emulator/bin/cloud-pubsub-emulator")
@@ -100,6 +101,7 @@ class PubSubEmulator:
         self._log_path: Path | None = None
         self.startup_seconds: float | None = None
         self._session = requests.Session()
+        self._admin = AdminRouter(self._admin_table())
 
     # -- availability ------------------------------------------------------------------------
     @classmethod
@@ -339,43 +341,54 @@ class PubSubEmulator:
 
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         """Admin routes relative to /pubsub: state, reset, topics, subscriptions, publish, pull."""
-        route = "/" + path.strip("/")
-        parts = [p for p in route.split("/") if p]
-        payload = body if isinstance(body, dict) else {}
         try:
-            if method == "GET" and route == "/state":
-                return 200, self.state()
-            if method == "POST" and route == "/reset":
-                self.reset()
-                return 200, {"reset": True}
-            if method == "PUT" and len(parts) == 2 and parts[0] == "topics":
-                return 200, self.create_topic(parts[1])
-            if method == "PUT" and len(parts) == 2 and parts[0] == "subscriptions":
-                topic = str(payload["topic"])
-                if payload.get("push_endpoint"):
-                    return 200, self.create_push_subscription(
-                        topic,
-                        parts[1],
-                        str(payload["push_endpoint"]),
-                        ack_deadline=int(payload.get("ack_deadline", 10)),
-                        dead_letter_topic=payload.get("dead_letter_topic"),
-                        max_delivery_attempts=payload.get("max_delivery_attempts"),
-                    )
-                return 200, self.create_pull_subscription(
-                    topic, parts[1], ack_deadline=int(payload.get("ack_deadline", 10))
-                )
-            if method == "POST" and len(parts) == 3 and parts[0] == "topics" and parts[2] == "sentinel_event":
-                return 200, {"message_id": self.publish_sentinel_event(parts[1], payload)}
-            if method == "POST" and len(parts) == 3 and parts[0] == "topics" and parts[2] == "publish":
-                data = base64.b64decode(str(payload.get("data_base64", "")))
-                return 200, {"message_id": self.publish(parts[1], data, payload.get("attributes"))}
-            if method == "POST" and len(parts) == 3 and parts[0] == "subscriptions" and parts[2] == "pull":
-                return 200, {"received": self.pull(parts[1], int(payload.get("max", 10)))}
+            answer = self._admin.dispatch(method, path, body if isinstance(body, dict) else {})
         except (KeyError, ValueError, TypeError) as exc:
             return 400, {"error": f"bad admin body: {exc}"}
         except (PubSubError, RuntimeError, requests.RequestException) as exc:
             return 502, {"error": str(exc)}
-        return 404, {"error": f"no admin route {method} {route}"}
+        if answer is None:
+            return 404, {"error": f"no admin route {method} {'/' + path.strip('/')}"}
+        return answer
+
+    def _admin_table(self) -> dict[tuple[str, str], Handler]:
+        return {
+            ("GET", "/state"): lambda _: (200, self.state()),
+            ("POST", "/reset"): self._admin_reset,
+            ("PUT", "/topics/{topic}"): lambda call: (200, self.create_topic(call.params["topic"])),
+            ("PUT", "/subscriptions/{subscription}"): self._admin_subscription,
+            ("POST", "/topics/{topic}/sentinel_event"): lambda call: (
+                200,
+                {"message_id": self.publish_sentinel_event(call.params["topic"], call.body)},
+            ),
+            ("POST", "/topics/{topic}/publish"): self._admin_publish,
+            ("POST", "/subscriptions/{subscription}/pull"): lambda call: (
+                200,
+                {"received": self.pull(call.params["subscription"], int(call.body.get("max", 10)))},
+            ),
+        }
+
+    def _admin_reset(self, _: AdminCall) -> Answer:
+        self.reset()
+        return 200, {"reset": True}
+
+    def _admin_subscription(self, call: AdminCall) -> Answer:
+        payload, name = call.body, call.params["subscription"]
+        topic = str(payload["topic"])
+        if payload.get("push_endpoint"):
+            return 200, self.create_push_subscription(
+                topic,
+                name,
+                str(payload["push_endpoint"]),
+                ack_deadline=int(payload.get("ack_deadline", 10)),
+                dead_letter_topic=payload.get("dead_letter_topic"),
+                max_delivery_attempts=payload.get("max_delivery_attempts"),
+            )
+        return 200, self.create_pull_subscription(topic, name, ack_deadline=int(payload.get("ack_deadline", 10)))
+
+    def _admin_publish(self, call: AdminCall) -> Answer:
+        data = base64.b64decode(str(call.body.get("data_base64", "")))
+        return 200, {"message_id": self.publish(call.params["topic"], data, call.body.get("attributes"))}
 
 
 def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:

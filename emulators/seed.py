@@ -16,12 +16,26 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID
+from emulators.world import MANAGEMENT_CLUSTER, PROJECT_ID
 
 if TYPE_CHECKING:
-    from emulators.stack import Stack
+    from emulators.hyperfleet import HyperFleetEmulator
+    from emulators.kubernetes import KubernetesEmulator
+    from emulators.secretmanager import SecretManagerEmulator
+
+
+class Stack(Protocol):
+    """What seeding needs of a running stack (emulators.stack.Stack): the three emulators it writes to."""
+
+    @property
+    def hyperfleet(self) -> HyperFleetEmulator: ...
+    @property
+    def kubernetes(self) -> KubernetesEmulator: ...
+    @property
+    def secretmanager(self) -> SecretManagerEmulator: ...
+
 
 SOURCE_SECRET = "platform-pull-secret"
 SOURCE_VERSION = f"projects/{PROJECT_ID}/secrets/{SOURCE_SECRET}/versions/latest"

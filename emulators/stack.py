@@ -40,13 +40,8 @@ from emulators.registry import RegistryEmulator
 from emulators.resourcemanager import ResourceManagerEmulator
 from emulators.secretmanager import SecretManagerEmulator
 from emulators.signals import signals_ignored
+from emulators.world import API_AUDIENCE, MANAGEMENT_CLUSTER, MANAGEMENT_DNS, PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
 
-PROJECT_ID = "hf-demo-project"
-PROJECT_NUMBER = "123456789012"
-RUNTIME_SA = f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"
-MANAGEMENT_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1"
-MANAGEMENT_DNS = "gke-mgmt-1.us-central1.gke.goog"
-API_AUDIENCE = "hyperfleet-api"
 # What terraform/ would be applied with for the function environment the tests use (tests/conftest.py
 # function_env): this project holds the per-cluster secrets and the platform pull secret, and the
 # management cluster; every other variable keeps its default (DELETION_POLICY=DELETE included).

@@ -48,7 +48,8 @@ can-i``) and server-side apply (``kubectl apply --server-side``).
 The parts: ``http`` (HTTPS serving), ``store`` (storage and resourceVersions), ``fields`` (patch and
 apply semantics, field ownership), ``validation``, ``access`` (authentication and authorization),
 ``admission`` (ValidatingAdmissionPolicy), ``manifests`` (the project's terraform/kubernetes templates,
-rendered as Terraform renders them), ``verbs`` and ``emulator`` (routing and the admin API).
+rendered as Terraform renders them), ``reads`` and ``verbs`` (the API verbs) and ``emulator`` (routing and
+the admin API).
 """
 
 from emulators.kubernetes.emulator import KubernetesEmulator

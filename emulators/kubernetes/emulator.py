@@ -16,8 +16,10 @@ from emulators.faults import FaultBook, ServiceControl
 from emulators.kubernetes.admission import POLICY_KINDS
 from emulators.kubernetes.base import Json
 from emulators.kubernetes.http import Hangup, HttpsServing
+from emulators.kubernetes.reads import POLICY_RESOURCES, Request
 from emulators.kubernetes.status import ApiError, fault_error, forbidden, unauthorized
-from emulators.kubernetes.verbs import POLICY_RESOURCES, Request, Verbs
+from emulators.kubernetes.verbs import Verbs
+from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 from emulators.tlsutil import TLSMaterial
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
@@ -76,6 +78,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._conn_lock = threading.Lock()
+        self._admin = AdminRouter(self._admin_table())
 
     def state(self) -> dict[str, Any]:
         with self._lock:
@@ -102,65 +105,92 @@ class KubernetesEmulator(Verbs, HttpsServing):
             self._bump()
 
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        """Serve an admin route (path relative to /kubernetes); see the module docstring."""
-        parts = [p for p in path.split("?", maxsplit=1)[0].split("/") if p]
-        body = body if body is not None else {}
+        """Serve an admin route (path relative to /kubernetes); see the package docstring."""
+        path = path.split("?", maxsplit=1)[0]
         try:
-            if method == "GET" and parts == ["state"]:
-                return 200, self.state()
-            if method == "POST" and parts == ["reset"]:
-                self.reset()
-                return 200, {}
-            if parts == ["rbac"] and method == "PUT":
-                verbs = body.get("verbs", ["*"])
-                resources = body.get("resources", ["*"])
-                if not isinstance(body.get("identity"), str) or not isinstance(verbs, list):
-                    return 400, {"error": "rbac needs identity (string) and verbs (list)"}
-                self.grant(body["identity"], str(body.get("namespace", "*")), verbs, resources)
-                return 200, self.state()["rbac"]
-            if parts == ["manifests"] and method == "PUT":
-                documents = body.get("documents")
-                if not isinstance(documents, list):
-                    return 400, {"error": "manifests needs documents (a list of RBAC and admission policy objects)"}
-                self.apply_manifests(documents)
-                return 200, self.state()
-            if parts == ["rbac"] and method == "DELETE":
-                self.revoke(str(body.get("identity", "")))
-                return 200, self.state()["rbac"]
-            if parts == ["tokens"] and method == "PUT":
-                if not isinstance(body.get("token"), str) or not isinstance(body.get("identity"), str):
-                    return 400, {"error": "tokens needs token and identity (strings)"}
-                self.add_token(body["token"], body["identity"])
-                return 200, {}
-            if len(parts) == 2 and parts[0] == "namespaces":
-                if method == "PUT":
-                    return 200, self.add_namespace(parts[1], body.get("labels"))
-                if method == "DELETE":
-                    if self.delete_namespace(parts[1]):
-                        return 200, {}
-                    return 404, {"error": f"namespace {parts[1]} not found"}
-            if len(parts) == 4 and parts[0] == "namespaces" and parts[2] == "secrets":
-                ns, name = parts[1], parts[3]
-                if method == "GET":
-                    found = self.get_secret(ns, name)
-                    return (200, found) if found else (404, {"error": f"secret {ns}/{name} not found"})
-                if method == "PUT":
-                    manager = body.get("manager") if "object" in body else None
-                    raw = copy.deepcopy(body.get("object", body))
-                    if not isinstance(raw, dict):
-                        return 400, {"error": "body must be a Secret object"}
-                    meta = raw.setdefault("metadata", {})
-                    meta["name"], meta["namespace"] = name, ns
-                    return 200, self.put_secret(raw, manager=manager)
-                if method == "DELETE":
-                    if self.delete_secret(ns, name):
-                        return 200, {}
-                    return 404, {"error": f"secret {ns}/{name} not found"}
+            answer = self._admin.dispatch(method, path, body if body is not None else {})
         except ApiError as exc:
             return 400, {"error": exc.message}
         except (ValueError, TypeError, AttributeError) as exc:
             return 400, {"error": str(exc)}
-        return 404, {"error": f"no admin route {method} /kubernetes/{'/'.join(parts)}"}
+        if answer is None:
+            return 404, {"error": f"no admin route {method} /kubernetes/{'/'.join(p for p in path.split('/') if p)}"}
+        return answer
+
+    def _admin_table(self) -> dict[tuple[str, str], Handler]:
+        return {
+            ("GET", "/state"): lambda _: (200, self.state()),
+            ("POST", "/reset"): self._admin_reset,
+            ("PUT", "/rbac"): self._admin_grant,
+            ("PUT", "/manifests"): self._admin_manifests,
+            ("DELETE", "/rbac"): self._admin_revoke,
+            ("PUT", "/tokens"): self._admin_token,
+            ("PUT", "/namespaces/{ns}"): lambda call: (
+                200,
+                self.add_namespace(call.params["ns"], call.body.get("labels")),
+            ),
+            ("DELETE", "/namespaces/{ns}"): self._admin_delete_namespace,
+            ("GET", "/namespaces/{ns}/secrets/{name}"): self._admin_get_secret,
+            ("PUT", "/namespaces/{ns}/secrets/{name}"): self._admin_put_secret,
+            ("DELETE", "/namespaces/{ns}/secrets/{name}"): self._admin_delete_secret,
+        }
+
+    def _admin_reset(self, _: AdminCall) -> Answer:
+        self.reset()
+        return 200, {}
+
+    def _admin_grant(self, call: AdminCall) -> Answer:
+        body = call.body
+        verbs = body.get("verbs", ["*"])
+        resources = body.get("resources", ["*"])
+        if not isinstance(body.get("identity"), str) or not isinstance(verbs, list):
+            return 400, {"error": "rbac needs identity (string) and verbs (list)"}
+        self.grant(body["identity"], str(body.get("namespace", "*")), verbs, resources)
+        return 200, self.state()["rbac"]
+
+    def _admin_manifests(self, call: AdminCall) -> Answer:
+        documents = call.body.get("documents")
+        if not isinstance(documents, list):
+            return 400, {"error": "manifests needs documents (a list of RBAC and admission policy objects)"}
+        self.apply_manifests(documents)
+        return 200, self.state()
+
+    def _admin_revoke(self, call: AdminCall) -> Answer:
+        self.revoke(str(call.body.get("identity", "")))
+        return 200, self.state()["rbac"]
+
+    def _admin_token(self, call: AdminCall) -> Answer:
+        body = call.body
+        if not isinstance(body.get("token"), str) or not isinstance(body.get("identity"), str):
+            return 400, {"error": "tokens needs token and identity (strings)"}
+        self.add_token(body["token"], body["identity"])
+        return 200, {}
+
+    def _admin_delete_namespace(self, call: AdminCall) -> Answer:
+        if self.delete_namespace(call.params["ns"]):
+            return 200, {}
+        return 404, {"error": f"namespace {call.params['ns']} not found"}
+
+    def _admin_get_secret(self, call: AdminCall) -> Answer:
+        ns, name = call.params["ns"], call.params["name"]
+        found = self.get_secret(ns, name)
+        return (200, found) if found else (404, {"error": f"secret {ns}/{name} not found"})
+
+    def _admin_put_secret(self, call: AdminCall) -> Answer:
+        ns, name, body = call.params["ns"], call.params["name"], call.body
+        manager = body.get("manager") if "object" in body else None
+        raw = copy.deepcopy(body.get("object", body))
+        if not isinstance(raw, dict):
+            return 400, {"error": "body must be a Secret object"}
+        meta = raw.setdefault("metadata", {})
+        meta["name"], meta["namespace"] = name, ns
+        return 200, self.put_secret(raw, manager=manager)
+
+    def _admin_delete_secret(self, call: AdminCall) -> Answer:
+        ns, name = call.params["ns"], call.params["name"]
+        if self.delete_secret(ns, name):
+            return 200, {}
+        return 404, {"error": f"secret {ns}/{name} not found"}
 
     @staticmethod
     def route(method: str, path: str) -> tuple[str, str, str, str]:

@@ -48,6 +48,7 @@ from emulators.pullsecretservice.store import (
     invalid,
     now_rfc3339,
 )
+from emulators.routes import AdminCall, AdminRouter, Answer
 
 # §3.6 OpenAPI: path parameter cluster_id `pattern: '^cls-[a-z0-9]{12,16}$'`.
 DDR_CLUSTER_ID_PATTERN = r"^cls-[a-z0-9]{12,16}$"
@@ -123,6 +124,7 @@ class PullSecretServiceEmulator(HTTPEmulator):
         )
         self.access = Access(bearer_tokens=bearer_tokens, grants=grants)
         self.cluster_id_re = re.compile(cluster_id_pattern)
+        self._admin = AdminRouter(self.admin_routes())
 
     def trust_id_tokens(self, keys: Callable[[], Jwks], *, audience: str, emails: Collection[str]) -> None:
         """Accept Google-signed ID tokens for `audience` whose email is in `emails` (access.py)."""
@@ -137,40 +139,36 @@ class PullSecretServiceEmulator(HTTPEmulator):
     # -- admin -----------------------------------------------------------------------------
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         """One of `admin_routes()`, or 404; service errors answer as {"error", "code"}."""
-        route = "/" + path.strip("/")
-        for (verb, pattern), handler in self.admin_routes().items():
-            match = re.fullmatch(pattern, route)
-            if verb == method and match is not None:
-                try:
-                    return 200, handler(*match.groups(), body)
-                except ServiceError as exc:
-                    return exc.status, {"error": exc.detail, "code": exc.code}
-        return 404, {"error": f"no admin route {method} {route}"}
+        try:
+            answer = self._admin.dispatch(method, path, body)
+        except ServiceError as exc:
+            return exc.status, {"error": exc.detail, "code": exc.code}
+        if answer is None:
+            return 404, {"error": f"no admin route {method} {'/' + path.strip('/')}"}
+        return answer
 
-    def admin_routes(self) -> dict[tuple[str, str], Callable[..., dict[str, Any]]]:
-        """The admin table: (method, path pattern) -> handler of the path's groups and the body."""
+    def admin_routes(self) -> dict[tuple[str, str], Callable[[AdminCall], Answer]]:
+        """The admin table: (method, path pattern) -> handler of the call (its captured segments and body)."""
         return {
-            ("GET", r"/state"): self._admin_state,
-            ("POST", r"/reset"): self._admin_reset,
-            ("POST", r"/clusters/([^/]+)/rotation"): self._admin_start_rotation,
-            ("POST", r"/clusters/([^/]+)/rotation/complete"): self._admin_complete_rotation,
+            ("GET", "/state"): lambda _: (200, self.state()),
+            ("POST", "/reset"): self._admin_reset,
+            ("POST", "/clusters/{id}/rotation"): self._admin_start_rotation,
+            ("POST", "/clusters/{id}/rotation/complete"): self._admin_complete_rotation,
         }
 
-    def _admin_state(self, _body: Any) -> dict[str, Any]:
-        return self.state()
-
-    def _admin_reset(self, _body: Any) -> dict[str, Any]:
+    def _admin_reset(self, _: AdminCall) -> Answer:
         self.reset()
-        return self.state()
+        return 200, self.state()
 
-    def _admin_start_rotation(self, cluster_id: str, body: Any) -> dict[str, Any]:
-        options = body if isinstance(body, dict) else {}
+    def _admin_start_rotation(self, call: AdminCall) -> Answer:
+        cluster_id = call.params["id"]
+        options = call.body if isinstance(call.body, dict) else {}
         reason, force = self._rotation_request({"reason": options.get("reason", "manual"), **options})
         created = self.store.start_rotation(cluster_id, reason=reason, force_immediate=force)
-        return self.store.rotation(cluster_id, str(created["rotation_id"]))  # as the reconciler left it
+        return 200, self.store.rotation(cluster_id, str(created["rotation_id"]))  # as the reconciler left it
 
-    def _admin_complete_rotation(self, cluster_id: str, _body: Any) -> dict[str, Any]:
-        return self.store.complete_rotation(cluster_id)
+    def _admin_complete_rotation(self, call: AdminCall) -> Answer:
+        return 200, self.store.complete_rotation(call.params["id"])
 
     # -- the API ---------------------------------------------------------------------------
     def handle(self, request: Request) -> Reply:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from emulators.stack import RUNTIME_SA
+from emulators.world import RUNTIME_SA
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from emulators.stack import PROJECT_ID
+from emulators.world import PROJECT_ID
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
 CID = "cls-cli001"

@@ -104,7 +104,7 @@ def test_every_permission_terraform_grants_is_asked_or_said_why_not(world: Any) 
 
 
 def _rebind_without(world: Any, address: str, permission: str) -> None:
-    from emulators.stack import RUNTIME_SA
+    from emulators.world import RUNTIME_SA
 
     for emulator in (world.secretmanager, world.gke):
         emulator.iam.revoke(RUNTIME_SA)
@@ -144,7 +144,7 @@ def test_each_iam_permission_removed_names_its_fix(
 # -- the management cluster's RBAC and admission policy, and a Secret Manager grant too wide ---------------
 def _cluster_role(world: Any, edit: Any) -> None:
     from emulators.kubernetes.manifests import render
-    from emulators.stack import RUNTIME_SA
+    from emulators.world import RUNTIME_SA
 
     role = next(d for d in render(RUNTIME_SA) if d["kind"] == "ClusterRole")
     edit(role["rules"])
@@ -157,7 +157,7 @@ def _without_verb(verb: str) -> Any:
 
 def _reading(verb: str) -> Any:
     def grant(world: Any) -> None:
-        from emulators.stack import RUNTIME_SA
+        from emulators.world import RUNTIME_SA
 
         world.kubernetes.grant(
             RUNTIME_SA, namespace=f"clusters-{CID}", verbs=[verb], resources=["secrets"], api_groups=[""]
@@ -168,7 +168,7 @@ def _reading(verb: str) -> Any:
 
 def _old_policy(world: Any) -> None:
     from emulators.kubernetes.manifests import render
-    from emulators.stack import RUNTIME_SA
+    from emulators.world import RUNTIME_SA
 
     policy = next(d for d in render(RUNTIME_SA) if d["kind"] == "ValidatingAdmissionPolicy")
     policy["metadata"]["annotations"]["hyperfleet.io/policy-revision"] = "2"
@@ -176,7 +176,7 @@ def _old_policy(world: Any) -> None:
 
 
 def _unconditioned(world: Any) -> None:
-    from emulators.stack import RUNTIME_SA
+    from emulators.world import RUNTIME_SA
 
     world.secretmanager.bind(RUNTIME_SA, "roles/secretmanager.secretAccessor", "projects/hf-demo-project")
     world.secretmanager.bind(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as gexc
 
-from emulators.stack import PROJECT_ID, PROJECT_NUMBER
+from emulators.world import PROJECT_ID, PROJECT_NUMBER
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.handler import Adapter
 from tests.integration.test_cli import cli

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from emulators.kubernetes.manifests import render
-from emulators.stack import MANAGEMENT_CLUSTER, PROJECT_ID, RUNTIME_SA
+from emulators.world import MANAGEMENT_CLUSTER, PROJECT_ID, RUNTIME_SA
 from pullsecret.handler import Adapter
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 

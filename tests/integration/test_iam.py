@@ -14,7 +14,7 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.cloud.secretmanager_v1 import types as smtypes
 
-from emulators.stack import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
+from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.handler import Adapter
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes.client import AdmissionregistrationV1Api
 
-from emulators.stack import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
+from emulators.world import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
 from pullsecret.delivery.admission_policy import POLICY_NAME as POLICY
 from pullsecret.handler import Adapter
 from pullsecret.retrying import Deadline

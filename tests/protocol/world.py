@@ -9,7 +9,7 @@ Only the behaviour the write protocol and the rotation fan-out rely on, each rul
 - Kubernetes: the Secret records the generation it was applied for; `kubesecret.apply` refuses to go back
   (pullsecret/delivery/kubesecret.py) and its write is atomic (resourceVersion precondition).
 - HyperFleet status: a report older than the stored one is discarded (hyperfleet-api
-  pkg/services/adapter_status_validation.go, as emulators/hyperfleet.py models it).
+  pkg/services/adapter_status_validation.go, as emulators/hyperfleet/ models it).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from emulators.stack import RUNTIME_SA
+from emulators.world import RUNTIME_SA
 from tests.reliability import campaign, harness
 
 SECRET_MANAGER_WRITES = {"CreateSecret", "AddSecretVersion", "UpdateSecret", "DisableSecretVersion"}
