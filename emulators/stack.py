@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from typing import Any
@@ -36,6 +37,7 @@ from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render as render_manifests
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
+from emulators.pullsecretservice import PullSecretServiceEmulator
 from emulators.registry import RegistryEmulator
 from emulators.resourcemanager import ResourceManagerEmulator
 from emulators.secretmanager import SecretManagerEmulator
@@ -108,6 +110,22 @@ class Stack:
             self.metadata.id_tokens.jwks, audience=API_AUDIENCE, identity_pattern=re.escape(RUNTIME_SA)
         )
         self.registry = RegistryEmulator(self.book)
+        # The Pull Secret Service (PULL_SECRET_SERVICE_URL): its credentials are accounts of the registry emulator
+        # (quay at the `basic` host, rhit at the `token` host, whose sso checks them), so a credential it revokes
+        # is refused there. It admits the token in `service_token_file` (token-file) and the runtime identity's ID
+        # tokens for its own URL (google-id-token, the function's default audience), and any cluster id the tests
+        # use (the DDR's cls-[a-z0-9]{12,16} is narrower than this project's ids).
+        self.service_token_file = os.path.join(self.workdir, "pull-secret-service-token")
+        service_token = "pss-" + secrets.token_urlsafe(24)
+        with open(self.service_token_file, "w", encoding="utf-8") as fh:
+            fh.write(service_token)
+        self.pullsecretservice = PullSecretServiceEmulator(
+            self.book,
+            registry_hosts=lambda: {"quay": self.registry.hosts()["basic"], "rhit": self.registry.hosts()["token"]},
+            registry=self.registry,
+            bearer_tokens={service_token: "system:serviceaccount:hyperfleet:pullsecret-adapter"},
+            cluster_id_pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
+        )
         services = {"secretmanager": self.secretmanager, "container": self.gke}
         self.resourcemanager = ResourceManagerEmulator(self.book, services, authenticate=authenticate)
         self.registry_ca_file = os.path.join(self.workdir, "registry-ca.pem")
@@ -122,6 +140,7 @@ class Stack:
             "kubernetes": self.kubernetes,
             "hyperfleet": self.hyperfleet,
             "registry": self.registry,
+            "pullsecretservice": self.pullsecretservice,
         }
         if self.pubsub is not None:
             found["pubsub"] = self.pubsub
@@ -145,6 +164,10 @@ class Stack:
         self.kubernetes.start()
         self.hyperfleet.start()
         self.registry.start()
+        self.pullsecretservice.start()
+        self.pullsecretservice.trust_id_tokens(
+            self.metadata.id_tokens.jwks, audience=self.pullsecretservice.url, emails=[RUNTIME_SA]
+        )
         self.resourcemanager.start()
         with open(self.registry_ca_file, "wb") as fh:
             fh.write(self.registry.ca_pem)
@@ -252,6 +275,8 @@ class Stack:
             "kubernetes": f"https://{self.kubernetes.address}",
             "hyperfleet": self.hyperfleet.url,
             "registry": self.registry.hosts(),
+            "pullsecretservice": self.pullsecretservice.url,
+            "pullsecretservice_token_file": self.service_token_file,
             "pubsub": self.pubsub.address if self.pubsub is not None else None,
             "admin": self.admin.url,
             "management_cluster": MANAGEMENT_CLUSTER,
