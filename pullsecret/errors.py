@@ -47,6 +47,12 @@ class TerminalError(AdapterError):
     default_reason = "TerminalFailure"
 
 
+class OwnershipConflict(TerminalError):
+    """An object at one of our names that is not ours (a Kubernetes Secret, a Secret Manager secret): left alone."""
+
+    default_reason = "OwnershipConflict"
+
+
 class ConfigError(ValueError):
     """A configuration variable is missing or malformed; the message names the variable."""
 
