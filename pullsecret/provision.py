@@ -13,7 +13,7 @@ from pullsecret import secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery import kubesecret
 from pullsecret.delivery.base import Probed, Where
-from pullsecret.delivery.kubesecret import DesiredSecret
+from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import AdapterError
 from pullsecret.logs import log
 from pullsecret.model import lineage, preconditions, status
@@ -143,6 +143,29 @@ def lineage_of(
         previous_version=(previous or live).get("version"),
         now=created,
     )
+
+
+def add_applied(
+    data: dict[str, Any],
+    settings: Settings,
+    store: SecretStore,
+    *,
+    live: dict[str, Any] | None,
+    stored: secretstore.StoreResult,
+    applied: ApplyResult,
+    recorded: dict[str, Any],
+) -> None:
+    """Add to `data` what an apply that was not stale did: what it repaired, the lineage, and after a Secret
+    Manager write, the version retention (run now: the delivery points at the new version)."""
+    if applied.written and not stored.written and live is not None:
+        data.setdefault("repaired", "kubernetes_secret")
+    elif applied.written and live is None and not stored.written:
+        data.setdefault("repaired", "kubernetes_secret_recreated")
+    data["lineage"] = lineage.report(
+        recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+    )
+    if stored.written:
+        data["retention"] = retention(settings, store, stored.version_name, kubernetes_points_at=stored.version_name)
 
 
 def retention(settings: Settings, store: SecretStore, version_name: str, kubernetes_points_at: str) -> dict[str, Any]:

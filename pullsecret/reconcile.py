@@ -24,7 +24,7 @@ from pullsecret.errors import TerminalError, TransientError
 from pullsecret.finalize import finalize
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import bind, log
-from pullsecret.model import lineage, preconditions, status
+from pullsecret.model import preconditions, status
 from pullsecret.model.dockerconfig import MergeResult
 from pullsecret.provision import Target
 from pullsecret.registry import verification as registry_verification
@@ -127,7 +127,9 @@ class Reconciler:
             decision = preconditions.evaluate(cluster, statuses, self.settings, cluster_id=cluster_id)
             return self._act(cluster_id, cluster, statuses, decision, generation=generation, deadline=deadline)
         except TerminalError as exc:
-            return self._terminal(cluster_id, generation, decision, exc)
+            # The handler's final `reconcile` line logs it (error level, reason, service): one line per outcome.
+            outcome = self._report(cluster_id, "terminal", _terminal_report(generation, decision, exc))
+            return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
 
     def _act(
         self,
@@ -174,27 +176,6 @@ class Reconciler:
             deadline=deadline,
         )
         return self._report(cluster_id, "finalized", status.finalized(deleting.generation, message, data))
-
-    def _terminal(
-        self,
-        cluster_id: str,
-        generation: int,
-        decision: preconditions.Decision | None,
-        exc: TerminalError,
-    ) -> Outcome:
-        """Report a terminal failure; the handler's final `reconcile` line logs it (one line per outcome)."""
-        data = getattr(exc, "data", None)  # registry_verification.RegistryRejected names each registry's answer
-        # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
-        deleting = isinstance(decision, preconditions.Deleting)
-        # Bad input names no service: its phase is where it was found (judging the cluster, or acting).
-        phase = (
-            status.phase_of(exc.service)
-            if exc.service
-            else (status.PHASE_PRECONDITIONS if decision is None else status.PHASE_RESOURCES)
-        )
-        report = status.terminal_failure(generation, exc.reason, exc.message, data, phase=phase, deleting=deleting)
-        outcome = self._report(cluster_id, "terminal", report)
-        return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
 
     # -- steps ------------------------------------------------------------------------------
     def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:
@@ -362,18 +343,9 @@ class Reconciler:
         if applied.stale:
             report = status.stale(act.generation, applied.recorded_generation, data)
             return self._report(target.cluster_id, "stale", provision.with_registries(report, reads.checks))
-        live = reads.probed.live
-        if applied.written and not stored.written and live is not None:
-            data.setdefault("repaired", "kubernetes_secret")
-        elif applied.written and live is None and not stored.written:
-            data.setdefault("repaired", "kubernetes_secret_recreated")
-        data["lineage"] = lineage.report(
-            recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+        provision.add_applied(
+            data, self.settings, self.store, live=reads.probed.live, stored=stored, applied=applied, recorded=recorded
         )
-        if stored.written:
-            data["retention"] = provision.retention(
-                self.settings, self.store, stored.version_name, kubernetes_points_at=stored.version_name
-            )
         changed = stored.written or applied.written
         return self._report(
             target.cluster_id,
@@ -386,3 +358,17 @@ class Reconciler:
         cluster = self.hyperfleet.get_cluster(cluster_id)
         generation = (cluster or {}).get("generation")
         return generation if isinstance(generation, int) else None
+
+
+def _terminal_report(generation: int, decision: preconditions.Decision | None, exc: TerminalError) -> status.Report:
+    """The status of a terminal failure: its reason and message, and the phase it was found in."""
+    data = getattr(exc, "data", None)  # registry_verification.RegistryRejected names each registry's answer
+    # The API hard-deletes a soft-deleted cluster only after Finalized=True: say what blocks cleanup.
+    deleting = isinstance(decision, preconditions.Deleting)
+    # Bad input names no service: its phase is where it was found (judging the cluster, or acting).
+    phase = (
+        status.phase_of(exc.service)
+        if exc.service
+        else (status.PHASE_PRECONDITIONS if decision is None else status.PHASE_RESOURCES)
+    )
+    return status.terminal_failure(generation, exc.reason, exc.message, data, phase=phase, deleting=deleting)

@@ -204,45 +204,51 @@ def _inspect(app: Application, cluster_id: str) -> int:
         return EXIT_NOTHING_DONE
     statuses = app.hyperfleet.list_statuses(cluster_id)
     ours = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name) or {}
-    report: dict[str, Any] = {
-        "cluster_id": cluster_id,
-        "hyperfleet": {
-            "name": cluster.get("name"),
-            "generation": cluster.get("generation"),
-            "deleted_time": cluster.get("deleted_time"),
-            "status": {
-                "observed_generation": ours.get("observed_generation"),
-                "last_report_time": ours.get("last_report_time"),
-                "conditions": [
-                    {k: c.get(k) for k in ("type", "status", "reason", "last_transition_time")}
-                    for c in ours.get("conditions") or []
-                    if isinstance(c, dict)
-                ],
-                "lineage": (ours.get("data") or {}).get("lineage") if isinstance(ours.get("data"), dict) else None,
-            },
-        },
-    }
+    report: dict[str, Any] = {"cluster_id": cluster_id, "hyperfleet": _inspect_hyperfleet(cluster, ours)}
     secret_id, kube_name = names(settings, cluster_id)
     project = settings.secret_project_id or preconditions.project_id_of(cluster)
     report["secret_manager"] = _inspect_secret_manager(app.store, project, secret_id, deadline)
-    recorded_fingerprint: str | None = None
-    # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
-    ours_data = ours.get("data")
-    if isinstance(ours_data, dict) and isinstance(ours_data.get("fingerprint"), str):
-        recorded_fingerprint = ours_data["fingerprint"]
     report["kubernetes"] = _inspect_delivery(app, cluster_id, statuses, kube_name, deadline)
-    live_fp = report["kubernetes"].get("content_fingerprint")
-    # null when a side could not be read (e.g. the runtime identity may not read Secrets): unknown, not false.
-    unreadable = "error" in report["kubernetes"] or "error" in report["secret_manager"]
-    report["in_sync"] = (
-        None if unreadable else bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
-    )
+    report["in_sync"] = _in_sync(ours, report["kubernetes"], report["secret_manager"])
     sensitive_strings = report["kubernetes"].pop("_sensitive", [])
     text = json.dumps(report, indent=2, sort_keys=True, default=str)
     for sensitive in sensitive_strings:  # belt and braces: nothing above carries data, but never print it
         text = text.replace(sensitive, "<redacted>")
     print(text)
     return EXIT_OK
+
+
+def _inspect_hyperfleet(cluster: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """The cluster as the HyperFleet API holds it, and our status of it (conditions and lineage, no data)."""
+    return {
+        "name": cluster.get("name"),
+        "generation": cluster.get("generation"),
+        "deleted_time": cluster.get("deleted_time"),
+        "status": {
+            "observed_generation": ours.get("observed_generation"),
+            "last_report_time": ours.get("last_report_time"),
+            "conditions": [
+                {k: c.get(k) for k in ("type", "status", "reason", "last_transition_time")}
+                for c in ours.get("conditions") or []
+                if isinstance(c, dict)
+            ],
+            "lineage": (ours.get("data") or {}).get("lineage") if isinstance(ours.get("data"), dict) else None,
+        },
+    }
+
+
+def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: dict[str, Any]) -> bool | None:
+    """Whether the delivered content is what we last reported storing; None when a side could not be read (e.g.
+    the runtime identity may not read Secrets): unknown, not false."""
+    recorded_fingerprint: str | None = None
+    # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
+    ours_data = ours.get("data")
+    if isinstance(ours_data, dict) and isinstance(ours_data.get("fingerprint"), str):
+        recorded_fingerprint = ours_data["fingerprint"]
+    if "error" in kubernetes or "error" in secret_manager:
+        return None
+    live_fp = kubernetes.get("content_fingerprint")
+    return bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
 
 
 def _inspect_secret_manager(
