@@ -160,8 +160,8 @@ class Reconciler:
             own = preconditions.statuses_by_adapter(statuses).get(self.settings.adapter_name)
             return self._provision(cluster_id, cluster, decision, deadline, own)
         except TransientError as exc:
-            if decision.placement is not None and exc.service == "kubernetes" and exc.reason == "Unreachable":
-                self.delivery.forget(decision.placement)  # its endpoint or CA may have changed
+            if decision.placement is not None:
+                self.delivery.after_transient(decision.placement, exc)  # e.g. a cached client gone stale
             raise
 
     def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:

@@ -8,8 +8,8 @@ reconcile (pullsecret.reconcile) knows nothing else of it, and calls it in this 
 - `Probed.apply(desired, deadline)`, after the Secret Manager write: make the cluster hold `desired` (the
   stored content); it logs its own step;
 - `status_data(where, applied, stored_written=)`: what the mode adds to the status `data`;
-- `forget(placement)`, after a transient `Unreachable` failure: drop any cached handle (the redelivery
-  rebuilds it);
+- `after_transient(placement, error)`, after a transient failure of a provisioning or a deletion: drop what
+  the failure shows may be stale (a cached client; the redelivery rebuilds it);
 - `cleanup(leaving, deadline)`, on deletion and before the Secret Manager secret is deleted: the status `data`
   of what it removed (`kubernetes_cleanup` at least).
 
@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.errors import TransientError
 from pullsecret.model.preconditions import Placement
 from pullsecret.operator.doctor_checks import Context, Line
 from pullsecret.retrying import Deadline
@@ -82,7 +83,7 @@ class Delivery(Protocol):
 
     def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]: ...
 
-    def forget(self, placement: Placement) -> None: ...
+    def after_transient(self, placement: Placement, error: TransientError) -> None: ...
 
     def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]: ...
 

@@ -20,7 +20,7 @@ from pullsecret.delivery.kubeapi import SecretsApi
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.delivery.kubewrites import KubeSecrets
 from pullsecret.delivery.management_clusters import ManagementClusters
-from pullsecret.errors import AdapterError, OwnershipConflict
+from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
@@ -76,9 +76,10 @@ class DirectDelivery:
     def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
         return {"kubernetes_resource_version": applied.resource_version}
 
-    def forget(self, placement: Placement) -> None:
-        """Its endpoint or CA may have changed: the redelivery asks GKE again."""
-        self.clusters.invalidate(placement.management_cluster)
+    def after_transient(self, placement: Placement, error: TransientError) -> None:
+        """An unreachable API server's endpoint or CA may have changed: the redelivery asks GKE again."""
+        if error.service == "kubernetes" and error.reason == "Unreachable":
+            self.clusters.invalidate(placement.management_cluster)
 
     def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
         placement = leaving.placement

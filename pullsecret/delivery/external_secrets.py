@@ -213,7 +213,7 @@ class ExternalSecretsDelivery:
             data["repaired"] = "access_binding"
         return data
 
-    def forget(self, placement: Placement) -> None:
+    def after_transient(self, placement: Placement, error: TransientError) -> None:
         """Nothing is cached per cluster in this mode."""
 
     def inspect(self, placement: Placement, kube_name: str, deadline: Deadline) -> dict[str, Any]:
