@@ -18,6 +18,7 @@ from emulators.stack import PROJECT_ID, PROJECT_NUMBER
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.handler import Adapter
 from tests.integration.test_cli import cli
+from tests.integration.test_doctor import restored_log  # noqa: F401 - cli.main's logger settings put back
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event
 
@@ -233,6 +234,7 @@ def test_inspect_names_the_access_and_reaches_no_cluster(eso_env: dict[str, str]
     assert cluster_calls(admin) == {}
 
 
+@pytest.mark.usefixtures("restored_log")
 def test_the_doctor_asks_for_the_policy_permissions_and_reaches_no_cluster(
     eso_env: dict[str, str], admin: Admin, world: Any
 ) -> None:
@@ -249,6 +251,7 @@ def test_the_doctor_asks_for_the_policy_permissions_and_reaches_no_cluster(
     assert cluster_calls(admin) == {}
 
 
+@pytest.mark.usefixtures("restored_log")
 @pytest.mark.parametrize("permission", ["secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy"])
 def test_the_doctor_names_a_missing_policy_permission_and_its_fix(
     eso_env: dict[str, str], admin: Admin, world: Any, permission: str
