@@ -7,19 +7,19 @@ import functions_framework
 import werkzeug.exceptions
 from cloudevents.http.event import CloudEvent
 
-from pullsecret import handler
+from pullsecret import web
 from pullsecret.errors import TransientError
 from pullsecret.operator import doctor
 
 # Validate the configuration at cold start: a bad variable is one ERROR line naming it, and the instance exits.
-ADAPTER = handler.start()
+ADAPTER = web.start()
 
 
 @functions_framework.cloud_event
 def handle_cluster_event(event: CloudEvent) -> None:
     """Reconcile the cluster named by `event`; a transient failure answers 503 so that Pub/Sub redelivers."""
     if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.operator.doctor)
-        raise doctor.answer(ADAPTER)
+        raise doctor.answer(ADAPTER.application())
     headers = flask.request.headers if flask.has_request_context() else None
     try:
         ADAPTER.handle(
@@ -29,12 +29,12 @@ def handle_cluster_event(event: CloudEvent) -> None:
             traceparent=headers.get("traceparent") if headers else None,
         )
     except TransientError as exc:
-        raise handler.Redeliver(exc) from None
+        raise web.Redeliver(exc) from None
 
 
 @functions_framework.errorhandler(werkzeug.exceptions.BadRequest)  # type: ignore[untyped-decorator]
 def malformed_delivery(_error: werkzeug.exceptions.BadRequest) -> tuple[str, int, dict[str, str]]:
     """A body functions-framework could not turn into a CloudEvent: one log line, a short plain answer."""
     request = flask.request
-    text = handler.log_malformed_delivery(request.content_type, request.get_data(cache=True))
+    text = web.log_malformed_delivery(request.content_type, request.get_data(cache=True))
     return text, 400, {"Content-Type": "text/plain; charset=utf-8"}

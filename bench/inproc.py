@@ -325,8 +325,10 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     loopback; the event's wall less its CPU is that of its calls on the path (they overlap in pairs).
     The status report is not timed alone (its body is built by the event); the event's figure holds it.
     """
+    from pullsecret.delivery.direct import DirectDelivery
     from pullsecret.handler import Adapter
     from pullsecret.model.preconditions import Act, evaluate
+    from pullsecret.provision import names
     from pullsecret.retrying import Deadline
 
     adapter = Adapter.from_environment(env)
@@ -337,23 +339,25 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     with quiet():
         for _ in range(3):
             deliver(handle, cluster_id)
-    reconciler = adapter.reconciler()
+    app = adapter.application()
     act = evaluate(
-        reconciler.hyperfleet.get_cluster(cluster_id) or {},
-        reconciler.hyperfleet.list_statuses(cluster_id),
-        reconciler.settings,
+        app.hyperfleet.get_cluster(cluster_id) or {},
+        app.hyperfleet.list_statuses(cluster_id),
+        app.settings,
         cluster_id=cluster_id,
     )
     assert isinstance(act, Act), act
-    secret_id, kube_name = reconciler.names(cluster_id)
-    api = reconciler.clusters.api_for(act.placement.management_cluster, Deadline(8))
+    delivery = app.delivery
+    assert isinstance(delivery, DirectDelivery), delivery
+    secret_id, kube_name = names(app.settings, cluster_id)
+    api = delivery.clusters.api_for(act.placement.management_cluster, Deadline(8))
     calls: dict[str, Callable[[], Any]] = {
-        "hyperfleet get_cluster": lambda: reconciler.hyperfleet.get_cluster(cluster_id),
-        "hyperfleet list_statuses": lambda: reconciler.hyperfleet.list_statuses(cluster_id),
-        "secretmanager newest version": lambda: reconciler.store.latest(
+        "hyperfleet get_cluster": lambda: app.hyperfleet.get_cluster(cluster_id),
+        "hyperfleet list_statuses": lambda: app.hyperfleet.list_statuses(cluster_id),
+        "secretmanager newest version": lambda: app.store.latest(
             f"projects/{act.project_id}/secrets/{secret_id}", Deadline(8)
         ),
-        "kubernetes probe (dry-run apply)": lambda: reconciler.kube.probe(
+        "kubernetes probe (dry-run apply)": lambda: delivery.kube.probe(
             api, act.placement.namespace, kube_name, Deadline(8)
         ),
     }

@@ -69,7 +69,7 @@ def phase(
                 if cold:
                     from pullsecret.registry.verification import RegistryVerifier
 
-                    reconciler = adapter.reconciler()
+                    reconciler = adapter.application().reconciler
                     reconciler.registries = RegistryVerifier(reconciler.settings)
                 before = registry_calls(stack)
                 start = time.perf_counter()

@@ -9,41 +9,29 @@ did not succeed).
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import re
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import werkzeug.exceptions
 
 from pullsecret import config, logs
-from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
+from pullsecret.app import Application
+from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
-from pullsecret.delivery import admission_policy
-from pullsecret.delivery.external_secrets import ExternalSecretsDelivery
-from pullsecret.delivery.kubesecret import KubeSecrets
-from pullsecret.delivery.management_clusters import ManagementClusters
-from pullsecret.errors import ConfigError, TerminalError, TransientError, looks_like_io
-from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.logs import log
 from pullsecret.model import events, status
-from pullsecret.reconcile import Outcome, Reconciler
+from pullsecret.reconcile import Outcome
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import SecretStore
 from pullsecret.source import rotation
 
-POOL_WORKERS = 128
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
 _SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
 
 
 class Adapter:
-    """Per-process state: settings, clients, pool. Build with `Adapter.from_environment()`."""
+    """Per-process state: the settings, the runtime identity, the application built from them on first use.
+    Build with `Adapter.from_environment()`."""
 
     def __init__(self, settings: Settings, identity: RuntimeIdentity | None = None) -> None:
         self.settings = settings
@@ -56,51 +44,19 @@ class Adapter:
             )
         self.identity = identity or RuntimeIdentity()
         self._lock = threading.Lock()
-        self._reconciler: Reconciler | None = None
+        self._application: Application | None = None
         self._publisher: rotation.Publisher | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Adapter:
         return cls(config.load(env))
 
-    def reconciler(self) -> Reconciler:
+    def application(self) -> Application:
         """Clients are built on first use (not at import: cold start stays short), once, under a lock."""
         with self._lock:
-            if self._reconciler is None:
-                settings = self.settings
-                identity = self.identity
-                log.configure(project_id=identity.project_id)
-                pool = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="pullsecret")
-                secrets = secret_manager_client(identity, settings.secret_manager_emulator_host)
-                self._reconciler = Reconciler(
-                    settings,
-                    hyperfleet=HyperFleetClient(settings),
-                    store=SecretStore(
-                        secrets,
-                        replication_locations=settings.secret_replication_locations,
-                        kms_key=settings.secret_kms_key,
-                        source_ttl_s=settings.pull_secret_source_ttl_s,
-                    ),
-                    clusters=ManagementClusters(
-                        cluster_manager_client(identity, settings.gke_emulator_host),
-                        identity,
-                        endpoint=settings.management_endpoint,
-                        vpc_egress=settings.vpc_egress,
-                    ),
-                    kube=KubeSecrets(
-                        settings.field_manager,
-                        admission_policy.expected(
-                            identity_email=identity.email,
-                            namespace_pattern=settings.management_namespace_pattern.pattern,
-                            adapter_name=settings.adapter_name,
-                            secret_template=settings.kubernetes_secret_template,
-                        ),
-                    ),
-                    pool=pool,
-                    identity_email=identity.email,
-                    delivery=_delivery(settings, secrets),
-                )
-            return self._reconciler
+            if self._application is None:
+                self._application = Application.build(self.settings, self.identity)
+            return self._application
 
     def handle(
         self,
@@ -168,7 +124,7 @@ class Adapter:
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
         """A new platform pull secret version: fan out reconcile events (pullsecret.source.rotation)."""
-        reconciler = self.reconciler()
+        app = self.application()
         with self._lock:
             if self._publisher is None:
                 self._publisher = rotation.Publisher(self.identity.credentials)
@@ -176,8 +132,8 @@ class Adapter:
             result, published = rotation.fan_out(
                 self.settings,
                 notification,
-                hyperfleet=reconciler.hyperfleet,
-                store=reconciler.store,
+                hyperfleet=app.hyperfleet,
+                store=app.store,
                 publisher=self._publisher,
                 deadline=Deadline(self.settings.rotation_slice_s),
                 state_project=self.identity.project_id,
@@ -254,7 +210,7 @@ class Adapter:
         """One reconcile; TransientError propagates (the caller logs it), everything else becomes an Outcome."""
         deadline = Deadline(self.settings.retry_deadline_s)
         try:
-            return self.reconciler().run(request.cluster_id, deadline)
+            return self.application().reconciler.run(request.cluster_id, deadline)
         except TransientError as exc:
             if exc.reason == "Unauthenticated":
                 self.identity.invalidate()
@@ -277,9 +233,9 @@ class Adapter:
             return Outcome("terminal", reason="UnexpectedError", detail=f"internal error ({type(exc).__name__})")
 
     def _report_unexpected(self, cluster_id: str, exc: Exception) -> None:
-        reconciler = self.reconciler()
+        hyperfleet = self.application().hyperfleet
         try:
-            cluster = reconciler.hyperfleet.get_cluster(cluster_id)
+            cluster = hyperfleet.get_cluster(cluster_id)
             generation = cluster.get("generation") if cluster else None
             if isinstance(generation, int) and generation >= 1:
                 report = status.terminal_failure(
@@ -287,100 +243,9 @@ class Adapter:
                     "UnexpectedError",
                     f"internal error ({type(exc).__name__}); see the adapter's logs",
                 )
-                reconciler.hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
+                hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
         except (TransientError, TerminalError) as report_exc:
             log.warning(f"could not report the unexpected error: {report_exc.message}", operation="reconcile")
-
-
-def _delivery(settings: Settings, secrets: Any) -> ExternalSecretsDelivery | None:
-    """KUBERNETES_DELIVERY's delivery: None for direct (the reconcile's own Kubernetes steps)."""
-    if settings.kubernetes_delivery != "external-secrets" or settings.external_secrets_principal_template is None:
-        return None
-    return ExternalSecretsDelivery(
-        secrets,
-        principal_template=settings.external_secrets_principal_template,
-        namespace_pattern=settings.management_namespace_pattern,
-    )
-
-
-class Redeliver(werkzeug.exceptions.ServiceUnavailable):
-    """A transient failure, answered 503 so that Pub/Sub redelivers.
-
-    Flask renders an HTTPException raised by a view as its response and logs nothing, whereas any other
-    exception is printed to stderr as a raw traceback (outside the JSON logger and the redactor, and into
-    Error Reporting on every redelivery). The structured warning line has already been written.
-    """
-
-    def __init__(self, error: TransientError) -> None:
-        super().__init__(f"transient failure ({error.reason}); Pub/Sub redelivers the event")
-
-
-def log_malformed_delivery(content_type: str | None, body: bytes) -> str:
-    """Log a request that is neither a CloudEvent nor a Pub/Sub push envelope; returns the answer's text.
-
-    functions-framework rejects it (400) before the function runs and logs nothing; its HTML answer echoes
-    the request's headers and body. The line names the body's top-level keys only: never its values.
-    """
-    keys: list[str] = []
-    try:
-        parsed = json.loads(body) if body else None
-    except (ValueError, RecursionError):
-        parsed = None
-    if isinstance(parsed, dict):
-        keys = [str(key)[:40] for key in list(parsed)[:10]]
-    shape = f"top-level keys {keys}" if keys else "no JSON object"
-    reason = (
-        "neither a CloudEvent nor a Pub/Sub push envelope (which needs `subscription` and a `message` with "
-        f"`data` and `messageId`): {shape}, Content-Type {str(content_type or '-')[:60]}, {len(body)} bytes"
-    )
-    log.warning(
-        f"delivery rejected (400) without action: {reason}",
-        operation="reconcile",
-        result="malformed",
-        reason="MalformedDelivery",
-    )
-    return f"malformed delivery: {reason}\n"
-
-
-def effective_configuration(settings: Settings) -> dict[str, Any]:
-    """The settings as one log line shows them: every field, no secret (the API URL loses any user:password)."""
-    shown: dict[str, Any] = {}
-    for item in dataclasses.fields(settings):
-        value = getattr(settings, item.name)
-        if isinstance(value, re.Pattern):
-            value = value.pattern
-        elif isinstance(value, tuple):
-            value = list(value)
-        shown[item.name] = value
-    url = urlsplit(settings.hyperfleet_api_url)
-    if url.username or url.password:
-        host = (url.hostname or "") + (f":{url.port}" if url.port else "")
-        shown["hyperfleet_api_url"] = urlunsplit(url._replace(netloc=host))
-    return shown
-
-
-def start() -> Adapter:
-    """Cold start of the function: build the adapter, log the effective configuration in one line.
-
-    A configuration error is one structured ERROR line naming the variable and the reason, then the process
-    exits (status 1): the instance fails to start instead of failing every event, and no traceback is printed.
-    """
-    try:
-        built = adapter()
-    except ConfigError as exc:
-        log.error(
-            f"configuration error: {exc}",
-            operation="startup",
-            variable=exc.variable,
-            reason=str(exc),
-        )
-        raise SystemExit(1) from None
-    log.info(
-        "adapter configured",
-        operation="startup",
-        configuration=effective_configuration(built.settings),
-    )
-    return built
 
 
 _adapter: Adapter | None = None

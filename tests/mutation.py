@@ -29,15 +29,15 @@ MIN_KILLED = 0.90
 _KUBESECRET_PURE = (
     "label_value",
     "probe_manifest",
-    "_generation",
+    "generation_of",
     "differs",
-    "_body",
+    "body_of",
     "policy_denial",
-    "_would_create_without_data",
+    "would_create_without_data",
     "_owned_paths",
     "_applied_paths",
     "only_ours_own",
-    "_field_conflict",
+    "field_conflict",
 )
 _KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
 # Registry verification's pure parts: parsing of keys and credentials (credentials), the verdicts (verdicts), the

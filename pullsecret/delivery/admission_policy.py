@@ -5,7 +5,7 @@ terraform/kubernetes/admission-policy.yaml is the one source of the policy: Terr
 source archive, terraform/function.tf) with its own settings: the runtime identity, ADAPTER_NAME,
 MANAGEMENT_NAMESPACE_PATTERN and KUBERNETES_SECRET_TEMPLATE, the values Terraform passes to both.
 
-`policy_problem` is the check every write relies on (kubesecret.KubeSecrets.ensure_guarded): the installed
+`policy_problem` is the check every write relies on (kubewrites.KubeSecrets.ensure_guarded): the installed
 policy and binding must say exactly what this release renders (matchConstraints, matchConditions, variables,
 validations, failurePolicy, paramKind, auditAnnotations; the binding's policyName, validationActions, paramRef,
 matchResources), after filling in the fields the API server defaults on admission. The revision annotation

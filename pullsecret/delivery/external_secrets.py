@@ -25,7 +25,8 @@ ABORTED and nothing is lost: the whole cycle runs again on the fresh policy (MAX
 policy that already holds the invariant is not written. The runtime identity holds getIamPolicy/setIamPolicy
 only under the per-cluster name condition (terraform/iam.tf), so the function cannot share any other secret.
 
-No call reaches GKE or Kubernetes in this mode: `probe` answers "no live Secret" without a request.
+No call reaches GKE or Kubernetes in this mode: `probe` answers "no live Secret" without a request, and the
+probed handle's `apply` is the grant.
 """
 
 from __future__ import annotations
@@ -33,21 +34,26 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret, Probed
-from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
+from pullsecret.delivery.base import DoctorCheck, IamPolicyClient, Leaving, Where, Wiring
+from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.logs import log
+from pullsecret.model.names import NAMESPACE_RE
+from pullsecret.model.preconditions import Placement
+from pullsecret.operator import checks_external_secrets
 from pullsecret.retrying import Deadline
 
 MODE = "external-secrets"
 ACCESSOR = "roles/secretmanager.secretAccessor"
 SERVICE = "secretmanager"
 MAX_ROUNDS = 8
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")  # a Kubernetes namespace name (RFC 1123 label)
 
 
 class RefusedPrincipal(TerminalError):
@@ -59,7 +65,7 @@ class RefusedPrincipal(TerminalError):
 def principal_for(template: str, pattern: re.Pattern[str], namespace: str) -> str:
     """The Workload Identity principal of `namespace`'s Kubernetes service account; raises RefusedPrincipal."""
     shown = namespace[:80]
-    if len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace) or not pattern.fullmatch(namespace):
+    if len(namespace) > 63 or not NAMESPACE_RE.fullmatch(namespace) or not pattern.fullmatch(namespace):
         raise RefusedPrincipal(
             f"namespace {shown!r} is not a Kubernetes namespace matching MANAGEMENT_NAMESPACE_PATTERN "
             f"{pattern.pattern!r}; no access is granted for it"
@@ -70,7 +76,7 @@ def principal_for(template: str, pattern: re.Pattern[str], namespace: str) -> st
 def ours(template: str) -> re.Pattern[str]:
     """The members the template produces, for any namespace name."""
     prefix, _, suffix = template.partition("{namespace}")
-    return re.compile(re.escape(prefix) + _NAMESPACE.pattern.strip("^$") + re.escape(suffix))
+    return re.compile(re.escape(prefix) + NAMESPACE_RE.pattern.strip("^$") + re.escape(suffix))
 
 
 def _unconditional_accessors(policy: Any) -> list[Any]:
@@ -134,12 +140,25 @@ def check_added(before: set[tuple[str, str, str]], after: Any, allowed: str | No
         )
 
 
+@dataclass(frozen=True)
+class AccessProbed:
+    """No Kubernetes Secret is read in this mode: the handle is the secret the access is granted on."""
+
+    delivery: ExternalSecretsDelivery
+    secret_name: str
+    live: None = None
+    recorded_generation: int = 0
+
+    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+        return self.delivery.grant(self.secret_name, desired.namespace, deadline)
+
+
 class ExternalSecretsDelivery:
     """Access to each cluster's secret for its namespace's ESO service account; thread-safe (no state)."""
 
     mode = MODE
 
-    def __init__(self, client: Any, *, principal_template: str, namespace_pattern: re.Pattern[str]) -> None:
+    def __init__(self, client: IamPolicyClient, *, principal_template: str, namespace_pattern: re.Pattern[str]) -> None:
         self._client = client
         self._template = principal_template
         self._pattern = namespace_pattern
@@ -148,14 +167,14 @@ class ExternalSecretsDelivery:
     def principal(self, namespace: str) -> str:
         return principal_for(self._template, self._pattern, namespace)
 
-    def probe(self, secret_name: str) -> tuple[str, Probed]:
-        """No Kubernetes Secret is read or written in this mode: the 'API' is the secret the access is on."""
-        return secret_name, Probed(live=None)
+    def probe(self, where: Where, deadline: Deadline) -> AccessProbed:
+        """No request: the 'live state' is "no Secret", the handle the secret's name."""
+        return AccessProbed(self, where.secret_name)
 
-    def apply(self, secret_name: str, desired: DesiredSecret, deadline: Deadline, _probed: Probed) -> ApplyResult:
+    def grant(self, secret_name: str, namespace: str, deadline: Deadline) -> ApplyResult:
         """Grant the namespace's principal access to the secret (a write only when the policy lacks it)."""
-        with log.step("secretmanager.grant_access", namespace=desired.namespace) as fields:
-            member = self.principal(desired.namespace)
+        with log.step("secretmanager.grant_access", namespace=namespace) as fields:
+            member = self.principal(namespace)
             try:
                 written = self._update(secret_name, lambda p: with_member(p, member, self._mine), member, deadline)
             except gexc.NotFound:  # deleted since it was stored: the redelivery writes it again
@@ -176,25 +195,35 @@ class ExternalSecretsDelivery:
             fields["result"] = "removed" if removed else "absent"
         return str(fields["result"])
 
-    def cleanup(self, project_id: str | None, secret_id: str, deadline: Deadline) -> dict[str, Any]:
+    def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
         """Deletion: our access removed from the secret before it is deleted or disabled (the status `data`)."""
-        if project_id is None:
+        if leaving.secret_name is None:
             access = "no GCP project known; nothing to revoke"
         else:
-            access = self.revoke(f"projects/{project_id}/secrets/{secret_id}", deadline)
+            access = self.revoke(leaving.secret_name, deadline)
         return {
             "delivery": MODE,
             "access_cleanup": access,
             "kubernetes_cleanup": f"left to External Secrets Operator (access {access})",
         }
 
-    def status_data(self, namespace: str, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
-        data: dict[str, Any] = {"delivery": MODE, "access_member": self.principal(namespace)}
+    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
+        data: dict[str, Any] = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
         if applied.written and not stored_written:
             data["repaired"] = "access_binding"
         return data
 
-    def _update(self, secret_name: str, change: Any, allowed: str | None, deadline: Deadline) -> bool:
+    def after_transient(self, placement: Placement, error: TransientError) -> None:
+        """Nothing is cached per cluster in this mode."""
+
+    def inspect(self, placement: Placement, kube_name: str, deadline: Deadline) -> dict[str, Any]:
+        """No cluster connection: ESO writes the Secret; the member the access is granted to."""
+        return {"delivery": MODE, "access_member": self.principal(placement.namespace)}
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        return [DoctorCheck("secret-manager.iam-policy", checks_external_secrets.policy_permissions)]
+
+    def _update(self, secret_name: str, change: Callable[[Any], bool], allowed: str | None, deadline: Deadline) -> bool:
         """One read-modify-write of the policy, run again on ABORTED; True when a write landed."""
         backoff = 0.05
         for _ in range(MAX_ROUNDS):
@@ -242,3 +271,15 @@ class ExternalSecretsDelivery:
             raise
         except gexc.GoogleAPICallError as exc:
             raise from_google(exc, service=SERVICE, what=f"GetIamPolicy {secret_name}") from None
+
+
+def build(wiring: Wiring) -> ExternalSecretsDelivery:
+    """The external-secrets delivery of `wiring`'s settings, on the shared Secret Manager client."""
+    settings = wiring.settings
+    if settings.external_secrets_principal_template is None:  # config.load refuses that: a Settings built by hand
+        raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE is required with KUBERNETES_DELIVERY=external-secrets")
+    return ExternalSecretsDelivery(
+        wiring.secret_manager,
+        principal_template=settings.external_secrets_principal_template,
+        namespace_pattern=settings.management_namespace_pattern,
+    )

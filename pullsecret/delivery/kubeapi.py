@@ -2,8 +2,8 @@
 
 `kubernetes.client.CoreV1Api` builds about 250 pydantic model classes when imported (0.4-1 s of CPU on
 the first event of every instance), `AdmissionregistrationV1Api` dozens more, to validate the arguments of
-their methods. The adapter calls seven of them (the doctor an eighth) with plain dicts and reads raw JSON
-(`_preload_content=False`). This class offers those seven with the same signatures and answers, built on
+their methods. The adapter calls six of them (the doctor a seventh) with plain dicts and reads raw JSON
+(`_preload_content=False`). This class offers those six with the same signatures and answers, built on
 the same public machinery the generated methods use (`ApiClient.param_serialize`, `ApiClient.call_api`,
 `ApiException.from_response`): same transport, TLS, bearer-token hook and errors, without the imports.
 """
@@ -46,9 +46,6 @@ class SecretsApi:
 
     def patch_namespaced_secret(self, name: str, namespace: str, body: Any, **options: Any) -> Any:
         return self._send("PATCH", ITEM_PATH, {"namespace": namespace, "name": name}, body, options)
-
-    def replace_namespaced_secret(self, name: str, namespace: str, body: Any, **options: Any) -> Any:
-        return self._send("PUT", ITEM_PATH, {"namespace": namespace, "name": name}, body, options)
 
     def delete_namespaced_secret(self, name: str, namespace: str, body: Any = None, **options: Any) -> Any:
         return self._send("DELETE", ITEM_PATH, {"namespace": namespace, "name": name}, body, options)

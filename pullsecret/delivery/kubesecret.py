@@ -1,28 +1,9 @@
-"""The Kubernetes Secret on the management cluster: apply and delete it without the right to read any Secret.
+"""Our Kubernetes Secret as data: its manifest, labels and annotations, and what the API server's answers say.
 
-The runtime identity holds create, patch and delete on Secrets and no get, list or watch
-(terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
-kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
-ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
-labelled as this adapter's (`secret_labels`) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
-label, of type kubernetes.io/dockerconfigjson, in namespaces matching MANAGEMENT_NAMESPACE_PATTERN, and never
-lets an older cluster generation replace a newer one. So:
-
-- `probe` is a dry-run apply (nothing is stored) of our label and type, values our Secret already has: its
-  answer is our live Secret, "absent" (the dry run would have to create it), or a denial that names the
-  reason (a foreign Secret, a wrong type, a namespace outside the pattern) and carries none of the other
-  Secret's content;
-- `apply` writes only when our fields differ (data[.dockerconfigjson], type, our labels and annotations;
-  fields of other managers are not compared, since apply never removes them): create when absent, else an
-  apply (force=false) with the probed resourceVersion as precondition; a field another manager changed is
-  taken back with force=true, which the policy admits only on our Secret. When the probed managedFields show
-  no manager but ours owning a field we apply (after our own create, whose Update entry the API server counts
-  as a manager apart from our Apply), the apply is forced at once: one write instead of a refused one and a retry;
-- `delete` deletes without reading: the policy refuses a Secret that is not ours.
-
-`ensure_guarded` checks once per management cluster (with get on the policy and its binding only) that the
-policy and binding installed are exactly the ones this release renders (pullsecret/delivery/admission_policy.py) before
-any write relies on them.
+Pure (the calls are pullsecret.delivery.kubewrites'): the Secret the adapter applies (`DesiredSecret`), the
+labels the admission policy recognises it by (`secret_labels`), the dry-run probe's manifest, whether a live
+Secret differs in a field we own, and the reading of refusals (a denial by our policy, a dry-run create, a
+field-manager conflict).
 """
 
 from __future__ import annotations
@@ -30,18 +11,14 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from pullsecret import retrying
-from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, policy_problem
-from pullsecret.errors import AdapterError, TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
-from pullsecret.retrying import Deadline
+from pullsecret.delivery.admission_policy import POLICY_NAME
+from pullsecret.errors import kube_status
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
 KEY = ".dockerconfigjson"
@@ -52,15 +29,8 @@ A_FINGERPRINT = "hyperfleet.io/fingerprint"
 A_GENERATION = "hyperfleet.io/generation"
 A_LINEAGE = "hyperfleet.io/lineage"  # compact JSON: registry names and short fingerprints only
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
-MAX_ATTEMPTS = 8
-
-POLICY_CHECK_TTL_S = 3600.0  # re-checked hourly: a policy removed later is noticed
 # A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")
-
-
-class OwnershipConflict(TerminalError):
-    default_reason = "OwnershipConflict"
 
 
 def label_value(value: str) -> str:
@@ -160,7 +130,7 @@ class Probed:
 
     @property
     def recorded_generation(self) -> int:
-        return _generation(((self.live or {}).get("metadata") or {}).get("annotations") or {})
+        return generation_of(((self.live or {}).get("metadata") or {}).get("annotations") or {})
 
 
 @dataclass(frozen=True)
@@ -171,7 +141,7 @@ class ApplyResult:
     recorded_generation: int = 0
 
 
-def _generation(annotations: dict[str, str]) -> int:
+def generation_of(annotations: dict[str, str]) -> int:
     try:
         return int(annotations.get(A_GENERATION) or 0)
     except ValueError:
@@ -194,11 +164,11 @@ def differs(live: dict[str, Any], desired: DesiredSecret) -> bool:
     return any(annotations.get(k) != v for k, v in desired.annotations().items()) or A_CREATED_AT not in annotations
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _body(exc: ApiException) -> dict[str, Any]:
+def body_of(exc: ApiException) -> dict[str, Any]:
     if not exc.body:  # ApiException always has a body attribute: None when nothing was read
         return {}
     try:
@@ -212,7 +182,7 @@ def policy_denial(exc: BaseException) -> tuple[str, str] | None:
     """(reason, message) of a denial by our admission policy, else None."""
     if not isinstance(exc, ApiException):
         return None
-    message = _body(exc).get("message")
+    message = body_of(exc).get("message")
     if not isinstance(message, str):
         return None
     found = _DENIAL.search(message)
@@ -221,11 +191,11 @@ def policy_denial(exc: BaseException) -> tuple[str, str] | None:
     return found.group(2), message[found.start() :][:400]
 
 
-def _would_create_without_data(exc: ApiException) -> bool:
+def would_create_without_data(exc: ApiException) -> bool:
     """The probe's dry run had to create the Secret and validation wants its data: nothing is at that name."""
     if kube_status(exc) != (422, "Invalid"):
         return False
-    details = _body(exc).get("details") or {}
+    details = body_of(exc).get("details") or {}
     causes = details.get("causes") if isinstance(details, dict) else None
     # Exactly that one cause: a Secret of another type also lacks the key, but is refused for its type too.
     return bool(causes) and all(
@@ -275,304 +245,8 @@ def only_ours_own(live: dict[str, Any], body: dict[str, Any], managers: set[str]
     return True
 
 
-def _field_conflict(exc: ApiException) -> bool:
+def field_conflict(exc: ApiException) -> bool:
     """A server-side apply conflict: fields we apply are owned by another manager with other values."""
-    details = _body(exc).get("details") or {}
+    details = body_of(exc).get("details") or {}
     causes = details.get("causes") if isinstance(details, dict) else None
     return any(isinstance(c, dict) and c.get("reason") == "FieldManagerConflict" for c in causes or [])
-
-
-class KubeSecrets:
-    """Probe / apply / delete the pull Secret through one Secrets API (delivery.kubeapi); verifies the admission policy
-    per cluster."""
-
-    def __init__(self, field_manager: str, policy: ExpectedPolicy) -> None:
-        self._field_manager = field_manager
-        self._probe_manager = f"{field_manager}-probe"
-        self._policy = policy  # what this release renders: the installed policy must be exactly that
-        self._guarded: dict[str, float] = {}  # API server URL -> monotonic time of the last successful check
-        self._guard_lock = threading.Lock()
-
-    def _call(self, what: str, deadline: Deadline, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        def attempt() -> Any:
-            return fn(
-                *args,
-                **kwargs,
-                _preload_content=False,
-                _request_timeout=deadline.call_timeout(),
-            )
-
-        return retrying.call(
-            attempt,
-            predicate=is_retryable_kube,
-            deadline=deadline,
-            on_give_up=lambda cause: from_kube(cause, what=what),
-        )
-
-    # -- the admission policy ---------------------------------------------------------------
-    def ensure_guarded(self, api: Any, deadline: Deadline) -> None:
-        """Refuse (terminal) to write on a cluster whose API server does not enforce our admission policy."""
-        host = str(getattr(getattr(api.api_client, "configuration", None), "host", ""))
-        with self._guard_lock:
-            checked = self._guarded.get(host)
-        if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:
-            return
-        # `api` (pullsecret.delivery.kubeapi.SecretsApi) also reads the two policy objects, without importing
-        # AdmissionregistrationV1Api's models on the first event.
-        policy = self._read_policy("ValidatingAdmissionPolicy", api.read_validating_admission_policy, deadline)
-        binding = self._read_policy(
-            "ValidatingAdmissionPolicyBinding", api.read_validating_admission_policy_binding, deadline
-        )
-        problem = policy_problem(policy, binding, self._policy)
-        if problem is not None:
-            raise TerminalError(
-                f"the management cluster does not enforce the adapter's admission policy: {problem}; apply "
-                "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
-                reason="AdmissionPolicyMissing",
-                service="kubernetes",
-            )
-        with self._guard_lock:
-            self._guarded[host] = time.monotonic()
-
-    def _read_policy(self, kind: str, fn: Any, deadline: Deadline) -> dict[str, Any]:
-        what = f"read {kind} {POLICY_NAME}"
-        try:
-            response = self._call(what, deadline, fn, POLICY_NAME)
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            status = kube_status(exc)
-            if status is not None and status[0] == 404:
-                raise TerminalError(
-                    f"{kind} {POLICY_NAME} is not installed on the management cluster; apply "
-                    "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
-                    reason="AdmissionPolicyMissing",
-                    service="kubernetes",
-                ) from None
-            if status is not None and status[0] == 403:
-                raise TerminalError(
-                    f"cannot verify {kind} {POLICY_NAME}: the runtime identity may not read it (RBAC of an older "
-                    "release?); re-apply `terraform output -raw kubernetes_manifests`; nothing was written",
-                    reason="AdmissionPolicyUnverified",
-                    service="kubernetes",
-                ) from None
-            raise from_kube(exc, what=what) from None
-        body: dict[str, Any] = json.loads(response.data)
-        return body
-
-    # -- probe, apply, delete ---------------------------------------------------------------
-    def probe(self, api: Any, ns: str, name: str, deadline: Deadline) -> Probed:
-        """Our live Secret through a dry-run apply; raises OwnershipConflict / TerminalError / TransientError."""
-        what = f"probe Secret {ns}/{name}"
-        try:
-            response = self._call(
-                what,
-                deadline,
-                api.patch_namespaced_secret,
-                name,
-                ns,
-                probe_manifest(ns, name),
-                field_manager=self._probe_manager,
-                force=True,  # nothing is stored; force only lets the policy judge our values against the live ones
-                dry_run="All",
-                _content_type="application/apply-patch+yaml",
-            )
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            if _would_create_without_data(exc):
-                return Probed(None)  # a dry-run create, refused for want of data: no Secret at that name
-            raise self._refusal(exc, ns, name, what) from None
-        if response.status == 201:
-            return Probed(None)  # a dry-run create: there is no Secret at that name
-        body: dict[str, Any] = json.loads(response.data)
-        return Probed(body)
-
-    def _refusal(self, exc: ApiException, ns: str, name: str, what: str) -> AdapterError:
-        """The meaning of a refused probe or write."""
-        denied = policy_denial(exc)
-        if denied is not None:
-            reason, message = denied
-            if reason == "StaleGeneration":
-                # A newer generation landed between our probe and our write: the redelivery reports stale.
-                return TransientError(f"{what}: {message}", reason="WriteConflict", service="kubernetes")
-            if reason == "OwnershipConflict":
-                return OwnershipConflict(
-                    f"Kubernetes Secret {ns}/{name} exists without this adapter's labels (hyperfleet.io/managed-by "
-                    "and a cluster-id naming this Secret's cluster) or is not a dockerconfigjson Secret; refusing "
-                    "to overwrite it (the admission policy denied the write)",
-                    service="kubernetes",
-                )
-            if reason == "SecretTypeMismatch":
-                return TerminalError(
-                    f"Kubernetes Secret {ns}/{name} is not of type {DOCKERCONFIGJSON}; the type is immutable, "
-                    "delete it to let the adapter recreate it",
-                    reason="SecretTypeMismatch",
-                    service="kubernetes",
-                )
-            return TerminalError(f"{what}: {message}", reason=reason, service="kubernetes")
-        status = kube_status(exc)
-        if status is not None and status[0] == 404:
-            # The namespace is missing: the placement adapter may still be creating it.
-            return TransientError(
-                f"{what}: namespace {ns} not found (yet)", reason="NamespaceMissing", service="kubernetes"
-            )
-        if status is not None and status == (422, "Invalid") and "field is immutable" in str(_body(exc)):
-            # Validation runs before admission: a Secret of another type answers "type is immutable". The
-            # adapter only ever writes dockerconfigjson Secrets, so that one is someone else's.
-            return OwnershipConflict(
-                f"Kubernetes Secret {ns}/{name} exists with a type other than {DOCKERCONFIGJSON}, so the adapter "
-                "did not write it; refusing to overwrite it",
-                service="kubernetes",
-            )
-        return from_kube(exc, what=what)
-
-    def apply(self, api: Any, desired: DesiredSecret, deadline: Deadline, probed: Probed) -> ApplyResult:
-        """Make the Secret equal `desired`, starting from `probed` (just probed). After a lost race it probes again.
-
-        Raises OwnershipConflict / TerminalError / TransientError.
-        """
-        ns, name = desired.namespace, desired.name
-        collided = False
-        for attempt in range(MAX_ATTEMPTS):
-            if attempt:
-                probed = self.probe(api, ns, name, deadline)
-            live = probed.live
-            if live is None and collided:
-                # Create said it exists, the probe says it cannot be shown: ours without its data key (someone
-                # removed it). A full apply (no precondition: the policy still judges ownership) restores it.
-                applied = self._apply(api, desired.manifest(_now()), deadline, force=False)
-                if applied is None:
-                    continue
-                return ApplyResult(
-                    True, str(applied["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
-                )
-            if live is None:
-                result = self._create(api, desired, deadline)
-                if result is not None:
-                    return result
-                collided = True
-                continue  # created concurrently by someone else: probe and decide again
-            collided = False
-            metadata = live.get("metadata") or {}
-            annotations = metadata.get("annotations") or {}
-            recorded = _generation(annotations)
-            if recorded > desired.generation:
-                return ApplyResult(
-                    False, str(metadata.get("resourceVersion", "")), stale=True, recorded_generation=recorded
-                )
-            if not differs(live, desired):
-                return ApplyResult(False, str(metadata.get("resourceVersion", "")), recorded_generation=recorded)
-            body = desired.manifest(
-                annotations.get(A_CREATED_AT) or _now(),
-                resource_version=str(metadata.get("resourceVersion", "")),
-                kept_lineage=annotations.get(A_LINEAGE),
-            )
-            # Force only when nobody but us owns a field we apply (our create's Update entry conflicts with our
-            # Apply); the resourceVersion precondition pins the very object whose managedFields were judged.
-            force = bool(metadata.get("resourceVersion")) and only_ours_own(
-                live, body, {self._field_manager, self._probe_manager}
-            )
-            applied = self._apply(api, body, deadline, force=force)
-            if applied is None:
-                continue  # changed or deleted since the probe: the next round probes again
-            return ApplyResult(
-                True, str(applied["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
-            )
-        raise TransientError(
-            f"apply Secret {ns}/{name}: kept conflicting with concurrent writers",
-            reason="WriteConflict",
-            service="kubernetes",
-        )
-
-    def _apply(self, api: Any, body: dict[str, Any], deadline: Deadline, *, force: bool) -> dict[str, Any] | None:
-        """One server-side apply; None when the precondition failed (probe again)."""
-        ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
-        what = f"apply Secret {ns}/{name}"
-        try:
-            response = self._call(
-                what,
-                deadline,
-                api.patch_namespaced_secret,
-                name,
-                ns,
-                body,
-                field_manager=self._field_manager,
-                force=force,
-                _content_type="application/apply-patch+yaml",
-            )
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            status = kube_status(exc)
-            if status is not None and status[0] == 409 and not force and _field_conflict(exc):
-                # Someone else set a field we apply (e.g. kubectl edit of the data): take it back. The probe
-                # showed the Secret is ours, the resourceVersion pins that object, the policy re-checks both.
-                return self._apply(api, body, deadline, force=True)
-            if status is not None and status[0] in (404, 409):
-                return None
-            denied = policy_denial(exc)
-            if denied is not None and denied[0] == "StaleGeneration":
-                return None  # a newer generation landed since the probe: the next probe reports it
-            raise self._refusal(exc, ns, name, what) from None
-        applied: dict[str, Any] = json.loads(response.data)
-        return applied
-
-    def _create(self, api: Any, desired: DesiredSecret, deadline: Deadline) -> ApplyResult | None:
-        what = f"create Secret {desired.namespace}/{desired.name}"
-        try:
-            response = self._call(
-                what,
-                deadline,
-                api.create_namespaced_secret,
-                desired.namespace,
-                desired.manifest(_now()),
-                field_manager=self._field_manager,
-            )
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            status = kube_status(exc)
-            if status is not None and status == (409, "AlreadyExists"):
-                return None
-            raise self._refusal(exc, desired.namespace, desired.name, what) from None
-        created = json.loads(response.data)
-        return ApplyResult(
-            True, str(created["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
-        )
-
-    def delete(self, api: Any, namespace: str, name: str, deadline: Deadline) -> bool:
-        """Delete our Secret; True if something was deleted. The admission policy refuses one that is not ours."""
-        what = f"delete Secret {namespace}/{name}"
-        try:
-            self._call(what, deadline, api.delete_namespaced_secret, name, namespace)
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            status = kube_status(exc)
-            if status is not None and status[0] == 404:
-                return False
-            denied = policy_denial(exc)
-            if denied is not None and denied[0] == "OwnershipConflict":
-                raise OwnershipConflict(
-                    f"Kubernetes Secret {namespace}/{name} is not labelled as this adapter's (hyperfleet.io/managed-by "
-                    "and a cluster-id naming this Secret's cluster); not deleting it",
-                    service="kubernetes",
-                ) from None
-            raise self._refusal(exc, namespace, name, what) from None
-        return True
-
-    def read(self, api: Any, namespace: str, name: str, deadline: Deadline) -> dict[str, Any] | None:
-        """The live Secret, or None: for the operator CLI's own credentials (the runtime identity may not read)."""
-        what = f"read Secret {namespace}/{name}"
-        try:
-            response = self._call(what, deadline, api.read_namespaced_secret, name, namespace)
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            status = kube_status(exc)
-            if status is not None and status[0] == 404:
-                return None
-            raise from_kube(exc, what=what) from None
-        body: dict[str, Any] = json.loads(response.data)
-        return body

@@ -19,6 +19,7 @@ from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
 from pullsecret.clients import RuntimeIdentity
+from pullsecret.delivery.kubeapi import SecretsApi
 from pullsecret.errors import TerminalError, from_google, is_retryable_google
 from pullsecret.retrying import Deadline
 
@@ -96,7 +97,7 @@ def choose_endpoint(cluster: Any, *, mode: str, vpc_egress: bool, what: str) -> 
 
 @dataclass
 class _Entry:
-    api: Any  # pullsecret.delivery.kubeapi.SecretsApi
+    api: SecretsApi
     created: float
 
 
@@ -121,7 +122,7 @@ class ManagementClusters:
         self._entries: dict[str, _Entry] = {}
         self._building: dict[str, threading.Lock] = {}
 
-    def api_for(self, cluster_name: str, deadline: Deadline) -> Any:
+    def api_for(self, cluster_name: str, deadline: Deadline) -> SecretsApi:
         """The Secrets API of the management cluster (built once, shared); raises Terminal/TransientError."""
         with self._lock:
             entry = self._entries.get(cluster_name)
@@ -147,8 +148,6 @@ class ManagementClusters:
     def _build(self, cluster_name: str, deadline: Deadline) -> _Entry:
         from kubernetes.client.api_client import ApiClient
         from kubernetes.client.configuration import Configuration
-
-        from pullsecret.delivery.kubeapi import SecretsApi
 
         what = f"get management cluster {cluster_name}"
 

@@ -18,13 +18,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
-from pullsecret.model import dockerconfig, preconditions
+from pullsecret.model import preconditions
+from pullsecret.model.names import secret_name
 from pullsecret.operator import doctor
 from pullsecret.retrying import Deadline
+
+if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
+    from pullsecret.app import Application
+    from pullsecret.handler import Adapter
+    from pullsecret.reconcile import Outcome
+    from pullsecret.secretstore import SecretStore
 
 EXIT_OK = 0
 EXIT_TERMINAL = 1
@@ -112,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     log.configure(stream=sys.stderr, level="OFF" if args.command == "doctor" or args.quiet else None)
     try:
         if args.command == "doctor":
-            return doctor.main(adapter, args)
+            return doctor.main(adapter.application(), args)
         if args.command == "reconcile":
             return _reconcile(adapter, args.cluster_id, as_json=args.json)
-        return _inspect(adapter, args.cluster_id)
+        return _inspect(adapter.application(), args.cluster_id)
     except TransientError as exc:
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
         return EXIT_TRANSIENT
@@ -130,7 +137,7 @@ def preconditions_cluster_id_ok(cluster_id: str) -> bool:
     return bool(_CLUSTER_ID.match(cluster_id))
 
 
-def _reconcile(adapter: Any, cluster_id: str, *, as_json: bool = False) -> int:
+def _reconcile(adapter: Adapter, cluster_id: str, *, as_json: bool = False) -> int:
     from pullsecret.reconcile import Outcome
 
     try:
@@ -145,7 +152,7 @@ def _reconcile(adapter: Any, cluster_id: str, *, as_json: bool = False) -> int:
     return code
 
 
-def outcome_json(cluster_id: str, outcome: Any, code: int) -> dict[str, Any]:
+def outcome_json(cluster_id: str, outcome: Outcome, code: int) -> dict[str, Any]:
     """The outcome as `--json` prints it: result, exit code, why, and the conditions reported (if any)."""
     report = outcome.report
     return {
@@ -161,7 +168,7 @@ def outcome_json(cluster_id: str, outcome: Any, code: int) -> dict[str, Any]:
     }
 
 
-def summary(cluster_id: str, outcome: Any) -> str:
+def summary(cluster_id: str, outcome: Outcome) -> str:
     """A few lines for a person: what happened, what was reported, and what to do."""
     head = f"cluster {cluster_id}: {outcome.result}"
     if outcome.reason:
@@ -186,49 +193,23 @@ def summary(cluster_id: str, outcome: Any) -> str:
     return "\n".join(lines)
 
 
-def _inspect(adapter: Any, cluster_id: str) -> int:
-    reconciler = adapter.reconciler()
-    settings = adapter.settings
+def _inspect(app: Application, cluster_id: str) -> int:
+    from pullsecret.provision import names
+
+    settings = app.settings
     deadline = Deadline(settings.retry_deadline_s)
-    cluster = reconciler.hyperfleet.get_cluster(cluster_id)
+    cluster = app.hyperfleet.get_cluster(cluster_id)
     if cluster is None:
         print(f"cluster {cluster_id}: not found in the HyperFleet API", file=sys.stderr)
         return EXIT_NOTHING_DONE
-    statuses = reconciler.hyperfleet.list_statuses(cluster_id)
+    statuses = app.hyperfleet.list_statuses(cluster_id)
     ours = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name) or {}
-    report: dict[str, Any] = {
-        "cluster_id": cluster_id,
-        "hyperfleet": {
-            "name": cluster.get("name"),
-            "generation": cluster.get("generation"),
-            "deleted_time": cluster.get("deleted_time"),
-            "status": {
-                "observed_generation": ours.get("observed_generation"),
-                "last_report_time": ours.get("last_report_time"),
-                "conditions": [
-                    {k: c.get(k) for k in ("type", "status", "reason", "last_transition_time")}
-                    for c in ours.get("conditions") or []
-                    if isinstance(c, dict)
-                ],
-                "lineage": (ours.get("data") or {}).get("lineage") if isinstance(ours.get("data"), dict) else None,
-            },
-        },
-    }
-    secret_id, kube_name = reconciler.names(cluster_id)
+    report: dict[str, Any] = {"cluster_id": cluster_id, "hyperfleet": _inspect_hyperfleet(cluster, ours)}
+    secret_id, kube_name = names(settings, cluster_id)
     project = settings.secret_project_id or preconditions.project_id_of(cluster)
-    report["secret_manager"] = _inspect_secret_manager(reconciler, project, secret_id, deadline)
-    recorded_fingerprint: str | None = None
-    # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
-    ours_data = ours.get("data")
-    if isinstance(ours_data, dict) and isinstance(ours_data.get("fingerprint"), str):
-        recorded_fingerprint = ours_data["fingerprint"]
-    report["kubernetes"] = _inspect_kubernetes(reconciler, cluster_id, statuses, kube_name, deadline)
-    live_fp = report["kubernetes"].get("content_fingerprint")
-    # null when a side could not be read (e.g. the runtime identity may not read Secrets): unknown, not false.
-    unreadable = "error" in report["kubernetes"] or "error" in report["secret_manager"]
-    report["in_sync"] = (
-        None if unreadable else bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
-    )
+    report["secret_manager"] = _inspect_secret_manager(app.store, project, secret_id, deadline)
+    report["kubernetes"] = _inspect_delivery(app, cluster_id, statuses, kube_name, deadline)
+    report["in_sync"] = _in_sync(ours, report["kubernetes"], report["secret_manager"])
     sensitive_strings = report["kubernetes"].pop("_sensitive", [])
     text = json.dumps(report, indent=2, sort_keys=True, default=str)
     for sensitive in sensitive_strings:  # belt and braces: nothing above carries data, but never print it
@@ -237,26 +218,62 @@ def _inspect(adapter: Any, cluster_id: str) -> int:
     return EXIT_OK
 
 
-def _inspect_secret_manager(reconciler: Any, project: str | None, secret_id: str, deadline: Deadline) -> dict[str, Any]:
+def _inspect_hyperfleet(cluster: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """The cluster as the HyperFleet API holds it, and our status of it (conditions and lineage, no data)."""
+    return {
+        "name": cluster.get("name"),
+        "generation": cluster.get("generation"),
+        "deleted_time": cluster.get("deleted_time"),
+        "status": {
+            "observed_generation": ours.get("observed_generation"),
+            "last_report_time": ours.get("last_report_time"),
+            "conditions": [
+                {k: c.get(k) for k in ("type", "status", "reason", "last_transition_time")}
+                for c in ours.get("conditions") or []
+                if isinstance(c, dict)
+            ],
+            "lineage": (ours.get("data") or {}).get("lineage") if isinstance(ours.get("data"), dict) else None,
+        },
+    }
+
+
+def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: dict[str, Any]) -> bool | None:
+    """Whether the delivered content is what we last reported storing; None when a side could not be read (e.g.
+    the runtime identity may not read Secrets): unknown, not false."""
+    recorded_fingerprint: str | None = None
+    # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
+    ours_data = ours.get("data")
+    if isinstance(ours_data, dict) and isinstance(ours_data.get("fingerprint"), str):
+        recorded_fingerprint = ours_data["fingerprint"]
+    if "error" in kubernetes or "error" in secret_manager:
+        return None
+    live_fp = kubernetes.get("content_fingerprint")
+    return bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
+
+
+def _inspect_secret_manager(
+    store: SecretStore, project: str | None, secret_id: str, deadline: Deadline
+) -> dict[str, Any]:
     """The cluster's Secret Manager secret as `describe` sees it (metadata only), or what kept us from seeing it."""
     if project is None:
         return {"error": "no GCP project known for this cluster"}
     try:
-        described = reconciler.store.describe(project=project, secret_id=secret_id, deadline=deadline)
+        described = store.describe(project=project, secret_id=secret_id, deadline=deadline)
     except AdapterError as exc:
         return {"error": exc.message}
     if described is None:
-        return {"name": f"projects/{project}/secrets/{secret_id}", "exists": False}
+        return {"name": secret_name(project, secret_id), "exists": False}
     annotations = described.get("annotations") or {}
     described["annotations"] = {k: v for k, v in annotations.items() if k.startswith("hyperfleet-")}
     return dict(described)
 
 
-def _inspect_kubernetes(
-    reconciler: Any, cluster_id: str, statuses: list[dict[str, Any]], kube_name: str, deadline: Deadline
+def _inspect_delivery(
+    app: Application, cluster_id: str, statuses: list[dict[str, Any]], kube_name: str, deadline: Deadline
 ) -> dict[str, Any]:
+    """Where the cluster's Secret is placed, and what the delivery shows of it (pullsecret.delivery.base)."""
     try:
-        placement = preconditions.placement_of(cluster_id, statuses, reconciler.settings)
+        placement = preconditions.placement_of(cluster_id, statuses, app.settings)
     except TerminalError as exc:
         return {"error": exc.message}
     out: dict[str, Any] = {
@@ -264,43 +281,5 @@ def _inspect_kubernetes(
         "namespace": placement.namespace,
         "name": kube_name,
     }
-    if reconciler.delivery is not None:  # external-secrets: no cluster connection, ESO writes the Secret
-        out["delivery"] = reconciler.delivery.mode
-        out["access_member"] = reconciler.delivery.principal(placement.namespace)
-        return out
-    try:
-        api = reconciler.clusters.api_for(placement.management_cluster, deadline)
-        live = reconciler.kube.read(api, placement.namespace, kube_name, deadline)
-    except AdapterError as exc:
-        out["error"] = exc.message
-        if exc.reason == "PermissionDenied":
-            # By design: the function's runtime identity may not read Secrets (terraform/kubernetes/rbac.yaml).
-            out["error"] += (
-                "; inspect reads the Secret with the credentials it runs with: use your own "
-                "(gcloud auth application-default login), not the function's service account"
-            )
-        return out
-    if live is None:
-        out["exists"] = False
-        return out
-    metadata = live.get("metadata") or {}
-    out.update(
-        exists=True,
-        resource_version=metadata.get("resourceVersion"),
-        labels=metadata.get("labels") or {},
-        # Only our annotations: kubectl's last-applied-configuration would carry the data itself.
-        annotations={k: v for k, v in (metadata.get("annotations") or {}).items() if k.startswith("hyperfleet.io/")},
-        type=live.get("type"),
-    )
-    raw = (live.get("data") or {}).get(".dockerconfigjson")
-    try:
-        import base64
-
-        secret = dockerconfig.parse(base64.b64decode(raw or ""), source="the Kubernetes Secret")
-    except (dockerconfig.InvalidPullSecret, ValueError):
-        out["content"] = "not a valid dockerconfigjson"
-        return out
-    out["content_fingerprint"] = secret.short_fingerprint
-    out["registries"] = secret.registry_fingerprints()
-    out["_sensitive"] = secret.sensitive_strings()
+    out.update(app.delivery.inspect(placement, kube_name, deadline))
     return out

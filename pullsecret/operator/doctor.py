@@ -16,78 +16,65 @@ a time per instance and at most once per MIN_INTERVAL_S, and answers 429 otherwi
 from __future__ import annotations
 
 import argparse
-import functools
 import threading
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import werkzeug.exceptions
 from werkzeug.wrappers import Response
 
-from pullsecret.clients import secret_manager_client
+from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
 from pullsecret.operator import doctor_checks as checks
-from pullsecret.operator.doctor_checks import Context, Line
+from pullsecret.operator.doctor_checks import Context, Line, guarded
+
+if TYPE_CHECKING:
+    from pullsecret.app import Application
 
 EVENT_TYPE = "com.redhat.hyperfleet.pullsecret.doctor"
 MIN_INTERVAL_S = 10.0
 _MARK = {True: "ok  ", False: "FAIL", None: "skip"}
 
 
-def run(adapter: Any, extra_clusters: Iterable[str] = ()) -> list[Line]:
-    """Every check, in order, as `adapter`'s runtime identity (pullsecret.handler.Adapter); writes nothing."""
-    reconciler = adapter.reconciler()
-    settings = adapter.settings
-    secrets = secret_manager_client(adapter.identity, settings.secret_manager_emulator_host)
+def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
+    """Every check, in order, as `app`'s runtime identity; writes nothing. The delivery mode adds its own checks
+    (pullsecret.delivery.base.Delivery.doctor_checks) between Secret Manager's and the registries'."""
+    settings = app.settings
+    secrets = secret_manager_client(app.identity, settings.secret_manager_emulator_host)
     try:
         ctx = Context(
             settings=settings,
-            runtime=_runtime_email(adapter),
-            hyperfleet=reconciler.hyperfleet,
-            store=reconciler.store,
+            runtime=_runtime_email(app.identity),
+            hyperfleet=app.hyperfleet,
+            store=app.store,
             secrets=secrets,
-            clusters=reconciler.clusters,
-            registries=reconciler.registries,
+            registries=app.registries,
             extra_clusters=tuple(extra_clusters),
-            token=adapter.identity.token,
+            token=app.identity.token,
             resource_manager=(
                 f"http://{settings.resource_manager_emulator_host}"
                 if settings.resource_manager_emulator_host
                 else checks.RESOURCE_MANAGER
             ),
         )
-        lines = _guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
-        lines += _guarded(checks.pull_secret_source, ctx, "pull-secret-source")
-        lines += _guarded(checks.secret_manager, ctx, "secret-manager")
-        names, notes = checks.cluster_names(ctx)
-        lines += notes
-        for name in names:
-            lines += _guarded(functools.partial(_cluster, name=name), ctx, "gke")
-        lines += _guarded(checks.registries, ctx, "registries")
+        lines = guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
+        lines += guarded(checks.pull_secret_source, ctx, "pull-secret-source")
+        lines += guarded(checks.secret_manager, ctx, "secret-manager")
+        for check in app.delivery.doctor_checks():
+            lines += guarded(check.run, ctx, check.name)
+        lines += guarded(checks.registries, ctx, "registries")
         return lines
     finally:
         secrets.transport.close()
 
 
-def _cluster(ctx: Context, *, name: str) -> list[Line]:
-    return checks.management_cluster(ctx, name)
-
-
-def _runtime_email(adapter: Any) -> str:
+def _runtime_email(identity: RuntimeIdentity) -> str:
     try:
-        email = adapter.identity.email
+        email = identity.email
     except Exception:  # noqa: BLE001 - no credentials at all: the first check says so
         email = None
     return str(email) if email else "the runtime service account"
-
-
-def _guarded(check: Callable[[Context], list[Line]], ctx: Context, name: str) -> list[Line]:
-    """A check's lines; an unexpected exception is one failed line naming its type (never its text)."""
-    try:
-        return check(ctx)
-    except Exception as exc:  # noqa: BLE001 - the doctor reports, it does not crash
-        return [Line(name, False, f"the check failed unexpectedly ({type(exc).__name__})", "try again; report it")]
 
 
 def render(lines: list[Line]) -> str:
@@ -124,8 +111,8 @@ def add_parser(commands: Any, epilog: str) -> None:
     )
 
 
-def main(adapter: Any, args: argparse.Namespace) -> int:
-    lines = run(adapter, args.management_cluster)
+def main(app: Application, args: argparse.Namespace) -> int:
+    lines = run(app, args.management_cluster)
     print(render(lines))
     return exit_code(lines)
 
@@ -135,7 +122,7 @@ _running = threading.Lock()
 _last_run = [float("-inf")]
 
 
-def answer(adapter: Any) -> werkzeug.exceptions.HTTPException:
+def answer(app: Application) -> werkzeug.exceptions.HTTPException:
     """The HTTP answer to a doctor CloudEvent: the report as text/plain (200), or 429 when one ran just now.
 
     Raised by the CloudEvent function (main.py): functions-framework answers any other return with "OK", and
@@ -146,7 +133,7 @@ def answer(adapter: Any) -> werkzeug.exceptions.HTTPException:
     try:
         if time.monotonic() - _last_run[0] < MIN_INTERVAL_S:
             return _answer(f"the doctor ran less than {MIN_INTERVAL_S:g} s ago; try again shortly\n", 429)
-        lines = run(adapter)
+        lines = run(app)
         _last_run[0] = time.monotonic()
         failed = [f"{line.check}: {line.text}" for line in lines if line.ok is False]
         log.log(

@@ -1,31 +1,33 @@
 """The preflight's checks (`python -m pullsecret doctor`, pullsecret.operator.doctor runs them).
 
 Each check reads and never writes: list clusters, access the platform pull secret, Secret Manager's
-TestIamPermissions and GetSecret, GKE's GetCluster, two admission-policy reads, SelfSubjectAccessReview and the
-registries' auth handshake. Each answers `Line`s: one thing proven or refused, and for a refusal the fix, naming
-the role, permission or command. A Line never carries a credential: its texts are built from resource names,
-permission names and rules (as pullsecret.errors' messages are), never from payloads or answers' bodies.
+TestIamPermissions and GetSecret, and the registries' auth handshake; the delivery mode adds its own
+(pullsecret.operator.checks_direct, checks_external_secrets). Each answers `Line`s: one thing proven or
+refused, and for a refusal the fix, naming the role, permission or command. A Line never carries a credential:
+its texts are built from resource names, permission names and rules (as pullsecret.errors' messages are), never
+from payloads or answers' bodies.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 from google.api_core import exceptions as gexc
 
-from pullsecret.config import Settings, cluster_allowed
-from pullsecret.delivery import admission_policy
-from pullsecret.delivery.admission_policy import POLICY_NAME, policy_problem
-from pullsecret.errors import AdapterError, kube_status, looks_like_io
+from pullsecret.config import Settings
+from pullsecret.errors import AdapterError
 from pullsecret.model import dockerconfig, preconditions
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
 
-MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
+if TYPE_CHECKING:
+    from pullsecret.hyperfleet.client import HyperFleetClient
+    from pullsecret.registry.verification import RegistryVerifier
+    from pullsecret.secretstore import SecretStore
+
 # terraform/iam.tf local.secret_manager_managed_base_permissions: what the adapter does to its own secrets.
 MANAGED_PERMISSIONS = (
     "secretmanager.secrets.get",
@@ -41,8 +43,6 @@ CREATOR_ROLE = "hyperfleetPullSecretCreator"
 CREATE = "secretmanager.secrets.create"  # checked on the project: not conditioned (terraform/iam.tf)
 RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
 PROBE_CLUSTER = "doctor-probe"  # a cluster id no secret is made for: its names only ask IAM
-WRITES = ("create", "patch", "delete")  # terraform/kubernetes/rbac.yaml: what the runtime identity must do
-READS = ("get", "list", "watch")  # ... and must never do on Secrets
 CLUSTER_IDS = 10  # clusters listed for names to ask about
 
 
@@ -62,11 +62,10 @@ class Context:
 
     settings: Settings
     runtime: str  # the runtime service account's e-mail (or a description when unknown)
-    hyperfleet: Any  # pullsecret.hyperfleet.client.HyperFleetClient
-    store: Any  # pullsecret.secretstore.SecretStore (read_source)
+    hyperfleet: HyperFleetClient
+    store: SecretStore  # read_source
     secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
-    clusters: Any  # pullsecret.delivery.management_clusters.ManagementClusters
-    registries: Any  # pullsecret.registry.verification.RegistryVerifier
+    registries: RegistryVerifier
     extra_clusters: tuple[str, ...] = ()
     token: Callable[[], str] | None = None  # the runtime identity's access token (projects.testIamPermissions)
     resource_manager: str = RESOURCE_MANAGER
@@ -183,7 +182,7 @@ def _covered(ctx: Context, project: str) -> Line:
             answer = ctx.secrets.test_iam_permissions(request={"resource": name, "permissions": required})
             granted = set(answer.permissions)
         except gexc.GoogleAPICallError as exc:
-            return Line("secret-manager.covered", False, f"TestIamPermissions on {name}: {_code(exc)}", _retry())
+            return Line("secret-manager.covered", False, f"TestIamPermissions on {name}: {code_of(exc)}", retry_fix())
         if granted:
             missing = [p for p in required if p not in granted]
             if missing:
@@ -191,7 +190,7 @@ def _covered(ctx: Context, project: str) -> Line:
                 return Line("secret-manager.covered", False, text, _role_fix(ctx, project, missing))
             return Line("secret-manager.covered", True, f"TestIamPermissions on {name}: all {len(required)} granted")
     name = f"projects/{project}/secrets/{template.format(cluster_id=PROBE_CLUSTER)}"
-    answer = _get_secret(ctx, name)
+    answer = get_secret(ctx, name)
     if answer in ("NOT_FOUND", "OK"):
         text = f"secretmanager.secrets.get on {name} (a covered name; no cluster's secret exists yet to test the rest)"
         return Line("secret-manager.covered", True, text)
@@ -237,7 +236,7 @@ def create_fix(ctx: Context, project: str) -> str:
 def _outside(ctx: Context, project: str) -> Line:
     """A name with the template's prefix but not its suffix must be refused: GetSecret answers PERMISSION_DENIED."""
     name = f"projects/{project}/secrets/{ctx.settings.secret_id_template.format(cluster_id=PROBE_CLUSTER)}-outside"
-    answer = _get_secret(ctx, name)
+    answer = get_secret(ctx, name)
     if answer == "PERMISSION_DENIED":
         return Line("secret-manager.outside", True, f"a name outside SECRET_ID_TEMPLATE is refused ({name})")
     if answer in ("NOT_FOUND", "OK"):
@@ -245,7 +244,7 @@ def _outside(ctx: Context, project: str) -> Line:
         return Line(
             "secret-manager.outside", False, f"GetSecret on {name} answered {answer}, not PERMISSION_DENIED", fix
         )
-    return Line("secret-manager.outside", False, f"GetSecret on {name}: {answer}", _retry())
+    return Line("secret-manager.outside", False, f"GetSecret on {name}: {answer}", retry_fix())
 
 
 def outside_fix(ctx: Context, project: str) -> str:
@@ -257,15 +256,15 @@ def outside_fix(ctx: Context, project: str) -> str:
     )
 
 
-def _get_secret(ctx: Context, name: str) -> str:
+def get_secret(ctx: Context, name: str) -> str:
     try:
         ctx.secrets.get_secret(name=name, retry=None, timeout=10.0)
     except gexc.GoogleAPICallError as exc:
-        return _code(exc)
+        return code_of(exc)
     return "OK"
 
 
-def _code(exc: gexc.GoogleAPICallError) -> str:
+def code_of(exc: gexc.GoogleAPICallError) -> str:
     code = getattr(exc, "grpc_status_code", None)
     return str(getattr(code, "name", None) or type(exc).__name__)
 
@@ -279,168 +278,8 @@ def _role_fix(ctx: Context, project: str, missing: list[str] | tuple[str, ...]) 
     )
 
 
-def _retry() -> str:
+def retry_fix() -> str:
     return "Secret Manager did not answer: try again"
-
-
-# -- management clusters --------------------------------------------------------------------------
-def cluster_names(ctx: Context) -> tuple[list[str], list[Line]]:
-    """The clusters to check (MANAGEMENT_CLUSTER, wildcard-free ALLOWED_MANAGEMENT_CLUSTERS entries, --management-
-    cluster), and a line for each entry that names no single cluster."""
-    settings = ctx.settings
-    names: list[str] = []
-    lines: list[Line] = []
-    for name in (settings.management_cluster, *settings.allowed_management_clusters, *ctx.extra_clusters):
-        if name is None or name in names:
-            continue
-        if "*" in name:
-            text = (
-                f"ALLOWED_MANAGEMENT_CLUSTERS entry {name} has a wildcard: name its clusters with --management-cluster"
-            )
-            lines.append(Line("gke", None, text))
-        elif settings.allowed_management_clusters and not cluster_allowed(name, settings.allowed_management_clusters):
-            fix = "add it to allowed_management_clusters (ALLOWED_MANAGEMENT_CLUSTERS), or name an allowed cluster"
-            lines.append(Line("gke", False, f"{name} is not among ALLOWED_MANAGEMENT_CLUSTERS", fix))
-        else:
-            names.append(name)
-    if settings.management_cluster_template:
-        text = (
-            f"MANAGEMENT_CLUSTER_TEMPLATE {settings.management_cluster_template}: placements name the clusters; "
-            "name them with --management-cluster"
-        )
-        lines.append(Line("gke", None, text))
-    if not names:
-        lines.append(Line("gke", None, "no management cluster named: set MANAGEMENT_CLUSTER or --management-cluster"))
-    return names, lines
-
-
-def management_cluster(ctx: Context, name: str) -> list[Line]:
-    """GetCluster and the endpoint for the configured mode; then, through it, RBAC and the admission policy."""
-    ctx.clusters.invalidate(name)
-    mode = ctx.settings.management_endpoint
-    try:
-        api = ctx.clusters.api_for(name, ctx.deadline())
-    except AdapterError as exc:
-        return [
-            Line(
-                "gke",
-                False,
-                f"{name}: GetCluster or its {mode} endpoint failed ({exc.reason})",
-                _gke_fix(ctx, name, exc),
-            )
-        ]
-    host = str(api.api_client.configuration.host)
-    lines = [Line("gke", True, f"{name}: GetCluster answered; control plane {host} ({mode} endpoint)")]
-    reviews = _access_reviews(ctx, name, api)
-    lines.extend(reviews)
-    if reviews and reviews[0].check == "kubernetes.reach":
-        return lines  # the control plane did not answer: nothing more to ask it
-    lines.append(_policy(ctx, name, api))
-    return lines
-
-
-def _gke_fix(ctx: Context, name: str, exc: AdapterError) -> str:
-    project = name.split("/")[1]
-    if exc.reason == "PermissionDenied":
-        return (
-            f"grant {ctx.member} roles/container.clusterViewer (container.clusters.get) on project {project}: "
-            f"gcloud projects add-iam-policy-binding {project} --member {ctx.member} "
-            "--role roles/container.clusterViewer (Terraform: runtime_cluster_viewer)"
-        )
-    if exc.reason == "ManagementClusterNotFound":
-        return "no such cluster: fix management_cluster / allowed_management_clusters"
-    return exc.message  # choose_endpoint's refusals name their fix (VPC egress, MANAGEMENT_ENDPOINT)
-
-
-def _access_reviews(ctx: Context, name: str, api: Any) -> list[Line]:
-    """SelfSubjectAccessReview for each verb on Secrets in a hosted-cluster namespace: writes allowed, reads not."""
-    cluster_id = next(iter(ctx.cluster_projects), PROBE_CLUSTER)
-    namespace = ctx.settings.management_namespace_template.format(cluster_id=cluster_id)
-    answers: dict[str, bool] = {}
-    for verb in (*WRITES, *READS):
-        body = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"namespace": namespace, "verb": verb, "resource": "secrets"}},
-        }
-        try:
-            response = api.create_self_subject_access_review(body, _preload_content=False, _request_timeout=10.0)
-        except Exception as exc:  # noqa: BLE001 - every failure is a line naming its fix
-            return [_unreachable(ctx, name, exc)]
-        answers[verb] = bool((json.loads(response.data).get("status") or {}).get("allowed"))
-    return [_rbac_line(ctx, name, namespace, answers)]
-
-
-def _unreachable(ctx: Context, name: str, exc: BaseException) -> Line:
-    status = kube_status(exc)
-    mode = ctx.settings.management_endpoint
-    if status is not None and status[0] in (401, 403):
-        fix = (
-            f"the API server refused {ctx.runtime} ({status[0]}): in dns mode grant container.clusters.connect "
-            "(Terraform: runtime_cluster_connect); else check that GKE maps the account's token (the cluster's "
-            "Google identity authentication)"
-        )
-        return Line("kubernetes.reach", False, f"{name}: the control plane refused the request ({status[0]})", fix)
-    what = type(exc).__name__ if looks_like_io(exc) or status is None else f"HTTP {status[0]}"
-    fix = (
-        f"reach the control plane in {mode} mode from here: a private endpoint needs the cluster's VPC (run the "
-        "doctor inside the function: terraform output -raw doctor_command), or MANAGEMENT_ENDPOINT=dns with "
-        "external traffic on the DNS endpoint"
-    )
-    return Line("kubernetes.reach", False, f"{name}: the control plane did not answer ({what})", fix)
-
-
-def _rbac_line(ctx: Context, name: str, namespace: str, answers: dict[str, bool]) -> Line:
-    denied = [v for v in WRITES if not answers[v]]
-    allowed_reads = [v for v in READS if answers[v]]
-    if not denied and not allowed_reads:
-        text = f"{name}: {'/'.join(WRITES)} Secrets in {namespace} allowed, {'/'.join(READS)} not"
-        return Line("kubernetes.rbac", True, text)
-    fixes: list[str] = []
-    if denied:
-        fixes.append(
-            f"ClusterRole hyperfleet-pullsecret-adapter must allow {', '.join(denied)} on secrets and be bound to "
-            f"{ctx.runtime}: {MANIFESTS}"
-        )
-    if allowed_reads:
-        fixes.append(
-            f"{ctx.runtime} must not {', '.join(allowed_reads)} Secrets: remove the binding that grants it "
-            f"(kubectl get clusterrolebindings,rolebindings -A -o wide | grep {ctx.runtime})"
-        )
-    problems = [f"{v} denied" for v in denied] + [f"{v} allowed" for v in allowed_reads]
-    return Line("kubernetes.rbac", False, f"{name}: Secrets in {namespace}: {', '.join(problems)}", "; ".join(fixes))
-
-
-def _policy(ctx: Context, name: str, api: Any) -> Line:
-    documents: list[dict[str, Any]] = []
-    for kind, read in (
-        ("ValidatingAdmissionPolicy", api.read_validating_admission_policy),
-        ("ValidatingAdmissionPolicyBinding", api.read_validating_admission_policy_binding),
-    ):
-        try:
-            documents.append(json.loads(read(POLICY_NAME, _preload_content=False, _request_timeout=10.0).data))
-        except Exception as exc:  # noqa: BLE001 - every failure is a line naming its fix
-            status = kube_status(exc)
-            code = status[0] if status is not None else type(exc).__name__
-            why = {404: "is not installed", 403: f"may not be read by {ctx.runtime}"}.get(
-                status[0] if status is not None else 0, f"answered {code}"
-            )
-            return Line(
-                "kubernetes.policy", False, f"{name}: {kind} {POLICY_NAME} {why}", f"apply this release's: {MANIFESTS}"
-            )
-    settings = ctx.settings
-    release = admission_policy.expected(
-        identity_email=ctx.runtime if "@" in ctx.runtime else None,
-        namespace_pattern=settings.management_namespace_pattern.pattern,
-        adapter_name=settings.adapter_name,
-        secret_template=settings.kubernetes_secret_template,
-    )
-    problem = policy_problem(documents[0], documents[1], release)
-    if problem is not None:
-        return Line(
-            "kubernetes.policy", False, f"{name}: {problem}", f"apply this release's policy and binding: {MANIFESTS}"
-        )
-    return Line("kubernetes.policy", True, f"{name}: admission policy {POLICY_NAME} and its binding are this release's")
 
 
 # -- registries -----------------------------------------------------------------------------------
@@ -451,6 +290,8 @@ def registries(ctx: Context) -> list[Line]:
     if ctx.source is None:
         return [Line("registries", None, "no platform pull secret was read: no registry to ask")]
     pending = ctx.registries.start(ctx.source, Deadline(settings.registry_deadline_s + 1.0))
+    if pending is None:  # the verifier's own reading of REGISTRY_VERIFICATION
+        return [Line("registries", None, "REGISTRY_VERIFICATION=off: the registries are not asked")]
     lines: list[Line] = []
     for registry, check in pending.result().checks.items():
         shown = safe_name(registry)
@@ -468,3 +309,11 @@ def registries(ctx: Context) -> list[Line]:
             )
             lines.append(Line("registries", False, f"{shown}: no answer to the handshake ({check.detail})", fix))
     return lines
+
+
+def guarded(check: Callable[[Context], list[Line]], ctx: Context, name: str) -> list[Line]:
+    """A check's lines; an unexpected exception is one failed line naming its type (never its text)."""
+    try:
+        return check(ctx)
+    except Exception as exc:  # noqa: BLE001 - the doctor reports, it does not crash
+        return [Line(name, False, f"the check failed unexpectedly ({type(exc).__name__})", "try again; report it")]

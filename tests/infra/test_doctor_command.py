@@ -169,7 +169,7 @@ def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
     from pullsecret import config
     from pullsecret.errors import TerminalError, TransientError
-    from pullsecret.operator import doctor_checks
+    from pullsecret.operator import checks_direct, doctor_checks
 
     settings = config.load(
         {
@@ -178,7 +178,7 @@ def _fix_commands() -> list[str]:
         }
     )
     ctx = doctor_checks.Context(
-        settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 5)
+        settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 4)
     )
     denied = TerminalError("denied", reason="PermissionDenied")
     fixes = [
@@ -186,7 +186,7 @@ def _fix_commands() -> list[str]:
             ctx, "hyperfleet-secrets-prod", ["secretmanager.secrets.get", "secretmanager.versions.add"]
         ),
         doctor_checks._source_fix(ctx, denied),
-        doctor_checks._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
+        checks_direct._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
         doctor_checks.outside_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks.create_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks._api_fix(ctx, TransientError("refused", reason="CredentialsRefused")),

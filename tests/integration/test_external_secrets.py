@@ -18,6 +18,7 @@ from emulators.world import PROJECT_ID, PROJECT_NUMBER
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.handler import Adapter
 from tests.integration.test_cli import cli
+from tests.integration.test_doctor import restored_log  # noqa: F401 - cli.main's logger settings put back
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event
 
@@ -231,3 +232,38 @@ def test_inspect_names_the_access_and_reaches_no_cluster(eso_env: dict[str, str]
     kubernetes = json.loads(result.stdout)["kubernetes"]
     assert kubernetes["delivery"] == "external-secrets" and kubernetes["access_member"] == MEMBER, result.stderr
     assert cluster_calls(admin) == {}
+
+
+@pytest.mark.usefixtures("restored_log")
+def test_the_doctor_asks_for_the_policy_permissions_and_reaches_no_cluster(
+    eso_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    """The delivery lists the doctor's mode checks: the allow policy's permissions, no GKE, RBAC or admission policy."""
+    from tests.integration.test_doctor import doctor
+
+    seed_ready_cluster(admin, CID)
+    assert deliver(Adapter.from_environment()).result == "applied"
+    admin.call("DELETE", "/calls")
+    code, text = doctor()
+    assert code == 0, text
+    assert "ok    secret-manager.iam-policy" in text and SECRET in text, text
+    assert "gke" not in text and "kubernetes." not in text, text
+    assert cluster_calls(admin) == {}
+
+
+@pytest.mark.usefixtures("restored_log")
+@pytest.mark.parametrize("permission", ["secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy"])
+def test_the_doctor_names_a_missing_policy_permission_and_its_fix(
+    eso_env: dict[str, str], admin: Admin, world: Any, permission: str
+) -> None:
+    from tests.integration.test_doctor import MANAGED, _failed, _rebind_without, doctor
+
+    seed_ready_cluster(admin, CID)
+    assert deliver(Adapter.from_environment()).result == "applied"
+    _rebind_without(world, MANAGED, permission)
+    code, text = doctor()
+    failed = _failed(text)
+    assert code == 1 and list(failed) == ["secret-manager.iam-policy"], text
+    assert (
+        permission in failed["secret-manager.iam-policy"] and "terraform apply" in failed["secret-manager.iam-policy"]
+    )

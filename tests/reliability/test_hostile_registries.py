@@ -123,7 +123,7 @@ def test_dns_is_asked_once_per_handshake_and_the_connection_goes_to_that_answer(
         REGISTRY_TIMEOUT="2",
         REGISTRY_ALLOWED_HOSTS=f"localhost:{port}",
     )
-    adapter.reconciler().registries.egress = Egress([f"localhost:{port}"], resolver=rebinding)
+    adapter.application().registries.egress = Egress([f"localhost:{port}"], resolver=rebinding)
     cid = "cls-hostile-rebind"
     _seed(world, cid, {f"localhost:{port}": {"auth": GOOD}})
     assert _deliver(adapter, cid) == "applied"
@@ -222,7 +222,7 @@ def test_the_status_does_not_tell_an_internal_name_from_one_that_does_not_exist(
         return answers[hostname]
 
     adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None)
-    adapter.reconciler().registries.egress = Egress(resolver=resolver)
+    adapter.application().registries.egress = Egress(resolver=resolver)
     cid = "cls-hostile-oracle"
     names = ["db.corp.example.com", "mixed.corp.example.com", "nothing.corp.example.com"]
     before = dict(world.registry.connections)

@@ -137,8 +137,8 @@ DATA_REQUIRED = {"field": "data[.dockerconfigjson]", "reason": "FieldValueRequir
 
 
 def test_a_dry_run_create_refused_only_for_missing_data_means_absent() -> None:
-    assert kubesecret._would_create_without_data(_invalid(DATA_REQUIRED))
-    assert kubesecret._would_create_without_data(_invalid(DATA_REQUIRED, dict(DATA_REQUIRED)))
+    assert kubesecret.would_create_without_data(_invalid(DATA_REQUIRED))
+    assert kubesecret.would_create_without_data(_invalid(DATA_REQUIRED, dict(DATA_REQUIRED)))
 
 
 @pytest.mark.parametrize(
@@ -155,19 +155,19 @@ def test_a_dry_run_create_refused_only_for_missing_data_means_absent() -> None:
     ],
 )
 def test_other_refusals_do_not_mean_absent(exc: ApiException) -> None:
-    assert not kubesecret._would_create_without_data(exc)
+    assert not kubesecret.would_create_without_data(exc)
 
 
 def test_a_field_manager_conflict_is_recognised() -> None:
     conflict = {"type": "FieldManagerConflict", "reason": "FieldManagerConflict", "field": ".data"}
-    assert kubesecret._field_conflict(_api_exception(409, {"reason": "Conflict", "details": {"causes": [conflict]}}))
+    assert kubesecret.field_conflict(_api_exception(409, {"reason": "Conflict", "details": {"causes": [conflict]}}))
     other = {"reason": "FieldValueInvalid", "field": ".data"}
-    assert not kubesecret._field_conflict(_api_exception(409, {"details": {"causes": [other, "x"]}}))
-    assert not kubesecret._field_conflict(_api_exception(409, {"details": "x"}))
-    assert not kubesecret._field_conflict(_api_exception(409, {}))
+    assert not kubesecret.field_conflict(_api_exception(409, {"details": {"causes": [other, "x"]}}))
+    assert not kubesecret.field_conflict(_api_exception(409, {"details": "x"}))
+    assert not kubesecret.field_conflict(_api_exception(409, {}))
     unreadable = ApiException(status=409, reason="Conflict")
     unreadable.body = "not json"
-    assert not kubesecret._field_conflict(unreadable)
+    assert not kubesecret.field_conflict(unreadable)
 
 
 # -- the exact Secret the adapter writes, and the edges of each decision --------------------------------------
@@ -248,8 +248,8 @@ def test_refusals_without_a_readable_status_are_no_decision(body: str | None) ->
     exc = ApiException(status=422, reason="Invalid")
     exc.body = body
     assert kubesecret.policy_denial(exc) is None
-    assert not kubesecret._would_create_without_data(exc)
-    assert not kubesecret._field_conflict(exc)
+    assert not kubesecret.would_create_without_data(exc)
+    assert not kubesecret.field_conflict(exc)
 
 
 def test_a_policy_denial_message_is_cut_at_400_characters_from_the_policy_name() -> None:

@@ -1,0 +1,112 @@
+"""The delivery seam: how the stored pull secret reaches its management cluster (KUBERNETES_DELIVERY).
+
+A delivery mode is one module implementing `Delivery` and one line in pullsecret.delivery.modes.MODES. The
+reconcile (pullsecret.reconcile) knows nothing else of it, and calls it in this order:
+
+- `probe(where, deadline)`, beside the other reads and before any write: the live state as a `Probed`, which
+  holds what the mode needs to write there;
+- `Probed.apply(desired, deadline)`, after the Secret Manager write: make the cluster hold `desired` (the
+  stored content); it logs its own step;
+- `status_data(where, applied, stored_written=)`: what the mode adds to the status `data`;
+- `after_transient(placement, error)`, after a transient failure of a provisioning or a deletion: drop what
+  the failure shows may be stale (a cached client; the redelivery rebuilds it);
+- `cleanup(leaving, deadline)`, on deletion and before the Secret Manager secret is deleted: the status `data`
+  of what it removed (`kubernetes_cleanup` at least).
+
+The operator tools ask it too: `inspect` (what `python -m pullsecret inspect` shows of the delivered Secret) and
+`doctor_checks` (the preflight checks the mode needs, pullsecret.operator.doctor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pullsecret.clients import RuntimeIdentity
+from pullsecret.config import Settings
+from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.errors import TransientError
+from pullsecret.model.preconditions import Placement
+from pullsecret.operator.doctor_checks import Context, Line
+from pullsecret.retrying import Deadline
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where one cluster's pull secret goes: its Secret Manager secret, its placement, its Kubernetes Secret's name."""
+
+    cluster_id: str
+    secret_name: str  # projects/P/secrets/ID
+    placement: Placement
+    kube_name: str
+
+
+@dataclass(frozen=True)
+class Leaving:
+    """A deleted cluster's delivery, as far as it is known: no project, or no placement, leaves that side alone."""
+
+    secret_name: str | None  # projects/P/secrets/ID, None when no GCP project is known
+    placement: Placement | None
+    kube_name: str
+
+
+class Probed(Protocol):
+    """The live state before writing, and the handle to write there (only the delivery that probed knows it)."""
+
+    @property
+    def live(self) -> dict[str, Any] | None:
+        """Our live Kubernetes Secret (None: absent, or not visible in this mode)."""
+
+    @property
+    def recorded_generation(self) -> int:
+        """The cluster generation the live Secret records (0: none)."""
+
+    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+        """Make the management cluster hold `desired`; raises TerminalError / TransientError."""
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One preflight check a delivery needs: its name (the line's when it fails unexpectedly) and how to run it."""
+
+    name: str
+    run: Callable[[Context], list[Line]]
+
+
+class Delivery(Protocol):
+    """One KUBERNETES_DELIVERY mode; thread-safe (one per process, shared by every event)."""
+
+    mode: str
+
+    def probe(self, where: Where, deadline: Deadline) -> Probed: ...
+
+    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]: ...
+
+    def after_transient(self, placement: Placement, error: TransientError) -> None: ...
+
+    def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]: ...
+
+    def inspect(self, placement: Placement, kube_name: str, deadline: Deadline) -> dict[str, Any]: ...
+
+    def doctor_checks(self) -> list[DoctorCheck]: ...
+
+
+class IamPolicyClient(Protocol):
+    """The Secret Manager client calls a delivery may make on a secret's allow policy (SecretManagerServiceClient)."""
+
+    def get_iam_policy(self, *, request: dict[str, Any], retry: Any, timeout: float) -> Any: ...
+
+    def set_iam_policy(self, *, request: dict[str, Any], retry: Any, timeout: float) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What a mode's factory may build from: the settings, the runtime identity, the shared Secret Manager client."""
+
+    settings: Settings
+    identity: RuntimeIdentity
+    secret_manager: IamPolicyClient
+
+
+Factory = Callable[[Wiring], Delivery]

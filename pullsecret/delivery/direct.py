@@ -1,0 +1,170 @@
+"""KUBERNETES_DELIVERY=direct: our Kubernetes Secret on the management cluster, written by the function itself.
+
+The management cluster's Secrets API comes from GKE (pullsecret.delivery.management_clusters, cached per
+cluster); every write relies on the admission policy being installed (`KubeSecrets.ensure_guarded`, checked
+before the probe and before a delete), and the Secret is probed, applied and deleted without the right to read
+any Secret (pullsecret.delivery.kubewrites).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from pullsecret.clients import cluster_manager_client
+from pullsecret.delivery import admission_policy, kubesecret
+from pullsecret.delivery.base import DoctorCheck, Leaving, Where, Wiring
+from pullsecret.delivery.kubeapi import SecretsApi
+from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.kubewrites import KubeSecrets
+from pullsecret.delivery.management_clusters import ManagementClusters
+from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
+from pullsecret.logs import bind, log
+from pullsecret.model import dockerconfig
+from pullsecret.model.preconditions import Placement
+from pullsecret.operator import checks_direct
+from pullsecret.retrying import Deadline
+
+MODE = "direct"
+
+
+@dataclass(frozen=True)
+class DirectProbed:
+    """Our live Secret as the dry-run probe saw it, and the Secrets API of the cluster it lives on."""
+
+    secret: kubesecret.Probed
+    api: SecretsApi
+    kube: KubeSecrets
+
+    @property
+    def live(self) -> dict[str, Any] | None:
+        return self.secret.live
+
+    @property
+    def recorded_generation(self) -> int:
+        return self.secret.recorded_generation
+
+    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+        with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
+            applied = self.kube.apply(self.api, desired, deadline, self.secret)
+            fields.update(written=applied.written, stale=applied.stale)
+        return applied
+
+
+class DirectDelivery:
+    """Probe, apply and delete our Secret through each management cluster's Secrets API; thread-safe."""
+
+    mode = MODE
+
+    def __init__(self, clusters: ManagementClusters, kube: KubeSecrets) -> None:
+        self.clusters = clusters
+        self.kube = kube
+
+    def _guarded_api(self, placement: Placement, deadline: Deadline) -> SecretsApi:
+        api = self.clusters.api_for(placement.management_cluster, deadline)
+        self.kube.ensure_guarded(api, deadline)  # every write relies on the policy (and a delete to spare others')
+        return api
+
+    def probe(self, where: Where, deadline: Deadline) -> DirectProbed:
+        api = self._guarded_api(where.placement, deadline)
+        with log.step("kubernetes.probe_secret"):
+            probed = self.kube.probe(api, where.placement.namespace, where.kube_name, deadline)
+        return DirectProbed(secret=probed, api=api, kube=self.kube)
+
+    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
+        return {"kubernetes_resource_version": applied.resource_version}
+
+    def after_transient(self, placement: Placement, error: TransientError) -> None:
+        """An unreachable API server's endpoint or CA may have changed: the redelivery asks GKE again."""
+        if error.service == "kubernetes" and error.reason == "Unreachable":
+            self.clusters.invalidate(placement.management_cluster)
+
+    def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
+        placement = leaving.placement
+        if placement is None:
+            return {"kubernetes_cleanup": "placement unknown; nothing to delete"}
+        bind(management_cluster=placement.management_cluster)
+        data: dict[str, Any] = {
+            "management_cluster": placement.management_cluster,
+            "kubernetes_namespace": placement.namespace,
+            "kubernetes_name": leaving.kube_name,
+        }
+        api = self._guarded_api(placement, deadline)
+        with log.step("kubernetes.delete_secret", namespace=placement.namespace, name=leaving.kube_name) as fields:
+            try:
+                deleted = self.kube.delete(api, placement.namespace, leaving.kube_name, deadline)
+                data["kubernetes_cleanup"] = "deleted" if deleted else "absent"
+            except OwnershipConflict as exc:
+                log.warning(exc.message, operation="kubernetes.delete_secret")
+                data["kubernetes_cleanup"] = "not managed by hyperfleet; left in place"
+            fields["result"] = data["kubernetes_cleanup"]
+        return data
+
+    def inspect(self, placement: Placement, kube_name: str, deadline: Deadline) -> dict[str, Any]:
+        """The live Secret read with the caller's own credentials (the runtime identity may not read Secrets)."""
+        try:
+            api = self.clusters.api_for(placement.management_cluster, deadline)
+            live = self.kube.read(api, placement.namespace, kube_name, deadline)
+        except AdapterError as exc:
+            error = exc.message
+            if exc.reason == "PermissionDenied":
+                # By design: the function's runtime identity may not read Secrets (terraform/kubernetes/rbac.yaml).
+                error += (
+                    "; inspect reads the Secret with the credentials it runs with: use your own "
+                    "(gcloud auth application-default login), not the function's service account"
+                )
+            return {"error": error}
+        if live is None:
+            return {"exists": False}
+        return _shown(live)
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        return [DoctorCheck("gke", functools.partial(checks_direct.management_clusters, clusters=self.clusters))]
+
+
+def _shown(live: dict[str, Any]) -> dict[str, Any]:
+    """What inspect shows of a live Secret: metadata, our annotations, the content's fingerprints (`_sensitive`:
+    the strings the caller redacts from its output)."""
+    metadata = live.get("metadata") or {}
+    out: dict[str, Any] = {
+        "exists": True,
+        "resource_version": metadata.get("resourceVersion"),
+        "labels": metadata.get("labels") or {},
+        # Only our annotations: kubectl's last-applied-configuration would carry the data itself.
+        "annotations": {k: v for k, v in (metadata.get("annotations") or {}).items() if k.startswith("hyperfleet.io/")},
+        "type": live.get("type"),
+    }
+    raw = (live.get("data") or {}).get(kubesecret.KEY)
+    try:
+        secret = dockerconfig.parse(base64.b64decode(raw or ""), source="the Kubernetes Secret")
+    except (dockerconfig.InvalidPullSecret, ValueError):
+        out["content"] = "not a valid dockerconfigjson"
+        return out
+    out["content_fingerprint"] = secret.short_fingerprint
+    out["registries"] = secret.registry_fingerprints()
+    out["_sensitive"] = secret.sensitive_strings()
+    return out
+
+
+def build(wiring: Wiring) -> DirectDelivery:
+    """The direct delivery of `wiring`'s settings: a GKE client, the admission policy this release renders."""
+    settings, identity = wiring.settings, wiring.identity
+    return DirectDelivery(
+        ManagementClusters(
+            cluster_manager_client(identity, settings.gke_emulator_host),
+            identity,
+            endpoint=settings.management_endpoint,
+            vpc_egress=settings.vpc_egress,
+        ),
+        KubeSecrets(
+            settings.field_manager,
+            admission_policy.expected(
+                identity_email=identity.email,
+                namespace_pattern=settings.management_namespace_pattern.pattern,
+                adapter_name=settings.adapter_name,
+                secret_template=settings.kubernetes_secret_template,
+            ),
+        ),
+    )

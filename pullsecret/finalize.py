@@ -1,0 +1,72 @@
+"""Deletion: the delivery's cleanup first, then the source's revocation, then the Secret Manager secret per
+DELETION_POLICY; what it did, as the status `data` and the sentence of the Finalized report.
+
+Idempotent: what is already gone counts as done, so a repeat reports Finalized=True again. Objects that are not
+ours (neither hyperfleet.io/managed-by nor managed-by=hyperfleet) are left in place and named in `data`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pullsecret import secretstore
+from pullsecret.config import Settings
+from pullsecret.delivery.base import Delivery, Leaving
+from pullsecret.errors import OwnershipConflict
+from pullsecret.logs import log
+from pullsecret.model import preconditions
+from pullsecret.model.names import secret_name
+from pullsecret.provision import names
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore import SecretStore
+from pullsecret.source.base import Source
+
+
+def finalize(
+    cluster_id: str,
+    deleting: preconditions.Deleting,
+    *,
+    settings: Settings,
+    store: SecretStore,
+    delivery: Delivery,
+    source: Source,
+    deadline: Deadline,
+) -> tuple[str, dict[str, Any]]:
+    """Clean up a deleted cluster's pull secret everywhere; (the report's message, its `data`)."""
+    secret_id, kube_name = names(settings, cluster_id)
+    project = deleting.project_id
+    data: dict[str, Any] = {"deletion_policy": settings.deletion_policy}
+    leaving = Leaving(
+        secret_name=secret_name(project, secret_id) if project is not None else None,
+        placement=deleting.placement,
+        kube_name=kube_name,
+    )
+    data.update(delivery.cleanup(leaving, deadline))
+    data.update(source.revoke(cluster_id, deadline))
+    if project is None:
+        data["sm_cleanup"] = "no GCP project known; nothing to delete"
+    else:
+        data["sm_name"] = secret_name(project, secret_id)
+        data["sm_cleanup"] = _delete_secret(settings, store, project, secret_id, deadline)
+    message = (
+        f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
+        f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
+    )
+    return message, data
+
+
+def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_id: str, deadline: Deadline) -> str:
+    with log.step("secretmanager.delete_secret", secret_id=secret_id, policy=settings.deletion_policy) as fields:
+        try:
+            result = store.delete_secret(
+                project=project,
+                secret_id=secret_id,
+                policy=settings.deletion_policy,
+                deadline=deadline,
+            )
+        # secretstore's own class until it raises pullsecret.errors' (the one ownership error, issue 28).
+        except (OwnershipConflict, secretstore.OwnershipConflict) as exc:
+            log.warning(exc.message, operation="secretmanager.delete_secret")
+            result = "not managed by hyperfleet; left in place"
+        fields["result"] = result
+    return result

@@ -1,0 +1,64 @@
+"""The pull-secret source seam: where the platform's part of a cluster's pull secret comes from.
+
+A source is one module implementing `Source` (and a factory answering None when its configuration is absent) and
+one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this order, and knows nothing else of it:
+
+- `start(cluster_id, deadline)` at the read step, before the other reads are waited for: no call is needed to
+  start; a source that must ask a service may start its call here (on the shared pool) and answer `ready=False`;
+- `Fetch.pull_secret(act, deadline)`: the source's pull secret for the cluster (None: it has none), its strings
+  registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
+  with the cluster's own `spec.pullSecret`;
+- `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
+- `revoke(cluster_id, deadline)` on deletion, after the delivery's cleanup: the status `data` of what it
+  removed (nothing for a shared platform secret).
+
+`Fetch.ready` is True when `pull_secret` makes no call (the steady state of a cached platform secret): the
+reconcile then reads the newest Secret Manager version on its own thread instead of handing it to the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pullsecret.config import Settings
+from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.model.preconditions import Act
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore import SecretStore
+
+
+class Fetch(Protocol):
+    """One event's use of the source."""
+
+    @property
+    def ready(self) -> bool:
+        """True when `pull_secret` makes no call."""
+
+    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret | None: ...
+
+    def status_data(self) -> dict[str, Any]: ...
+
+
+class Source(Protocol):
+    """One pull-secret source; thread-safe (one per process, shared by every event)."""
+
+    name: str
+
+    def start(self, cluster_id: str, deadline: Deadline) -> Fetch: ...
+
+    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What a source's factory may build from: the settings, the secret store, the shared pool."""
+
+    settings: Settings
+    store: SecretStore
+    pool: ThreadPoolExecutor
+
+
+Factory = Callable[[Wiring], Source | None]  # None: this source is not configured

@@ -1,0 +1,81 @@
+"""PULL_SECRET_SOURCE: one Secret Manager secret version shared by every cluster (the platform pull secret).
+
+The bytes come through the secret store's cache (SecretStore.cached_source / read_source, a short TTL; a new
+version's notification clears it, pullsecret.source.rotation), and are parsed once per distinct content.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pullsecret.logs import log, protect
+from pullsecret.model import dockerconfig
+from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.model.preconditions import Act
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore import SecretStore
+from pullsecret.source.base import Wiring
+
+NAME = "platform"
+
+
+@dataclass(frozen=True)
+class PlatformFetch:
+    """One event's platform pull secret: the cached bytes when the cache held them at the start, else a read."""
+
+    source: PlatformSource
+    cached: bytes | None = field(repr=False)
+
+    @property
+    def ready(self) -> bool:
+        return self.cached is not None
+
+    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
+        raw = self.cached
+        if raw is None:
+            with log.step("secretmanager.read_source"):
+                raw = self.source.store.read_source(self.source.version_name, deadline)
+        try:
+            platform = self.source.parsed(raw)
+        except dockerconfig.InvalidPullSecret:
+            protect(dockerconfig.sensitive_strings_of(raw))
+            raise
+        protect(platform.sensitive_strings())
+        return platform
+
+    def status_data(self) -> dict[str, Any]:
+        return {}
+
+
+class PlatformSource:
+    """The platform pull secret of PULL_SECRET_SOURCE."""
+
+    name = NAME
+
+    def __init__(self, store: SecretStore, version_name: str) -> None:
+        self.store = store
+        self.version_name = version_name
+        self._parsed: tuple[bytes, PullSecret] | None = None
+
+    def start(self, cluster_id: str, deadline: Deadline) -> PlatformFetch:
+        """No call: the cache's bytes, if it holds them."""
+        return PlatformFetch(self, self.store.cached_source(self.version_name))
+
+    def parsed(self, raw: bytes) -> PullSecret:
+        """The platform pull secret, parsed once per distinct content (the bytes are cached for a TTL)."""
+        parsed = self._parsed
+        if parsed is None or parsed[0] != raw:
+            parsed = (raw, dockerconfig.parse(raw, source="PULL_SECRET_SOURCE"))
+            self._parsed = parsed  # one assignment: concurrent events see the old or the new pair
+        return parsed[1]
+
+    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+        """Shared by every cluster: nothing to remove for one."""
+        return {}
+
+
+def build(wiring: Wiring) -> PlatformSource | None:
+    """The platform source when PULL_SECRET_SOURCE is set."""
+    name = wiring.settings.pull_secret_source
+    return PlatformSource(wiring.store, name) if name else None

@@ -1,0 +1,66 @@
+"""The two seams' registries: every KUBERNETES_DELIVERY value has a delivery, and the configured source is chosen."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pullsecret import config
+from pullsecret.delivery import modes
+from pullsecret.model.preconditions import Act, Placement
+from pullsecret.retrying import Deadline
+from pullsecret.source import base, sources
+from pullsecret.source.platform import PlatformSource
+
+BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}
+SOURCE = "projects/p1/secrets/platform/versions/latest"
+ACT = Act(
+    generation=1,
+    project_id="p1",
+    placement=Placement("projects/p/locations/l/clusters/c", "ns"),
+    cluster_pull_secret=None,
+)
+
+
+class _Store:
+    """The two SecretStore reads the platform source makes, counted."""
+
+    def __init__(self, cached: bytes | None) -> None:
+        self.cached, self.reads = cached, 0
+
+    def cached_source(self, version_name: str) -> bytes | None:
+        return self.cached
+
+    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
+        self.reads += 1
+        return b'{"auths": {"quay.io": {"auth": "dTpw"}}}'
+
+
+def _wiring(env: dict[str, str], store: Any) -> base.Wiring:
+    return base.Wiring(settings=config.load({**BASE, **env}), store=store, pool=ThreadPoolExecutor(max_workers=1))
+
+
+def test_every_delivery_mode_the_configuration_accepts_has_a_factory() -> None:
+    assert set(modes.MODES) == set(config.DELIVERY_MODES)
+
+
+def test_no_source_configured_is_the_clusters_own_pull_secret_only() -> None:
+    source = sources.build(_wiring({}, _Store(None)))
+    assert isinstance(source, sources.NoSource)
+    fetch = source.start("c1", Deadline(5))
+    assert fetch.ready and fetch.pull_secret(ACT, Deadline(5)) is None
+    assert source.revoke("c1", Deadline(5)) == {} and fetch.status_data() == {}
+
+
+def test_the_platform_source_reads_only_when_the_cache_misses_and_parses_once_per_content() -> None:
+    store = _Store(None)
+    source = sources.build(_wiring({"PULL_SECRET_SOURCE": SOURCE}, store))
+    assert isinstance(source, PlatformSource)
+    first = source.start("c1", Deadline(5))
+    assert not first.ready
+    secret = first.pull_secret(ACT, Deadline(5))
+    assert store.reads == 1 and secret is not None and secret.registries == ("quay.io",)
+    store.cached = b'{"auths": {"quay.io": {"auth": "dTpw"}}}'
+    cached = source.start("c1", Deadline(5))
+    assert cached.ready and cached.pull_secret(ACT, Deadline(5)) is secret and store.reads == 1
+    assert source.revoke("c1", Deadline(5)) == {}
