@@ -6,7 +6,6 @@ instead of on the first event.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -19,7 +18,6 @@ from pullsecret.model.names import PROJECT_ID_RE, SOURCE_VERSION_RE
 from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
 
 GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
-HOSTPORT_RE = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # A Pub/Sub topic: projects/PROJECT_ID/topics/T (the project id as model/names says it).
 TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A-Za-z][A-Za-z0-9._~+%-]{{2,254}}$")
@@ -140,7 +138,7 @@ def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
         raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
     url = urlparse(envvars.get(env, "HYPERFLEET_API_URL") or "")
     sends_token = api_auth == "google-id-token" or token_file is not None
-    if sends_token and url.scheme == "http" and not _loopback(url.hostname):
+    if sends_token and url.scheme == "http" and not envvars.is_loopback(url.hostname):
         raise ConfigError(
             f"HYPERFLEET_API_URL is plain http to {url.hostname!r}, and HYPERFLEET_API_AUTH={api_auth} sends a token "
             "with every call: use https (http is for loopback only)"
@@ -158,25 +156,6 @@ class _ServiceSettings:
     audience: str | None = None
     token_file: str | None = None
     registries: tuple[str, ...] = ("quay", "rhit")
-
-
-def _loopback(host: str | None) -> bool:
-    """`localhost` or a loopback IP literal (127.0.0.0/8, ::1); a name that merely starts with "127." is not."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host or "").is_loopback
-    except ValueError:
-        return False
-
-
-def _emulator_host(env: Mapping[str, str], name: str) -> str | None:
-    """A local emulator's `host:port`: loopback only, since the runtime identity's access token goes with each call
-    (over plain HTTP to the Resource Manager emulator, over a local gRPC channel to the others)."""
-    value = envvars.matching(env, name, HOSTPORT_RE, "host:port")
-    if value is not None and not _loopback(urlparse(f"//{value}").hostname):
-        raise ConfigError(f"{name} must name a loopback address (localhost, 127.0.0.1, [::1]), got {value!r}")
-    return value
 
 
 def _pull_secret_service(env: Mapping[str, str]) -> _ServiceSettings:
@@ -204,7 +183,7 @@ def _service_url(url: str) -> str:
     """PULL_SECRET_SERVICE_URL: https, or http to loopback only (a bearer token over plain HTTP reaches anyone on the
     path); a base URL without credentials, query or fragment."""
     parsed = urlparse(url)
-    if parsed.scheme != "https" and not (parsed.scheme == "http" and _loopback(parsed.hostname)):
+    if parsed.scheme != "https" and not (parsed.scheme == "http" and envvars.is_loopback(parsed.hostname)):
         raise ConfigError(f"PULL_SECRET_SERVICE_URL must be an https URL (http only to loopback), got {url!r}")
     if not parsed.hostname or parsed.username or parsed.password or parsed.query or parsed.fragment:
         raise ConfigError(f"PULL_SECRET_SERVICE_URL must be a base URL without credentials or query, got {url!r}")
@@ -421,9 +400,9 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         external_secrets_principal_template=principal_template,
         field_manager=envvars.get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
-        secret_manager_emulator_host=_emulator_host(env, "SECRET_MANAGER_EMULATOR_HOST"),
-        gke_emulator_host=_emulator_host(env, "GKE_EMULATOR_HOST"),
-        resource_manager_emulator_host=_emulator_host(env, "RESOURCE_MANAGER_EMULATOR_HOST"),
+        secret_manager_emulator_host=envvars.loopback_address(env, "SECRET_MANAGER_EMULATOR_HOST"),
+        gke_emulator_host=envvars.loopback_address(env, "GKE_EMULATOR_HOST"),
+        resource_manager_emulator_host=envvars.loopback_address(env, "RESOURCE_MANAGER_EMULATOR_HOST"),
         # Operation: logging, event age, retries, deletion and version retention.
         log_level=envvars.choice(
             env,

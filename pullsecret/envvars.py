@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
+from urllib.parse import urlparse
 
 from pullsecret.errors import ConfigError
 
@@ -79,3 +81,25 @@ def readable_file(env: Mapping[str, str], name: str) -> str | None:
     if path is not None and not os.path.isfile(path):
         raise ConfigError(f"{name} names no readable file: {path!r}")
     return path
+
+
+def is_loopback(host: str | None) -> bool:
+    """`localhost` or a loopback IP literal (127.0.0.0/8, ::1); a name that merely starts with "127." is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+HOSTPORT_RE = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
+
+
+def loopback_address(env: Mapping[str, str], name: str) -> str | None:
+    """A local emulator's `host:port`: loopback only, since the runtime identity's access token goes with each call
+    (over plain HTTP to the Resource Manager emulator, over a local gRPC channel to the others)."""
+    value = matching(env, name, HOSTPORT_RE, "host:port")
+    if value is not None and not is_loopback(urlparse(f"//{value}").hostname):
+        raise ConfigError(f"{name} must name a loopback address (localhost, 127.0.0.1, [::1]), got {value!r}")
+    return value

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pullsecret import secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Leaving
 from pullsecret.errors import OwnershipConflict
@@ -65,7 +64,7 @@ def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_
                 deadline=deadline,
             )
         # secretstore's own class until it raises pullsecret.errors' (the one ownership error, issue 28).
-        except (OwnershipConflict, secretstore.OwnershipConflict) as exc:
+        except OwnershipConflict as exc:
             log.warning(exc.message, operation="secretmanager.delete_secret")
             result = "not managed by hyperfleet; left in place"
         fields["result"] = result

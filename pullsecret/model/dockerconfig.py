@@ -109,22 +109,30 @@ def _sensitive(document: Any) -> Iterator[str]:
             value = entry.get(key)
             if isinstance(value, str) and value:
                 yield value
-        user, password = entry.get("username"), entry.get("password")
-        if isinstance(user, str) and isinstance(password, str) and user and password:
-            # the form registry verification sends (credential_of): registered here, once, with the rest
-            basic = base64.b64encode(f"{user}:{password}".encode(errors="replace")).decode()
-            yield from (basic, basic.rstrip("="), f"{user}:{password}")
+        yield from _basic_forms(entry.get("username"), entry.get("password"))
         auth = entry.get("auth")
         if isinstance(auth, str) and auth:
-            # the same credential in both base64 padding forms
-            yield auth.rstrip("=")
-            yield auth.rstrip("=") + "=" * (-len(auth.rstrip("=")) % 4)
-            decoded = _b64decode(auth)
-            if decoded is not None:
-                text = decoded.decode(errors="replace")
-                yield text
-                if ":" in text:
-                    yield text.split(":", 1)[1]  # the password is all after the first colon
+            yield from _auth_forms(auth)
+
+
+def _basic_forms(user: Any, password: Any) -> Iterator[str]:
+    """A username/password entry's basic form, as registry verification sends it (credential_of): registered
+    here, once, with the rest of the pull secret."""
+    if isinstance(user, str) and isinstance(password, str) and user and password:
+        basic = base64.b64encode(f"{user}:{password}".encode(errors="replace")).decode()
+        yield from (basic, basic.rstrip("="), f"{user}:{password}")
+
+
+def _auth_forms(auth: str) -> Iterator[str]:
+    """An `auth` in both base64 padding forms, its decoded text and the password after its first colon."""
+    yield auth.rstrip("=")
+    yield auth.rstrip("=") + "=" * (-len(auth.rstrip("=")) % 4)
+    decoded = _b64decode(auth)
+    if decoded is not None:
+        text = decoded.decode(errors="replace")
+        yield text
+        if ":" in text:
+            yield text.split(":", 1)[1]  # the password is all after the first colon
 
 
 def _b64decode(value: str) -> bytes | None:
@@ -157,27 +165,7 @@ def _safe_name(registry: str) -> str:
 
 def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
     """Validate a dockerconfigjson (bytes, text or object); raises InvalidPullSecret naming the rule."""
-    if isinstance(raw, dict):
-        document: Any = raw
-    else:
-        try:
-            size = len(raw.encode() if isinstance(raw, str) else raw)
-        except UnicodeEncodeError:
-            raise InvalidPullSecret(f"{source}: the pull secret is not valid Unicode text (a lone surrogate)") from None
-        if size > MAX_PAYLOAD_BYTES:
-            raise InvalidPullSecret(f"{source}: the pull secret is {size} bytes, over the 64 KiB limit")
-        try:
-            text = raw.decode() if isinstance(raw, bytes) else raw  # UTF-8 only (json.loads would guess UTF-16)
-            document = json.loads(text, object_pairs_hook=_reject_duplicates)
-        except _Duplicate as dup:
-            raise InvalidPullSecret(
-                f"{source}: the pull secret repeats the key {_safe_name(dup.key)!r}; keys must be unique"
-            ) from None
-        except UnicodeDecodeError:
-            raise InvalidPullSecret(f"{source}: the pull secret is not UTF-8 text") from None
-        except (ValueError, RecursionError):
-            # RecursionError: nesting deeper than the JSON parser's stack; no pull secret looks like that.
-            raise InvalidPullSecret(f"{source}: the pull secret is not valid JSON") from None
+    document = raw if isinstance(raw, dict) else _document_of(raw, source)
     if not isinstance(document, dict):
         raise InvalidPullSecret(f"{source}: the pull secret must be a JSON object with an 'auths' object")
     auths = document.get("auths")
@@ -200,6 +188,28 @@ def parse(raw: bytes | str | dict[str, Any], *, source: str) -> PullSecret:
     if len(canonical) > MAX_PAYLOAD_BYTES:
         raise InvalidPullSecret(f"{source}: the pull secret is {len(canonical)} bytes, over the 64 KiB limit")
     return PullSecret(canonical=canonical, registries=tuple(sorted(auths)))
+
+
+def _document_of(raw: bytes | str, source: str) -> Any:
+    """The JSON document of a pull secret's text: UTF-8, within the size limit, keys unique."""
+    try:
+        size = len(raw.encode() if isinstance(raw, str) else raw)
+    except UnicodeEncodeError:
+        raise InvalidPullSecret(f"{source}: the pull secret is not valid Unicode text (a lone surrogate)") from None
+    if size > MAX_PAYLOAD_BYTES:
+        raise InvalidPullSecret(f"{source}: the pull secret is {size} bytes, over the 64 KiB limit")
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else raw  # UTF-8 only (json.loads would guess UTF-16)
+        return json.loads(text, object_pairs_hook=_reject_duplicates)
+    except _Duplicate as dup:
+        raise InvalidPullSecret(
+            f"{source}: the pull secret repeats the key {_safe_name(dup.key)!r}; keys must be unique"
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidPullSecret(f"{source}: the pull secret is not UTF-8 text") from None
+    except (ValueError, RecursionError):
+        # RecursionError: nesting deeper than the JSON parser's stack; no pull secret looks like that.
+        raise InvalidPullSecret(f"{source}: the pull secret is not valid JSON") from None
 
 
 def _validate_entry(registry: Any, entry: Any, source: str) -> None:
