@@ -1,5 +1,9 @@
-"""Deletion: the delivery's cleanup first, then the source's revocation, then the Secret Manager secret per
-DELETION_POLICY; what it did, as the status `data` and the sentence of the Finalized report.
+"""Deletion: the delivery's cleanup first, then the Secret Manager secret per DELETION_POLICY, then the source's
+revocation; what it did, as the status `data` and the sentence of the Finalized report.
+
+The revocation comes last: while a copy of the credentials is still on the management cluster or in Secret
+Manager, the service keeps them valid, so a failure half-way leaves nothing that holds a revoked credential.
+A failed revocation is transient (no Finalized=True until the source confirmed).
 
 Idempotent: what is already gone counts as done, so a repeat reports Finalized=True again. Objects that are not
 ours (neither hyperfleet.io/managed-by nor managed-by=hyperfleet) are left in place and named in `data`.
@@ -41,15 +45,17 @@ def finalize(
         kube_name=kube_name,
     )
     data.update(delivery.cleanup(leaving, deadline))
-    data.update(source.revoke(cluster_id, deadline))
     if project is None:
         data["sm_cleanup"] = "no GCP project known; nothing to delete"
     else:
         data["sm_name"] = secret_name(project, secret_id)
         data["sm_cleanup"] = _delete_secret(settings, store, project, secret_id, deadline)
+    revoked = source.revoke(cluster_id, deadline)
+    data.update(revoked)
     message = (
         f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
         f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
+        + (f"; the cluster's own credentials at their source: {revoked['revoked']}" if "revoked" in revoked else "")
     )
     return message, data
 
@@ -63,7 +69,6 @@ def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_
                 policy=settings.deletion_policy,
                 deadline=deadline,
             )
-        # secretstore's own class until it raises pullsecret.errors' (the one ownership error, issue 28).
         except OwnershipConflict as exc:
             log.warning(exc.message, operation="secretmanager.delete_secret")
             result = "not managed by hyperfleet; left in place"

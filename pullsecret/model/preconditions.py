@@ -44,6 +44,7 @@ class Act:
     project_id: str
     placement: Placement
     cluster_pull_secret: Any  # spec.pullSecret.data (object or JSON text), or None
+    region: str | None = None  # spec.platform.gcp.region when it is a GCP region name (the Pull Secret Service's)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,19 @@ def cluster_generation(cluster: dict[str, Any]) -> int:
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
         raise InvalidCluster("the cluster has no valid generation (an integer >= 1)")
     return generation
+
+
+# A GCP region name (https://cloud.google.com/compute/docs/regions-zones): e.g. us-central1, europe-west10.
+_REGION = re.compile(r"^[a-z]{2,16}-[a-z]{2,16}[0-9]{1,2}$")
+
+
+def region_of(cluster: dict[str, Any]) -> str | None:
+    """`spec.platform.gcp.region` when it is a GCP region name; None otherwise (absent, or anything else)."""
+    spec = cluster.get("spec")
+    platform = spec.get("platform") if isinstance(spec, dict) else None
+    gcp = platform.get("gcp") if isinstance(platform, dict) else None
+    value = gcp.get("region") if isinstance(gcp, dict) else None
+    return value if isinstance(value, str) and _REGION.fullmatch(value) else None
 
 
 def project_id_of(cluster: dict[str, Any]) -> str | None:
@@ -257,7 +271,7 @@ def evaluate(
     if not PROJECT_ID_RE.fullmatch(project):
         raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
     cluster_secret = cluster_pull_secret_of(cluster)
-    if settings.pull_secret_source is None and cluster_secret is None:
+    if settings.pull_secret_source is None and settings.pull_secret_service_url is None and cluster_secret is None:
         return NotMet(
             generation,
             "no pull secret source: PULL_SECRET_SOURCE is unset and the cluster has no spec.pullSecret",
@@ -268,7 +282,13 @@ def evaluate(
         return NotMet(generation, "waiting for adapters: " + ", ".join(waiting))
 
     placement = placement_of(cluster_id, statuses, settings)
-    return Act(generation=generation, project_id=project, placement=placement, cluster_pull_secret=cluster_secret)
+    return Act(
+        generation=generation,
+        project_id=project,
+        placement=placement,
+        cluster_pull_secret=cluster_secret,
+        region=region_of(cluster),
+    )
 
 
 def _waiting_for(statuses: list[dict[str, Any]], *, settings: Settings, generation: int) -> list[str]:

@@ -41,7 +41,7 @@ def phase_of(service: str | None) -> str:
     """The framework phase a failing service belongs to."""
     if service == "hyperfleet":
         return PHASE_PRECONDITIONS
-    if service in ("secretmanager", "gke", "kubernetes", "metadata"):
+    if service in ("secretmanager", "gke", "kubernetes", "metadata", "pullsecretservice"):
         return PHASE_RESOURCES
     if service == "registry":
         return PHASE_REGISTRY

@@ -47,6 +47,7 @@ from pullsecret.model.dockerconfig import PullSecret
 
 SERVICE = "pullsecretservice"
 SHOWN = "Pull Secret Service"
+SOURCE_NAME = "pull-secret-service"  # the status `data.source` of a pull secret from the service
 NOT_FOUND = "HYPERFLEET-NTF-001"
 ROTATING = "HYPERFLEET-CNF-001"
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
@@ -64,7 +65,12 @@ class Credential:
     created_at: str | None
 
     def data(self) -> dict[str, Any]:
-        return {"registry_id": self.registry_id, "username": self.username_fingerprint, "created_at": self.created_at}
+        # No key may name a credential: the API masks `data` keys holding "credential", "auth", "token", "secret".
+        return {
+            "registry_id": self.registry_id,
+            "username_fingerprint": self.username_fingerprint,
+            "created_at": self.created_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ class ServiceAnswer:
 
     def status_data(self) -> dict[str, Any]:
         """What the status says of the source: the service, and per registry the username's fingerprint."""
-        return {"source": SHOWN, "credentials": [c.data() for c in self.credentials]}
+        return {"source": SOURCE_NAME, "minted": [c.data() for c in self.credentials]}
 
 
 @dataclass(frozen=True)

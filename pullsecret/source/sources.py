@@ -8,10 +8,10 @@ from typing import Any
 
 from pullsecret.model.preconditions import Act
 from pullsecret.retrying import Deadline
-from pullsecret.source import platform
+from pullsecret.source import platform, service
 from pullsecret.source.base import Factory, Source, Wiring
 
-SOURCES: tuple[Factory, ...] = (platform.build,)
+SOURCES: tuple[Factory, ...] = (service.build, platform.build)
 
 
 class NoFetch:

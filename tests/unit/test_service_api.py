@@ -88,6 +88,7 @@ def test_credentials_carry_no_token_and_only_a_fingerprint_of_the_username() -> 
     assert "T0KEN" not in shown and "redhat-openshift" not in shown and "hyp-cls" not in shown
     assert found[0].created_at == "2026-02-08T10:00:00Z" and found[1].created_at is None
     assert len(found[0].username_fingerprint) == 12
+    assert all("credential" not in key and "token" not in key for c in found for key in c.data())
 
 
 def test_the_clients_repr_shows_no_credentials() -> None:

@@ -1,0 +1,111 @@
+"""PULL_SECRET_SERVICE_URL: each cluster's own, revocable credentials from the HyperFleet Pull Secret Service.
+
+The service mints one credential set per cluster and rotates it; this source reads it and hands the reconcile
+the cluster's pull secret (docs/contract.md §3b). Per event:
+
+- the read step asks `GET` (on the event's thread, while the pool reads Secret Manager and probes the delivery:
+  no round trip of its own on the steady path);
+- only when the service holds none (404 `HYPERFLEET-NTF-001`) is it asked to generate them (`POST`, idempotent:
+  generate or retrieve). `pull_secret` is called only when the preconditions said act, so a soft-deleted cluster
+  never gets new credentials;
+- deletion revokes (`DELETE`, 404 counts as done) after the delivery's cleanup and the Secret Manager secret's
+  deletion; `Finalized=True` follows only the service's confirmation, a failed DELETE is transient.
+
+A rotation at the service shows up as changed content on the next event: one Secret Manager version and one
+delivery write, like any change. There is no fan-out from here (pullsecret.source.rotation is the platform
+source's): the next Sentinel event for the cluster delivers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken
+from pullsecret.config import Settings
+from pullsecret.errors import TerminalError
+from pullsecret.logs import log
+from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.model.preconditions import Act
+from pullsecret.retrying import Deadline
+from pullsecret.source.base import Wiring
+from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
+
+NAME = "service"
+
+
+class ServiceFetch:
+    """One event's credentials: asked of the service when the reconcile needs the pull secret."""
+
+    ready = False  # a call is needed: the reconcile overlaps it with its own reads
+
+    def __init__(self, source: ServiceSource, cluster_id: str) -> None:
+        self._source = source
+        self._cluster_id = cluster_id
+        self._answer: ServiceAnswer | None = None
+
+    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
+        """The cluster's credentials; generated when the service holds none. Raises TransientError/TerminalError."""
+        client = self._source.client
+        with log.step(f"{SERVICE}.get"):
+            answer = client.get(self._cluster_id)
+        if answer is None:
+            if not act.region:
+                raise TerminalError(
+                    f"the {SHOWN} needs the cluster's region to generate its credentials: spec.platform.gcp.region "
+                    "is missing",
+                    reason="InvalidCluster",
+                )
+            with log.step(f"{SERVICE}.generate", registries=",".join(self._source.registries)):
+                answer = client.generate(self._cluster_id, region=act.region, registries=self._source.registries)
+        self._answer = answer
+        return answer.pull_secret
+
+    def status_data(self) -> dict[str, Any]:
+        return self._answer.status_data() if self._answer is not None else {"source": SOURCE_NAME}
+
+
+class ServiceSource:
+    """The Pull Secret Service at PULL_SECRET_SERVICE_URL; thread-safe (its client is)."""
+
+    name = NAME
+
+    def __init__(self, client: PullSecretServiceClient, registries: tuple[str, ...]) -> None:
+        self.client = client
+        self.registries = registries
+
+    def start(self, cluster_id: str, deadline: Deadline) -> ServiceFetch:
+        return ServiceFetch(self, cluster_id)
+
+    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+        """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
+        with log.step(f"{SERVICE}.delete") as fields:
+            deleted = self.client.delete(cluster_id)
+            fields["result"] = "revoked" if deleted else "absent"
+        return {"source": SOURCE_NAME, "revoked": "revoked" if deleted else "none held"}
+
+
+def credential(settings: Settings) -> ApiCredential:
+    """The bearer credential PULL_SECRET_SERVICE_AUTH names: an ID token of the runtime identity, or a token file."""
+    token_file = settings.pull_secret_service_token_file  # config: set exactly in token-file mode
+    if token_file is not None:
+        return BearerToken(token_file, setting="PULL_SECRET_SERVICE_TOKEN_FILE", service=SERVICE)
+    audience = settings.pull_secret_service_audience or settings.pull_secret_service_url or ""
+    return GoogleIdToken(
+        audience,
+        setting="PULL_SECRET_SERVICE_AUDIENCE",
+        remedy=f"the {SHOWN} must admit Google ID tokens with audience {audience!r} and this service account's "
+        "email (docs/trust.md, the Pull Secret Service)",
+    )
+
+
+def build(wiring: Wiring) -> ServiceSource | None:
+    """The service source when PULL_SECRET_SERVICE_URL is set."""
+    settings = wiring.settings
+    if not settings.pull_secret_service_url:
+        return None
+    client = PullSecretServiceClient(
+        settings.pull_secret_service_url,
+        credential=credential(settings),
+        timeout_s=settings.pull_secret_service_timeout_s,
+    )
+    return ServiceSource(client, settings.pull_secret_service_registries)
