@@ -80,8 +80,9 @@ class ServiceSource:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
             deleted = self.client.delete(cluster_id)
-            fields["result"] = "revoked" if deleted else "absent"
-        return {"source": SOURCE_NAME, "revoked": "revoked" if deleted else "none held"}
+            # The DDR's DELETE answers 204 whether or not it held credentials (§3.2.6): "confirmed" says none remain.
+            fields["result"] = "confirmed" if deleted else "absent"
+        return {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
 
 
 def credential(settings: Settings) -> ApiCredential:

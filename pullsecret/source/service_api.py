@@ -153,7 +153,7 @@ class PullSecretServiceClient:
         return self._parse(answer, cluster_id, what)
 
     def delete(self, cluster_id: str) -> bool:
-        """Revoke the cluster's credentials; True when the service deleted some, False when it held none (404)."""
+        """Revoke the cluster's credentials; True when the service confirmed (2xx: none remain), False on a 404."""
         what = f"revoke the credentials of cluster {cluster_id}"
         answer = self._request("DELETE", _path(cluster_id), what=what)
         if answer.status == 404:

@@ -1,0 +1,266 @@
+"""Service mode end to end: each cluster's own credentials from the Pull Secret Service emulator, stored, delivered,
+rotated with one write each, and revoked on deletion so that the registry emulator refuses them.
+
+Outcomes asserted: the Secret Manager, Kubernetes, service and registry emulators' state, the statuses the
+HyperFleet API received, the calls each service counted, and the log text (no credential).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from pullsecret.errors import TransientError
+from pullsecret.handler import Adapter
+from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
+
+CID = "cls-svc01"
+PROJECT = "hf-demo-project"
+SECRET_ID = f"hyperfleet-{CID}-pull-secret"
+NAMESPACE = f"clusters-{CID}"
+KUBE_NAME = f"{CID}-pull-secret"
+ESO_TEMPLATE = (
+    "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+    "hf-demo-project.svc.id.goog/subject/ns/{namespace}/sa/external-secrets"
+)
+
+
+def service_env(world: Any, auth: str) -> dict[str, str | None]:
+    env: dict[str, str | None] = {
+        "PULL_SECRET_SOURCE": None,
+        "PULL_SECRET_SERVICE_URL": world.pullsecretservice.url,
+        "PULL_SECRET_SERVICE_AUTH": auth,
+        "REGISTRY_VERIFICATION": "report",
+    }
+    if auth == "token-file":
+        env["PULL_SECRET_SERVICE_TOKEN_FILE"] = world.service_token_file
+    return env
+
+
+@pytest.fixture
+def make_adapter(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    def build(env: dict[str, str | None]) -> Adapter:
+        for key, value in env.items():
+            if value is None:
+                monkeypatch.delenv(key, raising=False)
+            else:
+                monkeypatch.setenv(key, value)
+        return Adapter.from_environment()
+
+    yield build
+
+
+def deliver(adapter: Adapter, generation: int = 1) -> str:
+    """The outcome; "transient" when the handler raises for redelivery (Pub/Sub would send the event again)."""
+    try:
+        return str(adapter.handle(eventarc_attributes(), pubsub_envelope(sentinel_event(CID, generation))).result)
+    except TransientError:
+        return "transient"
+
+
+def last_body(admin: Admin) -> dict[str, Any]:
+    body: dict[str, Any] = [r for r in admin.reports() if r.get("cluster_id") == CID][-1]["body"]
+    return body
+
+
+def conditions(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in body["conditions"]}
+
+
+def stored(world: Any) -> dict[str, Any]:
+    payload = world.secretmanager.payload(PROJECT, SECRET_ID)
+    assert payload is not None
+    document: dict[str, Any] = json.loads(payload)
+    return document
+
+
+def accounts(admin: Admin) -> dict[str, str]:
+    """The service's live credentials for the cluster: registry id -> username (the state shows no token)."""
+    state = admin.get("/pullsecretservice/state")
+    found: dict[str, str] = {}
+    for cluster in state.get("clusters", []) if isinstance(state.get("clusters"), list) else []:
+        if cluster.get("cluster_id") == CID:
+            for credential in cluster.get("credentials", []):
+                found[credential["registry_id"]] = credential["username"]
+    if isinstance(state.get("clusters"), dict):
+        for credential in state["clusters"].get(CID, {}).get("credentials", []):
+            found[credential["registry_id"]] = credential["username"]
+    return found
+
+
+def registry_accepts(world: Any, auth: str) -> bool:
+    """The registry emulator's `basic` host (the service's quay) answers /v2/ with this credential."""
+    host = world.registry.hosts()["basic"]
+    answer = requests.get(
+        f"https://{host}/v2/", headers={"Authorization": f"Basic {auth}"}, verify=world.registry_ca_file, timeout=5
+    )
+    return answer.status_code == 200
+
+
+def quay_auth(document: dict[str, Any], world: Any) -> str:
+    auth: str = document["auths"][world.registry.hosts()["basic"]]["auth"]
+    return auth
+
+
+@pytest.mark.parametrize("auth", ["google-id-token", "token-file"])
+def test_a_cluster_gets_its_own_credentials_stored_and_applied(
+    make_adapter: Any, admin: Admin, world: Any, auth: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, auth))
+    assert deliver(adapter) == "applied"
+    document = stored(world)
+    hosts = world.registry.hosts()
+    assert set(document["auths"]) == {hosts["basic"], hosts["token"]}  # the service's two registries, nothing shared
+    secret = world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)
+    assert json.loads(base64.b64decode(secret["data"][".dockerconfigjson"])) == document
+    live = accounts(admin)
+    assert set(live) == {"quay", "rhit"}
+    body = last_body(admin)
+    assert body["data"]["source"] == "pull-secret-service"
+    assert {m["registry_id"] for m in body["data"]["minted"]} == {"quay", "rhit"}
+    assert {c["registry"]: c["result"] for c in body["data"]["registry_checks"]} == {
+        hosts["basic"]: "valid",
+        hosts["token"]: "valid",
+    }
+    assert conditions(body)["Available"]["status"] == "True"
+    # Neither a token nor a username reaches a status or a log line.
+    out, err = capfd.readouterr()
+    text = json.dumps(admin.reports()) + out + err
+    for entry in document["auths"].values():
+        user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+        assert password not in text and entry["auth"] not in text
+        assert user not in text
+
+
+def test_the_steady_state_asks_the_service_once_and_writes_nothing(make_adapter: Any, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "google-id-token"))
+    assert deliver(adapter) == "applied"
+    world.book.reset_counters()
+    assert deliver(adapter) == "unchanged"
+    calls = admin.calls()
+    assert calls.get("pullsecretservice", {}) == {"get": 1}
+    assert not any(m in calls.get("secretmanager", {}) for m in ("AddSecretVersion", "CreateSecret"))
+    assert len(world.secretmanager.versions(PROJECT, SECRET_ID)) == 1
+
+
+def test_a_rotation_at_the_service_costs_one_version_and_one_kubernetes_write_and_then_the_old_is_refused(
+    make_adapter: Any, admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "google-id-token"))
+    assert deliver(adapter) == "applied"
+    old = stored(world)
+    admin.call("POST", f"/pullsecretservice/clusters/{CID}/rotation", {"reason": "scheduled"})
+    world.book.reset_counters()
+    assert deliver(adapter) == "applied"  # the next Sentinel event of the cluster
+    new = stored(world)
+    assert new != old
+    assert len(world.secretmanager.versions(PROJECT, SECRET_ID)) == 2
+    calls = admin.calls()
+    assert calls["secretmanager"].get("AddSecretVersion") == 1
+    assert sum(n for m, n in calls["kubernetes"].items() if "apply" in m.lower() or "patch" in m.lower()) >= 1
+    secret = world.kubernetes.get_secret(NAMESPACE, KUBE_NAME)
+    assert json.loads(base64.b64decode(secret["data"][".dockerconfigjson"])) == new
+    # Dual-credential period: both work until the service completes the rotation; then only the new one.
+    assert registry_accepts(world, quay_auth(old, world)) and registry_accepts(world, quay_auth(new, world))
+    admin.call("POST", f"/pullsecretservice/clusters/{CID}/rotation/complete")
+    assert not registry_accepts(world, quay_auth(old, world))
+    assert registry_accepts(world, quay_auth(new, world))
+
+
+def test_deletion_revokes_at_the_service_after_the_secrets_are_gone(
+    make_adapter: Any, admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "google-id-token"))
+    assert deliver(adapter) == "applied"
+    document = stored(world)
+    admin.patch_cluster(CID, {"generation": 2, "deleted_time": "2026-01-01T00:00:00Z"})
+    assert deliver(adapter, 2) == "finalized"
+    body = last_body(admin)
+    assert conditions(body)["Finalized"]["status"] == "True"
+    assert body["data"]["revoked"] == "confirmed"
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
+    assert accounts(admin) == {}
+    assert not registry_accepts(world, quay_auth(document, world))  # the revoked credential is refused
+    # A repeat: the service confirms again (204 whether or not it held any, DDR §3.2.6), Finalized again.
+    assert deliver(adapter, 2) == "finalized"
+    assert last_body(admin)["data"]["revoked"] == "confirmed"
+
+
+def test_a_failed_revocation_is_transient_and_reports_no_finalized(make_adapter: Any, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter({**service_env(world, "google-id-token"), "RETRY_DEADLINE": "2"})
+    assert deliver(adapter) == "applied"
+    admin.patch_cluster(CID, {"generation": 2, "deleted_time": "2026-01-01T00:00:00Z"})
+    admin.fault(service="pullsecretservice", method="delete", code="503", count=20)
+    before = len(admin.reports())
+    assert deliver(adapter, 2) == "transient"
+    assert len(admin.reports()) == before  # no Finalized=True without the service's confirmation
+    assert set(accounts(admin)) == {"quay", "rhit"}
+
+
+def test_a_soft_deleted_cluster_never_gets_new_credentials(make_adapter: Any, admin: Admin, world: Any) -> None:
+    seed_ready_cluster(admin, CID, deleted_time="2026-01-01T00:00:00Z")
+    adapter = make_adapter(service_env(world, "google-id-token"))
+    assert deliver(adapter) == "finalized"
+    assert accounts(admin) == {}
+    assert admin.calls().get("pullsecretservice", {}).get("post", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "method", "outcome", "reason"),
+    [
+        ("503", "get", "transient", None),
+        ("500", "post", "transient", None),
+        ("400", "post", "terminal", "PullSecretServiceRejected"),
+    ],
+)
+def test_service_failures_are_transient_or_terminal_and_write_nothing(
+    make_adapter: Any, admin: Admin, world: Any, code: str, method: str, outcome: str, reason: str | None
+) -> None:
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter({**service_env(world, "google-id-token"), "RETRY_DEADLINE": "2"})
+    admin.fault(service="pullsecretservice", method=method, code=code, count=20)
+    assert deliver(adapter) == outcome
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
+    if reason is not None:
+        body = last_body(admin)
+        health = conditions(body)["Health"]
+        assert health["status"] == "False" and reason in health["reason"] + health.get("message", "")
+
+
+def test_a_rotation_in_progress_conflict_is_transient(make_adapter: Any, admin: Admin, world: Any) -> None:
+    """409 from the service (CNF-001, the DDR's answer while a rotation runs): redelivered, nothing written."""
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter({**service_env(world, "google-id-token"), "RETRY_DEADLINE": "2"})
+    admin.fault(service="pullsecretservice", method="get", code="409", count=20)
+    assert deliver(adapter) == "transient"
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+
+
+def test_external_secrets_delivery_in_service_mode_writes_no_kubernetes_secret(
+    make_adapter: Any, admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    world.apply_terraform_iam(kubernetes_delivery="external-secrets")
+    adapter = make_adapter(
+        {
+            **service_env(world, "token-file"),
+            "KUBERNETES_DELIVERY": "external-secrets",
+            "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": ESO_TEMPLATE,
+        }
+    )
+    assert deliver(adapter) == "applied"
+    assert set(stored(world)["auths"]) == {world.registry.hosts()["basic"], world.registry.hosts()["token"]}
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
+    assert last_body(admin)["data"]["source"] == "pull-secret-service"
