@@ -28,7 +28,7 @@ from pullsecret.config import Settings
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TransientError
 from pullsecret.model.preconditions import Placement
-from pullsecret.operator.doctor_checks import Context, Line
+from pullsecret.operator.doctor_checks import DoctorCheck
 from pullsecret.retrying import Deadline
 
 
@@ -64,14 +64,6 @@ class Probed(Protocol):
 
     def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
         """Make the management cluster hold `desired`; raises TerminalError / TransientError."""
-
-
-@dataclass(frozen=True)
-class DoctorCheck:
-    """One preflight check a delivery needs: its name (the line's when it fails unexpectedly) and how to run it."""
-
-    name: str
-    run: Callable[[Context], list[Line]]
 
 
 class Delivery(Protocol):

@@ -15,7 +15,7 @@ from typing import Any
 
 from pullsecret.clients import cluster_manager_client
 from pullsecret.delivery import admission_policy, kubesecret
-from pullsecret.delivery.base import DoctorCheck, Leaving, Where, Wiring
+from pullsecret.delivery.base import Leaving, Where, Wiring
 from pullsecret.delivery.kubeapi import SecretsApi
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.delivery.kubewrites import KubeSecrets
@@ -25,6 +25,7 @@ from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
 from pullsecret.operator import checks_direct
+from pullsecret.operator.doctor_checks import DoctorCheck
 from pullsecret.retrying import Deadline
 
 MODE = "direct"

@@ -59,7 +59,8 @@ def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
             ),
         )
         lines = guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
-        lines += guarded(checks.pull_secret_source, ctx, "pull-secret-source")
+        for check in app.source.doctor_checks():
+            lines += guarded(check.run, ctx, check.name)
         lines += guarded(checks.secret_manager, ctx, "secret-manager")
         for check in app.delivery.doctor_checks():
             lines += guarded(check.run, ctx, check.name)

@@ -56,6 +56,15 @@ class Line:
     fix: str = ""
 
 
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One preflight check a delivery or a source needs: its name (the line's when it fails unexpectedly) and how to
+    run it."""
+
+    name: str
+    run: Callable[[Context], list[Line]]
+
+
 @dataclass
 class Context:
     """What the checks share: the configuration, the runtime identity's clients, what earlier checks learned."""

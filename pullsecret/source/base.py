@@ -9,8 +9,9 @@ one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this or
   registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
   with the cluster's own `spec.pullSecret`;
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
-- `revoke(cluster_id, deadline)` on deletion, after the delivery's cleanup: the status `data` of what it
-  removed (nothing for a shared platform secret).
+- `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):
+  the status `data` of what it removed (nothing for a shared platform secret);
+- `doctor_checks()`: what the preflight checks for this source, writing nothing.
 
 `Fetch.ready` is True when `pull_secret` makes no call (the steady state of a cached platform secret): the
 reconcile then reads the newest Secret Manager version on its own thread instead of handing it to the pool.
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 from pullsecret.config import Settings
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.operator.doctor_checks import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 
@@ -50,6 +52,9 @@ class Source(Protocol):
     def start(self, cluster_id: str, deadline: Deadline) -> Fetch: ...
 
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]: ...
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        """The preflight checks this source needs (pullsecret.operator.doctor), reading only."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.operator import doctor_checks
+from pullsecret.operator.doctor_checks import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.source.base import Wiring
@@ -73,6 +75,9 @@ class PlatformSource:
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
         """Shared by every cluster: nothing to remove for one."""
         return {}
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        return [DoctorCheck("pull-secret-source", doctor_checks.pull_secret_source)]
 
 
 def build(wiring: Wiring) -> PlatformSource | None:

@@ -22,10 +22,11 @@ from typing import Any
 
 from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken
 from pullsecret.config import Settings
-from pullsecret.errors import TerminalError
+from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.operator.doctor_checks import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Wiring
 from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
@@ -76,6 +77,9 @@ class ServiceSource:
     def start(self, cluster_id: str, deadline: Deadline) -> ServiceFetch:
         return ServiceFetch(self, cluster_id)
 
+    def doctor_checks(self) -> list[DoctorCheck]:
+        return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]
+
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
@@ -83,6 +87,39 @@ class ServiceSource:
             # The DDR's DELETE answers 204 whether or not it held credentials (§3.2.6): "confirmed" says none remain.
             fields["result"] = "confirmed" if deleted else "absent"
         return {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
+
+
+# A cluster id no cluster has (HyperFleet ids are generated), in the DDR's form (§3.6: cls-[a-z0-9]{12,16}).
+PROBE_CLUSTER = "cls-doctorprobe00"
+
+
+def _answers(source: ServiceSource, ctx: Context) -> list[Line]:
+    """The service answers and accepts the runtime identity, without creating anything (a GET; 404 is fine)."""
+    url = ctx.settings.pull_secret_service_url
+    try:
+        code = source.client.probe(PROBE_CLUSTER)
+    except AdapterError as exc:
+        return [Line("pull-secret-service", False, f"{url}: {exc.reason}", _fix(ctx, exc))]
+    if code in (200, 404):
+        return [Line("pull-secret-service", True, f"{url} answers and accepts {ctx.runtime} (GET {code})")]
+    return [Line("pull-secret-service", False, f"{url}: GET answered {code}", "check PULL_SECRET_SERVICE_URL")]
+
+
+def _fix(ctx: Context, exc: AdapterError) -> str:
+    settings = ctx.settings
+    if exc.reason == "CredentialsRefused" and settings.pull_secret_service_token_file is None:  # google-id-token
+        return (
+            f"the {SHOWN} must admit Google ID tokens of {ctx.runtime} with audience "
+            f"{settings.pull_secret_service_audience!r} (docs/trust.md); the DDR's service accepts Kubernetes "
+            "ServiceAccount tokens only: use PULL_SECRET_SERVICE_AUTH=token-file with such a token"
+        )
+    if exc.reason == "CredentialsRefused":
+        return "put a ServiceAccount token the service accepts in the secret mounted at PULL_SECRET_SERVICE_TOKEN_FILE"
+    if exc.reason == "PermissionDenied":
+        return f"the service's RBAC must let {ctx.runtime} get, create and delete pull secrets (DDR §6.2)"
+    if exc.reason == "EndpointNotFound":
+        return "PULL_SECRET_SERVICE_URL reaches no Pull Secret Service route: set it to the service's base URL"
+    return "make PULL_SECRET_SERVICE_URL reachable from where this runs (DNS, firewall, the function's VPC egress)"
 
 
 def credential(settings: Settings) -> ApiCredential:

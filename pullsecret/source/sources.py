@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from pullsecret.model.preconditions import Act
+from pullsecret.operator import doctor_checks
+from pullsecret.operator.doctor_checks import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.source import platform, service
 from pullsecret.source.base import Factory, Source, Wiring
@@ -37,6 +39,9 @@ class NoSource:
 
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
         return {}
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        return [DoctorCheck("pull-secret-source", doctor_checks.pull_secret_source)]  # says: nothing to check
 
 
 def build(wiring: Wiring) -> Source:

@@ -8,8 +8,10 @@ HyperFleet API received, the calls each service counted, and the log text (no cr
 from __future__ import annotations
 
 import base64
+import io
 import json
 from collections.abc import Iterator
+from contextlib import redirect_stdout
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ import requests
 
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
+from pullsecret.operator import cli
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
 CID = "cls-svc01"
@@ -264,3 +267,42 @@ def test_external_secrets_delivery_in_service_mode_writes_no_kubernetes_secret(
     assert set(stored(world)["auths"]) == {world.registry.hosts()["basic"], world.registry.hosts()["token"]}
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
     assert last_body(admin)["data"]["source"] == "pull-secret-service"
+
+
+@pytest.fixture
+def restored_log() -> Iterator[None]:
+    """cli.main points the process-wide logger at stderr and sets its level: put both back for the next tests."""
+    from pullsecret.logs import log
+
+    saved = (log._stream, log.level)
+    yield
+    log._stream, log.level = saved
+
+
+def doctor_lines() -> tuple[int, dict[str, str]]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(["doctor"])
+    return code, {line.split()[1]: line for line in out.getvalue().splitlines() if line[:4] in ("ok  ", "FAIL")}
+
+
+@pytest.mark.parametrize("auth", ["google-id-token", "token-file"])
+def test_the_doctor_checks_the_service_answers_and_creates_nothing(
+    make_adapter: Any, admin: Admin, world: Any, auth: str, restored_log: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_adapter(service_env(world, auth))  # sets the environment the CLI reads
+    _code, lines = doctor_lines()
+    assert lines["pull-secret-service"].startswith("ok"), lines
+    assert "pull-secret-source" not in lines
+    assert admin.get("/pullsecretservice/state").get("clusters") in ({}, [])  # the probe created nothing
+
+
+def test_the_doctor_names_the_fix_when_the_service_refuses_the_token(
+    make_adapter: Any, admin: Admin, world: Any, restored_log: None, tmp_path: Any
+) -> None:
+    wrong = tmp_path / "token"
+    wrong.write_text("not-the-service-token")
+    make_adapter({**service_env(world, "token-file"), "PULL_SECRET_SERVICE_TOKEN_FILE": str(wrong)})
+    code, lines = doctor_lines()
+    assert code == 1
+    assert lines["pull-secret-service"].startswith("FAIL") and "CredentialsRefused" in lines["pull-secret-service"]
