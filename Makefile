@@ -59,8 +59,10 @@ $(SCHEMA_STAMP): requirements-provider-schema.txt tests/infra/provider_schema.py
 
 provider-schema: $(SCHEMA_STAMP)
 
+# SOURCE=service: the pull secret comes from the Pull Secret Service emulator (each cluster's own credentials,
+# rotated and revoked), not from the platform secret in Secret Manager.
 demo: $(RUN_STAMP)
-	$(PY) -m emulators demo
+	$(PY) -m emulators demo --source $(or $(SOURCE),platform)
 
 emulators: $(RUN_STAMP)
 	@$(PY) -m emulators up

@@ -91,7 +91,15 @@ def _main(argv: list[str] | None) -> int:
     play.add_argument("--port", type=int, default=0, help="the function's port (default: a free one)")
     stop = sub.add_parser("down", help="`make down`: stop the playground running from --state-dir")
     stop.add_argument("--state-dir", type=Path, default=STATE_DIR)
-    sub.add_parser("demo", help="`make demo`: the function end to end on the emulators, then the same event again")
+    demo_parser = sub.add_parser(
+        "demo", help="`make demo`: the function end to end on the emulators, then the same event again"
+    )
+    demo_parser.add_argument(
+        "--source",
+        choices=("platform", "service"),
+        default="platform",
+        help="where the pull secret comes from: the platform secret, or the Pull Secret Service (SOURCE=service)",
+    )
     logs = sub.add_parser("logs", help="`make logs`: the function's log, one readable line per record")
     logs.add_argument("--state-dir", type=Path, default=STATE_DIR)
     logs.add_argument("--file", type=Path, help="a log file of JSON lines (default: <state-dir>/function.log)")
@@ -112,7 +120,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "demo":
         from emulators import demo
 
-        return demo.main()
+        return demo.main(args.source)
     if args.command == "logs":
         from emulators import logview
 

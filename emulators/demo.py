@@ -59,11 +59,20 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
-def function_env(stack: Stack, workdir: Path) -> dict[str, str]:
-    """The function process's environment on this stack: the stack's seams plus the function's settings."""
+def function_env(stack: Stack, workdir: Path, source: str = "platform") -> dict[str, str]:
+    """The function process's environment on this stack: the stack's seams plus the function's settings.
+
+    `source`: "platform" (PULL_SECRET_SOURCE, one Secret Manager secret shared by every cluster) or "service" (the
+    Pull Secret Service emulator mints the cluster's own credentials; the runtime identity's ID token, its default).
+    """
+    sourcing = (
+        {"PULL_SECRET_SERVICE_URL": stack.pullsecretservice.url}
+        if source == "service"
+        else {"PULL_SECRET_SOURCE": seeding.SOURCE_VERSION}
+    )
     return {
         **stack.env(),
-        "PULL_SECRET_SOURCE": seeding.SOURCE_VERSION,
+        **sourcing,
         "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
         "ALLOWED_MANAGEMENT_CLUSTERS": MANAGEMENT_CLUSTER,
         "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
@@ -71,11 +80,12 @@ def function_env(stack: Stack, workdir: Path) -> dict[str, str]:
     }
 
 
-def seed(stack: Stack) -> None:
+def seed(stack: Stack, source: str = "platform") -> None:
     """A ready cluster (emulators.seed, as `make up` and the tests seed it) whose platform pull secret names the
-    registry emulator's hosts."""
+    registry emulator's hosts (none in service mode: the service mints the cluster's own)."""
     seeding.ready_cluster(stack, CLUSTER_ID, platform_secret=False)
-    seeding.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
+    if source == "platform":
+        seeding.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
 
 
 def reports(stack: Stack) -> list[dict[str, Any]]:
@@ -170,14 +180,14 @@ def check_available(report: dict[str, Any]) -> None:
         raise DemoFailure(f"the status is not Available=True: {json.dumps(report['body']['conditions'])}")
 
 
-def run(workdir: Path) -> None:
+def run(workdir: Path, source: str = "platform") -> None:
     want_pubsub, why = PubSubEmulator.available()
     say("Starting the emulators" + ("" if want_pubsub else f" (no Pub/Sub emulator: {why})") + " ...")
     stack = Stack(pubsub=want_pubsub).start()
     function: FunctionProcess | None = None
     try:
-        seed(stack)
-        function = FunctionProcess(function_env(stack, workdir), workdir / "function.log")
+        seed(stack, source)
+        function = FunctionProcess(function_env(stack, workdir, source), workdir / "function.log")
         ready = function.start()
         say(f"Function serving at {function.url} (functions-framework, ready in {ready:.2f} s)")
         if stack.pubsub is not None:
@@ -191,6 +201,8 @@ def run(workdir: Path) -> None:
         check_available(first)
         if len(versions) != 1:
             raise DemoFailure(f"expected one version after the first event, found {len(versions)}")
+        if source == "service":
+            say("   -> the cluster's own credentials, minted for it by the Pull Secret Service (data.minted).")
 
         resource_version = stack.kubernetes.get_secret(f"clusters-{CLUSTER_ID}", f"{CLUSTER_ID}-pull-secret")
         registry_calls = sum(stack.book.calls().get("registry", {}).values())
@@ -211,6 +223,8 @@ def run(workdir: Path) -> None:
         if repeat_calls:
             raise DemoFailure(f"the repeat called the registries {repeat_calls} times (each credential was known)")
         say("   -> no new Secret Manager version, Kubernetes Secret not rewritten, no registry called.")
+        if source == "service":
+            service_steps(stack, function)
 
         log = function.output()
         if DEMO_PASSWORD in log or DEFAULT_PASSWORD in log:
@@ -228,11 +242,62 @@ def run(workdir: Path) -> None:
             stack.stop()
 
 
-def main() -> int:
+def _stored(stack: Stack) -> dict[str, Any]:
+    payload = stack.secretmanager.payload(PROJECT_ID, f"hyperfleet-{CLUSTER_ID}-pull-secret")
+    if payload is None:
+        raise DemoFailure("Secret Manager holds no version")
+    document: dict[str, Any] = json.loads(payload)
+    return document
+
+
+def _registry_accepts(stack: Stack, document: dict[str, Any]) -> bool:
+    """The registry emulator's quay stand-in (its `basic` host) accepts the document's credential there."""
+    host = stack.registry.hosts()["basic"]
+    auth = document["auths"][host]["auth"]
+    answer = requests.get(
+        f"https://{host}/v2/", headers={"Authorization": f"Basic {auth}"}, verify=stack.registry_ca_file, timeout=10
+    )
+    return answer.status_code == 200
+
+
+def service_steps(stack: Stack, function: FunctionProcess) -> None:
+    """Service mode's own steps: a rotation at the service, then the cluster's deletion revoking its credentials."""
+    old = _stored(stack)
+    stack.pullsecretservice.handle_admin("POST", f"/clusters/{CLUSTER_ID}/rotation", {"reason": "scheduled"})
+    say("\n3. The Pull Secret Service rotates the cluster's credentials (both sets valid until it completes); the next")
+    say("   Sentinel event: " + deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1)))
+    third = wait_for_report(stack, 3)
+    versions = show(stack, function, third, 3)
+    check_available(third)
+    if len(versions) != 2 or _stored(stack) == old:
+        raise DemoFailure(f"the rotation did not write exactly one new version ({len(versions)} versions)")
+    stack.pullsecretservice.handle_admin("POST", f"/clusters/{CLUSTER_ID}/rotation/complete", None)
+    if _registry_accepts(stack, old) or not _registry_accepts(stack, _stored(stack)):
+        raise DemoFailure("after the rotation completed, the registry should refuse the old credential only")
+    say("   -> one new version, the Kubernetes Secret rewritten once; the rotation completed: the registry now")
+    say("      refuses the old credential and accepts the new one.")
+
+    revoked = _stored(stack)
+    stack.hyperfleet.store.patch_cluster(CLUSTER_ID, {"generation": 2, "deleted_time": "2026-01-01T00:00:00Z"})
+    say("\n4. The cluster is deleted: " + deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 2)))
+    fourth = wait_for_report(stack, 4)
+    summary(function, fourth, 4)
+    for condition in fourth["body"]["conditions"]:
+        say(f"    {condition['type']:<10} {condition['status']:<6} {condition['reason']}: {condition['message']}")
+    finalized = {c["type"]: c["status"] for c in fourth["body"]["conditions"]}.get("Finalized")
+    if finalized != "True" or stack.secretmanager.secret(PROJECT_ID, f"hyperfleet-{CLUSTER_ID}-pull-secret"):
+        raise DemoFailure("the deletion did not finalize")
+    if _registry_accepts(stack, revoked):
+        raise DemoFailure("the registry still accepts the revoked credential")
+    say("   -> Kubernetes Secret and Secret Manager secret deleted, then the credentials revoked at the service:")
+    say("      the registry refuses them.")
+
+
+def main(source: str = "platform") -> int:
     try:
         with interruptible(), tempfile.TemporaryDirectory(prefix="pullsecret-demo-") as workdir:
             try:
-                run(Path(workdir))
+                run(Path(workdir), source)
             except (DemoFailure, RuntimeError, requests.RequestException) as exc:
                 say(f"\nDemo FAILED: {exc}")
                 return 1

@@ -55,7 +55,7 @@ def finalize(
     message = (
         f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
         f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
-        + (f"; the cluster's own credentials at their source: {revoked['revoked']}" if "revoked" in revoked else "")
+        + (f"; its own credentials revoked at their source ({revoked['revoked']})" if "revoked" in revoked else "")
     )
     return message, data
 
