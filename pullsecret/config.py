@@ -161,10 +161,11 @@ class _ServiceSettings:
 def _pull_secret_service(env: Mapping[str, str]) -> _ServiceSettings:
     """PULL_SECRET_SERVICE_*: exactly one of PULL_SECRET_SOURCE and PULL_SECRET_SERVICE_URL names the source."""
     url = envvars.get(env, "PULL_SECRET_SERVICE_URL")
-    if url is not None and envvars.get(env, "PULL_SECRET_SOURCE") is not None:
+    if (url is None) == (envvars.get(env, "PULL_SECRET_SOURCE") is None):
         raise ConfigError(
             "exactly one of PULL_SECRET_SOURCE (the platform pull secret in Secret Manager) and "
-            "PULL_SECRET_SERVICE_URL (the HyperFleet Pull Secret Service) must be set, both are"
+            "PULL_SECRET_SERVICE_URL (the HyperFleet Pull Secret Service) must be set, "
+            + ("both are" if url is not None else "neither is")
         )
     if url is None:
         for name in ("PULL_SECRET_SERVICE_AUTH", "PULL_SECRET_SERVICE_AUDIENCE", "PULL_SECRET_SERVICE_TOKEN_FILE"):
@@ -351,10 +352,11 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_auth, audience = _api_auth(env)
     delivery, principal_template = _delivery(env)
+    api_url = _api_url(env)  # the first bad variable named is the API's: nothing works without it
     service = _pull_secret_service(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
-        hyperfleet_api_url=_api_url(env),
+        hyperfleet_api_url=api_url,
         hyperfleet_api_token_file=envvars.readable_file(env, "HYPERFLEET_API_TOKEN_FILE"),
         hyperfleet_api_auth=api_auth,
         hyperfleet_api_audience=audience,

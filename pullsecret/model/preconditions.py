@@ -271,11 +271,6 @@ def evaluate(
     if not PROJECT_ID_RE.fullmatch(project):
         raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
     cluster_secret = cluster_pull_secret_of(cluster)
-    if settings.pull_secret_source is None and settings.pull_secret_service_url is None and cluster_secret is None:
-        return NotMet(
-            generation,
-            "no pull secret source: PULL_SECRET_SOURCE is unset and the cluster has no spec.pullSecret",
-        )
 
     waiting = _waiting_for(statuses, settings=settings, generation=generation)
     if waiting:

@@ -173,3 +173,20 @@ def load_corpus() -> list[dict[str, Any]]:
             case["_file"] = str(path.relative_to(CORPUS_DIR))
             cases.append(case)
     return cases
+
+
+QUIET_PLATFORM_HOST = "cloud.openshift.com"  # in REGISTRY_SKIP_HOSTS by default: never contacted, `skipped`
+
+
+def quiet_platform_source(world: Any) -> None:
+    """The platform pull secret reduced to one entry registry verification skips, so that a suite about a cluster's
+    own registries sees only theirs contacted (a source is always configured: PULL_SECRET_SOURCE or the service)."""
+    from tests.support import PLATFORM_SOURCE_SECRET, Admin
+
+    auth = base64.b64encode(b"platform-robot:Qu1et-Platform-Passw0rd").decode()
+    payload = base64.b64encode(json.dumps({"auths": {QUIET_PLATFORM_HOST: {"auth": auth}}}).encode()).decode()
+    Admin(world.admin.url, world.hyperfleet.url).call(
+        "PUT",
+        f"/secretmanager/projects/hf-demo-project/secrets/{PLATFORM_SOURCE_SECRET}",
+        {"labels": {"owner": "platform"}, "versions": [payload]},
+    )

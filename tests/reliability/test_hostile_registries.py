@@ -40,7 +40,9 @@ def _status(world: Any, cid: str) -> dict[str, Any]:
 
 
 def _checks(world: Any, cid: str) -> dict[str, dict[str, str]]:
-    return {c["registry"]: c for c in _status(world, cid)["data"]["registry_checks"]}
+    """Each registry's check, but the quiet platform source's skipped entry (harness.quiet_platform_source)."""
+    checks = _status(world, cid)["data"]["registry_checks"]
+    return {c["registry"]: c for c in checks if c["registry"] != harness.QUIET_PLATFORM_HOST}
 
 
 def _health(world: Any, cid: str) -> str:
@@ -63,7 +65,8 @@ def test_keys_naming_the_platforms_network_are_never_contacted(adapter_factory: 
         "[fd00::1]",
         "localhost",
     ]
-    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None, REGISTRY_TIMEOUT="1")
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report", REGISTRY_TIMEOUT="1")
     cid = "cls-hostile-ssrf"
     _seed(world, cid, {key: {"auth": GOOD} for key in hostile})
     world.registry.reset()
@@ -81,7 +84,8 @@ def test_keys_naming_the_platforms_network_are_never_contacted(adapter_factory: 
 
 def test_a_realm_on_the_platforms_network_gets_no_credential(adapter_factory: Any, world: Any) -> None:
     """`pivot` is an allowlisted registry whose challenge names the internal host (same IP, another port)."""
-    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None, REGISTRY_TIMEOUT="1")
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report", REGISTRY_TIMEOUT="1")
     cid = "cls-hostile-pivot"
     pivot = world.registry.hosts()["pivot"]
     _seed(world, cid, {pivot: {"auth": GOOD}})
@@ -117,9 +121,9 @@ def test_dns_is_asked_once_per_handshake_and_the_connection_goes_to_that_answer(
         asked.append(hostname)
         return next(answers, ["192.0.2.1"])
 
+    harness.quiet_platform_source(world)
     adapter = adapter_factory(
         REGISTRY_VERIFICATION="report",
-        PULL_SECRET_SOURCE=None,
         REGISTRY_TIMEOUT="2",
         REGISTRY_ALLOWED_HOSTS=f"localhost:{port}",
     )
@@ -135,7 +139,8 @@ def test_dns_is_asked_once_per_handshake_and_the_connection_goes_to_that_answer(
 def test_a_registry_sending_one_byte_at_a_time_holds_a_thread_for_the_timeout_only(
     adapter_factory: Any, world: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None, REGISTRY_TIMEOUT="1")
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report", REGISTRY_TIMEOUT="1")
     cid = "cls-hostile-drip"
     basic = world.registry.hosts()["basic"]
     _seed(world, cid, {basic: {"auth": GOOD}})
@@ -155,7 +160,8 @@ def test_a_registry_sending_one_byte_at_a_time_holds_a_thread_for_the_timeout_on
 
 def test_a_refused_credential_is_presented_once_per_handshake(adapter_factory: Any, world: Any) -> None:
     """The host's challenge is known from an earlier check: a refusal on it is final, never retried afresh."""
-    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None)
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report")
     token = world.registry.hosts()["token"]
     _seed(world, "cls-hostile-lock-a", {token: {"auth": GOOD}})
     assert _deliver(adapter, "cls-hostile-lock-a") == "applied"
@@ -168,7 +174,8 @@ def test_a_refused_credential_is_presented_once_per_handshake(adapter_factory: A
 
 
 def test_one_event_verifies_at_most_twenty_registries(adapter_factory: Any, world: Any) -> None:
-    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None)
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report")
     basic = world.registry.hosts()["basic"]
     cid = "cls-hostile-many"
     _seed(world, cid, {f"{basic}/ns{i:03d}": {"auth": GOOD, "email": f"n{i}@example.com"} for i in range(60)})
@@ -221,7 +228,8 @@ def test_the_status_does_not_tell_an_internal_name_from_one_that_does_not_exist(
             raise Unresolvable(hostname)
         return answers[hostname]
 
-    adapter = adapter_factory(REGISTRY_VERIFICATION="report", PULL_SECRET_SOURCE=None)
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report")
     adapter.application().registries.egress = Egress(resolver=resolver)
     cid = "cls-hostile-oracle"
     names = ["db.corp.example.com", "mixed.corp.example.com", "nothing.corp.example.com"]

@@ -42,7 +42,8 @@ def test_registry_traffic_never_leaks(
     adapter_factory: Any, world: Any, capfd: pytest.CaptureFixture[str], mode: str
 ) -> None:
     rng = random.Random(14)
-    adapter = adapter_factory(REGISTRY_VERIFICATION=mode, PULL_SECRET_SOURCE=None, REGISTRY_TIMEOUT="0.5")
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION=mode, REGISTRY_TIMEOUT="0.5")
     hosts = world.registry.hosts()
     clusters = [f"cls-regleak-{mode[0]}{i:02d}" for i in range(12 if harness.FULL else 6)]
     documents: dict[str, dict[str, Any]] = {}

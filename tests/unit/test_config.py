@@ -7,7 +7,7 @@ import pytest
 from pullsecret.config import load
 from pullsecret.errors import ConfigError
 
-BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}
+BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 
 
 def test_defaults() -> None:
@@ -18,14 +18,18 @@ def test_defaults() -> None:
     assert settings.management_namespace_template == "clusters-{cluster_id}"
     assert settings.management_namespace_pattern.pattern == "^clusters-[a-z0-9-]+$"
     assert settings.max_event_age_s == 3600
-    assert settings.pull_secret_source is None
+    assert settings.pull_secret_source == BASE["PULL_SECRET_SOURCE"]
+    assert settings.pull_secret_service_url is None
 
 
 @pytest.mark.parametrize(
     ("env", "variable"),
     [
         ({}, "HYPERFLEET_API_URL"),
-        ({"HYPERFLEET_API_URL": "ftp://x"}, "HYPERFLEET_API_URL"),
+        (
+            {"HYPERFLEET_API_URL": "ftp://x", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"},
+            "HYPERFLEET_API_URL",
+        ),
         ({**BASE, "HYPERFLEET_STATUS_METHOD": "PATCH"}, "HYPERFLEET_STATUS_METHOD"),
         ({**BASE, "HYPERFLEET_API_TOKEN_FILE": "/nonexistent/token"}, "HYPERFLEET_API_TOKEN_FILE"),
         ({**BASE, "PULL_SECRET_SOURCE": "projects/p/secrets/s"}, "PULL_SECRET_SOURCE"),
@@ -90,7 +94,7 @@ def test_allowed_management_clusters_match_segment_by_segment() -> None:
 
 
 def test_allowed_management_clusters_configuration() -> None:
-    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     assert load(base).allowed_management_clusters == ()
     names = "projects/p1/locations/*/clusters/*, projects/p2/locations/l/clusters/c"
     loaded = load({**base, "ALLOWED_MANAGEMENT_CLUSTERS": names})
@@ -115,11 +119,14 @@ def test_the_adapter_warns_at_start_when_no_management_cluster_is_allowlisted(
 ) -> None:
     from pullsecret.handler import Adapter
 
-    Adapter(load({"HYPERFLEET_API_URL": "http://hf.example"}))
+    Adapter(
+        load({"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"})
+    )
     Adapter(
         load(
             {
                 "HYPERFLEET_API_URL": "http://hf.example",
+                "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
                 "ALLOWED_MANAGEMENT_CLUSTERS": "projects/p/locations/l/clusters/c",
             }
         )
@@ -141,7 +148,7 @@ def test_api_auth_modes() -> None:
         load({**BASE, "HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "two words"})
 
 
-SERVICE = {**BASE, "PULL_SECRET_SERVICE_URL": "https://pss.example.com/"}
+SERVICE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SERVICE_URL": "https://pss.example.com/"}
 
 
 def test_the_pull_secret_service_settings_and_their_defaults() -> None:
@@ -151,7 +158,9 @@ def test_the_pull_secret_service_settings_and_their_defaults() -> None:
     assert settings.pull_secret_service_audience == "https://pss.example.com"  # the base URL by default
     assert settings.pull_secret_service_registries == ("quay", "rhit")
     assert settings.pull_secret_source is None
-    local = load({**BASE, "PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9000", "PULL_SECRET_SERVICE_REGISTRIES": "quay"})
+    local = load(
+        {**SERVICE, "PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9000", "PULL_SECRET_SERVICE_REGISTRIES": "quay"}
+    )
     assert local.pull_secret_service_registries == ("quay",)
 
 
@@ -160,8 +169,10 @@ def test_the_pull_secret_service_settings_and_their_defaults() -> None:
     [
         ({**SERVICE, "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}, "PULL_SECRET_SERVICE_URL"),
         ({**SERVICE, "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}, "PULL_SECRET_SOURCE"),
-        ({**BASE, "PULL_SECRET_SERVICE_URL": "http://pss.example.com"}, "PULL_SECRET_SERVICE_URL"),
-        ({**BASE, "PULL_SECRET_SERVICE_URL": "https://user:pw@pss.example.com"}, "PULL_SECRET_SERVICE_URL"),
+        ({**SERVICE, "PULL_SECRET_SERVICE_URL": "http://pss.example.com"}, "PULL_SECRET_SERVICE_URL"),
+        ({**SERVICE, "PULL_SECRET_SERVICE_URL": "https://user:pw@pss.example.com"}, "PULL_SECRET_SERVICE_URL"),
+        ({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}, "PULL_SECRET_SOURCE"),  # neither: both named
+        ({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}, "PULL_SECRET_SERVICE_URL"),
         ({**SERVICE, "PULL_SECRET_SERVICE_AUTH": "password"}, "PULL_SECRET_SERVICE_AUTH"),
         ({**SERVICE, "PULL_SECRET_SERVICE_AUTH": "token-file"}, "PULL_SECRET_SERVICE_TOKEN_FILE"),
         ({**SERVICE, "PULL_SECRET_SERVICE_REGISTRIES": "quay,Bad Registry"}, "PULL_SECRET_SERVICE_REGISTRIES"),

@@ -27,7 +27,7 @@ TEMPLATE = (
 )
 MINE = ours(TEMPLATE)
 PATTERN = re.compile(r"^clusters-[a-z0-9-]+$")
-BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}
+BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 
 
 def member(namespace: str) -> str:

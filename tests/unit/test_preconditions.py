@@ -92,12 +92,6 @@ def test_missing_platform_or_project_is_not_met() -> None:
     assert isinstance(evaluate(no_project, ALL_READY, SETTINGS, cluster_id="c1"), NotMet)
 
 
-def test_no_pull_secret_source_is_not_met() -> None:
-    settings = load({"HYPERFLEET_API_URL": "http://h", "MANAGEMENT_CLUSTER": "projects/p/locations/l/clusters/m"})
-    decision = evaluate(cluster(), ALL_READY, settings, cluster_id="c1")
-    assert isinstance(decision, NotMet) and "no pull secret source" in decision.message
-
-
 @pytest.mark.parametrize(
     ("namespace", "error"),
     [
@@ -187,7 +181,13 @@ def test_a_bad_gcp_hcp_placement_is_terminal(data: dict[str, Any], settings: Any
 )
 def test_a_malformed_management_cluster_template_is_refused(template: str) -> None:
     with pytest.raises(ConfigError, match=r"^MANAGEMENT_CLUSTER_TEMPLATE"):
-        load({"HYPERFLEET_API_URL": "http://h", "MANAGEMENT_CLUSTER_TEMPLATE": template})
+        load(
+            {
+                "HYPERFLEET_API_URL": "http://h",
+                "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+                "MANAGEMENT_CLUSTER_TEMPLATE": template,
+            }
+        )
 
 
 def gcp_spec(**extra: Any) -> dict[str, Any]:
@@ -207,7 +207,13 @@ def test_the_clusters_own_pull_secret_is_carried_into_the_decision() -> None:
 
 
 def test_a_clusters_pull_secret_alone_is_a_source() -> None:
-    settings = load({"HYPERFLEET_API_URL": "http://h", "MANAGEMENT_CLUSTER": "projects/p/locations/l/clusters/m"})
+    settings = load(
+        {
+            "HYPERFLEET_API_URL": "http://h",
+            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+            "MANAGEMENT_CLUSTER": "projects/p/locations/l/clusters/m",
+        }
+    )
     own = {"auths": {"quay.io": {"auth": "dTpw"}}}
     decision = evaluate(cluster(spec=gcp_spec(pullSecret={"data": own})), ALL_READY, settings, cluster_id="c1")
     assert isinstance(decision, Act) and decision.cluster_pull_secret == own

@@ -103,7 +103,7 @@ def test_a_trusted_realm_entry_is_two_host_names(entry: str) -> None:
 
 
 def test_trusted_realms_setting() -> None:
-    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     assert config.load(base).registry_trusted_realms == REDHAT  # the documented default
     assert config.load({**base, "REGISTRY_TRUSTED_REALMS": ""}).registry_trusted_realms == ()
     both = config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io=sso.redhat.com, r.example=a.other"})
@@ -209,7 +209,7 @@ def test_an_unresolvable_name_is_unresolvable_not_refused() -> None:
 
 
 def test_allowed_hosts_configuration() -> None:
-    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     assert config.load(base).registry_allowed_hosts == ()
     loaded = config.load({**base, "REGISTRY_ALLOWED_HOSTS": "127.0.0.1:5000, Registry.Corp:8443,[::1]:5000,onprem"})
     assert loaded.registry_allowed_hosts == ("127.0.0.1:5000", "registry.corp:8443", "::1:5000", "onprem:443")

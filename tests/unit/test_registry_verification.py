@@ -143,7 +143,7 @@ def test_status_data_keys_are_not_masked_by_the_condition_mapping() -> None:
 
 
 def test_configuration_of_registry_verification(tmp_path: Any) -> None:
-    base = {"HYPERFLEET_API_URL": "http://hf.example"}
+    base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     default = config.load(base)
     assert default.registry_verification == "report"
     assert default.registry_skip_hosts == ("cloud.openshift.com",)

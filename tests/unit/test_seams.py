@@ -5,14 +5,17 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from pullsecret import config
 from pullsecret.delivery import modes
+from pullsecret.errors import ConfigError
 from pullsecret.model.preconditions import Act, Placement
 from pullsecret.retrying import Deadline
 from pullsecret.source import base, sources
 from pullsecret.source.platform import PlatformSource
 
-BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000"}
+BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 SOURCE = "projects/p1/secrets/platform/versions/latest"
 ACT = Act(
     generation=1,
@@ -44,12 +47,9 @@ def test_every_delivery_mode_the_configuration_accepts_has_a_factory() -> None:
     assert set(modes.MODES) == set(config.DELIVERY_MODES)
 
 
-def test_no_source_configured_is_the_clusters_own_pull_secret_only() -> None:
-    source = sources.build(_wiring({}, _Store(None)))
-    assert isinstance(source, sources.NoSource)
-    fetch = source.start("c1", Deadline(5))
-    assert fetch.ready and fetch.pull_secret(ACT, Deadline(5)) is None
-    assert source.revoke("c1", Deadline(5)) == {} and fetch.status_data() == {}
+def test_no_source_configured_is_a_configuration_error_naming_both() -> None:
+    with pytest.raises(ConfigError, match=r"PULL_SECRET_SOURCE.*PULL_SECRET_SERVICE_URL.*neither"):
+        config.load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"})
 
 
 def test_the_platform_source_reads_only_when_the_cache_misses_and_parses_once_per_content() -> None:
