@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tests.support import SENSITIVE
+from tests.support import QUIET_PLATFORM_HOST, SENSITIVE, quiet_platform_source  # noqa: F401 - re-exported
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "corpus"
 FULL = os.environ.get("RELIABILITY_FULL", "") not in ("", "0", "false", "no")
@@ -173,20 +173,3 @@ def load_corpus() -> list[dict[str, Any]]:
             case["_file"] = str(path.relative_to(CORPUS_DIR))
             cases.append(case)
     return cases
-
-
-QUIET_PLATFORM_HOST = "cloud.openshift.com"  # in REGISTRY_SKIP_HOSTS by default: never contacted, `skipped`
-
-
-def quiet_platform_source(world: Any) -> None:
-    """The platform pull secret reduced to one entry registry verification skips, so that a suite about a cluster's
-    own registries sees only theirs contacted (a source is always configured: PULL_SECRET_SOURCE or the service)."""
-    from tests.support import PLATFORM_SOURCE_SECRET, Admin
-
-    auth = base64.b64encode(b"platform-robot:Qu1et-Platform-Passw0rd").decode()
-    payload = base64.b64encode(json.dumps({"auths": {QUIET_PLATFORM_HOST: {"auth": auth}}}).encode()).decode()
-    Admin(world.admin.url, world.hyperfleet.url).call(
-        "PUT",
-        f"/secretmanager/projects/hf-demo-project/secrets/{PLATFORM_SOURCE_SECRET}",
-        {"labels": {"owner": "platform"}, "versions": [payload]},
-    )
