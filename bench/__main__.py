@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import inproc, plots, profile, report, server
+from bench import hostile, inproc, plots, profile, report, server
 from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment, source_version
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -112,6 +112,15 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     cpu_steady = inproc.cpu_ms_per_event(handler, cpu_ids, plan.cpu_rounds)
     inproc.provision(handler, tp_ids)
 
+    extra: dict[str, Any] = {}
+    if flow == "product":
+        log("product, service mode: calls per event and critical path (the Pull Secret Service emulator)")
+        extra["service_mode"] = service_mode_path(stack, env, plan)
+        log("product: CPU of the worst-shaped 64 KiB pull secret against an ordinary first event")
+        extra["hostile_pull_secret"] = hostile.cpu_ms(
+            stack, env, hostile=names("p-hostile", 5), ordinary=names("p-ordinary", 6)
+        )
+
     log(f"{flow}: import time and cold start")
     import_s = server.import_seconds(flow, env)
     top = server.import_top(flow, env)
@@ -152,6 +161,26 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
         "import_top_s": top,
         "peak_rss_mib": memory["worker_vmhwm"],
         "memory_mib": memory,
+        **extra,
+    }
+
+
+def service_mode_path(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, Any]:
+    """Calls and critical path with the pull secret from the Pull Secret Service (PULL_SECRET_SERVICE_URL)."""
+    service_env = {k: v for k, v in env.items() if k != "PULL_SECRET_SOURCE"}
+    service_env["PULL_SECRET_SERVICE_URL"] = stack.endpoints["pullsecretservice"]
+    path_ids, base_ids = names("s-path", plan.path_events), names("s-base", plan.path_events)
+    stack.seed_clusters(["s-warm", *path_ids, *base_ids])
+    handler = inproc.product_handler(service_env)
+    inproc.provision(handler, ["s-warm"])
+    phases = inproc.calls_and_critical_path(stack, handler, path_ids, base_ids, plan.latency_ms)
+    kinds = ("first", "steady", "change")
+    return {
+        "calls_per_event": {kind: phases[kind].calls_per_event for kind in kinds},
+        "critical_path_L": {kind: phases[kind].critical_path_L for kind in kinds},
+        "critical_path_round_trips": {
+            kind: round((phases[kind].wall_ms - phases[f"{kind}_L0"].wall_ms) / plan.latency_ms, 2) for kind in kinds
+        },
     }
 
 

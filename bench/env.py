@@ -106,6 +106,15 @@ class Emulators:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(seed, cluster_ids))
 
+    def seed_with_pull_secret(self, cluster_ids: list[str], auths: dict[str, Any]) -> None:
+        """Ready clusters whose own pull secret is `auths` (e.g. the worst-shaped one of bench/hostile.py)."""
+        spec = {
+            "platform": {"type": "gcp", "gcp": {"projectID": PROJECT, "region": "us-central1"}},
+            "pullSecret": {"data": {"auths": auths}},
+        }
+        for cluster_id in cluster_ids:
+            seed_ready_cluster(Admin(self.admin.url, self.endpoints["hyperfleet"]), cluster_id, spec=spec)
+
     def change_clusters(self, cluster_ids: list[str], generation: int = 2, workers: int = 16) -> None:
         """The clusters at a new generation whose own pull secret adds a registry: each needs one new version."""
         spec = {

@@ -72,6 +72,25 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
             Figure("critical path: first provisioning (L)", ("critical_path_L", "first"), "≤ 5.2", _at_most(5.2)),
             Figure("critical path: change (L)", ("critical_path_L", "change")),
             Figure("critical path: steady (L)", ("critical_path_L", "steady"), "≤ 3.2", _at_most(3.2)),
+            Figure("service mode: calls per event: steady", ("service_mode", "calls_per_event", "steady")),
+            Figure(
+                "service mode: round trips: steady",
+                ("service_mode", "critical_path_round_trips", "steady"),
+                "3 (floor)",
+                _at_most(3.2),
+            ),
+            Figure("service mode: critical path: steady (L)", ("service_mode", "critical_path_L", "steady")),
+            Figure(
+                "service mode: round trips: first provisioning", ("service_mode", "critical_path_round_trips", "first")
+            ),
+        ),
+    ),
+    (
+        "A cluster owner's worst-shaped pull secret (256 registries, 64 KiB)",
+        (
+            Figure("CPU of its first event, in process (ms)", ("hostile_pull_secret", "cpu_ms_worst")),
+            Figure("CPU of an ordinary first event, same run (ms)", ("hostile_pull_secret", "cpu_ms_ordinary")),
+            Figure("worst / ordinary", ("hostile_pull_secret", "ratio"), "a few times", _at_most(10)),
         ),
     ),
     (
