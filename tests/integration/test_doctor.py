@@ -51,7 +51,7 @@ def test_green_on_the_stack(function_env: dict[str, str], admin: Admin, world: A
 # -- each grant taken away, one at a time ------------------------------------------------------------
 MANAGED = 'google_project_iam_member.runtime_secret_manager_managed["hf-demo-project"]'
 VIEWER = 'google_project_iam_member.runtime_cluster_viewer["hf-demo-project"]'
-SOURCE = "google_secret_manager_secret_iam_member.runtime_pull_secret_source"
+SOURCE = "google_secret_manager_secret_iam_member.runtime_pull_secret_source[0]"
 CREATOR = 'google_project_iam_member.runtime_secret_manager_creator["hf-demo-project"]'
 # (grant, permission) -> (the failed check, what its fix must name)
 IAM_REMOVALS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
