@@ -42,7 +42,7 @@ def runtime(function_env: dict[str, str]) -> tuple[Any, Any]:
 def test_the_stack_enforces_terraforms_grants(world: Any) -> None:
     addresses = {g.address for g in world.grants}
     assert 'google_project_iam_member.runtime_secret_manager_managed["hf-demo-project"]' in addresses
-    assert "google_secret_manager_secret_iam_member.runtime_pull_secret_source" in addresses
+    assert "google_secret_manager_secret_iam_member.runtime_pull_secret_source[0]" in addresses
     assert {b["member"] for b in world.secretmanager.state()["iam"]} == {RUNTIME_SA}
     assert {b["member"] for b in world.gke.state()["iam"]} == {RUNTIME_SA}
 
