@@ -306,3 +306,35 @@ def test_the_doctor_names_the_fix_when_the_service_refuses_the_token(
     code, lines = doctor_lines()
     assert code == 1
     assert lines["pull-secret-service"].startswith("FAIL") and "CredentialsRefused" in lines["pull-secret-service"]
+
+
+def test_a_token_rotated_in_its_file_is_read_again_after_the_services_401(
+    make_adapter: Any, admin: Admin, world: Any, tmp_path: Any
+) -> None:
+    """token-file: the function caches the token; a 401 makes it read the file once more and try again."""
+    old, new = "pss-old-" + "a" * 24, "pss-new-" + "b" * 24
+    token_file = tmp_path / "token"
+    token_file.write_text(old)
+    world.pullsecretservice.access.accept_token(old, "system:serviceaccount:hyperfleet:pullsecret-adapter")
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter({**service_env(world, "token-file"), "PULL_SECRET_SERVICE_TOKEN_FILE": str(token_file)})
+    assert deliver(adapter) == "applied"
+    # The service's token is rotated and the new one lands in the mounted file: the cached one is refused once.
+    world.pullsecretservice.access.revoke_token(old)
+    world.pullsecretservice.access.accept_token(new, "system:serviceaccount:hyperfleet:pullsecret-adapter")
+    token_file.write_text(new)
+    world.book.reset_counters()
+    assert deliver(adapter) == "unchanged"
+    assert admin.calls()["pullsecretservice"]["get"] == 2  # refused, then accepted with the file's new token
+
+
+def test_a_refused_token_is_transient_and_writes_nothing(
+    make_adapter: Any, admin: Admin, world: Any, tmp_path: Any
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("pss-never-accepted-token-value")
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter({**service_env(world, "token-file"), "PULL_SECRET_SERVICE_TOKEN_FILE": str(token_file)})
+    assert deliver(adapter) == "transient"
+    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+    assert [r for r in admin.reports() if r.get("cluster_id") == CID] == []  # our identity, not the cluster's fault

@@ -94,3 +94,39 @@ def test_credentials_carry_no_token_and_only_a_fingerprint_of_the_username() -> 
 def test_the_clients_repr_shows_no_credentials() -> None:
     client = PullSecretServiceClient("https://user:pw@pss.example.com/base", credential=None)
     assert "pw" not in repr(client) and "user" not in repr(client)
+
+
+def answer(body: object, status: int = 200) -> _Answer:
+    return _Answer(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"cluster_id": "c1"}, "no pull_secret object"),
+        ({"cluster_id": "c1", "pull_secret": "text"}, "no pull_secret object"),
+        ({"cluster_id": "other", "pull_secret": {"auths": {"q.io": {"auth": "dTpw"}}}}, "another cluster"),
+        ({"cluster_id": "c1", "pull_secret": {"auths": {}}}, "empty"),
+        ({"cluster_id": "c1", "pull_secret": {"auths": {"q.io": {"auth": "not base64!"}}}}, "base64"),
+    ],
+)
+def test_an_answer_that_is_no_valid_pull_secret_is_invalid_naming_the_service(body: object, says: str) -> None:
+    with pytest.raises(service_api.dockerconfig.InvalidPullSecret) as refused:
+        CLIENT._parse(answer(body), "c1", "get")
+    assert refused.value.service == "pullsecretservice" and says in refused.value.message
+    assert refused.value.reason == "InvalidPullSecret"
+
+
+def test_a_body_that_is_not_json_is_invalid_too() -> None:
+    with pytest.raises(service_api.dockerconfig.InvalidPullSecret, match="not JSON"):
+        CLIENT._parse(_Answer(200, {}, b"<html>"), "c1", "get")
+
+
+def test_the_answers_strings_are_registered_for_redaction_before_it_is_parsed() -> None:
+    """A refused answer's password is still scrubbed from whatever the event logs next."""
+    password = "Sup3r-Secret-Passw0rd"
+    bad = {"cluster_id": "c1", "pull_secret": {"auths": {"q.io": {"username": "u", "password": password}, "": {}}}}
+    with event_context(labels={}, trace=None) as ctx:
+        with pytest.raises(service_api.dockerconfig.InvalidPullSecret):
+            CLIENT._parse(answer(bad), "c1", "get")
+        assert password not in ctx.redactor.scrub(f"a line quoting {password}")
