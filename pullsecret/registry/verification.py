@@ -123,19 +123,11 @@ class RegistryVerifier:
         futures: dict[str, Future[Check]] = {}
         mine: deque[tuple[str, Future[Check], Callable[[], Check]]] = deque()
         verified = 0
-        static = {registry: self._static(registry, entry) for registry, entry in auths.items()}
-        candidates = [(registry, d) for registry, d in static.items() if not isinstance(d, Check)]
-        beyond = beyond_per_host([(hostname_of(h), c) for _, (h, c) in candidates], limit=MAX_PER_HOST)
-        crowded = {registry for (registry, _), over in zip(candidates, beyond, strict=True) if over}
+        static = self._static_all(auths)
         for registry, entry in auths.items():
             decided = static[registry]
             if isinstance(decided, Check):
                 futures[registry] = _done(decided)
-                continue
-            if registry in crowded:
-                futures[registry] = _done(
-                    not_contacted(f"more than {MAX_PER_HOST} credentials for one registry host; not verified")
-                )
                 continue
             verified += 1
             if verified > MAX_PER_EVENT:
@@ -162,6 +154,18 @@ class RegistryVerifier:
             self._executor.submit(contextvars.copy_context().run, self._drain, mine)
         enforced = None if own is None or self.settings.registry_enforce_platform else frozenset(own)
         return Pending(self.mode, tuple(auths), futures, overall, enforced)
+
+    def _static_all(self, auths: dict[str, Any]) -> dict[str, Check | tuple[str, Credential]]:
+        """`_static` of each registry, and `skipped` past MAX_PER_HOST distinct credentials of one host name."""
+        static = {registry: self._static(registry, entry) for registry, entry in auths.items()}
+        candidates = [(registry, d) for registry, d in static.items() if not isinstance(d, Check)]
+        beyond = beyond_per_host([(hostname_of(h), c) for _, (h, c) in candidates], limit=MAX_PER_HOST)
+        for (registry, _), over in zip(candidates, beyond, strict=True):
+            if over:
+                static[registry] = not_contacted(
+                    f"more than {MAX_PER_HOST} credentials for one registry host; not verified"
+                )
+        return static
 
     def _static(self, registry: str, entry: Any) -> Check | tuple[str, Credential]:
         """What is decided without a call: skipped hosts and entries, or (host, credential) to verify."""
