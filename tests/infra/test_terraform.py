@@ -948,6 +948,16 @@ def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: 
     assert "compute.googleapis.com" not in config.locals["required_apis"]  # would create the default network
 
 
+def test_clusters_may_name_only_the_secret_projects_granted(config: Config) -> None:
+    """ALLOWED_SECRET_PROJECTS is exactly the projects iam.tf grants Secret Manager roles in (the pinned one too)."""
+    environment = config.locals["function_environment"]
+    assert environment["ALLOWED_SECRET_PROJECTS"] == '${join(",", sort(local.secret_project_ids))}'
+    granted = config.locals["secret_project_ids"]
+    assert "var.pinned_secret_project_id" in granted and "var.secret_project_ids" in granted
+    for name in ("secret_manager_managed", "secret_manager_creator"):
+        assert config.resource("google_project_iam_custom_role", name)["for_each"] == "${local.secret_project_ids}"
+
+
 def test_placements_may_name_only_clusters_of_the_granted_projects(config: Config) -> None:
     """ALLOWED_MANAGEMENT_CLUSTERS comes from the projects iam.tf grants clusterViewer in, never wider."""
     environment = config.locals["function_environment"]
