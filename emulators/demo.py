@@ -75,6 +75,7 @@ def function_env(stack: Stack, workdir: Path, source: str = "platform") -> dict[
         **sourcing,
         "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
         "ALLOWED_MANAGEMENT_CLUSTERS": MANAGEMENT_CLUSTER,
+        "ALLOWED_SECRET_PROJECTS": PROJECT_ID,
         "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
         "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
     }

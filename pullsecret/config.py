@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from pullsecret import envvars
+from pullsecret import envvars, secret_projects
 from pullsecret.errors import ConfigError
 from pullsecret.model.names import PROJECT_ID_RE, SOURCE_VERSION_RE
 from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
@@ -58,6 +58,9 @@ class Settings:
     pull_secret_service_timeout_s: float = 10.0
     merge_precedence: str = "platform"
     secret_project_id: str | None = None
+    # GCP project ids a cluster's spec may name for its secret (`*` stands for any text inside the id); () admits
+    # any. Unused when SECRET_PROJECT_ID pins the project (which must then be among them).
+    allowed_secret_projects: tuple[str, ...] = ()
     secret_id_template: str = "hyperfleet-{cluster_id}-pull-secret"
     secret_replication_locations: tuple[str, ...] = ()
     secret_kms_key: str | None = None
@@ -382,6 +385,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         merge_canonical_registries=envvars.flag(env, "MERGE_CANONICAL_REGISTRIES"),
         # Secret Manager: where each cluster's secret lives and how it is replicated and encrypted.
         secret_project_id=envvars.matching(env, "SECRET_PROJECT_ID", PROJECT_ID_RE, "a GCP project id"),
+        allowed_secret_projects=secret_projects.allowed(env),
         secret_id_template=envvars.template(env, "SECRET_ID_TEMPLATE", "hyperfleet-{cluster_id}-pull-secret"),
         secret_replication_locations=locations,
         secret_kms_key=_kms_key(env, locations),

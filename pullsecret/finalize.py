@@ -45,7 +45,16 @@ def finalize(
         kube_name=kube_name,
     )
     data.update(delivery.cleanup(leaving, deadline))
-    if project is None:
+    if deleting.project_refused is not None:
+        # The spec names a project the function may not use: nothing was written there by this adapter while it is
+        # refused, and a deletion must not steer a Secret Manager call into it either (docs/trust.md).
+        data["sm_cleanup"] = f"not touched ({deleting.project_refused.reason}): {deleting.project_refused.message}"
+        log.warning(
+            f"deletion: Secret Manager left alone: {deleting.project_refused.message}",
+            operation="secretmanager.delete_secret",
+            reason=deleting.project_refused.reason,
+        )
+    elif project is None:
         data["sm_cleanup"] = "no GCP project known; nothing to delete"
     else:
         data["sm_name"] = secret_name(project, secret_id)

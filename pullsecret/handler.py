@@ -42,6 +42,13 @@ class Adapter:
                 "status names, as far as the runtime identity can reach it (docs/trust.md)",
                 operation="config",
             )
+        if not settings.allowed_secret_projects and settings.secret_project_id is None:
+            log.warning(
+                "ALLOWED_SECRET_PROJECTS and SECRET_PROJECT_ID are unset: each cluster's secret is written in "
+                "whichever GCP project its spec.platform.gcp.projectID names, as far as the runtime identity can "
+                "reach it (docs/trust.md)",
+                operation="config",
+            )
         self.identity = identity or RuntimeIdentity()
         self._lock = threading.Lock()
         self._application: Application | None = None

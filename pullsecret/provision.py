@@ -128,8 +128,16 @@ def lineage_of(
 ) -> dict[str, Any]:
     """The lineage of the version the Secret points at: from our last status, else the live Secret,
     else advanced from the last status to this version ("since" = the version's creation time, so
-    every delivery pointing at it computes the same object and the Kubernetes Secret is written once)."""
+    every delivery pointing at it computes the same object and the Kubernetes Secret is written once).
+
+    A record naming this version is believed only when its fingerprints are those computed from the content
+    (`fingerprints`): one that names other registries or fingerprints is forged or stale and is dropped, so
+    the lineage is recomputed rather than written through."""
     version = lineage.version_id(stored.version_name)
+    previous, live = (
+        {} if known.get("version") == version and not lineage.describes(known, fingerprints=fingerprints) else known
+        for known in (previous, live)
+    )
     for known in (previous, live):
         if known and known.get("version") == version:
             return known

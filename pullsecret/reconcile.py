@@ -175,7 +175,19 @@ class Reconciler:
             source=self.source,
             deadline=deadline,
         )
-        return self._report(cluster_id, "finalized", status.finalized(deleting.generation, message, data))
+        refused = deleting.project_refused
+        return self._report(
+            cluster_id,
+            "finalized",
+            status.finalized(
+                deleting.generation,
+                message,
+                data,
+                unhealthy=None
+                if refused is None
+                else f"{refused.reason}: Secret Manager not touched: {refused.message}",
+            ),
+        )
 
     # -- steps ------------------------------------------------------------------------------
     def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:

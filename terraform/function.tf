@@ -30,12 +30,14 @@ locals {
     PULL_SECRET_SERVICE_TOKEN_FILE = local.pull_secret_service_token_file ? "${local.pull_secret_service_token_mount}/${local.pull_secret_service_token_name}" : ""
     PULL_SECRET_SERVICE_REGISTRIES = local.pull_secret_service ? join(",", var.pull_secret_service_registries) : ""
     SECRET_PROJECT_ID              = var.pinned_secret_project_id
-    MANAGEMENT_CLUSTER             = var.management_cluster
-    ALLOWED_MANAGEMENT_CLUSTERS    = join(",", local.allowed_management_clusters)
-    MANAGEMENT_ENDPOINT            = var.management_endpoint
-    MANAGEMENT_NAMESPACE_TEMPLATE  = var.management_namespace_template
-    MANAGEMENT_NAMESPACE_PATTERN   = var.management_namespace_pattern
-    KUBERNETES_SECRET_TEMPLATE     = var.kubernetes_secret_template
+    # The projects iam.tf grants Secret Manager roles in, and no other: a cluster's spec naming another is refused.
+    ALLOWED_SECRET_PROJECTS       = join(",", sort(local.secret_project_ids))
+    MANAGEMENT_CLUSTER            = var.management_cluster
+    ALLOWED_MANAGEMENT_CLUSTERS   = join(",", local.allowed_management_clusters)
+    MANAGEMENT_ENDPOINT           = var.management_endpoint
+    MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
+    MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
+    KUBERNETES_SECRET_TEMPLATE    = var.kubernetes_secret_template
     # external_secrets.tf: with external-secrets, no Kubernetes call; access granted to this principal instead.
     KUBERNETES_DELIVERY                 = var.kubernetes_delivery
     EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE = local.external_secrets_principal_template

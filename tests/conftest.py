@@ -73,6 +73,8 @@ def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         "PULL_SECRET_SOURCE": f"projects/hf-demo-project/secrets/{PLATFORM_SOURCE_SECRET}/versions/latest",
         "MANAGEMENT_CLUSTER": "projects/hf-demo-project/locations/us-central1/clusters/mgmt-1",
         "ALLOWED_MANAGEMENT_CLUSTERS": "projects/hf-demo-project/locations/*/clusters/*",
+        # As Terraform sets it: the projects the runtime identity is granted Secret Manager roles in.
+        "ALLOWED_SECRET_PROJECTS": "hf-demo-project,customer-project",
         "RETRY_DEADLINE": "8",
         "LOG_LEVEL": "INFO",
         "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"),

@@ -42,7 +42,7 @@ _KUBESECRET_PURE = (
 _KUBESECRET_PURE_METHODS = ("DesiredSecret.annotations", "DesiredSecret.data", "DesiredSecret.manifest")
 # Registry verification's pure parts: parsing of keys and credentials (credentials), the verdicts (verdicts), the
 # reading of a token answer (handshake); challenges: www_authenticate, all pure.
-_REGISTRY_CREDENTIALS = ("registry_host", "hostname_of", "credential_of")
+_REGISTRY_CREDENTIALS = ("registry_host", "hostname_of", "credential_of", "beyond_per_host")
 _REGISTRY_CREDENTIALS_METHODS = ("Credential.sensitive",)
 _REGISTRY_VERDICTS = ("not_contacted", "safe_name", "unexpected")
 # (Verification.rejected is a property: mutmut 3 does not mutate decorated functions.)

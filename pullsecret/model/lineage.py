@@ -17,7 +17,17 @@ from typing import Any
 
 from pullsecret.model.names import version_id
 
-__all__ = ["MAX_ANNOTATION_CHARS", "advance", "decode", "encode", "from_report", "report", "valid", "version_id"]
+__all__ = [
+    "MAX_ANNOTATION_CHARS",
+    "advance",
+    "decode",
+    "describes",
+    "encode",
+    "from_report",
+    "report",
+    "valid",
+    "version_id",
+]
 
 MAX_ANNOTATION_CHARS = 8000  # the Kubernetes Secret's annotation (kubesecret.A_LINEAGE), sent with every apply
 
@@ -73,6 +83,19 @@ def _valid_registries(registries: Any) -> bool:
         if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since < 2**40):
             return False
     return True
+
+
+def describes(recorded: dict[str, Any], *, fingerprints: dict[str, str]) -> bool:
+    """Whether `recorded` names exactly these per-registry fingerprints (those computed from the content).
+
+    A lineage read back from our status or the live Secret is believed for its version only when it does: a
+    forged record naming the right version with other registries or fingerprints is not (never raises)."""
+    registries = recorded.get("registries")
+    if not isinstance(registries, dict) or set(registries) != set(fingerprints):
+        return False
+    return all(
+        isinstance(entry, list) and entry and entry[0] == fingerprints[name] for name, entry in registries.items()
+    )
 
 
 def decode(text: str | None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pullsecret.config import GKE_CLUSTER_RE, Settings, cluster_allowed
 from pullsecret.errors import TerminalError
 from pullsecret.model.dockerconfig import InvalidPullSecret
 from pullsecret.model.names import PROJECT_ID_RE, namespace_valid
+from pullsecret.secret_projects import project_allowed
 
 # GKE_CLUSTER_RE admits any character but "/" in a segment; a name with whitespace or control characters
 # (a trailing newline from a templated value) is no GKE cluster and must not reach the GKE API.
@@ -57,11 +58,15 @@ class NotMet:
 
 @dataclass(frozen=True)
 class Deleting:
-    """The cluster is soft-deleted: clean up, never provision."""
+    """The cluster is soft-deleted: clean up, never provision.
+
+    `project_refused`: why the cluster's own project id is not used (not a project id, or not among
+    ALLOWED_SECRET_PROJECTS); `project_id` is then None and Secret Manager is left alone."""
 
     generation: int
     project_id: str | None
     placement: Placement | None
+    project_refused: InvalidCluster | None = None
 
 
 Decision = Act | NotMet | Deleting
@@ -104,6 +109,28 @@ def project_id_of(cluster: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def secret_project(cluster: dict[str, Any], settings: Settings) -> str | None:
+    """The GCP project of the cluster's secret: SECRET_PROJECT_ID, else the cluster's project id when it is a
+    project id that ALLOWED_SECRET_PROJECTS admits; None when neither names one.
+
+    Raises InvalidCluster: the reason `ForbiddenSecretProject` for a project outside the list (a cluster's spec
+    must not choose another customer's project to write, bill and, with external-secrets, edit IAM in)."""
+    if settings.secret_project_id is not None:
+        return settings.secret_project_id
+    project = project_id_of(cluster)
+    if project is None:
+        return None
+    if not PROJECT_ID_RE.fullmatch(project):
+        raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
+    if settings.allowed_secret_projects and not project_allowed(project, settings.allowed_secret_projects):
+        raise InvalidCluster(
+            f"the cluster's GCP project {project!r} is not among ALLOWED_SECRET_PROJECTS; "
+            "refusing to write the pull secret there",
+            reason="ForbiddenSecretProject",
+        )
+    return project
 
 
 def platform_type_of(cluster: dict[str, Any]) -> str | None:
@@ -249,13 +276,15 @@ def evaluate(
 ) -> Decision:
     """Decide what this event may do; raises InvalidCluster / InvalidPlacement for terminal problems."""
     generation = cluster_generation(cluster)
-    project = settings.secret_project_id or project_id_of(cluster)
     if cluster.get("deleted_time"):
         try:
             placement: Placement | None = placement_of(cluster_id, statuses, settings)
         except TerminalError:
             placement = None
-        return Deleting(generation=generation, project_id=project, placement=placement)
+        try:
+            return Deleting(generation=generation, project_id=secret_project(cluster, settings), placement=placement)
+        except InvalidCluster as refused:
+            return Deleting(generation=generation, project_id=None, placement=placement, project_refused=refused)
 
     platform = platform_type_of(cluster)
     if platform is None:
@@ -265,11 +294,9 @@ def evaluate(
             f"the cluster's platform is {platform[:40]!r}; this adapter serves gcp only",
             reason="UnsupportedPlatform",
         )
-    if project_id_of(cluster) is None and settings.secret_project_id is None:
+    project = secret_project(cluster, settings)
+    if project is None:
         return NotMet(generation, "the cluster spec has no GCP project id (spec.platform.gcp.projectID)")
-    assert project is not None
-    if not PROJECT_ID_RE.fullmatch(project):
-        raise InvalidCluster(f"the cluster's GCP project id {project[:40]!r} is not a valid project id")
     cluster_secret = cluster_pull_secret_of(cluster)
 
     waiting = _waiting_for(statuses, settings=settings, generation=generation)

@@ -164,13 +164,20 @@ def terminal_failure(
     return Report(generation, conditions, data or {})
 
 
-def finalized(generation: int, message: str, data: dict[str, Any]) -> Report:
+def finalized(generation: int, message: str, data: dict[str, Any], *, unhealthy: str | None = None) -> Report:
+    """The cleanup is confirmed. `unhealthy`: what it left alone on purpose (a cluster project the function may
+    not use): Health turns False (`ExecutionFailed:preconditions`) with it, so a person looks; Finalized stays True."""
+    health = (
+        Condition("Health", "True", HEALTHY, "cleanup completed")
+        if unhealthy is None
+        else Condition("Health", "False", execution_failed(PHASE_PRECONDITIONS), unhealthy)
+    )
     return Report(
         generation,
         (
             Condition("Applied", "False", "ResourcesDeleted", message),
             Condition("Available", "False", "ResourcesDeleted", message),
-            Condition("Health", "True", HEALTHY, "cleanup completed"),
+            health,
             Condition("Finalized", "True", "CleanupConfirmed", message),
         ),
         data,

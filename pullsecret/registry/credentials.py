@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -87,3 +87,17 @@ def credential_of(entry: Mapping[str, Any]) -> Credential | None:
     if isinstance(user, str) and isinstance(password, str) and user and password:
         return Credential("basic", base64.b64encode(f"{user}:{password}".encode()).decode())
     return None
+
+
+def beyond_per_host(candidates: Sequence[tuple[str, Credential]], *, limit: int) -> list[bool]:
+    """For each (host name, credential), in order: whether its credential is beyond the first `limit` distinct
+    credentials of that host name. One credential named under several keys of a host (`quay.io/a`,
+    `quay.io/b`) counts once; each of its keys is beyond only when that credential is."""
+    seen: dict[str, list[Credential]] = {}
+    out: list[bool] = []
+    for name, credential in candidates:
+        known = seen.setdefault(name, [])
+        if credential not in known and len(known) < limit:
+            known.append(credential)
+        out.append(credential not in known)
+    return out

@@ -32,7 +32,7 @@ from typing import Any
 from pullsecret.config import Settings
 from pullsecret.logs import log, protect
 from pullsecret.model.dockerconfig import PullSecret, canonical_bytes
-from pullsecret.registry.credentials import Credential, credential_of, hostname_of, registry_host
+from pullsecret.registry.credentials import Credential, beyond_per_host, credential_of, hostname_of, registry_host
 from pullsecret.registry.egress import Egress
 from pullsecret.registry.expiring import Expiring
 from pullsecret.registry.handshake import Handshake
@@ -68,6 +68,10 @@ __all__ = [
 
 PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY threads bound the process)
 MAX_PER_EVENT = 20  # registries one event verifies; the rest of a larger pull secret are `skipped`
+# Distinct credentials one event presents to one registry host name (`quay.io/a`, `quay.io/b`... are one host):
+# beyond, a pull secret would make the platform's egress address an oracle for guessed credentials, and get it
+# blocked. The rest are `skipped` and do not count toward MAX_PER_EVENT.
+MAX_PER_HOST = 3
 UNREACHABLE_TTL_S = 60.0  # an outage is retried sooner than a verdict is
 REJECTED_TTL_S = 300.0  # a refusal too: a registry's passing 401 must not stand for REGISTRY_CACHE_TTL
 CHALLENGE_TTL_S = 600.0  # a registry host's auth challenge, reused by the next new credential for it
@@ -81,7 +85,8 @@ class RegistryVerifier:
 
     Handshakes run on their own REGISTRY_CONCURRENCY threads, never on the reconcile pool: a slow registry
     holds those threads only (each request for REGISTRY_TIMEOUT at most, body included), never the Secret
-    Manager and Kubernetes calls of other events. One event verifies at most MAX_PER_EVENT registries.
+    Manager and Kubernetes calls of other events. One event verifies at most MAX_PER_EVENT registries, and
+    presents at most MAX_PER_HOST distinct credentials to one registry host name.
     """
 
     def __init__(
@@ -118,8 +123,9 @@ class RegistryVerifier:
         futures: dict[str, Future[Check]] = {}
         mine: deque[tuple[str, Future[Check], Callable[[], Check]]] = deque()
         verified = 0
+        static = self._static_all(auths)
         for registry, entry in auths.items():
-            decided = self._static(registry, entry)
+            decided = static[registry]
             if isinstance(decided, Check):
                 futures[registry] = _done(decided)
                 continue
@@ -148,6 +154,18 @@ class RegistryVerifier:
             self._executor.submit(contextvars.copy_context().run, self._drain, mine)
         enforced = None if own is None or self.settings.registry_enforce_platform else frozenset(own)
         return Pending(self.mode, tuple(auths), futures, overall, enforced)
+
+    def _static_all(self, auths: dict[str, Any]) -> dict[str, Check | tuple[str, Credential]]:
+        """`_static` of each registry, and `skipped` past MAX_PER_HOST distinct credentials of one host name."""
+        static = {registry: self._static(registry, entry) for registry, entry in auths.items()}
+        candidates = [(registry, d) for registry, d in static.items() if not isinstance(d, Check)]
+        beyond = beyond_per_host([(hostname_of(h), c) for _, (h, c) in candidates], limit=MAX_PER_HOST)
+        for (registry, _), over in zip(candidates, beyond, strict=True):
+            if over:
+                static[registry] = not_contacted(
+                    f"more than {MAX_PER_HOST} credentials for one registry host; not verified"
+                )
+        return static
 
     def _static(self, registry: str, entry: Any) -> Check | tuple[str, Credential]:
         """What is decided without a call: skipped hosts and entries, or (host, credential) to verify."""

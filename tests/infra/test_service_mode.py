@@ -199,7 +199,9 @@ def test_the_registries_default_is_the_functions() -> None:
     with (TERRAFORM_DIR / "variables.tf").open() as handle:
         for block in hcl2.load(handle, serialization_options=OPTIONS)["variable"]:
             variables.update(block)
-    defaults = config.load({"HYPERFLEET_API_URL": "https://hf.example.com"})
+    defaults = config.load(
+        {"HYPERFLEET_API_URL": "https://hf.example.com", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
+    )
     assert tuple(variables["pull_secret_service_registries"]["default"]) == defaults.pull_secret_service_registries
     assert variables["pull_secret_service_auth"]["default"] == defaults.pull_secret_service_auth
     condition = variables["pull_secret_service_registries"]["validation"][0]["condition"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -40,6 +41,7 @@ FUNCTION_ENVIRONMENT = {
     "PRECONDITION_ADAPTERS",
     "PULL_SECRET_SOURCE",
     "SECRET_PROJECT_ID",
+    "ALLOWED_SECRET_PROJECTS",
     "MANAGEMENT_CLUSTER",
     "MANAGEMENT_NAMESPACE_TEMPLATE",
     "MANAGEMENT_NAMESPACE_PATTERN",
@@ -801,7 +803,13 @@ def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(co
     record_id = hcl_unescape(config.locals["rotation_record_secret_id"])
     record_id = record_id.replace("${local.secret_id_prefix}", prefix).replace("${local.secret_id_suffix}", suffix)
     record_id = record_id.replace("${var.adapter_name}", adapter)
-    settings = function_config.load({"HYPERFLEET_API_URL": "http://hf.example", "ADAPTER_NAME": adapter})
+    settings = function_config.load(
+        {
+            "HYPERFLEET_API_URL": "http://hf.example",
+            "ADAPTER_NAME": adapter,
+            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+        }
+    )
     assert record_id == progress_secret_id(settings)  # the name the function writes
     condition = hcl_unescape(config.locals["rotation_record_condition"]).replace("PROJECT_NUMBER", "123")
     expression = condition.replace("${local.rotation_record_secret_id}", record_id)
@@ -948,6 +956,58 @@ def test_direct_vpc_egress_is_an_option_for_private_management_clusters(config: 
     assert "compute.googleapis.com" not in config.locals["required_apis"]  # would create the default network
 
 
+def test_clusters_may_name_only_the_secret_projects_granted(config: Config) -> None:
+    """ALLOWED_SECRET_PROJECTS is exactly the projects iam.tf grants Secret Manager roles in (the pinned one too)."""
+    environment = config.locals["function_environment"]
+    assert environment["ALLOWED_SECRET_PROJECTS"] == '${join(",", sort(local.secret_project_ids))}'
+    granted = config.locals["secret_project_ids"]
+    assert "var.pinned_secret_project_id" in granted and "var.secret_project_ids" in granted
+    for name in ("secret_manager_managed", "secret_manager_creator"):
+        assert config.resource("google_project_iam_custom_role", name)["for_each"] == "${local.secret_project_ids}"
+
+
+@pytest.mark.parametrize(
+    ("pinned", "listed", "expected"),
+    [
+        ("hf-secrets-prod", ["cust-a-1234", "cust-b-5678"], ("cust-a-1234", "cust-b-5678", "hf-secrets-prod")),
+        ("", ["cust-b-5678", "cust-a-1234", "cust-a-1234"], ("cust-a-1234", "cust-b-5678")),
+    ],
+)
+def test_the_real_terraform_renders_allowed_secret_projects_the_function_loads(
+    tmp_path: Path, pinned: str, listed: list[str], expected: tuple[str, ...]
+) -> None:
+    """function.tf's SECRET_PROJECT_ID and ALLOWED_SECRET_PROJECTS over main.tf's secret_project_ids, computed by
+    terraform and read by pullsecret/config.py: the granted projects, the pinned one among them."""
+    from pullsecret import config as function_config
+    from tests.infra import reality
+
+    binary, why = reality.terraform((1, 9))
+    if binary is None:
+        reality.missing(why)
+    assert binary is not None
+    function_tf, main_tf = (TERRAFORM_DIR / name for name in ("function.tf", "main.tf"))
+    entries = re.findall(r"^\s+(SECRET_PROJECT_ID|ALLOWED_SECRET_PROJECTS)\s+=\s+(.+)$", function_tf.read_text(), re.M)
+    assert {name for name, _ in entries} == {"SECRET_PROJECT_ID", "ALLOWED_SECRET_PROJECTS"}
+    (granted,) = re.findall(r"^\s+secret_project_ids\s+=\s+(.+)$", main_tf.read_text(), re.M)
+    env = "\n".join(f"    {name} = {value}" for name, value in entries)
+    variables = (
+        'variable "pinned_secret_project_id" {\n  type = string\n}\n'
+        'variable "secret_project_ids" {\n  type = list(string)\n}\n'
+    )
+    (tmp_path / "main.tf").write_text(
+        f"{variables}locals {{\n  secret_project_ids = {granted}\n  environment = {{\n{env}\n  }}\n}}\n"
+        'output "environment" { value = local.environment }\n'
+    )
+    (tmp_path / "terraform.tfvars.json").write_text(
+        json.dumps({"pinned_secret_project_id": pinned, "secret_project_ids": listed})
+    )
+    environment = reality.terraform_outputs(binary, tmp_path)["environment"]
+    base = {"HYPERFLEET_API_URL": "https://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
+    settings = function_config.load({**base, **environment})  # an empty value is unset for the function
+    assert settings.allowed_secret_projects == expected
+    assert settings.secret_project_id == (pinned or None)
+
+
 def test_placements_may_name_only_clusters_of_the_granted_projects(config: Config) -> None:
     """ALLOWED_MANAGEMENT_CLUSTERS comes from the projects iam.tf grants clusterViewer in, never wider."""
     environment = config.locals["function_environment"]
@@ -964,7 +1024,9 @@ def test_placements_may_name_only_clusters_of_the_granted_projects(config: Confi
     assert environment["REGISTRY_TRUSTED_REALMS"] == '${join(",", var.registry_trusted_realms)}'
     default = config.variables["registry_trusted_realms"]["default"]
     assert default == ["registry.redhat.io=sso.redhat.com"]
-    function_default = function_config.load({"HYPERFLEET_API_URL": "http://hf.example"}).registry_trusted_realms
+    function_default = function_config.load(
+        {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
+    ).registry_trusted_realms
     assert [f"{registry}={realm}" for registry, realm in function_default] == default
 
 

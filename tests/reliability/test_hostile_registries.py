@@ -187,6 +187,32 @@ def test_one_event_verifies_at_most_twenty_registries(adapter_factory: Any, worl
     assert sum(world.book.calls()["registry"].values()) <= 40  # two requests per Basic handshake
 
 
+def test_one_event_presents_at_most_three_credentials_to_one_registry_host(adapter_factory: Any, world: Any) -> None:
+    """`basic/a`, `basic/b`... are one host: a pull secret cannot make the platform's egress address try twenty
+    guessed passwords against one registry (an oracle, and a way to get that address blocked)."""
+    harness.quiet_platform_source(world)
+    adapter = adapter_factory(REGISTRY_VERIFICATION="report")
+    basic = world.registry.hosts()["basic"]
+    guesses = [base64.b64encode(f"{DEFAULT_USER}:Guess-{i:02d}".encode()).decode() for i in range(19)]
+    auths = {f"{basic}/ns{i:02d}": {"auth": guess} for i, guess in enumerate(guesses)}
+    auths[f"https://{basic}/v1/"] = {"auth": GOOD}
+    auths[f"{basic}/again"] = {"auth": guesses[0], "email": "same@example.com"}  # a credential already counted
+    cid = "cls-hostile-oracle"
+    _seed(world, cid, auths)
+    world.book.reset_counters()
+    assert _deliver(adapter, cid) == "applied"
+    harness.count("cases tried")
+    checks = _checks(world, cid)
+    contacted = {r for r, c in checks.items() if c["result"] != "skipped"}
+    assert contacted == {f"{basic}/ns00", f"{basic}/ns01", f"{basic}/ns02", f"{basic}/again"}, checks
+    assert {checks[r]["result"] for r in contacted} == {"rejected"}
+    skipped = [c for r, c in checks.items() if r not in contacted]
+    assert len(skipped) == 17
+    assert {c["reason"] for c in skipped} == {"more than 3 credentials for one registry host; not verified"}
+    # Three distinct credentials presented, each once: two requests per Basic handshake, the first unauthenticated.
+    assert sum(world.book.calls()["registry"].values()) <= 8
+
+
 @pytest.mark.parametrize("mode", ["report", "enforce"])
 def test_a_platform_registrys_refusal_blocks_no_cluster_and_health_says_so_in_both_modes(
     adapter_factory: Any, world: Any, mode: str

@@ -97,3 +97,35 @@ def test_a_forged_lineage_annotation_never_reaches_the_status(adapter_factory: A
         text = json.dumps(reported)
         assert "forged" not in text and "not-a-fingerprint" not in text and "nested" not in text, (n, reported)
         assert "x" * 100 not in text
+
+
+def test_a_forged_status_lineage_naming_the_version_with_other_fingerprints_is_recomputed(
+    adapter_factory: Any, world: Any
+) -> None:
+    adapter = adapter_factory()
+    cid = "cls-hostile-status-lineage"
+    campaign.seed_generation(world, cid, 1)
+    assert campaign.deliver_until_acknowledged(adapter, *campaign.envelope(cid, 1)).result == "applied"
+    ns, name = f"clusters-{cid}", f"{cid}-pull-secret"
+    genuine = world.hyperfleet.state()["statuses"][cid]["pullsecret"]["data"]["lineage"]
+    truth = {r["registry"]: r["fingerprint"] for r in genuine["registries"]}
+    assert truth
+    annotation = world.kubernetes.get_secret(ns, name)["metadata"]["annotations"]["hyperfleet.io/lineage"]
+    forgeries = [
+        # the right version, well-formed, every fingerprint someone else's
+        [{**r, "fingerprint": "aaaaaaaaaaaa"} for r in genuine["registries"]],
+        # the right version, one registry the content does not hold
+        [*genuine["registries"], {**genuine["registries"][0], "registry": "forged.example.com"}],
+        # the right version, one registry of the content left out
+        genuine["registries"][1:],
+    ]
+    for n, registries in enumerate(forgeries):
+        world.hyperfleet.seed_status(
+            cid, "pullsecret", {"observed_generation": 1, "data": {"lineage": {**genuine, "registries": registries}}}
+        )
+        campaign.deliver_until_acknowledged(adapter, *campaign.envelope(cid, 1))
+        harness.count("cases tried")
+        reported = world.hyperfleet.state()["statuses"][cid]["pullsecret"]["data"]["lineage"]
+        assert {r["registry"]: r["fingerprint"] for r in reported["registries"]} == truth, (n, reported)
+        live = world.kubernetes.get_secret(ns, name)["metadata"]["annotations"]["hyperfleet.io/lineage"]
+        assert live == annotation, n

@@ -93,6 +93,58 @@ def test_allowed_management_clusters_match_segment_by_segment() -> None:
         assert not cluster_allowed(name, allowed), name
 
 
+def test_allowed_secret_projects_match_a_whole_project_id() -> None:
+    from pullsecret.secret_projects import project_allowed
+
+    allowed = ("hf-demo-project", "tenant-*-prod", "acme-*")
+    for project in ("hf-demo-project", "tenant-a-prod", "tenant-a-b-prod", "tenant--prod", "acme-x1", "acme-"):
+        assert project_allowed(project, allowed), project
+    for project in (
+        "hf-demo-projectx",  # the match is whole
+        "xhf-demo-project",
+        "hf-demo-project\n",
+        "tenant-a-prod-x",
+        "xtenant-a-prod",
+        "tenant-a.prod",  # `*` stands for project-id characters only
+        "tenant-a/prod",
+        "hf.demo-project",  # `.` and `-` are themselves, no regular expression
+        "HF-DEMO-PROJECT",
+        "acme",
+        "",
+    ):
+        assert not project_allowed(project, allowed), project
+    assert not project_allowed("hf-demo-project", ())
+    assert project_allowed("any-project", ("*",))
+
+
+def test_allowed_secret_projects_configuration() -> None:
+    base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
+    assert load(base).allowed_secret_projects == ()
+    loaded = load({**base, "ALLOWED_SECRET_PROJECTS": " proj-one, tenant-*-prod ,"})
+    assert loaded.allowed_secret_projects == ("proj-one", "tenant-*-prod")
+    for bad in ("Proj-One", "projects/proj-one", "proj one", "proj-\none", "1proj-one", "p" * 31, "a?", "proj"):
+        with pytest.raises(ConfigError, match="ALLOWED_SECRET_PROJECTS"):
+            load({**base, "ALLOWED_SECRET_PROJECTS": bad})
+    with pytest.raises(ConfigError, match="SECRET_PROJECT_ID 'proj-two' is not among ALLOWED_SECRET_PROJECTS"):
+        load({**base, "ALLOWED_SECRET_PROJECTS": "proj-one", "SECRET_PROJECT_ID": "proj-two"})
+    pinned = load({**base, "ALLOWED_SECRET_PROJECTS": "proj-*", "SECRET_PROJECT_ID": "proj-two"})
+    assert pinned.secret_project_id == "proj-two"
+
+
+def test_the_adapter_warns_at_start_when_no_secret_project_is_allowlisted_or_pinned(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pullsecret.handler import Adapter
+
+    base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
+    Adapter(load(base))
+    Adapter(load({**base, "ALLOWED_SECRET_PROJECTS": "proj-one"}))
+    Adapter(load({**base, "SECRET_PROJECT_ID": "proj-one"}))
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if "ALLOWED_SECRET_PROJECTS and SECRET_PROJECT_ID are unset" in line]
+    assert len(warnings) == 1 and '"severity": "WARNING"' in warnings[0]
+
+
 def test_allowed_management_clusters_configuration() -> None:
     base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     assert load(base).allowed_management_clusters == ()

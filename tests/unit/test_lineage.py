@@ -217,3 +217,22 @@ def test_times_are_utc_whatever_the_hosts_time_zone(monkeypatch: pytest.MonkeyPa
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_describes_only_the_fingerprints_computed_from_the_content() -> None:
+    recorded = lineage.advance(
+        {},
+        fingerprints={"a.io": "111111111111", "b.io": "222222222222"},
+        version_name=V4,
+        previous_version=None,
+        now=T4,
+    )
+    assert lineage.describes(recorded, fingerprints={"a.io": "111111111111", "b.io": "222222222222"})
+    assert not lineage.describes(recorded, fingerprints={"a.io": "111111111111", "b.io": "333333333333"})
+    assert not lineage.describes(recorded, fingerprints={"a.io": "111111111111"})  # a registry it should not name
+    assert not lineage.describes(recorded, fingerprints={"a.io": "111111111111", "b.io": "222222222222", "c.io": "4"})
+    assert not lineage.describes({}, fingerprints={"a.io": "111111111111"})
+    assert lineage.describes({"registries": {}}, fingerprints={})
+    assert not lineage.describes({"registries": {"a.io": []}}, fingerprints={"a.io": "111111111111"})
+    assert not lineage.describes({"registries": {"a.io": "111111111111"}}, fingerprints={"a.io": "111111111111"})
+    assert not lineage.describes({"registries": [["a.io", "111111111111"]]}, fingerprints={"a.io": "111111111111"})

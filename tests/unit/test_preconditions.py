@@ -365,3 +365,42 @@ def test_a_short_management_cluster_name_maps_through_the_template_with_exact_re
         "the placement names management cluster 'mgt-1' by its short name and "
         "MANAGEMENT_CLUSTER_TEMPLATE (projects/P/locations/L/clusters/{name}) is not set"
     )
+
+
+ALLOWLISTED = replace(SETTINGS, allowed_secret_projects=("proj-one", "tenant-*"))
+
+
+def test_a_project_outside_allowed_secret_projects_is_a_terminal_refusal() -> None:
+    assert evaluate(cluster(), ALL_READY, ALLOWLISTED, cluster_id="c1").project_id == "proj-one"  # type: ignore[union-attr]
+    other = cluster(spec={"platform": {"type": "gcp", "gcp": {"projectID": "victim-one"}}})
+    with pytest.raises(InvalidCluster, match="not among ALLOWED_SECRET_PROJECTS") as refused:
+        evaluate(other, ALL_READY, ALLOWLISTED, cluster_id="c1")
+    assert refused.value.reason == "ForbiddenSecretProject"
+    # Refused before the preconditions are waited for: nothing later reads the project.
+    with pytest.raises(InvalidCluster):
+        evaluate(other, [], ALLOWLISTED, cluster_id="c1")
+    # Without the list any valid project goes (the adapter warned at start); a pinned project ignores the spec.
+    assert evaluate(other, ALL_READY, SETTINGS, cluster_id="c1").project_id == "victim-one"  # type: ignore[union-attr]
+    pinned = replace(ALLOWLISTED, secret_project_id="proj-one")
+    assert evaluate(other, ALL_READY, pinned, cluster_id="c1").project_id == "proj-one"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("project", "reason"),
+    [
+        ("victim-one", "ForbiddenSecretProject"),
+        ("a/b/../secrets/x\n", "InvalidCluster"),
+        ("Proj-One", "InvalidCluster"),
+    ],
+)
+def test_a_deletion_never_carries_a_project_it_may_not_use(project: str, reason: str) -> None:
+    deleted = cluster(
+        spec={"platform": {"type": "gcp", "gcp": {"projectID": project}}}, deleted_time="2026-01-01T00:00:00Z"
+    )
+    decision = evaluate(deleted, ALL_READY, ALLOWLISTED, cluster_id="c1")
+    assert isinstance(decision, Deleting)
+    assert decision.project_id is None and decision.placement is not None
+    assert decision.project_refused is not None and decision.project_refused.reason == reason
+    assert "\n" not in decision.project_refused.message
+    fine = evaluate(cluster(deleted_time="2026-01-01T00:00:00Z"), [], ALLOWLISTED, cluster_id="c1")
+    assert fine == Deleting(3, "proj-one", fine.placement)  # type: ignore[union-attr]

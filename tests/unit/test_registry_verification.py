@@ -10,7 +10,7 @@ import pytest
 from pullsecret import config
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
-from pullsecret.registry.credentials import Credential, credential_of, hostname_of, registry_host
+from pullsecret.registry.credentials import Credential, beyond_per_host, credential_of, hostname_of, registry_host
 from pullsecret.registry.handshake import token_of
 from pullsecret.registry.http import MAX_BODY, Answer
 from pullsecret.registry.verdicts import Check, RegistryRejected, Verification, not_contacted, safe_name, unexpected
@@ -397,3 +397,16 @@ def test_credential_forms_at_their_edges() -> None:
     assert credential_of({"registrytoken": "r-1", "identitytoken": "i-1"}) == Credential("registry", "r-1")
     assert Credential("identity", "tokX=").sensitive() == ["tokX=", "tokX"]
     assert Credential("basic", "é").sensitive() == ["é", "é"]  # not ASCII: nothing decoded, never raises
+
+
+def test_beyond_per_host_counts_distinct_credentials_per_host_name() -> None:
+    a, b, c, d = (Credential("basic", s) for s in ("YTpx", "YjpxMg==", "Yzpx", "ZDpx"))
+    token = Credential("registry", "YTpx")  # the same text as `a`, another kind: another credential
+    candidates = [("quay.io", a), ("quay.io", b), ("quay.io", a), ("quay.io", c), ("quay.io", d), ("quay.io", token)]
+    assert beyond_per_host(candidates, limit=3) == [False, False, False, False, True, True]
+    # Hosts count apart; a credential already counted stays allowed after the limit is reached.
+    mixed = [("quay.io", a), ("quay.io", b), ("docker.io", c), ("docker.io", d), ("quay.io", d), ("quay.io", b)]
+    assert beyond_per_host(mixed, limit=2) == [False, False, False, False, True, False]
+    assert beyond_per_host(candidates, limit=1) == [False, True, False, True, True, True]
+    assert beyond_per_host(candidates, limit=0) == [True] * 6
+    assert beyond_per_host([], limit=3) == []

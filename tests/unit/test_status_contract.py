@@ -20,6 +20,7 @@ REPORTS = [
     status.finalized(2, "gone", {}),
     status.terminal_failure(2, "PermissionDenied", "delete secret s: denied", phase="resources", deleting=True),
     status.terminal_failure(2, "InvalidCluster", "bad id", deleting=True),
+    status.finalized(2, "gone", {}, unhealthy="ForbiddenSecretProject: Secret Manager not touched: p"),
 ]
 FINALIZED_REASONS = {"NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy"}
 

@@ -144,6 +144,16 @@ def test_finalized() -> None:
     ]
 
 
+def test_finalized_with_something_left_alone_on_purpose_turns_only_health_false() -> None:
+    done = status.finalized(6, "cleanup confirmed", {}, unhealthy="ForbiddenSecretProject: Secret Manager not touched")
+    assert conditions(done) == [
+        ("Applied", "False", "ResourcesDeleted", "cleanup confirmed"),
+        ("Available", "False", "ResourcesDeleted", "cleanup confirmed"),
+        ("Health", "False", "ExecutionFailed:preconditions", "ForbiddenSecretProject: Secret Manager not touched"),
+        ("Finalized", "True", "CleanupConfirmed", "cleanup confirmed"),
+    ]
+
+
 def test_registry_rejected_turns_only_health_false() -> None:
     applied = status.provisioned(7, changed=True, data=dict(DATA))
     report = status.registry_rejected(applied, ["quay.io", "gcr.io"])
