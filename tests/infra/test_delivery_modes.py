@@ -70,7 +70,9 @@ def manifests() -> list[dict[str, Any]]:
 
 def test_the_rendered_manifests_produce_the_direct_modes_secret(manifests: list[dict[str, Any]]) -> None:
     store, external = manifests
-    defaults = load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"})
+    defaults = load(
+        {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
+    )
     assert store["kind"] == "SecretStore" and external["kind"] == "ExternalSecret"  # namespaced, never Cluster*
     assert store["metadata"]["namespace"] == external["metadata"]["namespace"] == "clusters-cls-1"
     auth = store["spec"]["provider"]["gcpsm"]["auth"]
@@ -106,6 +108,7 @@ def test_the_principal_template_terraform_sets_is_one_the_function_accepts() -> 
     settings = load(
         {
             "HYPERFLEET_API_URL": "http://127.0.0.1:8000",
+            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
             "KUBERNETES_DELIVERY": "external-secrets",
             "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": template,
         }

@@ -161,7 +161,13 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
         {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
     )
     (managed,) = [g for g in grants if g.role.endswith(f"/roles/{MANAGED_ROLE}")]
-    settings = config.load({"HYPERFLEET_API_URL": "https://hf.example.com", "DELETION_POLICY": policy})
+    settings = config.load(
+        {
+            "HYPERFLEET_API_URL": "https://hf.example.com",
+            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+            "DELETION_POLICY": policy,
+        }
+    )
     assert set(required_permissions(settings)) == managed.permissions
 
 

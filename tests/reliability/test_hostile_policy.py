@@ -38,7 +38,13 @@ def test_a_namespace_pattern_with_alternatives_is_matched_whole_by_the_policy_an
     emu: KubernetesEmulator, tmp_path: Path
 ) -> None:
     api: Any = CoreV1Api(make_api(emu, tmp_path, TOKEN))
-    function = config.load({"HYPERFLEET_API_URL": "http://hf.example", "MANAGEMENT_NAMESPACE_PATTERN": PATTERN})
+    function = config.load(
+        {
+            "HYPERFLEET_API_URL": "http://hf.example",
+            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+            "MANAGEMENT_NAMESPACE_PATTERN": PATTERN,
+        }
+    )
     for namespace in ("clusters-abc", "hcp-abc"):
         assert function.management_namespace_pattern.fullmatch(namespace)
         assert apply(api, secret(OURS), namespace=namespace).metadata.namespace == namespace
