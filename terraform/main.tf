@@ -82,6 +82,16 @@ resource "google_project_service" "apis" {
   disable_on_destroy = false
 }
 
+# An API enabled in this apply is not at once usable by every service behind it: a call in the next seconds can
+# fail with SERVICE_DISABLED, which the provider does not retry. The function (Cloud Functions, Cloud Build,
+# Cloud Run, Artifact Registry) and the Eventarc triggers wait this long after enablement, as they wait for IAM.
+# Like every time_sleep it waits on create only: later applies, with the APIs already on, cost nothing.
+resource "time_sleep" "api_propagation" {
+  create_duration = "${var.api_propagation_wait_seconds}s"
+
+  depends_on = [google_project_service.apis, google_project_service.compute]
+}
+
 # Direct VPC egress only: Cloud Run resolves the network and subnetwork through the Compute API. Not in
 # required_apis because enabling it in a new project also creates the "default" network.
 resource "google_project_service" "compute" {
@@ -137,8 +147,10 @@ resource "google_project_iam_member" "eventarc_agent" {
 # the function's build (build account), its trigger (Eventarc and Pub/Sub service agents, trigger account) and
 # its first start (runtime account, token secrets) use grants made in this same apply. The provider's own gen2
 # example with a dedicated build account waits 60 s after the grants (cloudfunctions2_function basic_builder).
+# iam_propagation_wait_seconds (default 60 s) is at the short end of what users report for the Eventarc agent's
+# role (#25294): raise it when a first apply still fails with that agent's "Permission denied" (README.md).
 resource "time_sleep" "iam_propagation" {
-  create_duration = "60s"
+  create_duration = "${var.iam_propagation_wait_seconds}s"
 
   depends_on = [
     google_project_iam_member.eventarc_agent,
