@@ -40,11 +40,18 @@ locals {
   pull_secret_service_token_secret_id = var.pull_secret_service_token_secret == "" ? "" : split("/", var.pull_secret_service_token_secret)[3]
   pull_secret_service_token_mount     = "/etc/secrets/pull-secret-service"
   pull_secret_service_token_name      = "token"
-  # Each token file the function reads, by its variable: what doctor_command fetches on a workstation.
-  token_file_secrets = {
-    HYPERFLEET_API_TOKEN_FILE      = var.hyperfleet_api_token_secret
-    PULL_SECRET_SERVICE_TOKEN_FILE = var.pull_secret_service_token_secret
-  }
+  # Each token file the function reads, by its variable, in the modes that mount one (token-file): what
+  # doctor_command fetches on a workstation. google-id-token mounts none (the doctor mints as the runtime account).
+  token_file_variables = ["HYPERFLEET_API_TOKEN_FILE", "PULL_SECRET_SERVICE_TOKEN_FILE"]
+  token_file_secrets = { for name, secret in {
+    HYPERFLEET_API_TOKEN_FILE      = var.hyperfleet_api_auth == "token-file" ? var.hyperfleet_api_token_secret : ""
+    PULL_SECRET_SERVICE_TOKEN_FILE = local.pull_secret_service_token_file ? var.pull_secret_service_token_secret : ""
+  } : name => secret if secret != "" }
+  # The services the function calls with a Google ID token of its own (doctor_command says how the doctor mints it).
+  id_token_services = compact([
+    var.hyperfleet_api_auth == "google-id-token" ? "the HyperFleet API" : "",
+    local.pull_secret_service && var.pull_secret_service_auth == "google-id-token" ? "the Pull Secret Service" : "",
+  ])
 
   management_cluster_project  = split("/", var.management_cluster)[1]
   management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))
