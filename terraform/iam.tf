@@ -346,7 +346,6 @@ resource "google_artifact_registry_repository_iam_member" "build_writer" {
 # no condition; the provider's builder example (cloudfunctions2_basic_builder) grants objectAdmin at project level
 # too. The narrower objectViewer conditioned on bucket names this replaces is documented nowhere (issue 32, item 4).
 resource "google_project_iam_member" "build_source_reader" {
-  # checkov:skip=CKV_GCP_49:roles/storage.objectAdmin is the storage grant Google documents for a Cloud Run functions build account (https://cloud.google.com/functions/docs/securing/build-custom-sa); granted to the dedicated build account only.
   project = var.project_id
   role    = "roles/storage.objectAdmin"
   member  = google_service_account.build.member
