@@ -7,7 +7,8 @@ The HyperFleet API (HYPERFLEET_API_AUTH) and the Pull Secret Service (PULL_SECRE
   no mtime guarantee.
 - `google-id-token` (`GoogleIdToken`): an ID token for the function's own service account with the configured
   audience (HYPERFLEET_API_AUDIENCE, PULL_SECRET_SERVICE_AUDIENCE), minted through google-auth (the metadata
-  server's identity endpoint on Cloud Run; a key file named by GOOGLE_APPLICATION_CREDENTIALS elsewhere). The
+  server's identity endpoint on Cloud Run; elsewhere, e.g. the doctor on a workstation, the credentials file
+  GOOGLE_APPLICATION_CREDENTIALS names, else gcloud's application-default file: `id_token_credentials`). The
   service or its gateway verifies it against Google's keys (hyperfleet-infra
   helmfile/values/base-api.yaml.gotmpl: issuer https://accounts.google.com, identity claim `email`); no key or
   secret is stored anywhere. Cached, minted again when google-auth considers it expired (3 min 45 s before
@@ -19,14 +20,19 @@ the token nor any part of it reaches a repr, a message or a log line.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
+import google.auth._cloud_sdk
 import google.auth.exceptions
+import google.auth.impersonated_credentials
 import google.auth.transport.requests
 import google.oauth2.id_token
+import google.oauth2.service_account
 from google.auth.credentials import Credentials
 
 from pullsecret.config import Settings
@@ -107,9 +113,64 @@ class BearerToken:
             return self._value != refused
 
 
-def _fetch_id_token_credentials(audience: str, request: google.auth.transport.requests.Request) -> Credentials:
-    """google-auth's own choice: a service-account key file (GOOGLE_APPLICATION_CREDENTIALS), else the metadata
-    server's identity endpoint."""
+class IdTokenSourceError(google.auth.exceptions.DefaultCredentialsError):
+    """The credentials found cannot mint an ID token; its message names the fix and holds no credential."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)  # type: ignore[no-untyped-call]
+
+
+def _application_default_file() -> dict[str, object] | None:
+    """gcloud's application-default credentials file (`gcloud auth application-default login`), when there is one.
+
+    Its place is google-auth's own (CLOUDSDK_CONFIG, else gcloud's configuration folder): the one google.auth.default
+    reads for access tokens, which google-auth's ID-token path skips (it reads GOOGLE_APPLICATION_CREDENTIALS only)."""
+    path = str(google.auth._cloud_sdk.get_application_default_credentials_path())  # type: ignore[no-untyped-call]
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            info = json.load(handle)
+    except (OSError, ValueError):
+        raise IdTokenSourceError(
+            "gcloud's application-default credentials file cannot be read: run `gcloud auth application-default "
+            "login --impersonate-service-account=RUNTIME_SERVICE_ACCOUNT` again"
+        ) from None
+    return info if isinstance(info, dict) else None
+
+
+def id_token_credentials(audience: str, request: google.auth.transport.requests.Request) -> Credentials:
+    """Credentials minting ID tokens for `audience`, in the order Application Default Credentials use (AIP-4110).
+
+    1. GOOGLE_APPLICATION_CREDENTIALS: google-auth's own choice (a service-account key, or an
+       `impersonated_service_account` file, whose ID tokens IAM's generateIdToken mints for the target account).
+    2. gcloud's application-default file, which google-auth's ID-token path never reads: impersonated
+       (`gcloud auth application-default login --impersonate-service-account=SA`, what the doctor's workstation
+       recipe runs) -> IAM generateIdToken for SA through google.auth.impersonated_credentials.IDTokenCredentials,
+       the very class google-auth builds for such a file under (1); a service-account key likewise; a person's own
+       login (`authorized_user`) cannot mint an ID token for a service account, so it is refused with the fix.
+    3. The metadata server's identity endpoint (Cloud Run, where neither file exists).
+    """
+    if not os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        info = _application_default_file()
+        kind = info.get("type") if info else None
+        if info and kind == "impersonated_service_account":
+            target = google.auth.impersonated_credentials.Credentials.from_impersonated_service_account_info(info)  # type: ignore[no-untyped-call]
+            impersonated: Credentials = google.auth.impersonated_credentials.IDTokenCredentials(  # type: ignore[no-untyped-call]
+                target_credentials=target, target_audience=audience, include_email=True
+            )
+            return impersonated
+        if info and kind == "service_account":
+            keyed: Credentials = google.oauth2.service_account.IDTokenCredentials.from_service_account_info(  # type: ignore[no-untyped-call]
+                info, target_audience=audience
+            )
+            return keyed
+        if kind is not None:
+            raise IdTokenSourceError(
+                f"gcloud's application-default credentials are {kind!r}, which cannot mint an ID token for the "
+                "runtime service account: run `gcloud auth application-default login "
+                "--impersonate-service-account=RUNTIME_SERVICE_ACCOUNT` (terraform output -raw doctor_command)"
+            )
     credentials: Credentials = google.oauth2.id_token.fetch_id_token_credentials(audience, request=request)  # type: ignore[no-untyped-call]
     return credentials
 
@@ -123,9 +184,7 @@ class GoogleIdToken:
         *,
         setting: str = "HYPERFLEET_API_AUDIENCE",
         remedy: str | None = None,
-        credentials_for: Callable[[str, google.auth.transport.requests.Request], Credentials] = (
-            _fetch_id_token_credentials
-        ),
+        credentials_for: Callable[[str, google.auth.transport.requests.Request], Credentials] = (id_token_credentials),
     ) -> None:
         self.audience = audience
         self.setting = setting
@@ -148,8 +207,9 @@ class GoogleIdToken:
                 self._credentials = self._credentials_for(self.audience, self._request)
             self._credentials.refresh(self._request)  # type: ignore[no-untyped-call]
         except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
+            fix = f": {exc}" if isinstance(exc, IdTokenSourceError) else ""  # our own text, never a credential
             raise TransientError(
-                f"could not mint an ID token for {self.setting} {self.audience!r} ({type(exc).__name__})",
+                f"could not mint an ID token for {self.setting} {self.audience!r} ({type(exc).__name__}){fix}",
                 reason="CredentialsUnavailable",
                 service="metadata",
             ) from None

@@ -238,10 +238,11 @@ resource "google_cloudfunctions2_function" "adapter" {
     }
   }
 
-  # The grants it relies on, through their propagation wait (main.tf).
+  # The APIs and the grants it relies on, through their propagation waits (main.tf).
   depends_on = [
     google_project_service.apis,
     google_project_service.compute,
+    time_sleep.api_propagation,
     time_sleep.iam_propagation,
   ]
 }

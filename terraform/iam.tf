@@ -338,16 +338,15 @@ resource "google_artifact_registry_repository_iam_member" "build_writer" {
   member     = google_service_account.build.member
 }
 
-# Cloud Functions copies the source into its own gcf-v2-sources-* bucket before building;
-# the condition limits the build account to that bucket and ours.
+# The source archive: Cloud Functions copies it into its own gcf-v2-sources-* bucket and the build reads it there.
+# The grant is the documented one, project-wide roles/storage.objectAdmin. Google's "Custom Service Account for
+# Cloud Build" page for Cloud Run functions (https://cloud.google.com/functions/docs/securing/build-custom-sa; its
+# 1st gen twin .../1stgendocs/securing/build-custom-sa) lists roles/logging.logWriter, roles/artifactregistry.writer,
+# roles/storage.objectViewer and roles/storage.objectAdmin (objectAdmin holds every objectViewer permission), with
+# no condition; the provider's builder example (cloudfunctions2_basic_builder) grants objectAdmin at project level
+# too. The narrower objectViewer conditioned on bucket names this replaces is documented nowhere (issue 32, item 4).
 resource "google_project_iam_member" "build_source_reader" {
   project = var.project_id
-  role    = "roles/storage.objectViewer"
+  role    = "roles/storage.objectAdmin"
   member  = google_service_account.build.member
-
-  condition {
-    title       = "function-source-buckets-only"
-    description = "Only the function source buckets."
-    expression  = "resource.name.startsWith(\"projects/_/buckets/gcf-v2-sources-${local.project_number}-\") || resource.name.startsWith(\"projects/_/buckets/${google_storage_bucket.function_source.name}\")"
-  }
 }

@@ -40,11 +40,18 @@ locals {
   pull_secret_service_token_secret_id = var.pull_secret_service_token_secret == "" ? "" : split("/", var.pull_secret_service_token_secret)[3]
   pull_secret_service_token_mount     = "/etc/secrets/pull-secret-service"
   pull_secret_service_token_name      = "token"
-  # Each token file the function reads, by its variable: what doctor_command fetches on a workstation.
-  token_file_secrets = {
-    HYPERFLEET_API_TOKEN_FILE      = var.hyperfleet_api_token_secret
-    PULL_SECRET_SERVICE_TOKEN_FILE = var.pull_secret_service_token_secret
-  }
+  # Each token file the function reads, by its variable, in the modes that mount one (token-file): what
+  # doctor_command fetches on a workstation. google-id-token mounts none (the doctor mints as the runtime account).
+  token_file_variables = ["HYPERFLEET_API_TOKEN_FILE", "PULL_SECRET_SERVICE_TOKEN_FILE"]
+  token_file_secrets = { for name, secret in {
+    HYPERFLEET_API_TOKEN_FILE      = var.hyperfleet_api_auth == "token-file" ? var.hyperfleet_api_token_secret : ""
+    PULL_SECRET_SERVICE_TOKEN_FILE = local.pull_secret_service_token_file ? var.pull_secret_service_token_secret : ""
+  } : name => secret if secret != "" }
+  # The services the function calls with a Google ID token of its own (doctor_command says how the doctor mints it).
+  id_token_services = compact([
+    var.hyperfleet_api_auth == "google-id-token" ? "the HyperFleet API" : "",
+    local.pull_secret_service && var.pull_secret_service_auth == "google-id-token" ? "the Pull Secret Service" : "",
+  ])
 
   management_cluster_project  = split("/", var.management_cluster)[1]
   management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))
@@ -80,6 +87,16 @@ resource "google_project_service" "apis" {
   project            = var.project_id
   service            = each.value
   disable_on_destroy = false
+}
+
+# An API enabled in this apply is not at once usable by every service behind it: a call in the next seconds can
+# fail with SERVICE_DISABLED, which the provider does not retry. The function (Cloud Functions, Cloud Build,
+# Cloud Run, Artifact Registry) and the Eventarc triggers wait this long after enablement, as they wait for IAM.
+# Like every time_sleep it waits on create only: later applies, with the APIs already on, cost nothing.
+resource "time_sleep" "api_propagation" {
+  create_duration = "${var.api_propagation_wait_seconds}s"
+
+  depends_on = [google_project_service.apis, google_project_service.compute]
 }
 
 # Direct VPC egress only: Cloud Run resolves the network and subnetwork through the Compute API. Not in
@@ -137,8 +154,10 @@ resource "google_project_iam_member" "eventarc_agent" {
 # the function's build (build account), its trigger (Eventarc and Pub/Sub service agents, trigger account) and
 # its first start (runtime account, token secrets) use grants made in this same apply. The provider's own gen2
 # example with a dedicated build account waits 60 s after the grants (cloudfunctions2_function basic_builder).
+# iam_propagation_wait_seconds (default 60 s) is at the short end of what users report for the Eventarc agent's
+# role (#25294): raise it when a first apply still fails with that agent's "Permission denied" (README.md).
 resource "time_sleep" "iam_propagation" {
-  create_duration = "60s"
+  create_duration = "${var.iam_propagation_wait_seconds}s"
 
   depends_on = [
     google_project_iam_member.eventarc_agent,

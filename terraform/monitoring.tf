@@ -129,6 +129,20 @@ resource "google_logging_metric" "api_errors" {
   depends_on = [google_project_service.apis]
 }
 
+# Monitoring resolves a new log-based metric some time after Logging creates it: an alert policy created right
+# after its metric in the same apply fails with "Cannot find metric(s)" (the first build would be red). The
+# alert policies on these metrics wait for this; time_sleep waits on create only, so later applies cost nothing.
+resource "time_sleep" "log_metrics" {
+  create_duration = "${var.log_metric_wait_seconds}s"
+
+  depends_on = [
+    google_logging_metric.reconciles,
+    google_logging_metric.reconcile_duration,
+    google_logging_metric.slow_reconciles,
+    google_logging_metric.api_errors,
+  ]
+}
+
 # ---------------------------------------------------------------------------
 # Alerts
 # ---------------------------------------------------------------------------
@@ -183,6 +197,8 @@ resource "google_monitoring_alert_policy" "reconcile_failure_rate" {
     mime_type = "text/markdown"
     content   = "More than ${var.failure_rate_threshold * 100}% of pull-secret reconciles ended terminal or transient in the last 10 minutes. Look at the function's ERROR logs (labels.cluster_id, jsonPayload.error_kind, jsonPayload.service) and the dead-letter subscription ${google_pubsub_subscription.dead_letter.name}."
   }
+
+  depends_on = [time_sleep.log_metrics] # the log-based metric it reads exists for Monitoring
 }
 
 resource "google_monitoring_alert_policy" "api_errors" {
@@ -223,6 +239,8 @@ resource "google_monitoring_alert_policy" "api_errors" {
     mime_type = "text/markdown"
     content   = "The pull-secret adapter logged more than ${var.api_error_threshold} errors from one backing API in 10 minutes. The metric label `service` names the API; `error_kind=terminal` errors (PERMISSION_DENIED, Forbidden, invalid input) need a human, transient ones are retried."
   }
+
+  depends_on = [time_sleep.log_metrics] # the log-based metric it reads exists for Monitoring
 }
 
 resource "google_monitoring_alert_policy" "slow_reconcile" {
@@ -262,6 +280,8 @@ resource "google_monitoring_alert_policy" "slow_reconcile" {
     mime_type = "text/markdown"
     content   = "A pull-secret reconcile took at least ${var.slow_reconcile_threshold_ms} ms (function timeout ${var.timeout_seconds} s). Check jsonPayload.duration_ms of operation=reconcile lines and the Secret Manager / GKE latencies."
   }
+
+  depends_on = [time_sleep.log_metrics] # the log-based metric it reads exists for Monitoring
 }
 
 resource "google_monitoring_alert_policy" "dead_lettered" {

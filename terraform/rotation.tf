@@ -98,6 +98,7 @@ resource "google_eventarc_trigger" "source_rotation" {
 
   depends_on = [
     google_project_service.apis,
+    time_sleep.api_propagation, # eventarc.googleapis.com usable (main.tf)
     google_cloud_run_v2_service_iam_member.trigger_invoker,
     google_service_account_iam_member.pubsub_agent_trigger_token,
   ]

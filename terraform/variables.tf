@@ -788,3 +788,41 @@ variable "slow_reconcile_threshold_ms" {
     error_message = "The slow_reconcile_threshold_ms must be below (retry_deadline_seconds + 30) * 1000: a reconcile ends by then, so the slow-reconcile alert could never fire."
   }
 }
+
+# ---------------------------------------------------------------------------
+# First-apply waits (main.tf, monitoring.tf): time_sleep waits on create only, so they cost a fresh project's
+# first apply and nothing after.
+# ---------------------------------------------------------------------------
+
+variable "api_propagation_wait_seconds" {
+  description = "Seconds the function and the Eventarc triggers wait after the APIs are enabled (a call right after enablement can fail with SERVICE_DISABLED, which the provider does not retry)."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.api_propagation_wait_seconds >= 30 && var.api_propagation_wait_seconds <= 1800
+    error_message = "The api_propagation_wait_seconds must be between 30 and 1800."
+  }
+}
+
+variable "iam_propagation_wait_seconds" {
+  description = "Seconds the function and its trigger wait after the grants they rely on, the Eventarc service agent's role included. 60 is the short end of what users of hashicorp/terraform-provider-google#25294 report: raise it (e.g. 180) when a first apply fails with \"Permission denied while using the Eventarc Service Agent\"."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.iam_propagation_wait_seconds >= 60 && var.iam_propagation_wait_seconds <= 1800
+    error_message = "The iam_propagation_wait_seconds must be between 60 and 1800."
+  }
+}
+
+variable "log_metric_wait_seconds" {
+  description = "Seconds the alert policies wait after their log-based metrics are created (Monitoring answers \"Cannot find metric(s)\" for a metric created moments before)."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.log_metric_wait_seconds >= 30 && var.log_metric_wait_seconds <= 1800
+    error_message = "The log_metric_wait_seconds must be between 30 and 1800."
+  }
+}

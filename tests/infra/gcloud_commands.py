@@ -43,6 +43,10 @@ SHELL_VALUES = {
     "ack": "RkVfb3BhcXVlX2Fja19pZA",
     "CLUSTER": "2abc9def",
     "CLUSTER_ID": "2abc9def",
+    # README.md, Deployment: the variables its path sets first, and the deployer's roles loop.
+    "STATE_BUCKET": "hyperfleet-adapters-prod-tf-state",
+    "DEPLOYER": "hf-pullsecret-deployer@hyperfleet-adapters-prod.iam.gserviceaccount.com",
+    "role": "roles/iam.serviceAccountAdmin",
     "_REGION": "europe-west1",
     "_TF_STATE_BUCKET": "hyperfleet-tf-state",
     "_TF_STATE_PREFIX": "hyperfleet-pullsecret",

@@ -14,58 +14,82 @@ import pytest
 from pullsecret.operator import doctor
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-# What the output refers to, replaced by values (the output block is rendered alone, offline).
+TERRAFORM = ROOT / "terraform"
+# What the output refers to outside its own locals, replaced by values (the output block is rendered offline,
+# without providers, from the real variables.tf and the real locals it reads).
 STUBS = {
     "google_cloudfunctions2_function.adapter.name": "local.stub_function",
     "google_service_account.runtime.email": "local.stub_runtime",
 }
-STUB_CONFIG = """
-variable "region" { default = "us-central1" }
-variable "project_id" { default = "hf-demo-project" }
-locals {
-  stub_function              = "hyperfleet-pullsecret-adapter"
-  stub_runtime               = "hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com"
-  token_file_secrets = {
-    HYPERFLEET_API_TOKEN_FILE      = "projects/hf-demo-project/secrets/hyperfleet-api-token"
-    PULL_SECRET_SERVICE_TOKEN_FILE = ""
-  }
-  function_environment = {
-    HYPERFLEET_API_URL            = "https://hf.example.com"
-    HYPERFLEET_API_TOKEN_FILE     = "/etc/secrets/hyperfleet/token"
-    MANAGEMENT_NAMESPACE_PATTERN  = "^clusters-[a-z0-9-]+$"
-    PULL_SECRET_SOURCE            = "projects/hf-demo-project/secrets/platform-pull-secret/versions/latest"
-    PULL_SECRET_SERVICE_TOKEN_FILE = ""
-    SECRET_KMS_KEY                = ""
-  }
-}
+RUNTIME = "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com"
+STUB_LOCALS = f"""
+locals {{
+  stub_function                       = "hyperfleet-pullsecret-adapter"
+  stub_runtime                        = "{RUNTIME}"
+  allowed_management_clusters         = ["projects/hyperfleet-mgmt-prod/locations/*/clusters/*"]
+  external_secrets_principal_template = ""
+  cluster_events_topic_id             = "projects/hyperfleet-adapters-prod/topics/hyperfleet-cluster-events"
+}}
 """
-# Service mode with token-file for the Pull Secret Service, google-id-token for the HyperFleet API.
-SERVICE_STUB_CONFIG = """
-variable "region" { default = "us-central1" }
-variable "project_id" { default = "hf-demo-project" }
-locals {
-  stub_function      = "hyperfleet-pullsecret-adapter"
-  stub_runtime       = "hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com"
-  token_file_secrets = {
-    HYPERFLEET_API_TOKEN_FILE      = ""
-    PULL_SECRET_SERVICE_TOKEN_FILE = "projects/hf-tokens/secrets/pull-secret-service-token"
-  }
-  function_environment = {
-    HYPERFLEET_API_URL             = "https://hf.example.com"
-    HYPERFLEET_API_AUTH            = "google-id-token"
-    HYPERFLEET_API_TOKEN_FILE      = ""
-    PULL_SECRET_SOURCE             = ""
-    PULL_SECRET_SERVICE_URL        = "https://pull-secrets.example.com"
-    PULL_SECRET_SERVICE_AUTH       = "token-file"
-    PULL_SECRET_SERVICE_TOKEN_FILE = "/etc/secrets/pull-secret-service/token"
-    PULL_SECRET_SERVICE_REGISTRIES = "quay,rhit"
-  }
+# The locals the output and function_environment read, taken as written in terraform/*.tf.
+REAL_LOCALS = (
+    "function_environment",
+    "token_file_variables",
+    "token_file_secrets",
+    "id_token_services",
+    "pull_secret_service",
+    "pull_secret_service_token_file",
+    "pull_secret_service_token_mount",
+    "pull_secret_service_token_name",
+    "hyperfleet_token_mount_path",
+    "hyperfleet_token_file_name",
+)
+SERVICE = {"pull_secret_source_secret": "", "enable_source_rotation": False}
+# Every source mode x every authentication mode of each service it calls (overrides of example.tfvars).
+MODES: dict[str, dict[str, object]] = {
+    "platform/token-file": {"hyperfleet_api_url": "https://hf.example.com"},
+    "platform/google-id-token": {"hyperfleet_api_auth": "google-id-token", "hyperfleet_api_token_secret": ""},
+    "service token-file/token-file": {
+        **SERVICE,
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "pull_secret_service_auth": "token-file",
+        "pull_secret_service_token_secret": "projects/hf-tokens/secrets/pull-secret-service-token",
+    },
+    "service token-file/google-id-token": {
+        **SERVICE,
+        "hyperfleet_api_url": "https://hf.example.com",
+        "hyperfleet_api_auth": "google-id-token",
+        "hyperfleet_api_token_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "pull_secret_service_auth": "token-file",
+        "pull_secret_service_token_secret": "projects/hf-tokens/secrets/pull-secret-service-token",
+        "pull_secret_service_registries": ["quay", "rhit"],
+    },
+    "service google-id-token/token-file": {**SERVICE, "pull_secret_service_url": "https://pull-secrets.example.com"},
+    "service google-id-token/google-id-token": {
+        **SERVICE,
+        "hyperfleet_api_auth": "google-id-token",
+        "hyperfleet_api_token_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+    },
 }
-"""
+
+
+def _real_local(name: str) -> str:
+    """The line(s) `  NAME = ...` of the locals block that defines NAME in terraform/*.tf."""
+    for path in sorted(TERRAFORM.glob("*.tf")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if re.match(rf"^  {name}\s+=", line):
+                if not line.rstrip().endswith(("{", "[", "(")):
+                    return line
+                end = next(j for j in range(i + 1, len(lines)) if re.match(r"^  [}\])]", lines[j]))
+                return "\n".join(lines[i : end + 1])
+    raise AssertionError(f"no local {name} in terraform/*.tf")
 
 
 def _output_block() -> str:
-    text = (ROOT / "terraform" / "outputs.tf").read_text()
+    text = (TERRAFORM / "outputs.tf").read_text()
     match = re.search(r'^output "doctor_command" \{\n.*?^\}\n', text, re.S | re.M)
     assert match, "terraform/outputs.tf has no doctor_command output"
     block = match.group(0)
@@ -74,41 +98,80 @@ def _output_block() -> str:
     return block
 
 
-def render(folder: Path, stub: str) -> str:
-    if shutil.which("terraform") is None:
-        pytest.skip("terraform is not installed")
-    (folder / "main.tf").write_text(stub + _output_block())
-    env = {"PATH": "/usr/bin:/bin:/usr/local/bin", "TF_IN_AUTOMATION": "1", "HOME": str(folder)}
-    for args in (["init", "-backend=false", "-input=false"], ["apply", "-auto-approve", "-input=false"]):
-        subprocess.run(["terraform", *args], cwd=folder, env=env, check=True, capture_output=True, timeout=120)
-    result = subprocess.run(
-        ["terraform", "output", "-raw", "doctor_command"], cwd=folder, env=env, check=True, capture_output=True
-    )
-    return result.stdout.decode()
+def render(folder: Path, overrides: dict[str, object]) -> str:
+    """doctor_command as terraform renders it for example.tfvars with OVERRIDES."""
+    from tests.infra import reality
+
+    binary, why = reality.terraform((1, 9))
+    if binary is None:
+        reality.missing(why)
+    assert binary is not None
+    shutil.copy(TERRAFORM / "variables.tf", folder / "variables.tf")
+    shutil.copy(TERRAFORM / "example.tfvars", folder / "terraform.tfvars")
+    (folder / "mode.auto.tfvars.json").write_text(json.dumps(overrides))
+    real = "locals {\n" + "\n".join(_real_local(name) for name in REAL_LOCALS) + "\n}\n"
+    (folder / "main.tf").write_text(STUB_LOCALS + real + _output_block())
+    return str(reality.terraform_outputs(binary, folder)["doctor_command"])
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return render(tmp_path_factory.mktemp("doctor-output"), STUB_CONFIG)
+def rendered_modes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {mode: render(tmp_path_factory.mktemp("doctor-output"), MODES[mode]) for mode in MODES}
 
 
 @pytest.fixture(scope="module")
-def rendered_service(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return render(tmp_path_factory.mktemp("doctor-output-service"), SERVICE_STUB_CONFIG)
+def rendered(rendered_modes: dict[str, str]) -> str:
+    return rendered_modes["platform/token-file"]
+
+
+@pytest.fixture(scope="module")
+def rendered_service(rendered_modes: dict[str, str]) -> str:
+    # Service mode with token-file for the Pull Secret Service, google-id-token for the HyperFleet API.
+    return rendered_modes["service token-file/google-id-token"]
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_every_mode_renders_a_script_the_configuration_accepts(
+    rendered_modes: dict[str, str], mode: str, tmp_path: Path
+) -> None:
+    """Issue 32, item 5: no empty `--secret= --project=`, a token file only where one is mounted, and the
+    environment the script exports loads as the function's configuration (the doctor's first step)."""
+    from pullsecret import config
+
+    script = rendered_modes[mode]
+    subprocess.run(["bash", "-n"], input=script.encode(), check=True)
+    assert "--secret= " not in script and "--project= " not in script and "--project=\n" not in script
+    assert "rm -f \n" not in script + "\n" and not script.rstrip().endswith("rm -f")
+    source, auth = mode.split("/")
+    service_auth = source.removeprefix("service ") if source.startswith("service") else None
+    exports = dict(re.findall(r"^export (\w+)='([^']*)'$", script, re.M))
+    fetched = re.findall(r'^export (\w+)="\$\(mktemp\)"$', script, re.M)
+    assert ("HYPERFLEET_API_TOKEN_FILE" in fetched) == (auth == "token-file")
+    assert ("PULL_SECRET_SERVICE_TOKEN_FILE" in fetched) == (service_auth == "token-file")
+    id_token = auth == "google-id-token" or service_auth == "google-id-token"
+    assert ("generateIdToken" in script) == id_token
+    if id_token:
+        assert f"--impersonate-service-account={RUNTIME}" in script
+    # The configuration the doctor loads from exactly these variables (token files as the fetch leaves them).
+    token = tmp_path / "token"
+    token.write_text("opaque-token\n")
+    env = {**exports, **{name: str(token) for name in fetched}}
+    settings = config.load(env)
+    assert settings.hyperfleet_api_auth == auth
 
 
 def test_the_output_is_a_shell_script_running_the_doctor_both_ways(rendered: str) -> None:
     subprocess.run(["bash", "-n"], input=rendered.encode(), check=True)  # it parses as bash
     event = json.loads(re.search(r"--cloud-event='([^']*)'", rendered).group(1))  # type: ignore[union-attr]
     assert event["type"] == doctor.EVENT_TYPE
-    assert "gcloud functions call hyperfleet-pullsecret-adapter --gen2 --region=us-central1" in rendered
+    assert "gcloud functions call hyperfleet-pullsecret-adapter --gen2 --region=europe-west1" in rendered
     lines = rendered.splitlines()
     assert "export HYPERFLEET_API_URL='https://hf.example.com'" in lines
     assert "export MANAGEMENT_NAMESPACE_PATTERN='^clusters-[a-z0-9-]+$'" in lines
     assert not any(line.startswith("export SECRET_KMS_KEY") for line in lines)  # unset stays unset
     # The function's mount path means nothing on a workstation: the token is fetched as the runtime identity.
     assert "/etc/secrets" not in rendered
-    assert "--impersonate-service-account=hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com" in rendered
+    assert f"--impersonate-service-account={RUNTIME}" in rendered
     assert lines.index("python -m pullsecret doctor") > max(i for i, x in enumerate(lines) if x.startswith("export"))
 
 
@@ -121,7 +184,7 @@ def test_the_output_fetches_the_pull_secret_service_token_in_token_file_service_
     assert 'export PULL_SECRET_SERVICE_TOKEN_FILE="$(mktemp)"' in lines
     fetch = (
         "gcloud secrets versions access latest --secret=pull-secret-service-token --project=hf-tokens "
-        "--impersonate-service-account=hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com "
+        f"--impersonate-service-account={RUNTIME} "
         '> "$PULL_SECRET_SERVICE_TOKEN_FILE"'
     )
     assert fetch in lines
@@ -164,8 +227,8 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     settings = config.load(
         {
             "HYPERFLEET_API_URL": "https://hf.example.com",
-            "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
             "DELETION_POLICY": policy,
+            "PULL_SECRET_SOURCE": "projects/hf-demo-project/secrets/platform-pull-secret/versions/latest",
         }
     )
     assert set(required_permissions(settings)) == managed.permissions

@@ -203,6 +203,9 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("api_error_threshold", 0, {"api_error_threshold": -1}),
     ("slow_reconcile_threshold_ms", 0, {"slow_reconcile_threshold_ms": 999}),
     ("slow_reconcile_threshold_ms", 1, {"slow_reconcile_threshold_ms": 300000}),
+    ("api_propagation_wait_seconds", 0, {"api_propagation_wait_seconds": 10}),
+    ("iam_propagation_wait_seconds", 0, {"iam_propagation_wait_seconds": 30}),  # below the provider example's 60 s
+    ("log_metric_wait_seconds", 0, {"log_metric_wait_seconds": 1801}),
 ]
 
 

@@ -40,12 +40,62 @@ def doctor(*args: str) -> tuple[int, str]:
     return code, text
 
 
-def test_green_on_the_stack(function_env: dict[str, str], admin: Admin, world: Any) -> None:
+# -- every delivery mode x authentication mode to the HyperFleet API, with what Terraform grants in it ----------
+PROJECT = "hf-demo-project"
+ESO_TEMPLATE = (
+    f"principal://iam.googleapis.com/projects/{{number}}/locations/global/workloadIdentityPools/"
+    f"{PROJECT}.svc.id.goog/subject/ns/{{{{namespace}}}}/sa/hyperfleet-pull-secret-reader"
+)
+MODES = (
+    "direct/token-file",
+    "direct/google-id-token",
+    "external-secrets/token-file",
+    "external-secrets/google-id-token",
+)
+
+
+@pytest.fixture(params=MODES)
+def mode(
+    request: pytest.FixtureRequest, function_env: dict[str, str], world: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The function's environment and Terraform's grants for one delivery mode and one authentication mode."""
+    from emulators.world import PROJECT_NUMBER
+
+    delivery, auth = str(request.param).split("/")
+    variables: dict[str, str] = {"kubernetes_delivery": delivery}
+    if delivery == "external-secrets":
+        monkeypatch.setenv("KUBERNETES_DELIVERY", delivery)
+        monkeypatch.setenv("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE", ESO_TEMPLATE.format(number=PROJECT_NUMBER))
+    if auth == "google-id-token":
+        monkeypatch.delenv("HYPERFLEET_API_TOKEN_FILE")
+        monkeypatch.setenv("HYPERFLEET_API_AUTH", auth)
+        world.hyperfleet.token = "hf-opaque-token-nobody-presents"  # only the runtime account's ID token is admitted
+        variables.update(hyperfleet_api_auth=auth, hyperfleet_api_token_secret="")
+    world.apply_terraform_iam(**variables)
+    yield str(request.param)
+    world.apply_terraform_iam()
+
+
+def test_green_on_the_stack(mode: str, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
     assert cli.main(["reconcile", CID, "--quiet"]) == 0
+    admin.call("DELETE", "/calls")
     code, text = doctor()
     print(text)
     assert code == 0, text
+    checks = {line.split()[1] for line in text.splitlines() if line.startswith("ok")}
+    assert "hyperfleet-api" in checks and "secret-manager.covered" in checks, text
+    if mode.startswith("external-secrets"):
+        # The one grant that mode needs is asked; no cluster is reached (GKE, RBAC, admission policy).
+        assert "secret-manager.iam-policy" in checks and not any(c.startswith(("gke", "kubernetes.")) for c in checks)
+        calls = admin.calls()
+        assert not calls.get("gke") and not calls.get("kubernetes"), calls
+    else:
+        assert {"gke", "kubernetes.rbac", "kubernetes.policy"} <= checks, text
+    if mode.endswith("google-id-token"):
+        from emulators.world import RUNTIME_SA
+
+        assert set(world.hyperfleet.identities) == {RUNTIME_SA}  # the doctor called as the runtime account
 
 
 # -- each grant taken away, one at a time ------------------------------------------------------------
@@ -98,9 +148,32 @@ NOT_ASKED = {
 }
 
 
-def test_every_permission_terraform_grants_is_asked_or_said_why_not(world: Any) -> None:
+POLICY_PERMISSIONS = ("secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy")
+
+
+def removals(mode: str) -> dict[tuple[str, str], tuple[str, tuple[str, ...]]]:
+    """IAM_REMOVALS for MODE: external-secrets has no clusterViewer and adds the allow policy's permissions."""
+    if not mode.startswith("external-secrets"):
+        return dict(IAM_REMOVALS)
+    found = {k: v for k, v in IAM_REMOVALS.items() if k[0] != VIEWER}
+    for permission in POLICY_PERMISSIONS:
+        found[(MANAGED, permission)] = ("secret-manager.iam-policy", (permission, "terraform apply"))
+    return found
+
+
+def not_asked(mode: str) -> set[tuple[str, str]]:
+    """NOT_ASKED for MODE: google-id-token mounts no token secret, external-secrets grants no clusterViewer."""
+    found = set(NOT_ASKED)
+    if mode.endswith("google-id-token"):
+        found = {k for k in found if "runtime_hyperfleet_token" not in k[0]}
+    if mode.startswith("external-secrets"):
+        found = {k for k in found if k[0] != VIEWER}
+    return found
+
+
+def test_every_permission_terraform_grants_is_asked_or_said_why_not(mode: str, world: Any) -> None:
     granted = {(g.address, p) for g in world.grants for p in g.permissions}
-    assert granted == set(IAM_REMOVALS) | NOT_ASKED
+    assert granted == set(removals(mode)) | not_asked(mode)
 
 
 def _rebind_without(world: Any, address: str, permission: str) -> None:
@@ -126,15 +199,19 @@ def _failed(text: str) -> dict[str, str]:
     return {line.split()[1]: line + "\n" + lines[i + 1] for i, line in enumerate(lines) if line.startswith("FAIL")}
 
 
-@pytest.mark.parametrize(("address", "permission"), sorted(IAM_REMOVALS))
+@pytest.mark.parametrize(
+    ("mode", "address", "permission"),
+    [(m, a, p) for m in MODES for a, p in sorted(removals(m))],
+    indirect=["mode"],
+)
 def test_each_iam_permission_removed_names_its_fix(
-    function_env: dict[str, str], admin: Admin, world: Any, address: str, permission: str
+    mode: str, admin: Admin, world: Any, address: str, permission: str
 ) -> None:
     seed_ready_cluster(admin, CID)
     assert cli.main(["reconcile", CID, "--quiet"]) == 0  # a cluster's secret exists: TestIamPermissions answers
     _rebind_without(world, address, permission)
     code, text = doctor()
-    check, named = IAM_REMOVALS[(address, permission)]
+    check, named = removals(mode)[(address, permission)]
     failed = _failed(text)
     assert code == 1 and list(failed) == [check], text
     for words in named:
