@@ -90,7 +90,7 @@ class Redactor:
         with self._lock:
             for value in values:
                 if value and len(value) >= 4 and value not in self._known:
-                    for form in (value, json.dumps(value)[1:-1]):
+                    for form in (value, _json_escaped(value)):
                         if form not in self._known:
                             self._known.add(form)
                             self._pending.append(form)
@@ -118,6 +118,13 @@ class Redactor:
         for secret in sorted(hits, key=len, reverse=True):  # a secret holding another goes first
             text = text.replace(secret, REDACTED)
         return text
+
+
+def _json_escaped(value: str) -> str:
+    """`value` as it reads inside a JSON string (the same text for the usual printable ASCII credential)."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return value
+    return json.dumps(value)[1:-1]
 
 
 def _matcher(secrets: set[str]) -> _Matcher:
