@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from pullsecret.redaction import Redactor
+
 _LEVELS = {"DEBUG": 10, "INFO": 20, "NOTICE": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50, "OFF": 100}
 _ERROR_REPORTING_TYPE = "type.googleapis.com/google.devtools.clouderrorreporting.v1beta1.ReportedErrorEvent"
-REDACTED = "[REDACTED]"
 _ENCODER = json.JSONEncoder(ensure_ascii=False)  # built once: json.dumps with options builds one per line
 
 
@@ -54,84 +55,6 @@ def parse_trace(traceparent: str | None = None, cloud_trace_context: str | None 
             span = format(int(m.group(2)), "016x") if m.group(2) else None
             return TraceContext(m.group(1).lower(), span, m.group(3) == "1")
     return None
-
-
-_Matcher = tuple[tuple[str, ...], "re.Pattern[str] | None"]
-_NO_MATCHER: _Matcher = ((), None)
-
-
-class Redactor:
-    """Scrubs known secret strings (and their JSON-escaped forms, should a value quote JSON) out of text.
-
-    Cost model (a cluster owner chooses how many strings a pull secret registers): `add` only records strings;
-    the matcher (one regular expression finding any of them, scanned in C per string of a line) is built when a
-    line is scrubbed after an add. Two tiers keep that cheap when strings arrive one by one (a registry token per
-    handshake) after thousands arrived at once (every form of the pull secret, registered up front): late strings
-    go to a small second matcher, merged into the first once they outnumber a quarter of it, so the large one
-    is rebuilt O(log n) times per event, not once per add. Thread-safe: registry jobs add while lines are logged.
-    """
-
-    _LATE_MAX = 64
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._known: set[str] = set()
-        self._bulk: set[str] = set()
-        self._late: set[str] = set()
-        self._pending: list[str] = []
-        # Matchers are swapped whole (one tuple each): a reader sees a list and a pattern that agree.
-        self._bulk_matcher: _Matcher = _NO_MATCHER
-        self._late_matcher: _Matcher = _NO_MATCHER
-
-    def __repr__(self) -> str:
-        return f"Redactor({len(self._known)} strings)"
-
-    def add(self, values: Iterable[str]) -> None:
-        with self._lock:
-            for value in values:
-                if value and len(value) >= 4 and value not in self._known:
-                    for form in (value, _json_escaped(value)):
-                        if form not in self._known:
-                            self._known.add(form)
-                            self._pending.append(form)
-
-    def _matchers(self) -> tuple[_Matcher, _Matcher]:
-        if self._pending:
-            with self._lock:
-                if self._pending:
-                    self._late.update(self._pending)
-                    self._pending.clear()
-                    if len(self._late) > max(self._LATE_MAX, len(self._bulk) // 4):
-                        self._bulk |= self._late
-                        self._late = set()
-                        self._bulk_matcher = _matcher(self._bulk)
-                    self._late_matcher = _matcher(self._late)
-        return self._bulk_matcher, self._late_matcher
-
-    def scrub(self, text: str) -> str:
-        hits: list[str] = []
-        for ordered, pattern in self._matchers():
-            if pattern is not None and pattern.search(text) is not None:
-                hits += [secret for secret in ordered if secret in text]
-        if not hits:
-            return text
-        for secret in sorted(hits, key=len, reverse=True):  # a secret holding another goes first
-            text = text.replace(secret, REDACTED)
-        return text
-
-
-def _json_escaped(value: str) -> str:
-    """`value` as it reads inside a JSON string (the same text for the usual printable ASCII credential)."""
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return value
-    return json.dumps(value)[1:-1]
-
-
-def _matcher(secrets: set[str]) -> _Matcher:
-    if not secrets:
-        return _NO_MATCHER
-    ordered = tuple(sorted(secrets, key=len, reverse=True))
-    return ordered, re.compile("|".join(map(re.escape, ordered)))
 
 
 @dataclass

@@ -1,0 +1,54 @@
+"""Redaction finds every registered string whichever matcher holds it (a regular expression for a few, windows for
+many), replaces the longest first, and never registers a short word."""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+
+import pytest
+
+from pullsecret import redaction
+from pullsecret.redaction import REDACTED, Redactor
+
+
+def secrets_of(rng: random.Random, n: int) -> set[str]:
+    alphabet = string.ascii_letters + string.digits + "+/=-_:"
+    return {"".join(rng.choice(alphabet) for _ in range(rng.randint(4, 40))) for _ in range(n)}
+
+
+@pytest.mark.parametrize("n", [1, 20, redaction.SMALL, redaction.SMALL + 1, 3000])
+def test_both_matchers_find_exactly_the_strings_a_text_holds(n: int) -> None:
+    rng = random.Random(n)
+    secrets = secrets_of(rng, n)
+    matcher = redaction._matcher(secrets)
+    assert isinstance(matcher, redaction._Regex if n <= redaction.SMALL else redaction._Windows)
+    chosen = rng.sample(sorted(secrets), min(5, len(secrets)))
+    text = " … ".join(["a line", *chosen, "the end"])
+    expected = {s for s in secrets if s in text}
+    assert set(matcher.hits(text)) == expected
+    other = "nothing of theirs here, or by chance a short one"
+    assert set(matcher.hits(other)) == {s for s in secrets if s in other}
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_secret_holding_another_is_replaced_whole_and_json_escaped_forms_too(many: bool) -> None:
+    redactor = Redactor()
+    padding = secrets_of(random.Random(7), 400) if many else set()
+    redactor.add(["user:Passw0rd", "Passw0rd", 'quo"te-secret', *padding])
+    line = 'auth user:Passw0rd and Passw0rd and {"v": ' + json.dumps('quo"te-secret') + "}"
+    scrubbed = redactor.scrub(line)
+    assert "Passw0rd" not in scrubbed and "quo" not in scrubbed
+    assert scrubbed.count(REDACTED) == 3
+
+
+def test_strings_arriving_one_by_one_after_thousands_are_found_and_short_words_never_registered() -> None:
+    redactor = Redactor()
+    redactor.add(secrets_of(random.Random(3), 2000))
+    redactor.scrub("first line")  # the large matcher is built
+    for i in range(100):
+        redactor.add([f"late-token-{i:03d}"])
+        assert redactor.scrub(f"line with late-token-{i:03d} inside") == f"line with {REDACTED} inside"
+    redactor.add(["abc", ""])
+    assert redactor.scrub("abc") == "abc"
