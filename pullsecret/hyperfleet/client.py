@@ -77,7 +77,7 @@ class HyperFleetClient:
 
     def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
         self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
-        self._base_url = _shown_url(settings.hyperfleet_api_url)
+        self._base_url = shown_url(settings.hyperfleet_api_url)
         self._timeout = (min(3.05, settings.hyperfleet_timeout_s), settings.hyperfleet_timeout_s)
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
@@ -360,11 +360,12 @@ def _token_refused(response: Answer) -> bool:
     return response.status_code == 403 and not (_problem_code(response) or "").startswith(_AUTHZ_PREFIX)
 
 
-def _shown_url(url: str) -> str:
-    """The URL without user:password, for messages."""
+def shown_url(url: str) -> str:
+    """The URL without user:password, query or fragment, for messages (the doctor prints it)."""
     parts = urlsplit(url)
-    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=host))
+    hostname = parts.hostname or ""
+    host = (f"[{hostname}]" if ":" in hostname else hostname) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=host, query="", fragment=""))
 
 
 def outgoing_traceparent(trace: TraceContext) -> str:
