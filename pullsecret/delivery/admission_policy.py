@@ -114,6 +114,21 @@ def expected(
     return ExpectedPolicy(docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"], identity_email)
 
 
+def as_caller(release: ExpectedPolicy, username: str) -> ExpectedPolicy:
+    """`release` rendered for writes made as `username` (a SelfSubjectReview's answer, when the credentials name no
+    service account): the installed policy must then name that user. ValueError for a user the policy's CEL string
+    literal could not hold as it is."""
+    if not username or not username.isprintable() or "'" in username or "\\" in username:
+        raise ValueError(f"a Kubernetes user the admission policy cannot name: {username[:80]!r}")
+    spec = _spec(release.policy)
+    conditions = [
+        {**c, "expression": _USERNAME.sub(f"request.userInfo.username == '{username}'", str(c.get("expression", "")))}
+        for c in spec.get("matchConditions") or []
+    ]
+    policy = {**release.policy, "spec": {**spec, "matchConditions": conditions}}
+    return ExpectedPolicy(policy, release.binding, username)
+
+
 def _defaulted_rules(rules: Any) -> Any:
     if not isinstance(rules, list):
         return rules

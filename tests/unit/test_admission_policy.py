@@ -153,3 +153,23 @@ def test_the_release_parsed_by_libyaml_is_the_release_parsed_by_pure_python_yaml
     text = admission_policy.render_template(admission_policy._template_text(), variables)
     docs = {d["kind"]: d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d}
     assert (got.policy, got.binding) == (docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"])
+
+
+def test_as_caller_judges_the_installed_policy_for_the_user_a_self_review_names(
+    installed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    unknown = release(None)
+    assert policy_problem(*installed, admission_policy.as_caller(unknown, SA)) is None
+    problem = policy_problem(*installed, admission_policy.as_caller(unknown, "alice@example.com"))
+    assert problem is not None and "matchConditions[0].expression" in problem and "alice@example.com" in problem
+    as_alice = admission_policy.as_caller(unknown, "alice@example.com")
+    assert as_alice.identity_email == "alice@example.com" and as_alice.binding == unknown.binding
+    assert as_alice.policy["metadata"] == unknown.policy["metadata"]
+    assert as_alice.policy == admission_policy.as_caller(release(SA), "alice@example.com").policy
+    assert unknown.policy == release(None).policy  # the release itself is left as it was
+
+
+@pytest.mark.parametrize("user", ["", "x' || true || '", "a\\b", "a\nb"])
+def test_as_caller_refuses_a_user_the_policy_cannot_name(user: str) -> None:
+    with pytest.raises(ValueError, match="cannot name"):
+        admission_policy.as_caller(release(None), user)
