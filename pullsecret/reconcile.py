@@ -22,7 +22,7 @@ from pullsecret.delivery.base import Delivery, Probed
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.finalize import finalize
-from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.hyperfleet.client import HyperFleetClient, UnparseableCluster
 from pullsecret.logs import bind, log
 from pullsecret.model import preconditions, status
 from pullsecret.model.dockerconfig import MergeResult
@@ -107,6 +107,12 @@ class Reconciler:
         try:
             with log.step("hyperfleet.get_cluster"):
                 cluster = self.hyperfleet.get_cluster(cluster_id)
+        except UnparseableCluster as exc:
+            _settle([statuses_future], deadline)
+            if exc.generation is None or exc.generation < 1:
+                return Outcome("terminal", reason=exc.reason, detail=f"{exc.message}; cannot report a status")
+            outcome = self._report(cluster_id, "terminal", _terminal_report(exc.generation, None, exc))
+            return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
         except BaseException:
             _settle([statuses_future], deadline)
             raise

@@ -105,7 +105,10 @@ class ClusterApi:
             selected = [c for c in clusters if all(self._field_matches(c, f, v) for f, v in terms)]
             items = copy.deepcopy(selected[(page - 1) * size : page * size])
             expected = any(c["id"] in self.store.invalid for c in items)
+            deep = {c["id"]: self.store.nested[c["id"]] for c in items if c["id"] in self.store.nested}
         body = {"kind": "ClusterList", "page": page, "size": len(items), "total": len(selected), "items": items}
+        if deep:
+            return Reply(200, _nesting(body, items, deep), {"Content-Type": "application/json"}), True
         return Reply.json(200, body), expected
 
     @staticmethod
@@ -130,6 +133,10 @@ class ClusterApi:
             cluster = self.store.clusters.get(cluster_id)
             if cluster is None:
                 return problem(404, f"Cluster with id='{cluster_id}' not found", path), False
+            if cluster_id in self.store.nested:
+                served = copy.deepcopy(cluster)
+                text = _nesting(served, [served], {cluster_id: self.store.nested[cluster_id]})
+                return Reply(200, text, {"Content-Type": "application/json"}), True
             return Reply.json(200, cluster), cluster_id in self.store.invalid
 
     def _list_statuses(self, request: Request, cluster_id: str) -> tuple[Reply, bool]:
@@ -200,3 +207,18 @@ class ClusterApi:
             self.store.statuses[cluster_id][body["adapter"]] = status
             self.store.aggregate(cluster_id)
             return Reply.json(201, status), False
+
+
+def _nesting(body: dict[str, Any], items: list[dict[str, Any]], deep: dict[str, int]) -> bytes:
+    """`body` as JSON with the `spec` of each cluster in `deep` replaced by objects nested that deep (no
+    recursion: json.dumps cannot write them)."""
+    marks: dict[str, int] = {}
+    for item in items:
+        if item["id"] in deep:
+            mark = f"\u0000nested:{item['id']}"
+            item["spec"] = mark
+            marks[json.dumps(mark)] = deep[item["id"]]
+    text = json.dumps(body)
+    for mark, depth in marks.items():
+        text = text.replace(mark, '{"a": ' * depth + "{}" + "}" * depth)
+    return text.encode()

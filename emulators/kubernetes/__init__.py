@@ -43,7 +43,7 @@ status (``"429"``, ``"500"``, ``"503"``, ``"504"``, any other 4xx/5xx) answers w
 drops the connection; ``"timeout"`` hangs for 30 s or until the client goes away.
 
 ``kubectl`` works against it too: discovery (``/api``, ``/apis``), SelfSubjectAccessReview (``kubectl auth
-can-i``) and server-side apply (``kubectl apply --server-side``).
+can-i``), SelfSubjectReview (``kubectl auth whoami``) and server-side apply (``kubectl apply --server-side``).
 
 The parts: ``http`` (HTTPS serving), ``store`` (storage and resourceVersions), ``fields`` (patch and
 apply semantics, field ownership), ``validation``, ``access`` (authentication and authorization),

@@ -24,6 +24,7 @@ from emulators.tlsutil import TLSMaterial
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
 AUTHORIZATION_GROUP = "authorization.k8s.io"
+AUTHENTICATION_GROUP = "authentication.k8s.io"
 # The API groups served besides core/v1, with their discovery (APIResourceList.resources).
 GROUPS: dict[str, list[Json]] = {
     ADMISSION_GROUP: [
@@ -38,6 +39,15 @@ GROUPS: dict[str, list[Json]] = {
             ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
             ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
         )
+    ],
+    AUTHENTICATION_GROUP: [
+        {
+            "name": "selfsubjectreviews",
+            "singularName": "selfsubjectreview",
+            "namespaced": False,
+            "kind": "SelfSubjectReview",
+            "verbs": ["create"],
+        }
     ],
     AUTHORIZATION_GROUP: [
         {
@@ -205,6 +215,8 @@ class KubernetesEmulator(Verbs, HttpsServing):
             return "get", "discovery", "", ""
         if parts == ["apis", AUTHORIZATION_GROUP, "v1", "selfsubjectaccessreviews"] and method == "POST":
             return "create", "selfsubjectaccessreviews", "", ""
+        if parts == ["apis", AUTHENTICATION_GROUP, "v1", "selfsubjectreviews"] and method == "POST":
+            return "create", "selfsubjectreviews", "", ""
         if parts[:3] == ["apis", ADMISSION_GROUP, "v1"] and len(parts) in (4, 5) and parts[3] in POLICY_RESOURCES:
             if method != "GET":
                 return "", parts[3], "", ""  # read-only here: the admin API seeds them
@@ -276,6 +288,11 @@ class KubernetesEmulator(Verbs, HttpsServing):
             )
             if resource in ("version", "discovery"):
                 return 200, self._discovery(path), {}
+            if resource == "selfsubjectreviews":
+                # Any authenticated user may ask who it is (system:basic-user grants create on selfsubjectreviews).
+                answer = self._self_review(user or "")
+                self._record(user, call, 201, answer)
+                return 201, answer, {}
             if resource == "selfsubjectaccessreviews":
                 # Any authenticated user may ask about itself (bootstrap ClusterRole system:basic-user).
                 return 201, self._access_review(user or "", body), {}
@@ -308,6 +325,22 @@ class KubernetesEmulator(Verbs, HttpsServing):
                 self.put_policy(doc)
             else:
                 raise ValueError(f"cannot install a {doc.get('kind')!r} here")
+
+    @staticmethod
+    def _self_review(user: str) -> Json:
+        """SelfSubjectReview (authentication.k8s.io/v1, GA in 1.28): the caller's user as the API server authenticated
+        it, in `status.userInfo` (username, groups; `kubectl auth whoami`). Kubernetes API reference, SelfSubjectReview
+        v1: https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/self-subject-review-v1/; the
+        bootstrap ClusterRole system:basic-user lets every authenticated user create one
+        (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#discovery-roles). The request body is not
+        read: the review has no spec, only the answer's status.
+        """
+        return {
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "status": {"userInfo": {"username": user, "groups": ["system:authenticated"]}},
+        }
 
     def _access_review(self, user: str, body: bytes) -> Json:
         """SelfSubjectAccessReview (authorization.k8s.io/v1): RBAC's answer for the caller, as `kubectl auth can-i`.

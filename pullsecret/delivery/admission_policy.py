@@ -14,6 +14,7 @@ alone proves nothing: a policy gutted by hand can still carry it. The problem te
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ _POLICY_FIELDS = (
 )
 _BINDING_FIELDS = ("policyName", "paramRef", "validationActions", "matchResources")
 _TOKEN = re.compile(r"\$\$\{|%%\{|\$\{([^}]*)\}|%\{")
-_USERNAME = re.compile(r"request\.userInfo\.username == '[^']*'")
+_USERNAME = re.compile(r"request\.userInfo\.username == '([^']*)'")
 
 
 def render_template(text: str, variables: dict[str, str]) -> str:
@@ -76,7 +77,10 @@ def template_variables(
     *, runtime_sa_email: str, namespace_pattern: str, adapter_name: str, secret_template: str
 ) -> dict[str, str]:
     """The templatefile() variables of terraform/outputs.tf, from the settings Terraform also gives the function."""
-    prefix, _, suffix = secret_template.partition("{cluster_id}")
+    parts = secret_template.split("{cluster_id}")
+    if len(parts) != 2:
+        raise ValueError("the admission policy names a Secret with {cluster_id} once: KUBERNETES_SECRET_TEMPLATE")
+    prefix, suffix = parts
     return {
         "runtime_sa_email": runtime_sa_email,
         "namespace_pattern": namespace_pattern,
@@ -114,6 +118,19 @@ def expected(
     return ExpectedPolicy(docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"], identity_email)
 
 
+def as_caller(release: ExpectedPolicy, username: str) -> ExpectedPolicy:
+    """`release` rendered for writes made as `username` (a SelfSubjectReview's answer, when the credentials name no
+    service account): the installed policy must then name that user. ValueError for a user the policy's CEL string
+    literal could not hold as it is."""
+    if not username or not username.isprintable() or "'" in username or "\\" in username:
+        raise ValueError("a Kubernetes user name the admission policy cannot hold")
+    spec = _spec(release.policy)
+    named = f"request.userInfo.username == '{username}'"
+    conditions = [{**c, "expression": _USERNAME.sub(named, c["expression"])} for c in spec["matchConditions"]]
+    policy = {**release.policy, "spec": {**spec, "matchConditions": conditions}}
+    return ExpectedPolicy(policy, release.binding, username)
+
+
 def _defaulted_rules(rules: Any) -> Any:
     if not isinstance(rules, list):
         return rules
@@ -121,14 +138,16 @@ def _defaulted_rules(rules: Any) -> Any:
 
 
 def _defaulted_match(match: Any) -> Any:
-    """MatchResources as stored: SetDefaults_MatchResources and SetDefaults_Rule (kubernetes/kubernetes
-    pkg/apis/admissionregistration/v1/defaults.go): matchPolicy Equivalent, empty selectors, rule scope "*"."""
+    """The policy's matchConstraints as stored: SetDefaults_MatchResources and SetDefaults_Rule (kubernetes/kubernetes
+    pkg/apis/admissionregistration/v1/defaults.go): matchPolicy Equivalent, empty selectors, rule scope "*". Only
+    the resourceRules this release renders are defaulted: excludeResourceRules is a difference in any form. (The
+    binding's matchResources is not defaulted either: the API server defaults it only when it is set, and this
+    release sets none, so any is a difference.)"""
     if not isinstance(match, dict):
         return match
     out = {"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}, **match}
-    for key in ("resourceRules", "excludeResourceRules"):
-        if key in out:
-            out[key] = _defaulted_rules(out[key])
+    if "resourceRules" in out:
+        out["resourceRules"] = _defaulted_rules(out["resourceRules"])
     return out
 
 
@@ -137,28 +156,27 @@ def _spec(document: dict[str, Any]) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
-def _policy_spec(policy: dict[str, Any], judge_username: bool) -> dict[str, Any]:
+def _policy_spec(policy: dict[str, Any]) -> dict[str, Any]:
     spec = _spec(policy)
     out = {k: spec[k] for k in _POLICY_FIELDS if spec.get(k) not in (None, [], {})}
     out.setdefault("failurePolicy", "Fail")  # SetDefaults_ValidatingAdmissionPolicySpec
     if "matchConstraints" in out:
         out["matchConstraints"] = _defaulted_match(out["matchConstraints"])
-    if not judge_username and isinstance(out.get("matchConditions"), list):
-        out["matchConditions"] = [
-            {**c, "expression": _USERNAME.sub("request.userInfo.username == '?'", str(c.get("expression", "")))}
-            if isinstance(c, dict)
-            else c
-            for c in out["matchConditions"]
-        ]
     return out
 
 
 def _binding_spec(binding: dict[str, Any]) -> dict[str, Any]:
     spec = _spec(binding)
-    out = {k: spec[k] for k in _BINDING_FIELDS if spec.get(k) not in (None, [], {})}
-    if "matchResources" in out:
-        out["matchResources"] = _defaulted_match(out["matchResources"])
-    return out
+    return {k: spec[k] for k in _BINDING_FIELDS if spec.get(k) not in (None, [], {})}
+
+
+def named_user(policy: dict[str, Any]) -> str:
+    """The user the policy's first username condition names ("" when none does)."""
+    for condition in _spec(policy).get("matchConditions") or []:
+        found = _USERNAME.search(str(condition.get("expression"))) if isinstance(condition, dict) else None
+        if found:
+            return found.group(1)
+    return ""
 
 
 def first_difference(installed: Any, rendered: Any, path: str) -> str | None:
@@ -174,8 +192,8 @@ def first_difference(installed: Any, rendered: Any, path: str) -> str | None:
                 return found
         return None
     if isinstance(rendered, list) and isinstance(installed, list):
-        for index, (have, want) in enumerate(zip(installed, rendered, strict=False)):
-            found = first_difference(have, want, f"{path}[{index}]")
+        for index in range(min(len(installed), len(rendered))):
+            found = first_difference(installed[index], rendered[index], f"{path}[{index}]")
             if found:
                 return found
         if len(installed) != len(rendered):
@@ -189,8 +207,8 @@ def first_difference(installed: Any, rendered: Any, path: str) -> str | None:
 def _revision(policy: dict[str, Any]) -> int:
     annotations = (policy.get("metadata") or {}).get("annotations") or {}
     try:
-        return int(annotations.get(A_POLICY_REVISION, "0"))
-    except (TypeError, ValueError):
+        return int(str(annotations.get(A_POLICY_REVISION)))
+    except ValueError:  # absent ("None") or not a number
         return 0
 
 
@@ -201,9 +219,11 @@ def policy_problem(policy: dict[str, Any], binding: dict[str, Any], release: Exp
         return f"policy revision {revision} is older than the required {REQUIRED_POLICY_REVISION}"
     if revision != _revision(release.policy):
         return f"policy revision {revision} is not this release's {_revision(release.policy)}"
-    judge_username = release.identity_email is not None
+    if release.identity_email is None:  # the identity is not known: judge the rest, whichever user it names
+        with contextlib.suppress(ValueError):  # it names no user a condition can hold: the difference is named below
+            release = as_caller(release, named_user(policy))
     difference = first_difference(
-        _policy_spec(policy, judge_username), _policy_spec(release.policy, judge_username), "policy spec"
+        _policy_spec(policy), _policy_spec(release.policy), "policy spec"
     ) or first_difference(_binding_spec(binding), _binding_spec(release.binding), "binding spec")
     if difference is not None:
         return f"the installed policy differs from this release's: {difference}"

@@ -2,8 +2,8 @@
 
 `kubernetes.client.CoreV1Api` builds about 250 pydantic model classes when imported (0.4-1 s of CPU on
 the first event of every instance), `AdmissionregistrationV1Api` dozens more, to validate the arguments of
-their methods. The adapter calls six of them (the doctor a seventh) with plain dicts and reads raw JSON
-(`_preload_content=False`). This class offers those six with the same signatures and answers, built on
+their methods. The adapter calls seven of them (the doctor an eighth) with plain dicts and reads raw JSON
+(`_preload_content=False`). This class offers those with the same signatures and answers, built on
 the same public machinery the generated methods use (`ApiClient.param_serialize`, `ApiClient.call_api`,
 `ApiException.from_response`): same transport, TLS, bearer-token hook and errors, without the imports.
 """
@@ -17,6 +17,7 @@ BINDING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicyb
 COLLECTION_PATH = "/api/v1/namespaces/{namespace}/secrets"
 ITEM_PATH = "/api/v1/namespaces/{namespace}/secrets/{name}"
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"  # the doctor's question (doctor_checks)
+SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"  # who the caller is (kubewrites.ensure_guarded)
 # Keyword arguments of the generated methods -> their query parameter (core_v1_api.py *_serialize).
 _QUERY = {
     "pretty": "pretty",
@@ -59,6 +60,10 @@ class SecretsApi:
     def create_self_subject_access_review(self, body: Any, **options: Any) -> Any:
         """AuthorizationV1Api's method of the same name: may the caller do what `body` asks (writes nothing)."""
         return self._send("POST", ACCESS_REVIEW_PATH, {}, body, options)
+
+    def create_self_subject_review(self, body: Any, **options: Any) -> Any:
+        """AuthenticationV1Api's method of the same name: the caller's user as the API server sees it."""
+        return self._send("POST", SELF_REVIEW_PATH, {}, body, options)
 
     def _send(self, method: str, path: str, path_params: dict[str, str], body: Any, options: dict[str, Any]) -> Any:
         from kubernetes.client.exceptions import ApiException

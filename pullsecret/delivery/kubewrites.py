@@ -36,7 +36,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from pullsecret import retrying
-from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, policy_problem
+from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, as_caller, policy_problem
 from pullsecret.delivery.kubeapi import SecretsApi
 from pullsecret.delivery.kubesecret import (
     A_CREATED_AT,
@@ -119,8 +119,34 @@ class KubeSecrets:
                 reason="AdmissionPolicyMissing",
                 service="kubernetes",
             )
+        if self._policy.identity_email is None:
+            self._ensure_judged(api, policy, binding, deadline)
         with self._guard_lock:
             self._guarded[host] = time.monotonic()
+
+    def _ensure_judged(
+        self, api: SecretsApi, policy: dict[str, Any], binding: dict[str, Any], deadline: Deadline
+    ) -> None:
+        """Credentials that name no service account (an operator's own, running the CLI): the policy judges only the
+        user it names, so write only when a SelfSubjectReview says the caller is that user; else refuse, saying how to
+        run as it."""
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        answer = json.loads(self._call("SelfSubjectReview", deadline, api.create_self_subject_review, review).data)
+        user = ((answer.get("status") or {}).get("userInfo") or {}).get("username")
+        try:
+            problem = policy_problem(policy, binding, as_caller(self._policy, str(user or "")))
+        except ValueError:
+            problem = "the caller's user name cannot be judged by it"
+        if problem is not None:
+            raise TerminalError(
+                "the admission policy judges only the writes of the identity it names, and these credentials are "
+                "another one (SelfSubjectReview), whose writes it would admit unchecked: run as the function's "
+                "runtime service account (gcloud auth application-default login "
+                "--impersonate-service-account=RUNTIME_SA, `terraform output runtime_service_account_email`); "
+                "nothing was written",
+                reason="PolicyIdentityMismatch",
+                service="kubernetes",
+            )
 
     def _read_policy(self, kind: str, fn: Callable[..., Any], deadline: Deadline) -> dict[str, Any]:
         what = f"read {kind} {POLICY_NAME}"

@@ -35,6 +35,7 @@ from urllib3.util.retry import Retry
 from pullsecret.bearer import hyperfleet_credential
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.hyperfleet import jsonsplit
 from pullsecret.logs import TraceContext, log
 from pullsecret.logs import current as current_log_context
 
@@ -45,6 +46,17 @@ _GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET
 _NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _PAGE_SIZE = 100
+
+
+class UnparseableCluster(TerminalError):
+    """The API's answer for one cluster is JSON the decoder refuses (nested too deep): that cluster's own terminal
+    problem, reported with `generation` when its top-level `generation` member can still be read."""
+
+    default_reason = "InvalidCluster"
+
+    def __init__(self, message: str, *, generation: int | None) -> None:
+        super().__init__(message, reason="InvalidCluster", service="hyperfleet")
+        self.generation = generation
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,7 @@ class HyperFleetClient:
 
     def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
         self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
-        self._base_url = _shown_url(settings.hyperfleet_api_url)
+        self._base_url = shown_url(settings.hyperfleet_api_url)
         self._timeout = (min(3.05, settings.hyperfleet_timeout_s), settings.hyperfleet_timeout_s)
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
@@ -225,7 +237,16 @@ class HyperFleetClient:
             return None
         if response.status_code != 200:
             raise self._failure(response, what)
-        body = self._json(response, what)
+        try:
+            body = response.json()
+        except RecursionError:
+            # The cluster is nested deeper than the decoder goes: its content, not the API, is at fault.
+            generation = jsonsplit.int_member(response.body.decode("utf-8", "replace"), "generation")
+            raise UnparseableCluster(
+                f"{what}: the cluster is nested too deep to decode (its spec or labels)", generation=generation
+            ) from None
+        except ValueError:
+            body = self._json(response, what)
         if not isinstance(body, dict):
             raise TerminalError(
                 f"{what}: the API returned a {type(body).__name__}, not a cluster object",
@@ -288,19 +309,45 @@ class HyperFleetClient:
         response = self._request("GET", "/clusters", what="list clusters", params=params)
         if response.status_code != 200:
             raise self._failure(response, "list clusters")
-        body = self._json(response, "list clusters")
-        items = body.get("items") if isinstance(body, dict) else None
+        try:
+            body = response.json()
+            items = body.get("items") if isinstance(body, dict) else None
+            total = body.get("total") if isinstance(body, dict) else None
+        except RecursionError:
+            items, total = self._split_page(response)
+        except ValueError:
+            body = self._json(response, "list clusters")
         if not isinstance(items, list):
             raise TransientError("list clusters: the API answer has no 'items' list", service="hyperfleet")
-        total = body.get("total") if isinstance(body.get("total"), int) else len(items)
+        total = total if isinstance(total, int) else len(items)
         return [i for i in items if isinstance(i, dict)], int(total)
+
+    def _split_page(self, response: Answer) -> tuple[list[object], object]:
+        """A page one cluster of which is nested too deep: every other cluster decoded; the deep one stands as
+        {"id": id} (when its id is a string) so its own reconcile reports it; unreadable id: skipped."""
+        try:
+            items, total = jsonsplit.page_items(response.body)
+        except (ValueError, RecursionError):
+            self._json(response, "list clusters")  # raises: not a page we can split either
+            raise
+        kept: list[object] = []
+        for item in items:
+            if isinstance(item, jsonsplit.Unparseable):
+                log.warning(
+                    f"list clusters: a cluster nested too deep to decode (id {item.id!r:.80}); listed by id only",
+                    operation="hyperfleet.list_clusters",
+                )
+                kept.append({"id": item.id} if item.id is not None else {})
+            else:
+                kept.append(item)
+        return kept, total
 
 
 def _problem_code(response: Answer) -> str | None:
     """The `code` of a HyperFleet problem+json answer (`HYPERFLEET-CAT-NUM`), or None."""
     try:
         problem = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     code = problem.get("code") if isinstance(problem, dict) else None
     return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") else None
@@ -313,11 +360,12 @@ def _token_refused(response: Answer) -> bool:
     return response.status_code == 403 and not (_problem_code(response) or "").startswith(_AUTHZ_PREFIX)
 
 
-def _shown_url(url: str) -> str:
-    """The URL without user:password, for messages."""
+def shown_url(url: str) -> str:
+    """The URL without user:password, query or fragment, for messages (the doctor prints it)."""
     parts = urlsplit(url)
-    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=host))
+    hostname = parts.hostname or ""
+    host = (f"[{hostname}]" if ":" in hostname else hostname) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=host, query="", fragment=""))
 
 
 def outgoing_traceparent(trace: TraceContext) -> str:
@@ -329,7 +377,7 @@ def _problem_title(response: Answer) -> str:
     """' (detail)' from a problem+json answer, or ''."""
     try:
         problem = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     if not isinstance(problem, dict):
         return ""

@@ -71,3 +71,17 @@ def namespace_valid(namespace: str) -> bool:
 def object_name_valid(name: str) -> bool:
     """A Kubernetes object name (RFC 1123 DNS subdomain, 253 characters at most)."""
     return len(name) <= 253 and DNS_SUBDOMAIN_RE.fullmatch(name) is not None
+
+
+# A cluster id safe in a name, a search expression or a URL path segment (the rotation's keyset cursor, the doctor).
+SAFE_CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def cluster_id_safe(cluster_id: object) -> bool:
+    """A cluster id of SAFE_CLUSTER_ID_RE's letters, digits, `_`, `.` and `-` (128 characters at most)."""
+    return isinstance(cluster_id, str) and SAFE_CLUSTER_ID_RE.fullmatch(cluster_id) is not None
+
+
+def project_id_valid(project: object) -> bool:
+    """A GCP project id by PROJECT_ID_RE."""
+    return isinstance(project, str) and PROJECT_ID_RE.fullmatch(project) is not None

@@ -79,16 +79,24 @@ def _runtime_email(identity: RuntimeIdentity) -> str:
 
 
 def render(lines: list[Line]) -> str:
-    """One line per check (`fix:` indented under a failure), and a summary."""
+    """One line per check (`fix:` indented under a failure), and a summary; every character a terminal would act
+    on (control and format characters: escape sequences, new lines, bidirectional overrides) escaped."""
     out: list[str] = []
     for line in lines:
-        out.append(f"{_MARK[line.ok]}  {line.check:<22} {line.text}")
+        out.append(f"{_MARK[line.ok]}  {printable(line.check):<22} {printable(line.text)}")
         if line.ok is False:
-            out.append(f"      fix: {line.fix}")
+            out.append(f"      fix: {printable(line.fix)}")
     failed = sum(1 for line in lines if line.ok is False)
     passed = sum(1 for line in lines if line.ok)
     out.append(f"doctor: {passed} ok, {failed} failed, {len(lines) - passed - failed} skipped")
     return "\n".join(out)
+
+
+def printable(text: str) -> str:
+    """`text` with each character that is not printable (str.isprintable) written as its Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def exit_code(lines: list[Line]) -> int:

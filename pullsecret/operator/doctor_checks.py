@@ -19,7 +19,8 @@ from google.api_core import exceptions as gexc
 
 from pullsecret.config import Settings
 from pullsecret.errors import AdapterError
-from pullsecret.model import dockerconfig, preconditions
+from pullsecret.hyperfleet.client import shown_url
+from pullsecret.model import dockerconfig, names, preconditions
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
 
@@ -91,15 +92,25 @@ class Context:
 
 # -- the HyperFleet API ---------------------------------------------------------------------------
 def hyperfleet_api(ctx: Context) -> list[Line]:
-    url = ctx.settings.hyperfleet_api_url
+    """List clusters; keep the ids and GCP project ids later checks name, only those valid as names (cluster
+    owners choose them: they go into resource names and request URLs)."""
+    url = shown_url(ctx.settings.hyperfleet_api_url)
     try:
         items, total = ctx.hyperfleet.list_clusters(page=1, size=CLUSTER_IDS)
     except AdapterError as exc:
         return [Line("hyperfleet-api", False, f"{url}: list clusters failed ({exc.reason})", _api_fix(ctx, exc))]
+    refused = 0
     for item in items:
-        if isinstance(item.get("id"), str):
-            ctx.cluster_projects[item["id"]] = preconditions.project_id_of(item)
-    return [Line("hyperfleet-api", True, f"{url} answers and accepts the adapter's token ({total} clusters)")]
+        cluster_id, project = item.get("id"), preconditions.project_id_of(item)
+        if not names.cluster_id_safe(cluster_id) or (project is not None and not names.project_id_valid(project)):
+            refused += 1
+            continue
+        ctx.cluster_projects[str(cluster_id)] = project
+    lines = [Line("hyperfleet-api", True, f"{url} answers and accepts the adapter's token ({total} clusters)")]
+    if refused:
+        text = f"{refused} listed cluster(s) with an id or GCP project id that is not a valid name: not asked about"
+        lines.append(Line("hyperfleet-api", None, text))
+    return lines
 
 
 def _api_fix(ctx: Context, exc: AdapterError) -> str:

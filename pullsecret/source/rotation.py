@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import re
 import secrets
 import time
 import uuid
@@ -66,7 +65,7 @@ __all__ = ["CONTINUATION", "Held", "Progress", "Publisher", "fan_out", "progress
 PAGE_SIZE = 100
 HAND_ON_RESERVE_S = 5.0  # slice time kept for saving the place and publishing the continuation (at most)
 LEASE_MARGIN_S = 60.0  # a holder's lease: its slice plus this (saves renew it)
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")  # ids that may go into a search expression as the cursor
+_SAFE_ID = names.SAFE_CLUSTER_ID_RE  # ids that may go into a search expression as the cursor
 
 
 def source_matches(settings: Settings, notification: SecretVersionAdded) -> bool:

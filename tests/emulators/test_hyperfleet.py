@@ -403,3 +403,20 @@ def test_health_status_and_reason_pair_as_in_the_framework_boilerplate(
     body["conditions"][2] = {"type": "Health", "status": health_status, "reason": reason, "message": "m"}
     assert put_status(hf, body).status_code == 201
     assert [c["kind"] for c in hf.conventions.list()] == (["health-reason"] if recorded else [])
+
+
+def test_a_deeply_nested_cluster_is_served_as_the_go_api_would(hf: HyperFleetEmulator) -> None:
+    """`_nested` seeds a cluster whose spec is nested N deep: Go's encoding/json takes up to 10,000 levels, so the
+    API stores and serves it; get and list send it as text, recorded as an expected violation."""
+    admin = f"{hf.url}/_emulator"
+    requests.put(f"{admin}/clusters/cls-deep", json={"name": "deep", "generation": 3, "_nested": 5000}, timeout=5)
+    served = requests.get(f"{hf.url}{API}/clusters/cls-deep", timeout=5)
+    assert served.status_code == 200 and served.text.count('{"a": ') == 5000
+    with pytest.raises(RecursionError):
+        served.json()
+    listed = requests.get(f"{hf.url}{API}/clusters", params={"order": "id asc"}, timeout=5)
+    assert listed.status_code == 200 and listed.text.count('{"a": ') == 5000
+    assert '"id": "cls-abc123"' in listed.text and '"id": "cls-deep"' in listed.text
+    assert hf.violations.list() == [] and hf.expected_violations.list()
+    requests.put(f"{admin}/clusters/cls-deep", json={"name": "deep"}, timeout=5)  # re-seeded plain
+    assert requests.get(f"{hf.url}{API}/clusters/cls-deep", timeout=5).json()["spec"] == {}

@@ -105,10 +105,22 @@ def test_render_template_as_terraform(text: str, rendered: str) -> None:
     assert admission_policy.render_template(text, {"x": "1"}) == rendered
 
 
-@pytest.mark.parametrize("text", ["${y}", "%{ if x }"])
-def test_render_template_refuses_what_templatefile_refuses(text: str) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("${y}", r"^vars map does not contain key 'y'$"),
+        ("%{ if x }", r"^template directives \(%\{ \.\.\. \}\) are not supported by this renderer$"),
+    ],
+)
+def test_render_template_refuses_what_templatefile_refuses(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         admission_policy.render_template(text, {"x": "1"})
+
+
+def test_a_secret_template_naming_the_cluster_id_twice_cannot_be_a_policy() -> None:
+    """The policy names a Secret as prefix + cluster-id label + suffix: a second {cluster_id} has no place in it."""
+    with pytest.raises(ValueError, match=r"^the admission policy names a Secret with \{cluster_id\} once: KUBERNETES_"):
+        release(secret_template="{cluster_id}-ps-{cluster_id}")
 
 
 def test_first_difference_names_the_path() -> None:
@@ -153,3 +165,120 @@ def test_the_release_parsed_by_libyaml_is_the_release_parsed_by_pure_python_yaml
     text = admission_policy.render_template(admission_policy._template_text(), variables)
     docs = {d["kind"]: d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d}
     assert (got.policy, got.binding) == (docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"])
+
+
+def test_as_caller_judges_the_installed_policy_for_the_user_a_self_review_names(
+    installed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    unknown = release(None)
+    assert policy_problem(*installed, admission_policy.as_caller(unknown, SA)) is None
+    problem = policy_problem(*installed, admission_policy.as_caller(unknown, "alice@example.com"))
+    assert problem is not None and "matchConditions[0].expression" in problem and "alice@example.com" in problem
+    as_alice = admission_policy.as_caller(unknown, "alice@example.com")
+    assert as_alice.identity_email == "alice@example.com" and as_alice.binding == unknown.binding
+    assert as_alice.policy["metadata"] == unknown.policy["metadata"]
+    assert as_alice.policy == admission_policy.as_caller(release(SA), "alice@example.com").policy
+    assert unknown.policy == release(None).policy  # the release itself is left as it was
+
+
+@pytest.mark.parametrize("user", ["", "x' || true || '", "a\\b", "a\nb"])
+def test_as_caller_refuses_a_user_the_policy_cannot_name(user: str) -> None:
+    with pytest.raises(ValueError, match=r"^a Kubernetes user name the admission policy cannot hold$"):
+        admission_policy.as_caller(release(None), user)
+
+
+def _edited(installed: tuple[dict[str, Any], dict[str, Any]], edit: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    policy, binding = copy.deepcopy(installed)
+    edit(policy, binding)
+    return policy, binding
+
+
+WIDENED = f"request.userInfo.username == '{SA}' || true"
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        # The policy stops matching: secrets excluded again, a rule that is not a rule object.
+        (
+            lambda p, b: p["spec"]["matchConstraints"].__setitem__(
+                "excludeResourceRules", [{"resources": ["secrets"]}]
+            ),
+            "policy spec.matchConstraints.excludeResourceRules: not in this release's policy",
+        ),
+        (
+            lambda p, b: p["spec"]["matchConstraints"].__setitem__("resourceRules", ["secrets"]),
+            "policy spec.matchConstraints.resourceRules[0]: 'secrets', this release's policy has",
+        ),
+        # The binding narrowed to namespaces or objects with a label: the policy no longer applies elsewhere.
+        (
+            lambda p, b: b["spec"].__setitem__("matchResources", {"namespaceSelector": {"matchLabels": {"a": "b"}}}),
+            "binding spec.matchResources: not in this release's policy",
+        ),
+        (
+            lambda p, b: b["spec"].__setitem__(
+                "matchResources", {"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}}
+            ),
+            "binding spec.matchResources: not in this release's policy",
+        ),
+        (
+            lambda p, b: b["spec"].__setitem__("validationActions", "Deny"),
+            "binding spec.validationActions: 'Deny', this release's policy has \"['Deny']\"",
+        ),
+    ],
+)
+def test_a_policy_or_binding_that_no_longer_applies_everywhere_is_named(
+    installed: tuple[dict[str, Any], dict[str, Any]], edit: Any, problem: str
+) -> None:
+    for identity in (SA, None):
+        found = policy_problem(*_edited(installed, edit), release(identity))
+        assert found is not None and found.startswith(f"the installed policy differs from this release's: {problem}")
+
+
+def test_with_the_identity_unknown_every_other_part_of_the_condition_is_still_judged(
+    installed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """The doctor without the runtime e-mail, or the CLI before its SelfSubjectReview: the user the condition names
+    is not judged, the rest of the condition is."""
+    unknown = release(None)
+    other_user = _edited(
+        installed,
+        lambda p, b: p["spec"]["matchConditions"][0].__setitem__("expression", "request.userInfo.username == 'x@y'"),
+    )
+    assert policy_problem(*other_user, unknown) is None
+    assert "matchConditions[0].expression" in str(policy_problem(*other_user, release()))
+    widened = _edited(
+        installed,
+        lambda p, b: p["spec"]["matchConditions"][0].__setitem__("expression", WIDENED),
+    )
+    assert policy_problem(*widened, unknown) == (
+        "the installed policy differs from this release's: policy spec.matchConditions[0].expression: "
+        f"{WIDENED[:80]!r}, this release's policy has "
+        f"\"request.userInfo.username == '{SA}'\""
+    )
+    everyone = _edited(installed, lambda p, b: p["spec"]["matchConditions"][0].__setitem__("expression", "true"))
+    assert policy_problem(*everyone, unknown) == (
+        "the installed policy differs from this release's: policy spec.matchConditions[0].expression: "
+        "'true', this release's policy has \"request.userInfo.username == ''\""
+    )
+    odd = _edited(
+        installed, lambda p, b: p["spec"].__setitem__("matchConditions", ["true", *p["spec"]["matchConditions"]])
+    )
+    assert "policy spec.matchConditions[0]: 'true'" in str(policy_problem(*odd, unknown))
+    backslash = _edited(
+        installed,
+        lambda p, b: p["spec"]["matchConditions"][0].__setitem__("expression", "request.userInfo.username == 'a\\b'"),
+    )
+    assert "matchConditions[0].expression" in str(policy_problem(*backslash, unknown))
+    assert admission_policy.named_user(installed[0]) == SA
+    assert admission_policy.named_user(odd[0]) == SA  # the first condition that names one
+    assert admission_policy.named_user(everyone[0]) == ""
+
+
+def test_a_long_difference_is_cut_on_both_sides(installed: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    policy, binding = _edited(installed, lambda p, b: p["spec"]["variables"][0].__setitem__("expression", "x" * 100))
+    rendered = release().policy["spec"]["variables"][0]["expression"]
+    assert policy_problem(policy, binding, release()) == (
+        "the installed policy differs from this release's: policy spec.variables[0].expression: "
+        f"{'x' * 80!r}, this release's policy has {rendered[:80]!r}"
+    )

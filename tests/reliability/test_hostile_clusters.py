@@ -1,0 +1,77 @@
+"""A cluster's owner shapes the cluster the API serves: one nested deeper than Python's JSON decoder goes (the Go
+API takes 10,000 levels) must be that cluster's own terminal problem, never a page of clusters that fails on
+every delivery and stops the platform rotation's fan-out for the whole fleet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from emulators.pubsub import PubSubEmulator
+from pullsecret.operator import doctor
+from tests.reliability import campaign, harness
+from tests.reliability.test_rotation_resume import SUB, TOPIC, drain, notification, source_with_versions
+from tests.support import eventarc_attributes, gcp_cluster
+
+AVAILABLE, REASON = PubSubEmulator.available()
+DEEP = "cls-deep004"
+SECRET_MANAGER_WRITES = {"CreateSecret", "AddSecretVersion", "UpdateSecret", "DisableSecretVersion"}
+
+
+@pytest.fixture(scope="module")
+def pubsub(stack: Any) -> Iterator[PubSubEmulator]:
+    emulator = PubSubEmulator(stack.book, project=campaign.PROJECT)
+    emulator.start()
+    yield emulator
+    emulator.stop()
+
+
+@pytest.mark.pubsub
+@pytest.mark.skipif(not AVAILABLE, reason=REASON)
+def test_a_deeply_nested_cluster_neither_stops_the_rotation_nor_escapes_its_own_report(
+    adapter_factory: Any, world: Any, admin: Any, pubsub: PubSubEmulator
+) -> None:
+    source_with_versions(admin)
+    pubsub.reset()
+    pubsub.create_topic(TOPIC)
+    pubsub.create_pull_subscription(TOPIC, SUB)
+    adapter = adapter_factory(
+        PUBSUB_EMULATOR_HOST=pubsub.address,
+        ADAPTER_TOPIC=f"projects/{campaign.PROJECT}/topics/{TOPIC}",
+        ROTATION_PUBLISH_RATE="1000",
+    )
+    clusters = [f"cls-deep{i:03d}" for i in range(150)]
+    body = gcp_cluster(DEEP, generation=2)
+    body["_nested"] = 5000  # its spec 5,000 objects deep: 30 KB, where the decoder gives up near 1,000 levels
+    world.hyperfleet.seed_cluster(DEEP, body)  # the oldest: on the doctor's first page too
+    for cid in clusters:
+        if cid != DEEP:
+            campaign.seed_generation(world, cid, 1, namespace=False)
+
+    results = [campaign.deliver_until_acknowledged(adapter, eventarc_attributes("n-1"), notification(), max_attempts=3)]
+    published, pending = drain(pubsub)
+    while pending:
+        for envelope in pending:
+            delivered = campaign.deliver_until_acknowledged(adapter, eventarc_attributes(), envelope, max_attempts=3)
+            results.append(delivered)
+        more, pending = drain(pubsub)
+        published += more
+    harness.count("cases tried")
+    assert results[-1].result == "rotated", [(r.result, r.errors) for r in results]
+    assert set(clusters) - {DEEP} <= set(published), f"{len(set(published))} of {len(clusters)} published"
+
+    # The doctor's listing holds it too: the API check still passes.
+    [api_line, *_] = doctor.run(adapter.application())
+    assert (api_line.check, api_line.ok) == ("hyperfleet-api", True), api_line
+
+    # Its own reconcile: terminal InvalidCluster, reported at the generation still readable, nothing written.
+    world.book.reset_counters()
+    own = campaign.deliver_until_acknowledged(adapter, *campaign.envelope(DEEP, 2), max_attempts=3)
+    assert own.result == "terminal", own
+    mine = world.hyperfleet.state()["statuses"][DEEP]["pullsecret"]
+    available = {c["type"]: c for c in mine["conditions"]}["Available"]
+    assert (mine["observed_generation"], available["status"], available["reason"]) == (2, "False", "InvalidCluster")
+    calls = world.book.calls()
+    assert not SECRET_MANAGER_WRITES & set(calls.get("secretmanager", {})) and not calls.get("kubernetes"), calls
