@@ -17,7 +17,7 @@ from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Leaving
 from pullsecret.errors import OwnershipConflict
 from pullsecret.logs import log
-from pullsecret.model import preconditions
+from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
 from pullsecret.provision import names
 from pullsecret.retrying import Deadline
@@ -83,3 +83,10 @@ def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_
             result = "not managed by hyperfleet; left in place"
         fields["result"] = result
     return result
+
+
+def finalized_report(deleting: preconditions.Deleting, message: str, data: dict[str, Any]) -> status.Report:
+    """The Finalized report of a cleanup; Health False when the cluster's project was refused (left untouched)."""
+    refused = deleting.project_refused
+    unhealthy = None if refused is None else f"{refused.reason}: Secret Manager not touched: {refused.message}"
+    return status.finalized(deleting.generation, message, data, unhealthy=unhealthy)

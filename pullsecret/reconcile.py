@@ -21,7 +21,7 @@ from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Probed
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TerminalError, TransientError
-from pullsecret.finalize import finalize
+from pullsecret.finalize import finalize, finalized_report
 from pullsecret.hyperfleet.client import HyperFleetClient, UnparseableCluster
 from pullsecret.logs import bind, log
 from pullsecret.model import preconditions, status
@@ -181,19 +181,7 @@ class Reconciler:
             source=self.source,
             deadline=deadline,
         )
-        refused = deleting.project_refused
-        return self._report(
-            cluster_id,
-            "finalized",
-            status.finalized(
-                deleting.generation,
-                message,
-                data,
-                unhealthy=None
-                if refused is None
-                else f"{refused.reason}: Secret Manager not touched: {refused.message}",
-            ),
-        )
+        return self._report(cluster_id, "finalized", finalized_report(deleting, message, data))
 
     # -- steps ------------------------------------------------------------------------------
     def _report(self, cluster_id: str, result: str, report: status.Report) -> Outcome:

@@ -20,23 +20,18 @@ lets an older cluster generation replace a newer one. So:
   as a manager apart from our Apply), the apply is forced at once: one write instead of a refused one and a retry;
 - `delete` deletes without reading: the policy refuses a Secret that is not ours.
 
-`ensure_guarded` checks once per management cluster (with get on the policy and its binding only) that the
-policy and binding installed are exactly the ones this release renders (pullsecret/delivery/admission_policy.py) before
-any write relies on them.
+`ensure_guarded` checks once per management cluster (delivery/policy_guard.py) that the policy and binding installed
+are exactly the ones this release renders before any write relies on them.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from pullsecret import retrying
-from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, as_caller, policy_problem
+from pullsecret.delivery.admission_policy import ExpectedPolicy
 from pullsecret.delivery.kubeapi import SecretsApi
 from pullsecret.delivery.kubesecret import (
     A_CREATED_AT,
@@ -55,19 +50,18 @@ from pullsecret.delivery.kubesecret import (
     probe_manifest,
     would_create_without_data,
 )
+from pullsecret.delivery.policy_guard import PolicyGuard, kube_call
 from pullsecret.errors import (
     AdapterError,
     OwnershipConflict,
     TerminalError,
     TransientError,
     from_kube,
-    is_retryable_kube,
     kube_status,
 )
 from pullsecret.retrying import Deadline
 
 MAX_ATTEMPTS = 8
-POLICY_CHECK_TTL_S = 3600.0  # re-checked hourly: a policy removed later is noticed
 
 
 class KubeSecrets:
@@ -77,109 +71,18 @@ class KubeSecrets:
     def __init__(self, field_manager: str, policy: ExpectedPolicy) -> None:
         self._field_manager = field_manager
         self._probe_manager = f"{field_manager}-probe"
-        self._policy = policy  # what this release renders: the installed policy must be exactly that
-        self._guarded: dict[str, float] = {}  # API server URL -> monotonic time of the last successful check
-        self._guard_lock = threading.Lock()
+        self._guard = PolicyGuard(policy)
 
-    def _call(self, what: str, deadline: Deadline, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        def attempt() -> Any:
-            return fn(
-                *args,
-                **kwargs,
-                _preload_content=False,
-                _request_timeout=deadline.call_timeout(),
-            )
-
-        return retrying.call(
-            attempt,
-            predicate=is_retryable_kube,
-            deadline=deadline,
-            on_give_up=lambda cause: from_kube(cause, what=what),
-        )
-
-    # -- the admission policy ---------------------------------------------------------------
     def ensure_guarded(self, api: SecretsApi, deadline: Deadline) -> None:
         """Refuse (terminal) to write on a cluster whose API server does not enforce our admission policy."""
-        host = str(getattr(getattr(api.api_client, "configuration", None), "host", ""))
-        with self._guard_lock:
-            checked = self._guarded.get(host)
-        if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:
-            return
-        # `api` (pullsecret.delivery.kubeapi.SecretsApi) also reads the two policy objects, without importing
-        # AdmissionregistrationV1Api's models on the first event.
-        policy = self._read_policy("ValidatingAdmissionPolicy", api.read_validating_admission_policy, deadline)
-        binding = self._read_policy(
-            "ValidatingAdmissionPolicyBinding", api.read_validating_admission_policy_binding, deadline
-        )
-        problem = policy_problem(policy, binding, self._policy)
-        if problem is not None:
-            raise TerminalError(
-                f"the management cluster does not enforce the adapter's admission policy: {problem}; apply "
-                "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
-                reason="AdmissionPolicyMissing",
-                service="kubernetes",
-            )
-        if self._policy.identity_email is None:
-            self._ensure_judged(api, policy, binding, deadline)
-        with self._guard_lock:
-            self._guarded[host] = time.monotonic()
-
-    def _ensure_judged(
-        self, api: SecretsApi, policy: dict[str, Any], binding: dict[str, Any], deadline: Deadline
-    ) -> None:
-        """Credentials that name no service account (an operator's own, running the CLI): the policy judges only the
-        user it names, so write only when a SelfSubjectReview says the caller is that user; else refuse, saying how to
-        run as it."""
-        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-        answer = json.loads(self._call("SelfSubjectReview", deadline, api.create_self_subject_review, review).data)
-        user = ((answer.get("status") or {}).get("userInfo") or {}).get("username")
-        try:
-            problem = policy_problem(policy, binding, as_caller(self._policy, str(user or "")))
-        except ValueError:
-            problem = "the caller's user name cannot be judged by it"
-        if problem is not None:
-            raise TerminalError(
-                "the admission policy judges only the writes of the identity it names, and these credentials are "
-                "another one (SelfSubjectReview), whose writes it would admit unchecked: run as the function's "
-                "runtime service account (gcloud auth application-default login "
-                "--impersonate-service-account=RUNTIME_SA, `terraform output runtime_service_account_email`); "
-                "nothing was written",
-                reason="PolicyIdentityMismatch",
-                service="kubernetes",
-            )
-
-    def _read_policy(self, kind: str, fn: Callable[..., Any], deadline: Deadline) -> dict[str, Any]:
-        what = f"read {kind} {POLICY_NAME}"
-        try:
-            response = self._call(what, deadline, fn, POLICY_NAME)
-        except (TerminalError, TransientError):
-            raise
-        except ApiException as exc:
-            status = kube_status(exc)
-            if status is not None and status[0] == 404:
-                raise TerminalError(
-                    f"{kind} {POLICY_NAME} is not installed on the management cluster; apply "
-                    "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
-                    reason="AdmissionPolicyMissing",
-                    service="kubernetes",
-                ) from None
-            if status is not None and status[0] == 403:
-                raise TerminalError(
-                    f"cannot verify {kind} {POLICY_NAME}: the runtime identity may not read it (RBAC of an older "
-                    "release?); re-apply `terraform output -raw kubernetes_manifests`; nothing was written",
-                    reason="AdmissionPolicyUnverified",
-                    service="kubernetes",
-                ) from None
-            raise from_kube(exc, what=what) from None
-        body: dict[str, Any] = json.loads(response.data)
-        return body
+        self._guard.ensure(api, deadline)
 
     # -- probe, apply, delete ---------------------------------------------------------------
     def probe(self, api: SecretsApi, ns: str, name: str, deadline: Deadline) -> Probed:
         """Our live Secret through a dry-run apply; raises OwnershipConflict / TerminalError / TransientError."""
         what = f"probe Secret {ns}/{name}"
         try:
-            response = self._call(
+            response = kube_call(
                 what,
                 deadline,
                 api.patch_namespaced_secret,
@@ -306,7 +209,7 @@ class KubeSecrets:
         ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
         what = f"apply Secret {ns}/{name}"
         try:
-            response = self._call(
+            response = kube_call(
                 what,
                 deadline,
                 api.patch_namespaced_secret,
@@ -337,7 +240,7 @@ class KubeSecrets:
     def _create(self, api: SecretsApi, desired: DesiredSecret, deadline: Deadline) -> ApplyResult | None:
         what = f"create Secret {desired.namespace}/{desired.name}"
         try:
-            response = self._call(
+            response = kube_call(
                 what,
                 deadline,
                 api.create_namespaced_secret,
@@ -361,7 +264,7 @@ class KubeSecrets:
         """Delete our Secret; True if something was deleted. The admission policy refuses one that is not ours."""
         what = f"delete Secret {namespace}/{name}"
         try:
-            self._call(what, deadline, api.delete_namespaced_secret, name, namespace)
+            kube_call(what, deadline, api.delete_namespaced_secret, name, namespace)
         except (TerminalError, TransientError):
             raise
         except ApiException as exc:
@@ -382,7 +285,7 @@ class KubeSecrets:
         """The live Secret, or None: for the operator CLI's own credentials (the runtime identity may not read)."""
         what = f"read Secret {namespace}/{name}"
         try:
-            response = self._call(what, deadline, api.read_namespaced_secret, name, namespace)
+            response = kube_call(what, deadline, api.read_namespaced_secret, name, namespace)
         except (TerminalError, TransientError):
             raise
         except ApiException as exc:
