@@ -21,6 +21,10 @@ GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # A Pub/Sub topic: projects/PROJECT_ID/topics/T (the project id as model/names says it).
 TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A-Za-z][A-Za-z0-9._~+%-]{{2,254}}$")
+# An HTTP header name (RFC 9110 token), not one this function sets itself.
+HEADER_NAME_RE = re.compile(
+    r"^(?!(?i:authorization|content-type|accept|user-agent|traceparent|host)$)[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$"
+)
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
@@ -43,7 +47,9 @@ class Settings:
     hyperfleet_api_auth: str = "token-file"
     hyperfleet_api_audience: str = "hyperfleet-api"
     hyperfleet_status_method: str = "PUT"
-    hyperfleet_timeout_s: float = 10.0
+    hyperfleet_timeout_s: float = 6.0
+    # A header sent as `true` on every API call: the API's tenant middleware's system header (tenancy on, no gateway).
+    hyperfleet_system_header: str | None = None
     adapter_name: str = "pullsecret"
     precondition_adapters: tuple[str, ...] = ("validation", "dns", "placement")
     placement_adapter: str = "placement"
@@ -363,7 +369,11 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         hyperfleet_status_method=envvars.choice(
             env, "HYPERFLEET_STATUS_METHOD", "PUT", ("PUT", "POST"), upper=True, say="PUT or POST"
         ),
-        hyperfleet_timeout_s=envvars.number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
+        # At most 6 s a try: the retry budget (docs/design.md "Retry budget"; pullsecret/hyperfleet/client.py).
+        hyperfleet_timeout_s=envvars.number(env, "HYPERFLEET_TIMEOUT", 6.0, minimum=0.1, maximum=6.0),
+        hyperfleet_system_header=envvars.matching(
+            env, "HYPERFLEET_SYSTEM_HEADER", HEADER_NAME_RE, "an HTTP header name, e.g. X-HyperFleet-System"
+        ),
         adapter_name=envvars.matching(env, "ADAPTER_NAME", ADAPTER_RE, f"like {ADAPTER_RE.pattern}") or "pullsecret",
         precondition_adapters=_adapter_names(env),
         placement_adapter=envvars.get(env, "PLACEMENT_ADAPTER") or "placement",
