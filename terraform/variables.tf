@@ -772,6 +772,17 @@ variable "api_error_threshold" {
   }
 }
 
+variable "fleet_metric_prefix" {
+  description = "Prefix of the log-based metrics named as the adapter framework's (hyperfleet_adapter_events_processed_total, ..._event_processing_duration_seconds, ..._errors_total). Empty (default): the framework's own names, which a fleet dashboard queries; set it only for a second deployment in the same project (log-based metric names are unique per project)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([a-z][a-z0-9_]{0,30}_)?$", var.fleet_metric_prefix))
+    error_message = "The fleet_metric_prefix must be empty or lower-case letters, digits and underscores ending in an underscore."
+  }
+}
+
 variable "slow_reconcile_threshold_ms" {
   description = "A reconcile taking at least this long (milliseconds) raises the slow-reconcile alert. Default 60000: one that spent its whole default RETRY_DEADLINE retrying."
   type        = number

@@ -201,6 +201,7 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("notification_channel_ids", 0, {"notification_channel_ids": ["channels/1"]}),
     ("failure_rate_threshold", 0, {"failure_rate_threshold": 1}),
     ("api_error_threshold", 0, {"api_error_threshold": -1}),
+    ("fleet_metric_prefix", 0, {"fleet_metric_prefix": "Second-"}),
     ("slow_reconcile_threshold_ms", 0, {"slow_reconcile_threshold_ms": 999}),
     ("slow_reconcile_threshold_ms", 1, {"slow_reconcile_threshold_ms": 300000}),
 ]

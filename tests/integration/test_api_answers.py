@@ -67,6 +67,7 @@ def test_a_403_with_an_authorization_code_is_terminal(
     assert (outcome.result, outcome.reason, outcome.service) == ("terminal", "PermissionDenied", "hyperfleet")
     final = [line for line in log_lines(capsys) if line.get("operation") == "reconcile"]
     assert final[-1]["severity"] == "ERROR" and "HYPERFLEET-AUZ-001" in final[-1]["message"]
+    assert (final[-1]["event_status"], final[-1]["error_type"]) == ("failed", "preconditions")
     assert world.kubernetes.get_secret(f"clusters-{CID}", f"{CID}-pull-secret") is None
 
 

@@ -108,6 +108,9 @@ def test_first_provisioning_writes_one_version_and_the_kubernetes_secret(
     lines = log_lines(capsys)
     final = [line for line in lines if line.get("operation") == "reconcile"][-1]
     assert final["result"] == "applied" and final["duration_ms"] > 0
+    # The fields the framework-named log-based metrics read (terraform/monitoring.tf; hyperfleet-adapter
+    # pkg/metrics/recorder.go: status success|failed|skipped, duration in seconds, error_type a phase).
+    assert final["event_status"] == "success" and 0 < final["duration_s"] < 60 and "error_type" not in final
     assert final["logging.googleapis.com/labels"]["cluster_id"] == CID
     assert {line.get("operation") for line in lines} >= {
         "secretmanager.store",
