@@ -25,6 +25,8 @@ TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A
 HEADER_NAME_RE = re.compile(
     r"^(?!(?i:authorization|content-type|accept|user-agent|traceparent|host)$)[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$"
 )
+# ESO's refreshInterval as terraform/variables.tf accepts it: hours, minutes, seconds, not zero.
+REFRESH_INTERVAL_RE = re.compile(r"^(?=.*[1-9])([0-9]+h)?([0-9]+m)?([0-9]+s)?$")
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
@@ -78,6 +80,8 @@ class Settings:
     kubernetes_secret_template: str = "{cluster_id}-pull-secret"
     kubernetes_delivery: str = "direct"  # or external-secrets: no connection to the cluster (delivery_external_secrets)
     external_secrets_principal_template: str | None = None  # principal://... with {namespace}, external-secrets only
+    # The rendered ExternalSecret's refreshInterval (terraform external_secrets_refresh_interval), for the status.
+    external_secrets_refresh_interval: str = "5m"
     field_manager: str = "hyperfleet-pullsecret"
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
@@ -410,6 +414,10 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         kubernetes_secret_template=envvars.template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
         kubernetes_delivery=delivery,
         external_secrets_principal_template=principal_template,
+        external_secrets_refresh_interval=envvars.matching(
+            env, "EXTERNAL_SECRETS_REFRESH_INTERVAL", REFRESH_INTERVAL_RE, "a non-zero duration such as 5m or 1h30m"
+        )
+        or "5m",
         field_manager=envvars.get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
         secret_manager_emulator_host=envvars.loopback_address(env, "SECRET_MANAGER_EMULATOR_HOST"),

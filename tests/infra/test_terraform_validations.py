@@ -202,6 +202,8 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("failure_rate_threshold", 0, {"failure_rate_threshold": 1}),
     ("api_error_threshold", 0, {"api_error_threshold": -1}),
     ("fleet_metric_prefix", 0, {"fleet_metric_prefix": "Second-"}),
+    ("external_secrets_refresh_interval", 0, {"external_secrets_refresh_interval": "0m"}),
+    ("hyperfleet_system_header", 0, {"hyperfleet_system_header": "X HyperFleet System"}),
     ("slow_reconcile_threshold_ms", 0, {"slow_reconcile_threshold_ms": 999}),
     ("slow_reconcile_threshold_ms", 1, {"slow_reconcile_threshold_ms": 300000}),
 ]
