@@ -224,7 +224,7 @@ class HyperFleetClient:
         if code == 403 and _problem_code(response) is None:
             message = (
                 f"{what}: a gateway or proxy in front of the HyperFleet API at {self._base_url} refused the adapter's "
-                f"credential (403 without a HyperFleet error code{_problem_title(response)}); a configuration "
+                f"token (403 without a HyperFleet error code{_problem_title(response)}); a configuration "
                 "error: the gateway must admit this identity (HYPERFLEET_API_AUTH, docs/contract.md "
                 f"'Authentication'), or {remedy}; the event will be redelivered"
             )

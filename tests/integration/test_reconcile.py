@@ -17,6 +17,7 @@ from emulators.kubernetes import manifests
 from pullsecret.delivery import admission_policy
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
+from pullsecret.model import status
 from tests.support import (
     CLUSTER_AUTH,
     PLATFORM_AUTH,
@@ -228,7 +229,9 @@ def assert_terminal(adapter: Adapter, admin: Admin, world: Any, reason: str, fra
     assert outcome.result == "terminal"
     conds = conditions(last_report(admin))
     assert conds["Available"]["status"] == "False" and conds["Available"]["reason"] == reason
-    assert fragment in conds["Available"]["message"]
+    # The operator's detail is on Applied; Available carries the owner's message (docs/contract.md's table).
+    assert fragment in conds["Applied"]["message"]
+    assert conds["Available"]["message"] == status.available_message(reason, conds["Applied"]["message"])
     return conds
 
 
