@@ -15,17 +15,11 @@ A 404 means "gone" only with the API's resource codes `HYPERFLEET-NTF-001..003`.
 proxy, another server) says HYPERFLEET_API_URL is wrong: a configuration error, logged at error level and
 redelivered, never acknowledged as a deleted cluster.
 
-Refusals that say the deployment is wrong are configuration errors, logged once at error level and redelivered,
-never acknowledged: a 403 `HYPERFLEET-AUZ-001` whose detail names a missing tenant header (hyperfleet-api
-pkg/tenant/middleware.go: tenancy is on and HYPERFLEET_SYSTEM_HEADER is not set), a 403 without any HyperFleet
-code (a gateway's denial: hyperfleet-infra helm/hyperfleet-gateway), and a 405 (the API's stdlib router answers a
-known path with the wrong method: HYPERFLEET_STATUS_METHOD does not match the API). With
-HYPERFLEET_SYSTEM_HEADER every call carries that header as `true`.
-
-The retry budget (docs/design.md "Retry budget", held to it by tests/unit/test_retry_budget.py): at most
-`ATTEMPTS` tries per call, each at most `CONNECT_TIMEOUT_S` + HYPERFLEET_TIMEOUT (≤ `MAX_TRY_TIMEOUT_S`), at most
-`MAX_SLEEP_S` between tries (backoff or a capped `Retry-After`): `call_budget_s()` in all, with or without a
-gateway retrying behind each try.
+Configuration errors (ERROR line, redelivered, never acknowledged): a 403 `HYPERFLEET-AUZ-001` naming a missing
+tenant header (hyperfleet-api pkg/tenant/middleware.go; set HYPERFLEET_SYSTEM_HEADER, sent as `true`), a 403
+without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router).
+Retry budget (docs/design.md, tests/unit/test_retry_budget.py): `call_budget_s()` a call, with or without a
+retrying gateway behind each try.
 
 Each call carries the event's W3C `traceparent` (same trace id, a new span id per call), as the adapter
 framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/client.go).
@@ -159,23 +153,33 @@ class HyperFleetClient:
                 break
             token = self._token.current()
             response = self._send(method, path, what=what, token=token, **kwargs)
-        if response.status_code == 405:
-            raise self._wrong_method(response, what, method)
-        tenant = response.status_code == 403 and _problem_code(response) == "HYPERFLEET-AUZ-001"
-        if tenant and _TENANT_DETAIL.search(_problem_title(response)):
-            raise self._no_tenant(response, what)
-        if response.status_code == 403 and not _token_refused(response):
-            raise TerminalError(
-                f"{what}: HyperFleet API denied the adapter's identity (403 {_problem_code(response)}"
+        refusal = self._refusal(response, what, method)
+        if refusal is not None:
+            raise refusal
+        return response
+
+    def _refusal(self, response: Answer, what: str, method: str) -> Exception | None:
+        """The error a refusal or a routing answer stands for (docs/contract.md §2's table), else None."""
+        code = response.status_code
+        if code == 405:
+            return _wrong_method(
+                response, what, method=method, base_url=self._base_url, status_method=self._status_method
+            )
+        problem_code = _problem_code(response)
+        if code == 403 and problem_code == "HYPERFLEET-AUZ-001" and _TENANT_DETAIL.search(_problem_title(response)):
+            return self._no_tenant(response, what)
+        if code == 403 and not _token_refused(response):
+            return TerminalError(
+                f"{what}: HyperFleet API denied the adapter's identity (403 {problem_code}"
                 f"{_problem_title(response)}); grant it status access at the API or its gateway",
                 reason="PermissionDenied",
                 service="hyperfleet",
             )
-        if response.status_code in _REFUSED:
-            raise self._refused(response, what)
-        if response.status_code == 404 and _problem_code(response) not in _GONE_CODES:
-            raise self._no_route(response, what)
-        return response
+        if code in _REFUSED:
+            return self._refused(response, what)
+        if code == 404 and problem_code not in _GONE_CODES:
+            return self._no_route(response, what)
+        return None
 
     def _send(
         self,
@@ -281,25 +285,6 @@ class HyperFleetClient:
         )
         return TransientError(message, reason="TenantRequired", service="hyperfleet")
 
-    def _wrong_method(self, response: Answer, what: str, method: str) -> TransientError:
-        """A 405: the API routes the path but not this method (the status write's, HYPERFLEET_STATUS_METHOD)."""
-        allow = response.headers.get("Allow", "").strip()
-        allowed = allow if _ALLOW.match(allow) else "not said"
-        message = (
-            f"{what}: HyperFleet API at {self._base_url} does not allow {method} here (405; allowed: {allowed}); "
-            f"a configuration error: HYPERFLEET_STATUS_METHOD={self._status_method} does not match this API "
-            "(PUT for API >= 0.3.0, POST for API <= 0.2.1); the event will be redelivered"
-        )
-        log.error(
-            message,
-            operation="hyperfleet.route",
-            error_kind="configuration",
-            reason="MethodNotAllowed",
-            http_status=405,
-            service="hyperfleet",
-        )
-        return TransientError(message, reason="MethodNotAllowed", service="hyperfleet")
-
     @staticmethod
     def _failure(response: Answer, what: str) -> Exception:
         code = response.status_code
@@ -398,6 +383,26 @@ class HyperFleetClient:
             raise TransientError("list clusters: the API answer has no 'items' list", service="hyperfleet")
         total = body.get("total") if isinstance(body.get("total"), int) else len(items)
         return [i for i in items if isinstance(i, dict)], int(total)
+
+
+def _wrong_method(response: Answer, what: str, *, method: str, base_url: str, status_method: str) -> TransientError:
+    """A 405: the API routes the path but not this method (the status write's, HYPERFLEET_STATUS_METHOD)."""
+    allow = response.headers.get("Allow", "").strip()
+    allowed = allow if _ALLOW.match(allow) else "not said"
+    message = (
+        f"{what}: HyperFleet API at {base_url} does not allow {method} here (405; allowed: {allowed}); "
+        f"a configuration error: HYPERFLEET_STATUS_METHOD={status_method} does not match this API "
+        "(PUT for API >= 0.3.0, POST for API <= 0.2.1); the event will be redelivered"
+    )
+    log.error(
+        message,
+        operation="hyperfleet.route",
+        error_kind="configuration",
+        reason="MethodNotAllowed",
+        http_status=405,
+        service="hyperfleet",
+    )
+    return TransientError(message, reason="MethodNotAllowed", service="hyperfleet")
 
 
 def _problem_code(response: Answer) -> str | None:
