@@ -43,7 +43,9 @@ class Settings:
     hyperfleet_api_auth: str = "token-file"
     hyperfleet_api_audience: str = "hyperfleet-api"
     hyperfleet_status_method: str = "PUT"
-    hyperfleet_timeout_s: float = 10.0
+    hyperfleet_timeout_s: float = 6.0
+    # A header sent as `true` on every API call: the API's tenant middleware's system header (tenancy on, no gateway).
+    hyperfleet_system_header: str | None = None
     adapter_name: str = "pullsecret"
     precondition_adapters: tuple[str, ...] = ("validation", "dns", "placement")
     placement_adapter: str = "placement"
@@ -75,6 +77,8 @@ class Settings:
     kubernetes_secret_template: str = "{cluster_id}-pull-secret"
     kubernetes_delivery: str = "direct"  # or external-secrets: no connection to the cluster (delivery_external_secrets)
     external_secrets_principal_template: str | None = None  # principal://... with {namespace}, external-secrets only
+    # The rendered ExternalSecret's refreshInterval (terraform external_secrets_refresh_interval), for the status.
+    external_secrets_refresh_interval: str = "5m"
     field_manager: str = "hyperfleet-pullsecret"
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
@@ -366,7 +370,8 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         hyperfleet_status_method=envvars.choice(
             env, "HYPERFLEET_STATUS_METHOD", "PUT", ("PUT", "POST"), upper=True, say="PUT or POST"
         ),
-        hyperfleet_timeout_s=envvars.number(env, "HYPERFLEET_TIMEOUT", 10.0, minimum=0.1, maximum=300),
+        hyperfleet_timeout_s=envvars.number(env, "HYPERFLEET_TIMEOUT", 6.0, minimum=0.1, maximum=6.0),  # retry budget
+        hyperfleet_system_header=envvars.header_name(env, "HYPERFLEET_SYSTEM_HEADER"),
         adapter_name=envvars.matching(env, "ADAPTER_NAME", ADAPTER_RE, f"like {ADAPTER_RE.pattern}") or "pullsecret",
         precondition_adapters=_adapter_names(env),
         placement_adapter=envvars.get(env, "PLACEMENT_ADAPTER") or "placement",
@@ -404,6 +409,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         kubernetes_secret_template=envvars.template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
         kubernetes_delivery=delivery,
         external_secrets_principal_template=principal_template,
+        external_secrets_refresh_interval=envvars.duration(env, "EXTERNAL_SECRETS_REFRESH_INTERVAL") or "5m",
         field_manager=envvars.get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
         secret_manager_emulator_host=envvars.loopback_address(env, "SECRET_MANAGER_EMULATOR_HOST"),

@@ -103,3 +103,21 @@ def loopback_address(env: Mapping[str, str], name: str) -> str | None:
     if value is not None and not is_loopback(urlparse(f"//{value}").hostname):
         raise ConfigError(f"{name} must name a loopback address (localhost, 127.0.0.1, [::1]), got {value!r}")
     return value
+
+
+# An HTTP header name (RFC 9110 token), not one the function sets itself.
+_HEADER_NAME = re.compile(
+    r"^(?!(?i:authorization|content-type|accept|user-agent|traceparent|host)$)[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$"
+)
+# A Go duration in hours, minutes and seconds, not zero (ESO's refreshInterval as terraform/variables.tf takes it).
+_DURATION = re.compile(r"^(?=.*[1-9])([0-9]+h)?([0-9]+m)?([0-9]+s)?$")
+
+
+def header_name(env: Mapping[str, str], name: str) -> str | None:
+    """An optional HTTP header name, not one the function sets itself (Authorization, traceparent, ...)."""
+    return matching(env, name, _HEADER_NAME, "an HTTP header name, e.g. X-HyperFleet-System")
+
+
+def duration(env: Mapping[str, str], name: str) -> str | None:
+    """An optional non-zero duration such as 5m or 1h30m."""
+    return matching(env, name, _DURATION, "a non-zero duration such as 5m or 1h30m")

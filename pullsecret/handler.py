@@ -27,6 +27,20 @@ from pullsecret.source import rotation
 
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
 _SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
+# The adapter framework's event statuses (hyperfleet-adapter 3f746a5 pkg/metrics/recorder.go
+# RecordEventProcessed: success, failed, skipped; internal/executor/handler.go), for the log-based metrics named
+# as the framework's (terraform/monitoring.tf): a fleet dashboard built for framework adapters shows this one too.
+_FAILED = frozenset({"terminal", "transient", "malformed"})
+_SKIPPED = frozenset({"skipped", "stale", "ignored", "expired"})
+
+
+def framework_fields(result: str, service: str | None, seconds: float) -> dict[str, Any]:
+    """`event_status`, `duration_s` and, for a failure, `error_type` (the framework's phase) of a reconcile line."""
+    event_status = "failed" if result in _FAILED else "skipped" if result in _SKIPPED else "success"
+    fields: dict[str, Any] = {"event_status": event_status, "duration_s": round(seconds, 4)}
+    if event_status == "failed":
+        fields["error_type"] = status.phase_of(service)
+    return fields
 
 
 class Adapter:
@@ -94,6 +108,7 @@ class Adapter:
                     operation="reconcile",
                     result="ignored",
                     reason="EventIgnored",
+                    **framework_fields("ignored", None, time.perf_counter() - start),
                     event_type=parsed.event_type[:200],
                     delivery=parsed.delivery,
                 )
@@ -124,6 +139,7 @@ class Adapter:
                     operation="reconcile",
                     result="expired",
                     reason="EventExpired",
+                    **framework_fields("expired", None, time.perf_counter() - start),
                     delivery=parsed.delivery,
                 )
                 return Outcome("expired", reason="EventExpired")
@@ -201,6 +217,7 @@ class Adapter:
             # Only an event is redelivered; the CLI's caller decides whether to try again.
             message += "; the CLI exits 3, try again" if request.delivery == "cli" else "; Pub/Sub redelivers the event"
         severity = _SEVERITY.get(outcome.result, "INFO")
+        seconds = time.perf_counter() - start
         log.log(
             severity,
             message,
@@ -208,7 +225,8 @@ class Adapter:
             result=outcome.result,
             reason=reason,
             service=outcome.service,
-            duration_ms=round((time.perf_counter() - start) * 1000, 2),
+            duration_ms=round(seconds * 1000, 2),
+            **framework_fields(outcome.result, outcome.service, seconds),
             generation=outcome.report.generation if outcome.report else None,
             delivery=request.delivery,
         )

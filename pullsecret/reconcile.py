@@ -356,7 +356,17 @@ class Reconciler:
         return self._report(
             target.cluster_id,
             "applied" if changed else "unchanged",
-            provision.with_registries(status.provisioned(act.generation, changed=changed, data=data), reads.checks),
+            provision.with_registries(
+                status.provisioned(
+                    act.generation,
+                    changed=changed,
+                    data=data,
+                    delivery=self.settings.kubernetes_delivery,
+                    source="service" if self.settings.pull_secret_service_url else "platform",
+                    refresh=self.settings.external_secrets_refresh_interval,
+                ),
+                reads.checks,
+            ),
         )
 
     def _current_generation(self, cluster_id: str) -> int | None:

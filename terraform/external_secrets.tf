@@ -54,7 +54,7 @@ locals {
       name: hyperfleet-pull-secret
       namespace: {namespace}
     spec:
-      refreshInterval: 5m
+      refreshInterval: ${var.external_secrets_refresh_interval}
       secretStoreRef:
         kind: SecretStore
         name: hyperfleet-pull-secret

@@ -19,6 +19,7 @@ locals {
     HYPERFLEET_API_AUTH       = var.hyperfleet_api_auth
     HYPERFLEET_API_AUDIENCE   = var.hyperfleet_api_audience
     HYPERFLEET_STATUS_METHOD  = var.hyperfleet_status_method
+    HYPERFLEET_SYSTEM_HEADER  = var.hyperfleet_system_header
     ADAPTER_NAME              = var.adapter_name
     PRECONDITION_ADAPTERS     = join(",", var.precondition_adapters)
     # Exactly one source (variables.tf): the platform pull secret, or the Pull Secret Service. An empty value is
@@ -41,6 +42,7 @@ locals {
     # external_secrets.tf: with external-secrets, no Kubernetes call; access granted to this principal instead.
     KUBERNETES_DELIVERY                 = var.kubernetes_delivery
     EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE = local.external_secrets_principal_template
+    EXTERNAL_SECRETS_REFRESH_INTERVAL   = var.kubernetes_delivery == "external-secrets" ? var.external_secrets_refresh_interval : ""
     LOG_LEVEL                           = var.log_level
     MAX_EVENT_AGE                       = tostring(var.max_event_age_seconds)
     SECRET_REPLICATION_LOCATIONS        = join(",", var.secret_replication_locations)

@@ -144,6 +144,141 @@ resource "time_sleep" "log_metrics" {
 }
 
 # ---------------------------------------------------------------------------
+# The adapter framework's metrics, by their names (hyperfleet-adapter 3f746a5 pkg/metrics/recorder.go:
+# hyperfleet_adapter_events_processed_total{status}, hyperfleet_adapter_event_processing_duration_seconds,
+# hyperfleet_adapter_errors_total{error_type}, each with component, version and adapter_name), so that a fleet
+# dashboard built for framework adapters shows this one too. Read from the reconcile line's event_status,
+# duration_s and error_type (pullsecret/handler.py framework_fields); component is the Cloud Run service (the
+# function), version its revision, adapter_name the line's `adapter` label (ADAPTER_NAME). Log-based metric
+# names are unique per project: a second deployment in the same project sets fleet_metric_prefix.
+# ---------------------------------------------------------------------------
+
+locals {
+  framework_labels = {
+    component    = "EXTRACT(resource.labels.service_name)"
+    version      = "EXTRACT(resource.labels.revision_name)"
+    adapter_name = "EXTRACT(labels.adapter)"
+  }
+  framework_filter = "${local.reconcile_log_filter} AND jsonPayload.event_status:*"
+}
+
+resource "google_logging_metric" "events_processed" {
+  project = var.project_id
+  name    = "${var.fleet_metric_prefix}hyperfleet_adapter_events_processed_total"
+  filter  = local.framework_filter
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "HyperFleet adapter events processed (${var.function_name})"
+
+    labels {
+      key         = "status"
+      value_type  = "STRING"
+      description = "success, failed or skipped (the adapter framework's statuses)"
+    }
+    labels {
+      key         = "component"
+      value_type  = "STRING"
+      description = "the Cloud Run service (the function)"
+    }
+    labels {
+      key         = "version"
+      value_type  = "STRING"
+      description = "the Cloud Run revision"
+    }
+    labels {
+      key         = "adapter_name"
+      value_type  = "STRING"
+      description = "ADAPTER_NAME"
+    }
+  }
+
+  label_extractors = merge(local.framework_labels, { status = "EXTRACT(jsonPayload.event_status)" })
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "event_processing_duration" {
+  project         = var.project_id
+  name            = "${var.fleet_metric_prefix}hyperfleet_adapter_event_processing_duration_seconds"
+  filter          = "${local.framework_filter} AND jsonPayload.duration_s:*"
+  value_extractor = "EXTRACT(jsonPayload.duration_s)"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "DISTRIBUTION"
+    unit         = "s"
+    display_name = "HyperFleet adapter event processing duration (${var.function_name})"
+
+    labels {
+      key         = "component"
+      value_type  = "STRING"
+      description = "the Cloud Run service (the function)"
+    }
+    labels {
+      key         = "version"
+      value_type  = "STRING"
+      description = "the Cloud Run revision"
+    }
+    labels {
+      key         = "adapter_name"
+      value_type  = "STRING"
+      description = "ADAPTER_NAME"
+    }
+  }
+
+  label_extractors = local.framework_labels
+
+  bucket_options {
+    explicit_buckets {
+      bounds = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120] # the framework's buckets
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "framework_errors" {
+  project = var.project_id
+  name    = "${var.fleet_metric_prefix}hyperfleet_adapter_errors_total"
+  filter  = "${local.framework_filter} AND jsonPayload.error_type:*"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "HyperFleet adapter errors (${var.function_name})"
+
+    labels {
+      key         = "error_type"
+      value_type  = "STRING"
+      description = "the phase that failed: preconditions, resources, registry or unknown"
+    }
+    labels {
+      key         = "component"
+      value_type  = "STRING"
+      description = "the Cloud Run service (the function)"
+    }
+    labels {
+      key         = "version"
+      value_type  = "STRING"
+      description = "the Cloud Run revision"
+    }
+    labels {
+      key         = "adapter_name"
+      value_type  = "STRING"
+      description = "ADAPTER_NAME"
+    }
+  }
+
+  label_extractors = merge(local.framework_labels, { error_type = "EXTRACT(jsonPayload.error_type)" })
+
+  depends_on = [google_project_service.apis]
+}
+
+# ---------------------------------------------------------------------------
 # Alerts
 # ---------------------------------------------------------------------------
 
@@ -339,8 +474,10 @@ resource "google_monitoring_dashboard" "adapter" {
   # Dashboard message.
   dashboard_json = templatefile("${path.module}/dashboard.json.tftpl", {
     function_name            = var.function_name
+    adapter_name             = var.adapter_name
     reconciles_metric        = "${local.user_metric}/${google_logging_metric.reconciles.name}"
-    duration_metric          = "${local.user_metric}/${google_logging_metric.reconcile_duration.name}"
+    events_metric            = "${local.user_metric}/${google_logging_metric.events_processed.name}"
+    duration_metric          = "${local.user_metric}/${google_logging_metric.event_processing_duration.name}"
     api_errors_metric        = "${local.user_metric}/${google_logging_metric.api_errors.name}"
     dead_letter_topic        = google_pubsub_topic.dead_letter.name
     dead_letter_subscription = google_pubsub_subscription.dead_letter.name

@@ -447,6 +447,28 @@ variable "external_secrets_service_account" {
   }
 }
 
+variable "external_secrets_refresh_interval" {
+  description = "external-secrets: the rendered ExternalSecret's refreshInterval (a Go duration such as 5m or 1h30m, not zero: zero stops ESO refreshing). A new Secret Manager version reaches the Kubernetes Secret within it; the function's Available message states it (EXTERNAL_SECRETS_REFRESH_INTERVAL)."
+  type        = string
+  default     = "5m"
+
+  validation {
+    condition     = can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", var.external_secrets_refresh_interval)) && can(regex("[1-9]", var.external_secrets_refresh_interval))
+    error_message = "The external_secrets_refresh_interval must be a non-zero duration in hours, minutes and seconds, e.g. 5m or 1h30m."
+  }
+}
+
+variable "hyperfleet_system_header" {
+  description = "HYPERFLEET_SYSTEM_HEADER: the API's server.tenant.system_header (e.g. X-HyperFleet-System), sent as true on every call, for an API reached directly with tenancy on. Empty (default): not sent. A gateway strips it."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([A-Za-z0-9!#$%&'*+.^_`|~-]{1,64})?$", var.hyperfleet_system_header))
+    error_message = "The hyperfleet_system_header must be empty or an HTTP header name."
+  }
+}
+
 variable "hyperfleet_status_method" {
   description = "HYPERFLEET_STATUS_METHOD: PUT (API v0.3.0 and later) or POST (v0.2.1 and earlier)."
   type        = string
@@ -769,6 +791,17 @@ variable "api_error_threshold" {
   validation {
     condition     = var.api_error_threshold >= 0
     error_message = "The api_error_threshold must not be negative."
+  }
+}
+
+variable "fleet_metric_prefix" {
+  description = "Prefix of the log-based metrics named as the adapter framework's (hyperfleet_adapter_events_processed_total, ..._event_processing_duration_seconds, ..._errors_total). Empty (default): the framework's own names, which a fleet dashboard queries; set it only for a second deployment in the same project (log-based metric names are unique per project)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([a-z][a-z0-9_]{0,30}_)?$", var.fleet_metric_prefix))
+    error_message = "The fleet_metric_prefix must be empty or lower-case letters, digits and underscores ending in an underscore."
   }
 }
 

@@ -15,14 +15,20 @@ nodepools, resources, TSL search beyond ``field='value'`` terms joined by ``and`
 requirement of the spec (auth is enforced by the emulator itself when a token is configured, so a missing
 header is a 401, not a violation). Authentication: the shared opaque bearer token, and, after
 ``trust_id_tokens``, RS256 ID tokens verified as the API's JWT handler does (emulators/idtoken.py).
+``set_tenancy(Tenancy())`` turns on the API's tenant middleware (``tenancy``); ``deny_at_gateway()`` answers
+every call as the gateway's ext_authz denial does (403, no body, no HyperFleet code). In PUT mode a known path
+with the wrong method gets net/http's plain-text 405 with ``Allow``, before authentication, as the current
+server's stdlib router answers it.
 
 The parts: ``spec`` (the vendored OpenAPI specs, operations, request/response checks), ``answers``
 (timestamps and problem+json), ``auth`` (opaque and ID tokens), ``store`` (clusters, statuses, reports),
-``conditions`` (the aggregated cluster conditions), ``rules`` (the status-write rules and the adapter
-conventions), ``api`` (the API's routes) and ``emulator`` (serving, validation, fault injection, admin API).
+``tenancy`` (the tenant middleware), ``conditions`` (the aggregated cluster conditions), ``rules`` (the
+status-write rules and the adapter conventions), ``api`` (the API's routes) and ``emulator`` (serving,
+validation, fault injection, admin API).
 """
 
 from emulators.hyperfleet.answers import rfc3339
 from emulators.hyperfleet.emulator import HyperFleetEmulator
+from emulators.hyperfleet.tenancy import Tenancy
 
-__all__ = ["HyperFleetEmulator", "rfc3339"]
+__all__ = ["HyperFleetEmulator", "Tenancy", "rfc3339"]

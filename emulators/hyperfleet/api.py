@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from emulators.httpbase import Reply, Request
@@ -18,6 +19,9 @@ from emulators.hyperfleet.auth import ApiAuth
 from emulators.hyperfleet.rules import convention_breaks, status_rule_errors
 from emulators.hyperfleet.spec import BASE, CLUSTER_RE, STATUSES_RE, Violations
 from emulators.hyperfleet.store import ClusterStore
+from emulators.hyperfleet.tenancy import SYSTEM_WRITE_DENIED, Tenancy
+
+_Handler = Callable[[Request, bool], tuple[Reply, bool]]
 
 _SEARCH_TERM = re.compile(r"^\s*(?P<field>[A-Za-z0-9_.\-]+)\s*(?P<op>=|>)\s*'(?P<value>[^']*)'\s*$")
 # hyperfleet-api pkg/db/sql_helpers.go (ArgsToOrder): "field" or "field asc|desc"; pkg/handlers/list_params.go:
@@ -31,14 +35,33 @@ class ClusterApi:
     def __init__(self, *, store: ClusterStore, auth: ApiAuth, conventions: Violations) -> None:
         self.store = store
         self.auth = auth
+        # The tenant middleware (emulators/hyperfleet/tenancy.py), off as in the API's default configuration.
+        self.tenancy: Tenancy | None = None
         # Reports the API accepts but that break a convention: masked data keys, reasons outside the vocabulary.
         self.conventions = conventions
 
     def serve(self, request: Request) -> tuple[Reply, bool]:
         """The server's answer and whether it is knowingly off-spec."""
         path = request.path
+        if self.auth.gateway_denies:
+            # hyperfleet-infra 5da6143 helm/hyperfleet-gateway (configmap.yaml: Envoy's ext_authz filter runs
+            # before the router, failure_mode_allow: false; authconfig.yaml: Authorino decides): a denial is
+            # Envoy's and Authorino's answer, not the API's: no problem+json, no HyperFleet code.
+            return Reply(403, b"", {}), True
         if not path.startswith(BASE + "/"):
             return no_route(path), False
+        route = self._route(path)
+        if route is None:
+            return no_route(path), False
+        methods, handler = route
+        if self.store.status_method == "PUT" and request.method not in methods:
+            # hyperfleet-api 541f6b4 cmd/hyperfleet-api/server/router.go (stdlib net/http since HYPERFLEET-1372;
+            # WithNotFoundHandler rewrites only "no pattern matched"): a known path with the wrong method gets
+            # net/http's own 405 before any middleware: plain text, `Allow` the sorted methods (HEAD with GET).
+            reply = Reply.text(405, "Method Not Allowed\n")
+            reply.headers["Allow"] = ", ".join(sorted(methods))
+            reply.headers["X-Content-Type-Options"] = "nosniff"
+            return reply, True
         refused = self.auth.failure(request)
         if refused is not None and refused[0] == 401:
             detail = "Account authentication could not be verified"
@@ -48,27 +71,59 @@ class ClusterApi:
                 refused[1],
             )
             return problem(401, detail, path, kind=kind), self.store.status_method == "POST"
+        off_spec_403 = self.store.status_method == "POST"
         if refused is not None:
             # Core 1.0.25 documents 403 only through its `default` problem answer; 0.1.0 documents none.
-            off_spec = self.store.status_method == "POST"
-            return problem(403, "You do not have permission to perform this action", path), off_spec
+            return problem(403, "You do not have permission to perform this action", path), off_spec_403
+        system = False
+        if self.tenancy is not None:
+            resolved = self.tenancy.resolve(request)
+            if isinstance(resolved, str):
+                return problem(403, resolved, path), off_spec_403
+            system = resolved
+        return handler(request, system)
+
+    def _route(self, path: str) -> tuple[frozenset[str], _Handler] | None:
+        """The route's methods (as hyperfleet-api 541f6b4 cmd/hyperfleet-api/server/routes_entities.go registers
+        them, HEAD with GET as net/http adds it) and this emulator's handler, or None when no pattern matches."""
         if path == f"{BASE}/clusters":
-            if request.method != "GET":
-                return method_not_allowed(path, "GET"), True
-            return self._list_clusters(request)
+            return frozenset({"GET", "HEAD", "POST"}), self._clusters
         match = CLUSTER_RE.match(path)
         if match:
-            if request.method != "GET":
-                return method_not_allowed(path, "GET"), True
-            return self._get_cluster(match.group("id"), path)
+            cluster_id = match.group("id")
+            return frozenset({"GET", "HEAD", "PATCH", "DELETE"}), lambda r, s: self._cluster(r, s, cluster_id)
         match = STATUSES_RE.match(path)
         if match:
-            if request.method == "GET":
-                return self._list_statuses(request, match.group("id"))
-            if request.method != self.store.status_method:
-                return method_not_allowed(path, f"GET, {self.store.status_method}"), True
-            return self._write_status(request, match.group("id"))
-        return no_route(path), False
+            cluster_id = match.group("id")
+            methods = frozenset({"GET", "HEAD", self.store.status_method})
+            return methods, lambda r, s: self._statuses(r, cluster_id)
+        return None
+
+    def _clusters(self, request: Request, system: bool) -> tuple[Reply, bool]:
+        if request.method in ("GET", "HEAD"):
+            return self._list_clusters(request)
+        return self._not_served(request, system, "GET")
+
+    def _cluster(self, request: Request, system: bool, cluster_id: str) -> tuple[Reply, bool]:
+        if request.method in ("GET", "HEAD"):
+            return self._get_cluster(cluster_id, request.path)
+        return self._not_served(request, system, "GET")
+
+    def _statuses(self, request: Request, cluster_id: str) -> tuple[Reply, bool]:
+        if request.method in ("GET", "HEAD"):
+            return self._list_statuses(request, cluster_id)
+        if request.method != self.store.status_method:  # the 0.1.0 (POST-era) server's problem+json 405
+            return method_not_allowed(request.path, f"GET, {self.store.status_method}"), True
+        return self._write_status(request, cluster_id)
+
+    def _not_served(self, request: Request, system: bool, allow: str) -> tuple[Reply, bool]:
+        """A cluster write the real API routes but an adapter never makes (create, patch, delete)."""
+        if system:
+            # hyperfleet-api 541f6b4 pkg/services/resource.go (rejectSystemIdentityWrite).
+            return problem(403, SYSTEM_WRITE_DENIED, request.path), True
+        if self.store.status_method == "POST":
+            return method_not_allowed(request.path, allow), True
+        return problem(501, f"{request.method} is not emulated", request.path), True
 
     def _paging(self, request: Request) -> tuple[int, int] | str:
         try:

@@ -29,6 +29,8 @@ class ApiAuth:
         # ID-token issuers trusted beside the opaque token (`trust_id_tokens`), and who they authenticated.
         self._issuers: list[TrustedIssuer] = []
         self.identities: list[str] = []
+        # The gateway in front (hyperfleet-infra helm/hyperfleet-gateway) denies every call: a 403 with no code.
+        self.gateway_denies = False
 
     @property
     def enabled(self) -> bool:
@@ -57,6 +59,7 @@ class ApiAuth:
             self.token = self._initial_token
             self.forbidden_tokens.clear()
             self.identities.clear()
+            self.gateway_denies = False
             if self.token_file is not None and self.token is not None:
                 try:
                     current = self.token_file.read_text(encoding="utf-8").strip()

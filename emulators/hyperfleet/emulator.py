@@ -25,6 +25,7 @@ from emulators.hyperfleet.spec import (
     violation,
 )
 from emulators.hyperfleet.store import ClusterStore
+from emulators.hyperfleet.tenancy import Tenancy
 from emulators.idtoken import GOOGLE_ISSUER, Jwks
 from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 
@@ -45,6 +46,7 @@ class HyperFleetEmulator(HTTPEmulator):
         token_file: str | os.PathLike[str] | None = None,
         required_adapters: list[str] | None = None,
         validate: bool = True,
+        tenancy: Tenancy | None = None,
     ) -> None:
         super().__init__()
         if status_method not in SPEC_FILES:
@@ -60,6 +62,8 @@ class HyperFleetEmulator(HTTPEmulator):
         # Reports the API accepts but that break a convention: masked data keys, reasons outside the vocabulary.
         self.conventions = Violations()
         self.api = ClusterApi(store=self.store, auth=self.auth, conventions=self.conventions)
+        self._tenancy = tenancy
+        self.api.tenancy = tenancy
         self._lock = self.store.lock
         self.validation_seconds = 0.0
         self.validations = 0
@@ -150,9 +154,18 @@ class HyperFleetEmulator(HTTPEmulator):
                 ),
             }
 
+    def set_tenancy(self, tenancy: Tenancy | None) -> None:
+        """Turn the API's tenant middleware on (`Tenancy()`: the dev configuration) or off, until reset()."""
+        self.api.tenancy = tenancy
+
+    def deny_at_gateway(self, deny: bool = True) -> None:
+        """The gateway in front denies every call (a 403 with no HyperFleet code), until reset()."""
+        self.auth.gateway_denies = deny
+
     def reset(self) -> None:
         with self._lock:
             self.auth.reset()
+            self.api.tenancy = self._tenancy
             self.store.clear()
             self.violations.clear()
             self.expected_violations.clear()

@@ -1,7 +1,7 @@
 """The HyperFleet API client: get cluster, list adapter statuses, report status (docs/contract.md §2).
 
 One urllib3 pool per process (it retries connection errors and 429/5xx with jittered backoff,
-honouring Retry-After). urllib3 directly, not `requests` over it: three calls per event, and `requests`'
+honouring Retry-After up to a cap). urllib3 directly, not `requests` over it: three calls per event, and `requests`'
 per-call preparation (merging settings, hooks, cookies, URL re-parsing) was the largest share of the
 function's own CPU (bench/results/profile-inproc.txt). The bearer credential comes from `auth` (a token
 file, or a Google ID token); after a refusal it is re-read or re-minted and the call made again. A refusal
@@ -15,6 +15,12 @@ A 404 means "gone" only with the API's resource codes `HYPERFLEET-NTF-001..003`.
 proxy, another server) says HYPERFLEET_API_URL is wrong: a configuration error, logged at error level and
 redelivered, never acknowledged as a deleted cluster.
 
+Configuration errors (ERROR line, redelivered, never acknowledged): a 403 `HYPERFLEET-AUZ-001` naming a missing
+tenant header (hyperfleet-api pkg/tenant/middleware.go; set HYPERFLEET_SYSTEM_HEADER, sent as `true`), a 403
+without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router).
+Retry budget (docs/design.md, tests/unit/test_retry_budget.py): `call_budget_s()` a call, with or without a
+retrying gateway behind each try.
+
 Each call carries the event's W3C `traceparent` (same trace id, a new span id per call), as the adapter
 framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/client.go).
 """
@@ -22,6 +28,7 @@ framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/clien
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +53,37 @@ _GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET
 _NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _PAGE_SIZE = 100
+# hyperfleet-api 541f6b4 pkg/tenant/middleware.go (resolveDimensions): the details of a tenancy refusal.
+_TENANT_DETAIL = re.compile(r"tenant header|tenant dimensions", re.IGNORECASE)
+_ALLOW = re.compile(r"^[A-Z, ]{1,80}$")
+
+# The retry budget (docs/design.md "Retry budget").
+ATTEMPTS = 3  # tries per call: the first and two retries
+CONNECT_TIMEOUT_S = 3.05
+MAX_TRY_TIMEOUT_S = 6.0  # HYPERFLEET_TIMEOUT's maximum: the read timeout of one try
+RETRY_AFTER_CAP_S = 1.0  # a longer Retry-After waits for Pub/Sub's redelivery instead
+BACKOFF_FACTOR_S = 0.2
+BACKOFF_JITTER_S = 0.2
+
+
+def max_sleep_s() -> float:
+    """The longest wait between two tries: urllib3's backoff for the last retry (factor x 2^(n-1), none before the
+    second) plus its jitter, or a Retry-After up to its cap."""
+    backoff = BACKOFF_FACTOR_S * 2 ** (ATTEMPTS - 2) + BACKOFF_JITTER_S if ATTEMPTS > 2 else 0.0
+    return max(backoff, RETRY_AFTER_CAP_S)
+
+
+def call_budget_s(read_timeout_s: float = MAX_TRY_TIMEOUT_S) -> float:
+    """The longest one API call can take, its retries included."""
+    return ATTEMPTS * (CONNECT_TIMEOUT_S + read_timeout_s) + (ATTEMPTS - 1) * max_sleep_s()
+
+
+class _BoundedRetry(Retry):
+    """urllib3's Retry with a server's Retry-After honoured up to RETRY_AFTER_CAP_S."""
+
+    def get_retry_after(self, response: urllib3.BaseHTTPResponse) -> float | None:
+        wanted = super().get_retry_after(response)
+        return None if wanted is None else min(wanted, RETRY_AFTER_CAP_S)
 
 
 class UnparseableCluster(TerminalError):
@@ -78,19 +116,20 @@ class HyperFleetClient:
     def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
         self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
         self._base_url = shown_url(settings.hyperfleet_api_url)
-        self._timeout = (min(3.05, settings.hyperfleet_timeout_s), settings.hyperfleet_timeout_s)
+        read_timeout = min(settings.hyperfleet_timeout_s, MAX_TRY_TIMEOUT_S)
+        self._timeout = (min(CONNECT_TIMEOUT_S, read_timeout), read_timeout)
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
         self._token = hyperfleet_credential(settings)
-        retry = Retry(
-            total=4,
-            connect=4,
-            read=2,
-            status=4,
-            backoff_factor=0.2,
-            backoff_max=4.0,
-            backoff_jitter=0.2,
+        retry = _BoundedRetry(
+            total=ATTEMPTS - 1,
+            connect=ATTEMPTS - 1,
+            read=ATTEMPTS - 1,
+            status=ATTEMPTS - 1,
+            backoff_factor=BACKOFF_FACTOR_S,
+            backoff_max=RETRY_AFTER_CAP_S,
+            backoff_jitter=BACKOFF_JITTER_S,
             status_forcelist=_RETRY_STATUSES,
             # The status write is idempotent on the server (a repeat is stored again or discarded).
             allowed_methods=frozenset({"GET", "PUT", "POST"}),
@@ -110,6 +149,9 @@ class HyperFleetClient:
         )
         self._path = urlsplit(self._base).path
         self._headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
+        if settings.hyperfleet_system_header:
+            # hyperfleet-api pkg/tenant/middleware.go: exactly "true" makes the caller the system identity.
+            self._headers[settings.hyperfleet_system_header] = "true"
 
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> Answer:
         """One call; a refused token is re-read from its file and the call made again with a new one."""
@@ -123,18 +165,33 @@ class HyperFleetClient:
                 break
             token = self._token.current()
             response = self._send(method, path, what=what, token=token, **kwargs)
-        if response.status_code == 403 and not _token_refused(response):
-            raise TerminalError(
-                f"{what}: HyperFleet API denied the adapter's identity (403 {_problem_code(response)}"
+        refusal = self._refusal(response, what, method)
+        if refusal is not None:
+            raise refusal
+        return response
+
+    def _refusal(self, response: Answer, what: str, method: str) -> Exception | None:
+        """The error a refusal or a routing answer stands for (docs/contract.md §2's table), else None."""
+        code = response.status_code
+        if code == 405:
+            return _wrong_method(
+                response, what, method=method, base_url=self._base_url, status_method=self._status_method
+            )
+        problem_code = _problem_code(response)
+        if code == 403 and problem_code == "HYPERFLEET-AUZ-001" and _TENANT_DETAIL.search(_problem_title(response)):
+            return self._no_tenant(response, what)
+        if code == 403 and not _token_refused(response):
+            return TerminalError(
+                f"{what}: HyperFleet API denied the adapter's identity (403 {problem_code}"
                 f"{_problem_title(response)}); grant it status access at the API or its gateway",
                 reason="PermissionDenied",
                 service="hyperfleet",
             )
-        if response.status_code in _REFUSED:
-            raise self._refused(response, what)
-        if response.status_code == 404 and _problem_code(response) not in _GONE_CODES:
-            raise self._no_route(response, what)
-        return response
+        if code in _REFUSED:
+            return self._refused(response, what)
+        if code == 404 and problem_code not in _GONE_CODES:
+            return self._no_route(response, what)
+        return None
 
     def _send(
         self,
@@ -174,17 +231,31 @@ class HyperFleetClient:
             ) from None
 
     def _refused(self, response: Answer, what: str) -> TransientError:
-        """Our own token refused even after a re-read: redeliver (never acknowledge), and say so at error level."""
+        """Our own token refused even after a re-read: redeliver (never acknowledge), and say so at error level.
+
+        A 403 without any HyperFleet code is not the API's answer but a gateway's (or a proxy's) denial: the
+        deployment does not admit this identity, a configuration error (docs/contract.md "Authentication")."""
         code = response.status_code
-        why = "not authenticated" if code == 401 else "not authorised"
-        message = (
-            f"{what}: HyperFleet API refused the adapter's token ({code}, {why}{_problem_title(response)}); "
-            f"the event will be redelivered: {self._token.remedy if self._token else 'configure HYPERFLEET_API_AUTH'}"
-        )
+        remedy = self._token.remedy if self._token else "configure HYPERFLEET_API_AUTH"
+        if code == 403 and _problem_code(response) is None:
+            message = (
+                f"{what}: a gateway or proxy in front of the HyperFleet API at {self._base_url} refused the adapter's "
+                f"token (403 without a HyperFleet error code{_problem_title(response)}); a configuration "
+                "error: the gateway must admit this identity (HYPERFLEET_API_AUTH, docs/contract.md "
+                f"'Authentication'), or {remedy}; the event will be redelivered"
+            )
+            kind = "configuration"
+        else:
+            why = "not authenticated" if code == 401 else "not authorised"
+            message = (
+                f"{what}: HyperFleet API refused the adapter's token ({code}, {why}{_problem_title(response)}); "
+                f"the event will be redelivered: {remedy}"
+            )
+            kind = "credentials"
         log.error(
             message,
             operation="hyperfleet.auth",
-            error_kind="credentials",
+            error_kind=kind,
             reason="CredentialsRefused",
             http_status=code,
             service="hyperfleet",
@@ -207,6 +278,24 @@ class HyperFleetClient:
             service="hyperfleet",
         )
         return TransientError(message, reason="EndpointNotFound", service="hyperfleet")
+
+    def _no_tenant(self, response: Answer, what: str) -> TransientError:
+        """Tenancy is on and this caller is neither a tenant nor the system: HYPERFLEET_SYSTEM_HEADER is missing."""
+        message = (
+            f"{what}: HyperFleet API at {self._base_url} requires a tenant (403 HYPERFLEET-AUZ-001"
+            f"{_problem_title(response)}); a configuration error: set HYPERFLEET_SYSTEM_HEADER to the API's "
+            "server.tenant.system_header (e.g. X-HyperFleet-System) so that calls are the system identity's; "
+            "the event will be redelivered"
+        )
+        log.error(
+            message,
+            operation="hyperfleet.tenancy",
+            error_kind="configuration",
+            reason="TenantRequired",
+            http_status=403,
+            service="hyperfleet",
+        )
+        return TransientError(message, reason="TenantRequired", service="hyperfleet")
 
     @staticmethod
     def _failure(response: Answer, what: str) -> Exception:
@@ -341,6 +430,26 @@ class HyperFleetClient:
             else:
                 kept.append(item)
         return kept, total
+
+
+def _wrong_method(response: Answer, what: str, *, method: str, base_url: str, status_method: str) -> TransientError:
+    """A 405: the API routes the path but not this method (the status write's, HYPERFLEET_STATUS_METHOD)."""
+    allow = response.headers.get("Allow", "").strip()
+    allowed = allow if _ALLOW.match(allow) else "not said"
+    message = (
+        f"{what}: HyperFleet API at {base_url} does not allow {method} here (405; allowed: {allowed}); "
+        f"a configuration error: HYPERFLEET_STATUS_METHOD={status_method} does not match this API "
+        "(PUT for API >= 0.3.0, POST for API <= 0.2.1); the event will be redelivered"
+    )
+    log.error(
+        message,
+        operation="hyperfleet.route",
+        error_kind="configuration",
+        reason="MethodNotAllowed",
+        http_status=405,
+        service="hyperfleet",
+    )
+    return TransientError(message, reason="MethodNotAllowed", service="hyperfleet")
 
 
 def _problem_code(response: Answer) -> str | None:

@@ -23,6 +23,80 @@ from datetime import UTC, datetime
 from typing import Any
 
 MAX_MESSAGE = 1000
+MAX_DETAIL = 300
+# What a cluster's owner reads. hyperfleet-api 541f6b4 synthesises the cluster's `PullsecretSuccessful` condition
+# from this adapter's Available status, reason and message (pkg/services/aggregation.go, pkg/util/naming.go;
+# HYPERFLEET-538). So Available's message is short, says what to do, names no internal setting or resource and
+# nothing secret, and says what this delivery mode did; Applied and Health keep the operator's detail.
+# docs/contract.md "What a cluster's owner reads" holds this table; tests/unit/test_available_messages.py holds
+# the code to it. `{detail}` (the owner's own input found wrong, or what is awaited) only where the owner can act.
+AVAILABLE_READY = {
+    ("direct", "platform"): "Pull secret ready: stored and delivered where this cluster's control plane runs.",
+    ("direct", "service"): (
+        "Pull secret ready: this cluster's own registry credentials are stored and delivered where its control "
+        "plane runs."
+    ),
+    ("external-secrets", "platform"): (
+        "Pull secret stored and readable by the hosting side's External Secrets Operator, which copies it for "
+        "the control plane within {refresh}."
+    ),
+    ("external-secrets", "service"): (
+        "Pull secret with this cluster's own registry credentials stored and readable by the hosting side's "
+        "External Secrets Operator, which copies it for the control plane within {refresh}."
+    ),
+}
+AVAILABLE_MESSAGES = {
+    "PreconditionsNotMet": "Waiting for the cluster's other setup steps: {detail}. No action needed yet.",
+    "StaleGeneration": "Nothing to do: a newer version of this cluster's settings is already handled.",
+    "ResourcesDeleted": "Pull secret removed: the cluster is being deleted.",
+    "InvalidPullSecret": "The pull secret in this cluster's settings is invalid: {detail}. Correct it and save again.",
+    "InvalidCluster": "This cluster's settings lack what the pull secret needs: {detail}. Correct them and save again.",
+    "UnsupportedPlatform": "Not handled here: {detail}.",
+    "InvalidPlacement": "The cluster's hosting location is not usable yet; the platform team must fix it.",
+    "ClusterGone": "The cluster no longer exists.",
+    "OwnershipConflict": (
+        "A pull secret this service does not manage is in the way; the platform team must remove or adopt it."
+    ),
+    "PermissionDenied": "The platform lacks a permission to deliver the pull secret; the platform team must grant it.",
+    "ForbiddenNamespace": "The cluster's hosting location is not one this service may write to; the platform team "
+    "must fix it.",
+    "ForbiddenManagementCluster": "The cluster is hosted where this service may not deliver; the platform team must "
+    "fix it.",
+    "ManagementClusterNotFound": "The cluster's hosting location was not found; the platform team must fix it.",
+    "ManagementClusterNotReady": "The cluster's hosting location is not ready; it will be retried when it changes.",
+    "ManagementClusterUnreachable": "The cluster's hosting location cannot be reached; the platform team must fix it.",
+    "AdmissionPolicyMissing": "A safety policy is missing where the cluster is hosted; the platform team must install "
+    "it.",
+    "AdmissionPolicyUnverified": "A safety policy where the cluster is hosted could not be checked; the platform team "
+    "must fix it.",
+    "SecretTypeMismatch": "An older pull secret of the wrong kind is in the way; the platform team must remove it.",
+    "RefusedPrincipal": "The cluster's hosting location cannot be granted access; the platform team must fix it.",
+    "SourceNotFound": "The platform's registry credentials were not found; the platform team must restore them.",
+    "SourceUnavailable": "The platform's registry credentials are unusable; the platform team must fix them.",
+    "PullSecretServiceRejected": "The Pull Secret Service refused this cluster; the platform team must fix it.",
+    "ProjectNotFound": "The cluster's cloud project was not found; check it exists and is active.",
+    "RegistryCredentialRejected": (
+        "A registry refused the pull secret's credentials; the platform team must renew them."
+    ),
+    "RequestRejected": "A request to deliver the pull secret was refused; the platform team must fix it.",
+    "UnexpectedError": "An unexpected error stopped the pull secret; the platform team must look into it.",
+}
+# Any other reason (a failure the code maps at run time, e.g. from a service's error code).
+AVAILABLE_OTHER = "The pull secret could not be set up ({reason}); the platform team must look into it."
+
+
+def available_message(reason: str, detail: str = "") -> str:
+    """The owner's Available message for a reason that is not PullSecretAvailable (docs/contract.md table)."""
+    template = AVAILABLE_MESSAGES.get(reason, AVAILABLE_OTHER)
+    short = " ".join(detail.split())[:MAX_DETAIL].rstrip(" .")
+    return template.format(detail=short, reason=reason)
+
+
+def shows_detail(reason: str) -> bool:
+    """Whether the owner's message carries the detail (their own input, or what is awaited)."""
+    return "{detail}" in AVAILABLE_MESSAGES.get(reason, AVAILABLE_OTHER)
+
+
 HEALTHY = "Healthy"
 RESOURCES_SKIPPED = "ResourcesSkipped"
 # Where a runtime failure happened, as the adapter framework names its phases (`ExecutionFailed:<phase>`).
@@ -88,27 +162,52 @@ class Report:
         return any(c.type == "Available" and c.status == "True" for c in self.conditions)
 
 
-def provisioned(generation: int, *, changed: bool, data: dict[str, Any]) -> Report:
-    applied_msg = (
-        "pull secret stored in Secret Manager and applied to the management cluster"
-        if changed
-        else "pull secret already up to date in Secret Manager and on the management cluster"
-    )
+def provisioned(
+    generation: int,
+    *,
+    changed: bool,
+    data: dict[str, Any],
+    delivery: str = "direct",
+    source: str = "platform",
+    refresh: str = "5m",
+) -> Report:
+    """Applied and Available. `delivery` (direct, external-secrets) and `source` (platform, service) choose what
+    the messages say; `refresh` is the rendered ExternalSecret's refreshInterval (external-secrets)."""
+    if delivery == "external-secrets":
+        applied_msg = (
+            "pull secret stored in Secret Manager, readable by the External Secrets Operator's principal"
+            if changed
+            else "pull secret already up to date in Secret Manager, readable by the External Secrets Operator"
+        )
+    else:
+        applied_msg = (
+            "pull secret stored in Secret Manager and applied to the management cluster"
+            if changed
+            else "pull secret already up to date in Secret Manager and on the management cluster"
+        )
+    available_msg = AVAILABLE_READY[(delivery, source)].format(refresh=_spelled(refresh))
     return Report(
         generation,
         (
             Condition("Applied", "True", "SecretsApplied", applied_msg),
-            Condition(
-                "Available",
-                "True",
-                "PullSecretAvailable",
-                f"Secret Manager version {data.get('sm_version', '?')} verified; Kubernetes Secret "
-                f"{data.get('kubernetes_namespace', '?')}/{data.get('kubernetes_name', '?')} matches it",
-            ),
+            Condition("Available", "True", "PullSecretAvailable", available_msg),
             Condition("Health", "True", HEALTHY, "all operations completed"),
         ),
         data,
     )
+
+
+def _spelled(duration: str) -> str:
+    """'1h30m' -> '1 h 30 min'."""
+    units = {"h": "h", "m": "min", "s": "s"}
+    parts, number = [], ""
+    for ch in duration:
+        if ch.isdigit():
+            number += ch
+        elif ch in units and number:
+            parts.append(f"{int(number)} {units[ch]}")
+            number = ""
+    return " ".join(parts) or duration
 
 
 def preconditions_not_met(generation: int, message: str) -> Report:
@@ -116,7 +215,7 @@ def preconditions_not_met(generation: int, message: str) -> Report:
         generation,
         (
             Condition("Applied", "False", "PreconditionsNotMet", message),
-            Condition("Available", "False", "PreconditionsNotMet", message),
+            Condition("Available", "False", "PreconditionsNotMet", available_message("PreconditionsNotMet", message)),
             Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message}"),
         ),
     )
@@ -128,7 +227,7 @@ def stale(generation: int, recorded: int, data: dict[str, Any]) -> Report:
         generation,
         (
             Condition("Applied", "False", "StaleGeneration", message),
-            Condition("Available", "False", "StaleGeneration", message),
+            Condition("Available", "False", "StaleGeneration", available_message("StaleGeneration")),
             Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message} (out-of-order delivery)"),
         ),
         data,
@@ -153,7 +252,7 @@ def terminal_failure(
     """
     conditions: tuple[Condition, ...] = (
         Condition("Applied", "False", reason, message),
-        Condition("Available", "False", reason, message),
+        Condition("Available", "False", reason, available_message(reason, message)),
         Condition(
             "Health", "False", execution_failed(phase), f"Adapter failed at phase [{phase}]: {reason}: {message}"
         ),
@@ -176,7 +275,7 @@ def finalized(generation: int, message: str, data: dict[str, Any], *, unhealthy:
         generation,
         (
             Condition("Applied", "False", "ResourcesDeleted", message),
-            Condition("Available", "False", "ResourcesDeleted", message),
+            Condition("Available", "False", "ResourcesDeleted", available_message("ResourcesDeleted")),
             health,
             Condition("Finalized", "True", "CleanupConfirmed", message),
         ),

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from emulators.faults import FaultBook
-from emulators.hyperfleet import HyperFleetEmulator, rfc3339
+from emulators.hyperfleet import HyperFleetEmulator, Tenancy, rfc3339
 
 API = "/api/hyperfleet/v1"
 
@@ -138,9 +138,57 @@ def test_status_write_400(hf: HyperFleetEmulator, change: dict[str, Any]) -> Non
 def test_status_write_404_and_405(hf: HyperFleetEmulator) -> None:
     assert put_status(hf, status_body(), cluster="gone").status_code == 404
     wrong = put_status(hf, status_body(), method="POST")
+    # hyperfleet-api 541f6b4 server/router.go: net/http's own 405, plain text, Allow sorted with HEAD beside GET.
     assert wrong.status_code == 405
-    assert wrong.headers["Allow"] == "GET, PUT"
+    assert wrong.headers["Allow"] == "GET, HEAD, PUT"
+    assert wrong.headers["Content-Type"].startswith("text/plain") and wrong.text == "Method Not Allowed\n"
     assert [v["kind"] for v in hf.violations.list()] == ["request"]  # POST is not in core 1.0.25
+
+
+def test_the_405_of_a_known_path_comes_before_authentication(book: FaultBook) -> None:
+    hf = HyperFleetEmulator(book, token="t0ken")
+    hf.start()
+    try:
+        answer = requests.post(f"{hf.url}{API}/clusters/c1/statuses", json={}, timeout=5)  # no credential at all
+        assert answer.status_code == 405 and answer.headers["Allow"] == "GET, HEAD, PUT"
+        listing = requests.put(f"{hf.url}{API}/clusters", timeout=5, headers={"Authorization": "Bearer t0ken"})
+        assert listing.status_code == 405 and listing.headers["Allow"] == "GET, HEAD, POST"
+        # An unknown path is still the API's problem+json NTF-000, not a 405.
+        assert requests.post(f"{hf.url}{API}/nowhere", timeout=5).json()["code"] == "HYPERFLEET-NTF-000"
+    finally:
+        hf.stop()
+
+
+def test_tenancy_refuses_a_caller_without_its_tenant_header_unless_it_is_the_system(hf: HyperFleetEmulator) -> None:
+    """hyperfleet-api 541f6b4 pkg/tenant/middleware.go with configs/dev.yaml's tenant block."""
+    hf.set_tenancy(Tenancy())
+    url = f"{hf.url}{API}/clusters/cls-abc123"
+    bare = requests.get(url, timeout=5)
+    assert bare.status_code == 403 and bare.json()["code"] == "HYPERFLEET-AUZ-001"
+    assert bare.json()["detail"] == 'required tenant header "X-HyperFleet-Org" is missing'
+    for value in ("1", "yes", "false"):
+        assert requests.get(url, timeout=5, headers={"X-HyperFleet-System": value}).status_code == 403
+    assert requests.get(url, timeout=5, headers={"X-HyperFleet-Org": "org-1"}).status_code == 200
+    assert requests.get(url, timeout=5, headers={"X-HyperFleet-Org": "bad value!"}).status_code == 403
+    system = {"X-HyperFleet-System": "true"}
+    assert requests.get(url, timeout=5, headers=system).status_code == 200
+    written = requests.put(url + "/statuses", json=status_body(), timeout=5, headers=system)
+    assert written.status_code == 201
+    # A system identity may write status and conditions only (pkg/services/resource.go rejectSystemIdentityWrite).
+    patched = requests.patch(url, json={"spec": {}}, timeout=5, headers=system)
+    assert patched.status_code == 403 and patched.json()["code"] == "HYPERFLEET-AUZ-001"
+    assert patched.json()["detail"] == "system identities may only write status and conditions"
+    hf.reset()
+    assert requests.get(url, timeout=5).status_code == 404  # reset: tenancy off again (and the store cleared)
+
+
+def test_a_gateway_denial_carries_no_hyperfleet_code(hf: HyperFleetEmulator) -> None:
+    """hyperfleet-infra 5da6143 helm/hyperfleet-gateway: Envoy's ext_authz (Authorino) answers before the API."""
+    hf.deny_at_gateway()
+    denied = requests.get(f"{hf.url}{API}/clusters/cls-abc123", timeout=5)
+    assert denied.status_code == 403 and denied.content == b"" and "code" not in denied.text
+    hf.reset()
+    assert requests.get(f"{hf.url}{API}/clusters", timeout=5).status_code == 200
 
 
 def test_status_write_204_discards(hf: HyperFleetEmulator) -> None:

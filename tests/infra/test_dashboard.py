@@ -20,8 +20,10 @@ TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
 TEMPLATE = TERRAFORM_DIR / "dashboard.json.tftpl"
 STUBS = {
     "function_name": "hyperfleet-pullsecret-adapter",
+    "adapter_name": "pullsecret",
     "reconciles_metric": "logging.googleapis.com/user/hyperfleet_pullsecret_adapter_reconciles",
-    "duration_metric": "logging.googleapis.com/user/hyperfleet_pullsecret_adapter_reconcile_duration",
+    "events_metric": "logging.googleapis.com/user/hyperfleet_adapter_events_processed_total",
+    "duration_metric": "logging.googleapis.com/user/hyperfleet_adapter_event_processing_duration_seconds",
     "api_errors_metric": "logging.googleapis.com/user/hyperfleet_pullsecret_adapter_api_errors",
     "dead_letter_topic": "hyperfleet-pullsecret-adapter-dead-letter",
     "dead_letter_subscription": "hyperfleet-pullsecret-adapter-dead-letter",
@@ -80,7 +82,8 @@ def test_the_dashboard_shows_what_an_operator_watches_during_a_rotation(dashboar
     text = "\n".join(filters)
     for needle in (
         STUBS["reconciles_metric"],  # events by result
-        STUBS["duration_metric"],  # reconcile latency
+        STUBS["events_metric"],  # events by the framework's status
+        STUBS["duration_metric"],  # event processing duration
         "SecretManagerService.AddSecretVersion",  # Secret Manager writes
         'response_code="429"',  # quota refusals
         STUBS["dead_letter_topic"],  # dead-lettered events
@@ -94,6 +97,21 @@ def test_the_dashboard_shows_what_an_operator_watches_during_a_rotation(dashboar
         for y in range(t["yPos"], t["yPos"] + t["height"])
     }
     assert len(cells) == sum(t["width"] * t["height"] for t in tiles), "tiles overlap"
+
+
+def test_the_dashboard_is_named_and_built_as_a_framework_adapters(dashboard: dict[str, Any]) -> None:
+    """hyperfleet-adapter 3f746a5 pkg/metrics/recorder.go names the metrics a fleet dashboard queries."""
+    assert dashboard["displayName"].startswith("hyperfleet-adapter pullsecret ")
+    monitoring = (TERRAFORM_DIR / "monitoring.tf").read_text()
+    for name in (
+        "hyperfleet_adapter_events_processed_total",
+        "hyperfleet_adapter_event_processing_duration_seconds",
+        "hyperfleet_adapter_errors_total",
+    ):
+        assert f'"${{var.fleet_metric_prefix}}{name}"' in monitoring, name
+    for label in ("component", "version", "adapter_name", "status", "error_type"):
+        assert f'key         = "{label}"' in monitoring, label
+    assert "bounds = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120]" in monitoring
 
 
 def test_the_check_catches_a_misspelled_field(tmp_path: Path) -> None:

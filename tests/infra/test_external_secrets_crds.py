@@ -41,6 +41,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "other secret id": {"secret_id_template": "pull_{cluster_id}_dockercfg"},
     "other kubernetes secret name": {"kubernetes_secret_template": "hf.{cluster_id}.pull"},
     "other management project": {"management_cluster": "projects/hf-mgmt-eu/locations/europe-west1/clusters/m1"},
+    "other refresh interval": {"external_secrets_refresh_interval": "1h30m"},
 }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from emulators.hyperfleet import Tenancy
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
@@ -66,16 +67,77 @@ def test_a_403_with_an_authorization_code_is_terminal(
     assert (outcome.result, outcome.reason, outcome.service) == ("terminal", "PermissionDenied", "hyperfleet")
     final = [line for line in log_lines(capsys) if line.get("operation") == "reconcile"]
     assert final[-1]["severity"] == "ERROR" and "HYPERFLEET-AUZ-001" in final[-1]["message"]
+    assert (final[-1]["event_status"], final[-1]["error_type"]) == ("failed", "preconditions")
     assert world.kubernetes.get_secret(f"clusters-{CID}", f"{CID}-pull-secret") is None
 
 
 def test_a_403_without_an_authorization_code_is_a_refused_token_and_redelivered(
-    function_env: dict[str, str], admin: Admin
+    function_env: dict[str, str], admin: Admin, capsys: Any
 ) -> None:
     admin.seed_cluster(CID, {"_raw": {"status": 403, "content_type": "text/plain", "body": "RBAC: access denied"}})
     with pytest.raises(TransientError) as raised:
         deliver(Adapter.from_environment())
     assert raised.value.reason == "CredentialsRefused"
+    errors = [line for line in log_lines(capsys) if line.get("reason") == "CredentialsRefused"]
+    assert errors and errors[0]["severity"] == "ERROR" and errors[0]["error_kind"] == "configuration"
+
+
+def test_a_gateway_denial_is_a_configuration_error_never_an_acknowledgement(
+    function_env: dict[str, str], admin: Admin, world: Any, capsys: Any
+) -> None:
+    """hyperfleet-infra 5da6143 helm/hyperfleet-gateway: the gateway's denial carries no HyperFleet code."""
+    seed_ready_cluster(admin, CID)
+    world.hyperfleet.deny_at_gateway()
+    with pytest.raises(TransientError) as raised:
+        deliver(Adapter.from_environment())
+    assert raised.value.reason == "CredentialsRefused" and "gateway" in raised.value.message
+    # One line per refused call (the cluster and its statuses are read at once), as for NTF-000.
+    errors = [line for line in log_lines(capsys) if line.get("operation") == "hyperfleet.auth"]
+    assert {(e["severity"], e["error_kind"]) for e in errors} == {("ERROR", "configuration")}
+    assert admin.reports() == []
+    world.hyperfleet.expected_violations.clear()
+
+
+def test_tenancy_without_the_system_header_is_a_configuration_error_naming_the_setting(
+    function_env: dict[str, str], admin: Admin, world: Any, capsys: Any
+) -> None:
+    """hyperfleet-api 541f6b4 pkg/tenant/middleware.go: 403 AUZ-001 naming the missing tenant header."""
+    seed_ready_cluster(admin, CID)
+    world.hyperfleet.set_tenancy(Tenancy())
+    with pytest.raises(TransientError) as raised:
+        deliver(Adapter.from_environment())
+    assert raised.value.reason == "TenantRequired" and "HYPERFLEET_SYSTEM_HEADER" in raised.value.message
+    errors = [line for line in log_lines(capsys) if line.get("operation") == "hyperfleet.tenancy"]
+    assert errors and all(e["severity"] == "ERROR" and "HYPERFLEET_SYSTEM_HEADER" in e["message"] for e in errors)
+    assert {e["error_kind"] for e in errors} == {"configuration"}
+    assert admin.reports() == [] and world.kubernetes.get_secret(f"clusters-{CID}", f"{CID}-pull-secret") is None
+
+
+def test_tenancy_with_the_system_header_reconciles(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    world.hyperfleet.set_tenancy(Tenancy())
+    monkeypatch.setenv("HYPERFLEET_SYSTEM_HEADER", "X-HyperFleet-System")
+    assert deliver(Adapter.from_environment()).result == "applied"
+    assert [r["cluster_id"] for r in admin.reports()] == [CID]
+
+
+def test_a_405_is_a_configuration_error_naming_the_status_method_and_the_allowed_ones(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, admin: Admin, world: Any, capsys: Any
+) -> None:
+    """hyperfleet-api 541f6b4 server/router.go: the stdlib router's plain-text 405 with Allow."""
+    seed_ready_cluster(admin, CID)
+    monkeypatch.setenv("HYPERFLEET_STATUS_METHOD", "POST")
+    with pytest.raises(TransientError) as raised:
+        deliver(Adapter.from_environment())
+    assert raised.value.reason == "MethodNotAllowed"
+    assert "HYPERFLEET_STATUS_METHOD=POST" in raised.value.message and "GET, HEAD, PUT" in raised.value.message
+    errors = [line for line in log_lines(capsys) if line.get("operation") == "hyperfleet.route"]
+    assert len(errors) == 1 and errors[0]["severity"] == "ERROR" and errors[0]["error_kind"] == "configuration"
+    assert [r for r in admin.reports() if r["code"] in (200, 201, 204)] == []
+    world.hyperfleet.violations.clear()  # the POST and pageSize calls are this test's point, not drift
+    world.hyperfleet.expected_violations.clear()
 
 
 def test_the_event_trace_is_forwarded_on_every_api_call(function_env: dict[str, str], admin: Admin) -> None:

@@ -17,6 +17,7 @@ from emulators.kubernetes import manifests
 from pullsecret.delivery import admission_policy
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
+from pullsecret.model import status
 from tests.support import (
     CLUSTER_AUTH,
     PLATFORM_AUTH,
@@ -108,6 +109,9 @@ def test_first_provisioning_writes_one_version_and_the_kubernetes_secret(
     lines = log_lines(capsys)
     final = [line for line in lines if line.get("operation") == "reconcile"][-1]
     assert final["result"] == "applied" and final["duration_ms"] > 0
+    # The fields the framework-named log-based metrics read (terraform/monitoring.tf; hyperfleet-adapter
+    # pkg/metrics/recorder.go: status success|failed|skipped, duration in seconds, error_type a phase).
+    assert final["event_status"] == "success" and 0 < final["duration_s"] < 60 and "error_type" not in final
     assert final["logging.googleapis.com/labels"]["cluster_id"] == CID
     assert {line.get("operation") for line in lines} >= {
         "secretmanager.store",
@@ -225,7 +229,9 @@ def assert_terminal(adapter: Adapter, admin: Admin, world: Any, reason: str, fra
     assert outcome.result == "terminal"
     conds = conditions(last_report(admin))
     assert conds["Available"]["status"] == "False" and conds["Available"]["reason"] == reason
-    assert fragment in conds["Available"]["message"]
+    # The operator's detail is on Applied; Available carries the owner's message (docs/contract.md's table).
+    assert fragment in conds["Applied"]["message"]
+    assert conds["Available"]["message"] == status.available_message(reason, conds["Applied"]["message"])
     return conds
 
 

@@ -75,12 +75,24 @@ def test_provisioned() -> None:
             "Available",
             "True",
             "PullSecretAvailable",
-            "Secret Manager version projects/p/secrets/s/versions/4 verified; Kubernetes Secret ns/n matches it",
+            "Pull secret ready: stored and delivered where this cluster's control plane runs.",
         ),
         ("Health", "True", "Healthy", "all operations completed"),
     ]
-    unknown = status.provisioned(1, changed=True, data={})
-    assert unknown.conditions[1].message == "Secret Manager version ? verified; Kubernetes Secret ?/? matches it"
+
+
+def test_in_external_secrets_mode_nothing_says_a_kubernetes_secret_was_applied_or_matches() -> None:
+    """Issue 31: no Kubernetes Secret is written in external-secrets mode; the status says what the mode did."""
+    for changed in (True, False):
+        for source in ("platform", "service"):
+            report = status.provisioned(
+                7, changed=changed, data=dict(DATA), delivery="external-secrets", source=source, refresh="1h30m"
+            )
+            text = " ".join(c.message for c in report.conditions)
+            assert "applied to the management cluster" not in text and "Kubernetes Secret" not in text
+            assert "matches" not in text and "on the management cluster" not in text
+            assert report.conditions[1].message.endswith("within 1 h 30 min.")
+            assert ("own registry credentials" in report.conditions[1].message) == (source == "service")
 
 
 def test_preconditions_not_met() -> None:
@@ -89,7 +101,12 @@ def test_preconditions_not_met() -> None:
     assert report.data == {}
     assert conditions(report) == [
         ("Applied", "False", "PreconditionsNotMet", "waiting for adapters: dns (no status)"),
-        ("Available", "False", "PreconditionsNotMet", "waiting for adapters: dns (no status)"),
+        (
+            "Available",
+            "False",
+            "PreconditionsNotMet",
+            "Waiting for the cluster's other setup steps: waiting for adapters: dns (no status). No action needed yet.",
+        ),
         ("Health", "False", "ResourcesSkipped", "Resources skipped: waiting for adapters: dns (no status)"),
     ]
 
@@ -100,7 +117,7 @@ def test_stale_carries_its_data() -> None:
     assert report.data == {"sm_name": "projects/p/secrets/s"}
     assert conditions(report) == [
         ("Applied", "False", "StaleGeneration", message),
-        ("Available", "False", "StaleGeneration", message),
+        ("Available", "False", "StaleGeneration", status.AVAILABLE_MESSAGES["StaleGeneration"]),
         ("Health", "False", "ResourcesSkipped", f"Resources skipped: {message} (out-of-order delivery)"),
     ]
 
@@ -111,7 +128,7 @@ def test_a_runtime_failure_turns_health_false_with_its_phase(reason: str) -> Non
     assert report.data == {"k": "v"}
     assert conditions(report) == [
         ("Applied", "False", reason, "it broke"),
-        ("Available", "False", reason, "it broke"),
+        ("Available", "False", reason, status.AVAILABLE_MESSAGES[reason]),
         ("Health", "False", "ExecutionFailed:resources", f"Adapter failed at phase [resources]: {reason}: it broke"),
     ]
 
@@ -122,7 +139,12 @@ def test_a_business_failure_turns_health_false_and_reports_finalized_false_when_
     assert report.data == {}
     assert conditions(report) == [
         ("Applied", "False", "InvalidPullSecret", "bad input"),
-        ("Available", "False", "InvalidPullSecret", "bad input"),
+        (
+            "Available",
+            "False",
+            "InvalidPullSecret",
+            "The pull secret in this cluster's settings is invalid: bad input. Correct it and save again.",
+        ),
         (
             "Health",
             "False",
@@ -138,7 +160,7 @@ def test_finalized() -> None:
     assert done.data == {"sm_cleanup": "deleted"}
     assert conditions(done) == [
         ("Applied", "False", "ResourcesDeleted", "cleanup confirmed"),
-        ("Available", "False", "ResourcesDeleted", "cleanup confirmed"),
+        ("Available", "False", "ResourcesDeleted", "Pull secret removed: the cluster is being deleted."),
         ("Health", "True", "Healthy", "cleanup completed"),
         ("Finalized", "True", "CleanupConfirmed", "cleanup confirmed"),
     ]

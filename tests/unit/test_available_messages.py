@@ -1,0 +1,80 @@
+"""The Available messages a cluster's owner reads (docs/contract.md "What a cluster's owner reads") are the code's:
+every reason the code can report has a row, each message is short and names nothing internal or secret."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from pullsecret.model import status
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACT = ROOT / "docs" / "contract.md"
+# Words an owner should never read: this function's settings, Google and Kubernetes resource names, credentials.
+INTERNAL = re.compile(
+    r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|Secret Manager|Kubernetes Secret|namespace|projects/|principal|service account|"
+    r"token|password|user:|dockerconfigjson|HYPERFLEET-|applied to the management cluster|matches it",
+    re.IGNORECASE,
+)
+
+
+def _table() -> list[tuple[str, str, str]]:
+    text = CONTRACT.read_text(encoding="utf-8")
+    block = text.split("<!-- available:begin -->", 1)[1].split("<!-- available:end -->", 1)[0]
+    rows = [line for line in block.strip().splitlines()[2:]]
+    return [tuple(cell.strip() for cell in row.strip().strip("|").split("|")) for row in rows]  # type: ignore[misc]
+
+
+def test_the_contract_table_is_the_codes() -> None:
+    expected = [
+        ("`PullSecretAvailable` (True)", f"`{d}` delivery, `{s}` source", m)
+        for (d, s), m in status.AVAILABLE_READY.items()
+    ]
+    expected += [(f"`{r}`", "", m) for r, m in status.AVAILABLE_MESSAGES.items()]
+    expected.append(("any other reason", "", status.AVAILABLE_OTHER))
+    assert _table() == expected
+
+
+def _reported_reasons() -> set[str]:
+    """Every reason a TerminalError (or subclass) is raised with literally, and every subclass's default."""
+    reasons: set[str] = set()
+    for path in (ROOT / "pullsecret").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "TerminalError":
+                for keyword in node.keywords:
+                    if keyword.arg == "reason" and isinstance(keyword.value, ast.Constant):
+                        reasons.add(str(keyword.value.value))
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if (
+                        isinstance(item, ast.Assign)
+                        and any(getattr(t, "id", None) == "default_reason" for t in item.targets)
+                        and isinstance(item.value, ast.Constant)
+                    ):
+                        reasons.add(str(item.value.value))
+    # The base classes' defaults, and the transient ones never reported as Available.
+    return reasons - {"Error", "TransientFailure", "TerminalFailure", "NewerGeneration", "RotationHeld"}
+
+
+def test_every_reason_the_code_reports_has_a_row() -> None:
+    missing = _reported_reasons() - set(status.AVAILABLE_MESSAGES)
+    assert not missing, f"reasons without an owner's message in status.AVAILABLE_MESSAGES: {sorted(missing)}"
+
+
+def test_each_message_is_short_and_names_nothing_internal() -> None:
+    messages = [*status.AVAILABLE_READY.values(), *status.AVAILABLE_MESSAGES.values(), status.AVAILABLE_OTHER]
+    for message in messages:
+        assert len(message) <= 200, message
+        assert not INTERNAL.search(message), (message, INTERNAL.search(message))
+
+
+def test_a_detail_is_shown_only_where_the_owner_can_act_and_is_bounded() -> None:
+    shown = {r for r in status.AVAILABLE_MESSAGES if status.shows_detail(r)}
+    assert shown == {"PreconditionsNotMet", "InvalidPullSecret", "InvalidCluster", "UnsupportedPlatform"}
+    long = status.available_message("InvalidPullSecret", "x" * 2000)
+    assert len(long) < status.MAX_DETAIL + 100
+    hidden = status.available_message("PermissionDenied", "denied roles/secretmanager.admin on projects/p")
+    assert "projects/p" not in hidden and hidden == status.AVAILABLE_MESSAGES["PermissionDenied"]
+    assert status.available_message("SomethingNew") == status.AVAILABLE_OTHER.format(reason="SomethingNew")
