@@ -22,7 +22,8 @@ from pullsecret.delivery.base import Delivery, Probed
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.finalize import finalize, finalized_report
-from pullsecret.hyperfleet.client import HyperFleetClient, UnparseableCluster
+from pullsecret.hyperfleet.answers import UnparseableCluster
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import bind, log
 from pullsecret.model import preconditions, status
 from pullsecret.model.dockerconfig import MergeResult
@@ -302,7 +303,7 @@ class Reconciler:
                 ),
                 deadline=deadline,
                 latest=reads.latest,
-                current_generation=lambda: self._current_generation(target.cluster_id),
+                current_generation=lambda: current_generation(self.hyperfleet, target.cluster_id),
                 owned=provision.still_ours(own, target.secret_name, reads.latest),
             )
             fields.update(written=stored.written, writes=stored.writes)
@@ -369,12 +370,6 @@ class Reconciler:
             ),
         )
 
-    def _current_generation(self, cluster_id: str) -> int | None:
-        """The cluster's generation as the API holds it now (asked after each Secret Manager write)."""
-        cluster = self.hyperfleet.get_cluster(cluster_id)
-        generation = (cluster or {}).get("generation")
-        return generation if isinstance(generation, int) else None
-
 
 def _terminal_report(generation: int, decision: preconditions.Decision | None, exc: TerminalError) -> status.Report:
     """The status of a terminal failure: its reason and message, and the phase it was found in."""
@@ -388,3 +383,10 @@ def _terminal_report(generation: int, decision: preconditions.Decision | None, e
         else (status.PHASE_PRECONDITIONS if decision is None else status.PHASE_RESOURCES)
     )
     return status.terminal_failure(generation, exc.reason, exc.message, data, phase=phase, deleting=deleting)
+
+
+def current_generation(hyperfleet: HyperFleetClient, cluster_id: str) -> int | None:
+    """The cluster's generation as the API holds it now (asked after each Secret Manager write, A3)."""
+    cluster = hyperfleet.get_cluster(cluster_id)
+    generation = (cluster or {}).get("generation")
+    return generation if isinstance(generation, int) else None

@@ -28,86 +28,23 @@ framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/clien
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import certifi
 import urllib3
-from urllib3.util.retry import Retry
 
 from pullsecret.bearer import hyperfleet_credential
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
-from pullsecret.hyperfleet import jsonsplit
+from pullsecret.hyperfleet import answers, budget, jsonsplit
+from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
 from pullsecret.logs import TraceContext, log
 from pullsecret.logs import current as current_log_context
 
-_RETRY_STATUSES = (429, 500, 502, 503, 504)
-_REFUSED = (401, 403)
-# hyperfleet-api pkg/errors/errors.go: NTF-001 generic, NTF-002 cluster, NTF-003 node pool not found.
-_GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET-NTF-003"})
-_NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
-_AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _PAGE_SIZE = 100
-# hyperfleet-api 541f6b4 pkg/tenant/middleware.go (resolveDimensions): the details of a tenancy refusal.
-_TENANT_DETAIL = re.compile(r"tenant header|tenant dimensions", re.IGNORECASE)
-_ALLOW = re.compile(r"^[A-Z, ]{1,80}$")
-
-# The retry budget (docs/design.md "Retry budget").
-ATTEMPTS = 3  # tries per call: the first and two retries
-CONNECT_TIMEOUT_S = 3.05
-MAX_TRY_TIMEOUT_S = 6.0  # HYPERFLEET_TIMEOUT's maximum: the read timeout of one try
-RETRY_AFTER_CAP_S = 1.0  # a longer Retry-After waits for Pub/Sub's redelivery instead
-BACKOFF_FACTOR_S = 0.2
-BACKOFF_JITTER_S = 0.2
-
-
-def max_sleep_s() -> float:
-    """The longest wait between two tries: urllib3's backoff for the last retry (factor x 2^(n-1), none before the
-    second) plus its jitter, or a Retry-After up to its cap."""
-    backoff = BACKOFF_FACTOR_S * 2 ** (ATTEMPTS - 2) + BACKOFF_JITTER_S if ATTEMPTS > 2 else 0.0
-    return max(backoff, RETRY_AFTER_CAP_S)
-
-
-def call_budget_s(read_timeout_s: float = MAX_TRY_TIMEOUT_S) -> float:
-    """The longest one API call can take, its retries included."""
-    return ATTEMPTS * (CONNECT_TIMEOUT_S + read_timeout_s) + (ATTEMPTS - 1) * max_sleep_s()
-
-
-class _BoundedRetry(Retry):
-    """urllib3's Retry with a server's Retry-After honoured up to RETRY_AFTER_CAP_S."""
-
-    def get_retry_after(self, response: urllib3.BaseHTTPResponse) -> float | None:
-        wanted = super().get_retry_after(response)
-        return None if wanted is None else min(wanted, RETRY_AFTER_CAP_S)
-
-
-class UnparseableCluster(TerminalError):
-    """The API's answer for one cluster is JSON the decoder refuses (nested too deep): that cluster's own terminal
-    problem, reported with `generation` when its top-level `generation` member can still be read."""
-
-    default_reason = "InvalidCluster"
-
-    def __init__(self, message: str, *, generation: int | None) -> None:
-        super().__init__(message, reason="InvalidCluster", service="hyperfleet")
-        self.generation = generation
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One HTTP answer of the API: status, headers, body (read whole: the API's answers are small JSON)."""
-
-    status_code: int
-    headers: Mapping[str, str]
-    body: bytes = field(repr=False)
-
-    def json(self) -> Any:
-        """The body as JSON; raises ValueError (also for bytes that are not UTF-8) or RecursionError."""
-        return json.loads(self.body)
 
 
 class HyperFleetClient:
@@ -116,21 +53,21 @@ class HyperFleetClient:
     def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
         self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
         self._base_url = shown_url(settings.hyperfleet_api_url)
-        read_timeout = min(settings.hyperfleet_timeout_s, MAX_TRY_TIMEOUT_S)
-        self._timeout = (min(CONNECT_TIMEOUT_S, read_timeout), read_timeout)
+        read_timeout = min(settings.hyperfleet_timeout_s, budget.MAX_TRY_TIMEOUT_S)
+        self._timeout = (min(budget.CONNECT_TIMEOUT_S, read_timeout), read_timeout)
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
         self._token = hyperfleet_credential(settings)
-        retry = _BoundedRetry(
-            total=ATTEMPTS - 1,
-            connect=ATTEMPTS - 1,
-            read=ATTEMPTS - 1,
-            status=ATTEMPTS - 1,
-            backoff_factor=BACKOFF_FACTOR_S,
-            backoff_max=RETRY_AFTER_CAP_S,
-            backoff_jitter=BACKOFF_JITTER_S,
-            status_forcelist=_RETRY_STATUSES,
+        retry = budget.BoundedRetry(
+            total=budget.ATTEMPTS - 1,
+            connect=budget.ATTEMPTS - 1,
+            read=budget.ATTEMPTS - 1,
+            status=budget.ATTEMPTS - 1,
+            backoff_factor=budget.BACKOFF_FACTOR_S,
+            backoff_max=budget.RETRY_AFTER_CAP_S,
+            backoff_jitter=budget.BACKOFF_JITTER_S,
+            status_forcelist=answers.RETRY_STATUSES,
             # The status write is idempotent on the server (a repeat is stored again or discarded).
             allowed_methods=frozenset({"GET", "PUT", "POST"}),
             respect_retry_after_header=True,
@@ -159,7 +96,7 @@ class HyperFleetClient:
         response = self._send(method, path, what=what, token=token, **kwargs)
         # Two rounds: the file may have been rotated again while a call with the previous token was under way.
         for _ in range(2):
-            if not _token_refused(response) or self._token is None or token is None:
+            if not answers.token_refused(response) or self._token is None or token is None:
                 break
             if not self._token.refresh(token):
                 break
@@ -173,24 +110,27 @@ class HyperFleetClient:
     def _refusal(self, response: Answer, what: str, method: str) -> Exception | None:
         """The error a refusal or a routing answer stands for (docs/contract.md §2's table), else None."""
         code = response.status_code
+        base_url = self._base_url
         if code == 405:
-            return _wrong_method(
-                response, what, method=method, base_url=self._base_url, status_method=self._status_method
+            return answers.wrong_method(
+                response, what, method=method, base_url=base_url, status_method=self._status_method
             )
-        problem_code = _problem_code(response)
-        if code == 403 and problem_code == "HYPERFLEET-AUZ-001" and _TENANT_DETAIL.search(_problem_title(response)):
-            return self._no_tenant(response, what)
-        if code == 403 and not _token_refused(response):
+        problem = answers.problem_code(response)
+        title = answers.problem_title(response)
+        if code == 403 and problem == "HYPERFLEET-AUZ-001" and answers.TENANT_DETAIL.search(title):
+            return answers.no_tenant(response, what, base_url=base_url)
+        if code == 403 and not answers.token_refused(response):
             return TerminalError(
-                f"{what}: HyperFleet API denied the adapter's identity (403 {problem_code}"
-                f"{_problem_title(response)}); grant it status access at the API or its gateway",
+                f"{what}: HyperFleet API denied the adapter's identity (403 {problem}{title}); grant it status access "
+                "at the API or its gateway",
                 reason="PermissionDenied",
                 service="hyperfleet",
             )
-        if code in _REFUSED:
-            return self._refused(response, what)
-        if code == 404 and problem_code not in _GONE_CODES:
-            return self._no_route(response, what)
+        if code in answers.REFUSED:
+            remedy = self._token.remedy if self._token else "configure HYPERFLEET_API_AUTH"
+            return answers.refused(response, what, base_url=base_url, remedy=remedy)
+        if code == 404 and problem not in answers.GONE_CODES:
+            return answers.no_route(response, what, base_url=base_url)
         return None
 
     def _send(
@@ -230,94 +170,6 @@ class HyperFleetClient:
                 service="hyperfleet",
             ) from None
 
-    def _refused(self, response: Answer, what: str) -> TransientError:
-        """Our own token refused even after a re-read: redeliver (never acknowledge), and say so at error level.
-
-        A 403 without any HyperFleet code is not the API's answer but a gateway's (or a proxy's) denial: the
-        deployment does not admit this identity, a configuration error (docs/contract.md "Authentication")."""
-        code = response.status_code
-        remedy = self._token.remedy if self._token else "configure HYPERFLEET_API_AUTH"
-        if code == 403 and _problem_code(response) is None:
-            message = (
-                f"{what}: a gateway or proxy in front of the HyperFleet API at {self._base_url} refused the adapter's "
-                f"token (403 without a HyperFleet error code{_problem_title(response)}); a configuration "
-                "error: the gateway must admit this identity (HYPERFLEET_API_AUTH, docs/contract.md "
-                f"'Authentication'), or {remedy}; the event will be redelivered"
-            )
-            kind = "configuration"
-        else:
-            why = "not authenticated" if code == 401 else "not authorised"
-            message = (
-                f"{what}: HyperFleet API refused the adapter's token ({code}, {why}{_problem_title(response)}); "
-                f"the event will be redelivered: {remedy}"
-            )
-            kind = "credentials"
-        log.error(
-            message,
-            operation="hyperfleet.auth",
-            error_kind=kind,
-            reason="CredentialsRefused",
-            http_status=code,
-            service="hyperfleet",
-        )
-        return TransientError(message, reason="CredentialsRefused", service="hyperfleet")
-
-    def _no_route(self, response: Answer, what: str) -> TransientError:
-        """A 404 that names no missing resource: the URL reaches no API route. Loud, and never an acknowledgement."""
-        code = _problem_code(response) or "no HyperFleet error code"
-        message = (
-            f"{what}: HYPERFLEET_API_URL {self._base_url} reaches no HyperFleet API route (404, {code}); "
-            "a configuration error: fix HYPERFLEET_API_URL; the event will be redelivered"
-        )
-        log.error(
-            message,
-            operation="hyperfleet.route",
-            error_kind="configuration",
-            reason="EndpointNotFound",
-            http_status=404,
-            service="hyperfleet",
-        )
-        return TransientError(message, reason="EndpointNotFound", service="hyperfleet")
-
-    def _no_tenant(self, response: Answer, what: str) -> TransientError:
-        """Tenancy is on and this caller is neither a tenant nor the system: HYPERFLEET_SYSTEM_HEADER is missing."""
-        message = (
-            f"{what}: HyperFleet API at {self._base_url} requires a tenant (403 HYPERFLEET-AUZ-001"
-            f"{_problem_title(response)}); a configuration error: set HYPERFLEET_SYSTEM_HEADER to the API's "
-            "server.tenant.system_header (e.g. X-HyperFleet-System) so that calls are the system identity's; "
-            "the event will be redelivered"
-        )
-        log.error(
-            message,
-            operation="hyperfleet.tenancy",
-            error_kind="configuration",
-            reason="TenantRequired",
-            http_status=403,
-            service="hyperfleet",
-        )
-        return TransientError(message, reason="TenantRequired", service="hyperfleet")
-
-    @staticmethod
-    def _failure(response: Answer, what: str) -> Exception:
-        code = response.status_code
-        text = f"{what}: HyperFleet API answered {code}" + _problem_title(response)
-        if code in _RETRY_STATUSES or code >= 500:
-            return TransientError(text, reason="DependencyUnavailable", service="hyperfleet")
-        return TerminalError(text, reason="RequestRejected", service="hyperfleet")
-
-    @staticmethod
-    def _json(response: Answer, what: str) -> Any:
-        content_type = response.headers.get("Content-Type", "")
-        try:
-            return response.json()
-        except (ValueError, RecursionError):
-            # A 2xx that is not JSON is a proxy or a broken deployment, not the cluster's fault.
-            raise TransientError(
-                f"{what}: HyperFleet API returned a non-JSON body ({content_type[:60] or 'no content type'})",
-                reason="DependencyUnavailable",
-                service="hyperfleet",
-            ) from None
-
     def get_cluster(self, cluster_id: str) -> dict[str, Any] | None:
         """The cluster, or None when it does not exist (404). Raises TransientError / TerminalError."""
         what = f"get cluster {cluster_id}"
@@ -325,7 +177,7 @@ class HyperFleetClient:
         if response.status_code == 404:
             return None
         if response.status_code != 200:
-            raise self._failure(response, what)
+            raise answers.failure(response, what)
         try:
             body = response.json()
         except RecursionError:
@@ -335,7 +187,7 @@ class HyperFleetClient:
                 f"{what}: the cluster is nested too deep to decode (its spec or labels)", generation=generation
             ) from None
         except ValueError:
-            body = self._json(response, what)
+            body = answers.json_of(response, what)
         if not isinstance(body, dict):
             raise TerminalError(
                 f"{what}: the API returned a {type(body).__name__}, not a cluster object",
@@ -359,8 +211,8 @@ class HyperFleetClient:
             if response.status_code == 404:
                 return []
             if response.status_code != 200:
-                raise self._failure(response, what)
-            body = self._json(response, what)
+                raise answers.failure(response, what)
+            body = answers.json_of(response, what)
             batch = body.get("items") if isinstance(body, dict) else None
             if not isinstance(batch, list):
                 raise TransientError(
@@ -384,7 +236,7 @@ class HyperFleetClient:
             return response.status_code
         if response.status_code == 404:
             raise TerminalError(f"{what}: the cluster no longer exists", reason="ClusterGone", service="hyperfleet")
-        raise self._failure(response, what)
+        raise answers.failure(response, what)
 
     def list_clusters(
         self, *, page: int, size: int, search: str | None = None, order: str | None = None
@@ -397,7 +249,7 @@ class HyperFleetClient:
             params["order"] = order
         response = self._request("GET", "/clusters", what="list clusters", params=params)
         if response.status_code != 200:
-            raise self._failure(response, "list clusters")
+            raise answers.failure(response, "list clusters")
         try:
             body = response.json()
             items = body.get("items") if isinstance(body, dict) else None
@@ -405,7 +257,7 @@ class HyperFleetClient:
         except RecursionError:
             items, total = self._split_page(response)
         except ValueError:
-            body = self._json(response, "list clusters")
+            body = answers.json_of(response, "list clusters")
         if not isinstance(items, list):
             raise TransientError("list clusters: the API answer has no 'items' list", service="hyperfleet")
         total = total if isinstance(total, int) else len(items)
@@ -417,7 +269,7 @@ class HyperFleetClient:
         try:
             items, total = jsonsplit.page_items(response.body)
         except (ValueError, RecursionError):
-            self._json(response, "list clusters")  # raises: not a page we can split either
+            answers.json_of(response, "list clusters")  # raises: not a page we can split either
             raise
         kept: list[object] = []
         for item in items:
@@ -432,63 +284,6 @@ class HyperFleetClient:
         return kept, total
 
 
-def _wrong_method(response: Answer, what: str, *, method: str, base_url: str, status_method: str) -> TransientError:
-    """A 405: the API routes the path but not this method (the status write's, HYPERFLEET_STATUS_METHOD)."""
-    allow = response.headers.get("Allow", "").strip()
-    allowed = allow if _ALLOW.match(allow) else "not said"
-    message = (
-        f"{what}: HyperFleet API at {base_url} does not allow {method} here (405; allowed: {allowed}); "
-        f"a configuration error: HYPERFLEET_STATUS_METHOD={status_method} does not match this API "
-        "(PUT for API >= 0.3.0, POST for API <= 0.2.1); the event will be redelivered"
-    )
-    log.error(
-        message,
-        operation="hyperfleet.route",
-        error_kind="configuration",
-        reason="MethodNotAllowed",
-        http_status=405,
-        service="hyperfleet",
-    )
-    return TransientError(message, reason="MethodNotAllowed", service="hyperfleet")
-
-
-def _problem_code(response: Answer) -> str | None:
-    """The `code` of a HyperFleet problem+json answer (`HYPERFLEET-CAT-NUM`), or None."""
-    try:
-        problem = response.json()
-    except (ValueError, RecursionError):
-        return None
-    code = problem.get("code") if isinstance(problem, dict) else None
-    return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") else None
-
-
-def _token_refused(response: Answer) -> bool:
-    """The API (or its gateway) refused our token: 401, or a 403 without an authorization code."""
-    if response.status_code == 401:
-        return True
-    return response.status_code == 403 and not (_problem_code(response) or "").startswith(_AUTHZ_PREFIX)
-
-
-def shown_url(url: str) -> str:
-    """The URL without user:password, query or fragment, for messages (the doctor prints it)."""
-    parts = urlsplit(url)
-    hostname = parts.hostname or ""
-    host = (f"[{hostname}]" if ":" in hostname else hostname) + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=host, query="", fragment=""))
-
-
 def outgoing_traceparent(trace: TraceContext) -> str:
     """W3C traceparent for an outgoing call: the event's trace id, a new span id, the sampled flag."""
     return f"00-{trace.trace_id}-{secrets.token_hex(8)}-{'01' if trace.sampled else '00'}"
-
-
-def _problem_title(response: Answer) -> str:
-    """' (detail)' from a problem+json answer, or ''."""
-    try:
-        problem = response.json()
-    except (ValueError, RecursionError):
-        return ""
-    if not isinstance(problem, dict):
-        return ""
-    title = str(problem.get("detail") or problem.get("title") or "")[:200]
-    return f" ({title})" if title else ""

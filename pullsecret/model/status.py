@@ -74,6 +74,9 @@ AVAILABLE_MESSAGES = {
     "SourceNotFound": "The platform's registry credentials were not found; the platform team must restore them.",
     "SourceUnavailable": "The platform's registry credentials are unusable; the platform team must fix them.",
     "PullSecretServiceRejected": "The Pull Secret Service refused this cluster; the platform team must fix it.",
+    "ForbiddenSecretProject": "This cluster's cloud project is not one the platform may store its pull secret in; "
+    "correct the project in its settings or ask the platform team.",
+    "PolicyIdentityMismatch": "A manual run by the platform team was refused (wrong identity); nothing changed.",
     "ProjectNotFound": "The cluster's cloud project was not found; check it exists and is active.",
     "RegistryCredentialRejected": (
         "A registry refused the pull secret's credentials; the platform team must renew them."

@@ -19,7 +19,7 @@ from google.api_core import exceptions as gexc
 
 from pullsecret.config import Settings
 from pullsecret.errors import AdapterError
-from pullsecret.hyperfleet.client import shown_url
+from pullsecret.hyperfleet.answers import shown_url
 from pullsecret.model import dockerconfig, names, preconditions
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline

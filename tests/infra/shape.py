@@ -117,7 +117,6 @@ def cycles(package: Path = PRODUCT) -> list[str]:
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[str] = []
-    sys.setrecursionlimit(10000)
 
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)

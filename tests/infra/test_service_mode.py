@@ -19,7 +19,7 @@ from hcl2 import SerializationOptions
 
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.stack import PROJECT_ID, TERRAFORM_VARIABLES
-from pullsecret import config
+from pullsecret import config, service_settings
 from tests.infra import reality
 
 TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
@@ -205,4 +205,4 @@ def test_the_registries_default_is_the_functions() -> None:
     assert tuple(variables["pull_secret_service_registries"]["default"]) == defaults.pull_secret_service_registries
     assert variables["pull_secret_service_auth"]["default"] == defaults.pull_secret_service_auth
     condition = variables["pull_secret_service_registries"]["validation"][0]["condition"]
-    assert config.REGISTRY_ID_RE.pattern in condition.replace("\\\\", "\\")
+    assert service_settings.REGISTRY_ID_RE.pattern in condition.replace("\\\\", "\\")

@@ -12,7 +12,7 @@ import pytest
 
 from pullsecret.config import load
 from pullsecret.errors import TransientError
-from pullsecret.hyperfleet import client
+from pullsecret.hyperfleet import budget as client
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.retrying import CALL_TIMEOUT_S
 

@@ -170,7 +170,7 @@ def test_finalized_with_something_left_alone_on_purpose_turns_only_health_false(
     done = status.finalized(6, "cleanup confirmed", {}, unhealthy="ForbiddenSecretProject: Secret Manager not touched")
     assert conditions(done) == [
         ("Applied", "False", "ResourcesDeleted", "cleanup confirmed"),
-        ("Available", "False", "ResourcesDeleted", "cleanup confirmed"),
+        ("Available", "False", "ResourcesDeleted", "Pull secret removed: the cluster is being deleted."),
         ("Health", "False", "ExecutionFailed:preconditions", "ForbiddenSecretProject: Secret Manager not touched"),
         ("Finalized", "True", "CleanupConfirmed", "cleanup confirmed"),
     ]
