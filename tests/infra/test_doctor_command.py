@@ -43,6 +43,7 @@ REAL_LOCALS = (
     "pull_secret_service_token_name",
     "hyperfleet_token_mount_path",
     "hyperfleet_token_file_name",
+    "secret_project_ids",
 )
 SERVICE = {"pull_secret_source_secret": "", "enable_source_rotation": False}
 # Every source mode x every authentication mode of each service it calls (overrides of example.tfvars).
