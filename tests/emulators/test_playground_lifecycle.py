@@ -49,7 +49,15 @@ def _carrying(tmpdir: Path) -> list[str]:
 class Playground:
     """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
 
-    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False, root: Path = ROOT) -> None:
+    def __init__(
+        self,
+        base: Path,
+        state: Path,
+        *options: str,
+        sigint_ignored: bool = False,
+        root: Path = ROOT,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.tmpdir = base / "tmp"
         self.tmpdir.mkdir(exist_ok=True)
         self.state = state
@@ -61,7 +69,7 @@ class Playground:
             self.proc = subprocess.Popen(
                 command,
                 cwd=root,
-                env=clean_env(TMPDIR=str(self.tmpdir)),
+                env=clean_env(TMPDIR=str(self.tmpdir), **(env or {})),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -1,0 +1,107 @@
+"""`reconcile --dry-run`: what one reconcile would write where, found by the reconcile's reads alone; writes nothing.
+
+It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, the newest Secret
+Manager version, the delivery's probe) and then stops: no Secret Manager version, no Kubernetes or IAM write, no
+status report, no registry handshake. What it prints names the secret, the version it would add (or the one that
+already holds the content), the Kubernetes Secret (or the access grant in external-secrets mode), fingerprints
+(SHA-256, 12 hex digits: never a credential), and which registries' entries would change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pullsecret import provision
+from pullsecret.delivery.kubesecret import A_FINGERPRINT, differs
+from pullsecret.model import dockerconfig, preconditions
+from pullsecret.retrying import Deadline
+from pullsecret.source import merge
+
+if TYPE_CHECKING:
+    from pullsecret.app import Application
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a reconcile would do; `lines` say it to a person."""
+
+    result: str  # would-write, unchanged, skipped, finalize, gone
+    lines: list[str] = field(default_factory=list)
+
+
+def registry_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Each registry whose entry would change, as `host (added|changed|removed)`, by per-registry fingerprint."""
+    changes = [f"{r} (added)" for r in sorted(set(after) - set(before))]
+    changes += [f"{r} (changed)" for r in sorted(set(after) & set(before)) if after[r] != before[r]]
+    changes += [f"{r} (removed)" for r in sorted(set(before) - set(after))]
+    return changes
+
+
+def plan(app: Application, cluster_id: str) -> Plan:
+    """The reads of one reconcile and what they say it would write; raises what those reads raise."""
+    settings = app.settings
+    deadline = Deadline(settings.retry_deadline_s)
+    cluster = app.hyperfleet.get_cluster(cluster_id)
+    if cluster is None:
+        return Plan("gone", ["the HyperFleet API does not know this cluster: the reconcile would do nothing"])
+    statuses = app.hyperfleet.list_statuses(cluster_id)
+    generation = preconditions.cluster_generation(cluster)
+    decision = preconditions.evaluate(cluster, statuses, settings, cluster_id=cluster_id)
+    if isinstance(decision, preconditions.NotMet):
+        return Plan("skipped", [f"preconditions not met ({decision.message}): it would only report that"])
+    if isinstance(decision, preconditions.Deleting):
+        return Plan(
+            "finalize", ["the cluster is being deleted: the reconcile would finalize it (run it without --dry-run)"]
+        )
+    target = provision.target(settings, cluster_id, cluster, decision)
+    fetch = app.source.start(cluster_id, deadline)
+    merged, _own = merge.merged(fetch.pull_secret(decision, deadline), decision, settings)
+    latest = app.store.latest(target.secret_name, deadline)
+    probed = app.delivery.probe(target.where, deadline)
+    secret = merged.secret
+    lines = [f"cluster {cluster_id} generation {generation}, pull secret fingerprint {secret.short_fingerprint}"]
+    holding = latest.holding(secret.canonical)
+    before: dict[str, str] = {}
+    if latest.state == "enabled" and latest.data is not None:
+        before = dockerconfig.parse(latest.data, source="Secret Manager").registry_fingerprints()
+    sm_writes = holding is None
+    if holding is not None:
+        lines.append(f"Secret Manager: {holding} already holds it; no new version")
+        version = holding
+    else:
+        now = {"enabled": f"newest {latest.name}", "unusable": f"newest {latest.name} unusable"}.get(
+            latest.state, "no version yet"
+        )
+        lines.append(f"Secret Manager: would add a version to {target.secret_name} ({now})")
+        version = f"{target.secret_name}/versions/(next)"
+    changes = registry_changes(before, secret.registry_fingerprints())
+    lines.append("registries that would change: " + (", ".join(changes) if changes else "none"))
+    desired = provision.desired_secret(
+        settings, target, decision, merged=merged, version=version, created_by=app.reconciler.created_by
+    )
+    placement = decision.placement
+    where = f"{placement.management_cluster}, namespace {placement.namespace}"
+    delivery_writes = sm_writes
+    if app.delivery.mode == "direct":
+        live = probed.live
+        if live is None:
+            delivery_writes = True
+            lines.append(f"Kubernetes: would create Secret {target.kube_name} on {where}")
+        elif differs(live, desired) or sm_writes:
+            delivery_writes = True
+            held = ((live.get("metadata") or {}).get("annotations") or {}).get(A_FINGERPRINT, "")[:12]
+            lines.append(f"Kubernetes: would update Secret {target.kube_name} on {where} (it holds {held or '?'})")
+        else:
+            lines.append(f"Kubernetes: Secret {target.kube_name} on {where} is as it should be")
+    else:
+        lines.append(
+            f"{app.delivery.mode}: would make sure the namespace's reader may access {target.secret_name}"
+            f" ({where}); the operator there syncs Secret {target.kube_name}"
+        )
+    lines.append(
+        "status: would report " + ("applied" if delivery_writes else "unchanged (unless the access grant is missing)")
+        if app.delivery.mode != "direct"
+        else "status: would report " + ("applied" if delivery_writes else "unchanged")
+    )
+    return Plan("would-write" if delivery_writes else "unchanged", lines)
