@@ -146,7 +146,7 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
     if placement is not None:
         shown = app.delivery.inspect(placement, kube_name, _deadline(app))
         if "error" in shown:
-            row.delivery = "unreadable with these credentials" if "403" in str(shown["error"]) else "unreadable"
+            row.delivery = "not readable by these credentials" if "403" in str(shown["error"]) else "unreadable"
         elif shown.get("exists") is False:
             row.delivery = "Secret absent"
         elif "content_fingerprint" in shown:
@@ -211,7 +211,21 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
 
 
 def orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]], view: View) -> None:
-    """Secrets labelled as ours in `project` whose cluster is gone or deleted."""
+    """Secrets labelled as ours in `project` whose cluster is gone or deleted; a refused listing is a note."""
+    try:
+        _orphans_of(app, project, known, view)
+    except AdapterError as exc:
+        if exc.reason != "PermissionDenied":
+            raise
+        view.notes.append(
+            f"secrets of gone clusters not looked for in project {project}: these credentials may not list its "
+            "secrets (secretmanager.secrets.list is granted on the project, and the runtime identity's grants are "
+            "per secret by design, terraform/iam.tf); run fleet with credentials holding "
+            f"roles/secretmanager.viewer on {project}"
+        )
+
+
+def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]], view: View) -> None:
     settings = app.settings
     for listed in listing.ours(
         app.store.calls, project=project, adapter=settings.adapter_name, deadline=_deadline(app)
@@ -293,11 +307,11 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
 def render(view: View, app: Application) -> list[str]:
     lines = [
         f"{len(view.rows)} clusters (adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
-        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<34} {'SECRET MANAGER':<16} {'HOLDS':<6} {'DELIVERY':<28} DISAGREES",
+        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'DELIVERY':<28} DISAGREES",
     ]
     for r in view.rows:
         lines.append(
-            f"  {r.cluster_id:<16} {r.generation if r.generation is not None else '-':>4}  {r.status:<34} "
+            f"  {r.cluster_id:<16} {r.generation if r.generation is not None else '-':>4}  {r.status:<42} "
             f"{r.stored:<16} {r.holds:<6} {r.delivery:<28} {'; '.join(r.disagrees) or '-'}"
         )
     if view.orphans:
