@@ -72,9 +72,15 @@ def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
     return given
 
 
+# The playground's own defaults (a shell's setting wins): the platform pull secret cached 2 s, not 30, so that a
+# rotation (README, "Rotate the platform pull secret") reaches the next trigger without a wait.
+PLAYGROUND_DEFAULTS = {"PULL_SECRET_SOURCE_TTL": "2"}
+
+
 def function_settings(stack: Stack, state_dir: Path, *, source: str, given: Mapping[str, str]) -> dict[str, str]:
-    """Every setting the function runs with: the stack's seams win, then this shell's settings, then the demo's."""
-    base = function_env(stack, state_dir, source)
+    """Every setting the function runs with: the stack's seams win, then this shell's settings, then the
+    playground's defaults and the demo's."""
+    base = {**function_env(stack, state_dir, source), **PLAYGROUND_DEFAULTS}
     ours = stack.env()
     return {**base, **{k: v for k, v in given.items() if k not in ours}, **ours}
 

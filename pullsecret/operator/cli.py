@@ -152,28 +152,33 @@ def main(argv: list[str] | None = None) -> int:
     # The log lines only on demand (-v): the summary is what a person reads first.
     log.configure(stream=sys.stderr, level=None if getattr(args, "verbose", False) else "OFF")
     try:
-        if args.command == "doctor":
-            return doctor.main(adapter.application(), args)
-        writes = (args.command == "reconcile" and not args.dry_run) or (args.command == "fleet" and args.fix)
-        refused = _compare_deployed(args) if writes else None
-        if refused is not None:
-            print(refused, file=sys.stderr)
-            return EXIT_USAGE
-        if args.command == "fleet":
-            from pullsecret.operator import fleet
-
-            return fleet.main(adapter.application(), fix=args.fix)
-        if args.command == "reconcile" and args.dry_run:
-            return _dry_run(adapter.application(), args.cluster_id)
-        if args.command == "reconcile":
-            return _reconcile(adapter, args.cluster_id, as_json=args.json)
-        return _inspect(adapter.application(), args.cluster_id)
+        return _command(adapter, args)
     except TransientError as exc:
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
         return EXIT_TRANSIENT
     except TerminalError as exc:
         print(f"failed: {exc.message}", file=sys.stderr)
         return EXIT_TERMINAL
+
+
+def _command(adapter: Adapter, args: argparse.Namespace) -> int:
+    """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
+    if args.command == "doctor":
+        return doctor.main(adapter.application(), args)
+    writes = (args.command == "reconcile" and not args.dry_run) or (args.command == "fleet" and args.fix)
+    refused = _compare_deployed(args) if writes else None
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "fleet":
+        from pullsecret.operator import fleet
+
+        return fleet.main(adapter.application(), fix=args.fix)
+    if args.command == "reconcile" and args.dry_run:
+        return _dry_run(adapter.application(), args.cluster_id)
+    if args.command == "reconcile":
+        return _reconcile(adapter, args.cluster_id, as_json=args.json)
+    return _inspect(adapter.application(), args.cluster_id)
 
 
 def _compare_deployed(args: argparse.Namespace) -> str | None:

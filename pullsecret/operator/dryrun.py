@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pullsecret import provision
-from pullsecret.delivery.kubesecret import A_FINGERPRINT, differs
+from pullsecret.delivery.base import Probed
+from pullsecret.delivery.kubesecret import A_FINGERPRINT, DesiredSecret, differs
 from pullsecret.model import dockerconfig, preconditions
+from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore.reads import Latest
 from pullsecret.source import merge
 
 if TYPE_CHECKING:
@@ -36,6 +39,55 @@ def registry_changes(before: dict[str, str], after: dict[str, str]) -> list[str]
     changes += [f"{r} (changed)" for r in sorted(set(after) & set(before)) if after[r] != before[r]]
     changes += [f"{r} (removed)" for r in sorted(set(before) - set(after))]
     return changes
+
+
+def _stored_lines(latest: Latest, secret_name: str, secret: PullSecret, lines: list[str]) -> tuple[str, bool]:
+    """(the version the Secret would name, whether Secret Manager would get a version); adds what it found."""
+    holding = latest.holding(secret.canonical)
+    before: dict[str, str] = {}
+    if latest.state == "enabled" and latest.data is not None:
+        before = dockerconfig.parse(latest.data, source="Secret Manager").registry_fingerprints()
+    if holding is not None:
+        lines.append(f"Secret Manager: {holding} already holds it; no new version")
+        version = holding
+    else:
+        now = {"enabled": f"newest {latest.name}", "unusable": f"newest {latest.name} unusable"}.get(
+            latest.state, "no version yet"
+        )
+        lines.append(f"Secret Manager: would add a version to {secret_name} ({now})")
+        version = f"{secret_name}/versions/(next)"
+    changes = registry_changes(before, secret.registry_fingerprints())
+    lines.append("registries that would change: " + (", ".join(changes) if changes else "none"))
+    return version, holding is None
+
+
+def _delivery_lines(
+    app: Application,
+    probed: Probed,
+    desired: DesiredSecret,
+    placement: preconditions.Placement,
+    lines: list[str],
+    *,
+    sm_writes: bool,
+) -> bool:
+    """Whether the delivery would write; adds what it would do, and where."""
+    where = f"{placement.management_cluster}, namespace {placement.namespace}"
+    if app.delivery.mode != "direct":
+        lines.append(
+            f"{app.delivery.mode}: would make sure the namespace's reader may access the secret ({where}); the "
+            f"operator there syncs Secret {desired.name}"
+        )
+        return sm_writes
+    live = probed.live
+    if live is None:
+        lines.append(f"Kubernetes: would create Secret {desired.name} on {where}")
+        return True
+    if differs(live, desired) or sm_writes:
+        held = ((live.get("metadata") or {}).get("annotations") or {}).get(A_FINGERPRINT, "")[:12]
+        lines.append(f"Kubernetes: would update Secret {desired.name} on {where} (it holds {held or '?'})")
+        return True
+    lines.append(f"Kubernetes: Secret {desired.name} on {where} is as it should be")
+    return False
 
 
 def plan(app: Application, cluster_id: str) -> Plan:
@@ -61,47 +113,11 @@ def plan(app: Application, cluster_id: str) -> Plan:
     probed = app.delivery.probe(target.where, deadline)
     secret = merged.secret
     lines = [f"cluster {cluster_id} generation {generation}, pull secret fingerprint {secret.short_fingerprint}"]
-    holding = latest.holding(secret.canonical)
-    before: dict[str, str] = {}
-    if latest.state == "enabled" and latest.data is not None:
-        before = dockerconfig.parse(latest.data, source="Secret Manager").registry_fingerprints()
-    sm_writes = holding is None
-    if holding is not None:
-        lines.append(f"Secret Manager: {holding} already holds it; no new version")
-        version = holding
-    else:
-        now = {"enabled": f"newest {latest.name}", "unusable": f"newest {latest.name} unusable"}.get(
-            latest.state, "no version yet"
-        )
-        lines.append(f"Secret Manager: would add a version to {target.secret_name} ({now})")
-        version = f"{target.secret_name}/versions/(next)"
-    changes = registry_changes(before, secret.registry_fingerprints())
-    lines.append("registries that would change: " + (", ".join(changes) if changes else "none"))
+    version, sm_writes = _stored_lines(latest, target.secret_name, secret, lines)
     desired = provision.desired_secret(
         settings, target, decision, merged=merged, version=version, created_by=app.reconciler.created_by
     )
-    placement = decision.placement
-    where = f"{placement.management_cluster}, namespace {placement.namespace}"
-    delivery_writes = sm_writes
-    if app.delivery.mode == "direct":
-        live = probed.live
-        if live is None:
-            delivery_writes = True
-            lines.append(f"Kubernetes: would create Secret {target.kube_name} on {where}")
-        elif differs(live, desired) or sm_writes:
-            delivery_writes = True
-            held = ((live.get("metadata") or {}).get("annotations") or {}).get(A_FINGERPRINT, "")[:12]
-            lines.append(f"Kubernetes: would update Secret {target.kube_name} on {where} (it holds {held or '?'})")
-        else:
-            lines.append(f"Kubernetes: Secret {target.kube_name} on {where} is as it should be")
-    else:
-        lines.append(
-            f"{app.delivery.mode}: would make sure the namespace's reader may access {target.secret_name}"
-            f" ({where}); the operator there syncs Secret {target.kube_name}"
-        )
-    lines.append(
-        "status: would report " + ("applied" if delivery_writes else "unchanged (unless the access grant is missing)")
-        if app.delivery.mode != "direct"
-        else "status: would report " + ("applied" if delivery_writes else "unchanged")
-    )
+    delivery_writes = _delivery_lines(app, probed, desired, decision.placement, lines, sm_writes=sm_writes)
+    unless = "" if app.delivery.mode == "direct" or delivery_writes else " (unless the access grant is missing)"
+    lines.append("status: would report " + ("applied" if delivery_writes else "unchanged") + unless)
     return Plan("would-write" if delivery_writes else "unchanged", lines)

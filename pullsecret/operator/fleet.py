@@ -96,78 +96,108 @@ def _names(app: Application, cluster_id: str) -> tuple[str, str]:
     return names(app.settings, cluster_id)
 
 
+@dataclass(frozen=True)
+class _Ours:
+    """Our status of one cluster, as the fleet view reads it."""
+
+    observed: Any
+    available: str  # "True", "False", "-"
+    finalized: bool
+    fingerprint: str  # the stored content's short fingerprint, "" when unknown
+    sm_version: str | None  # the version our lineage says holds `observed`
+
+    @classmethod
+    def of(cls, ours: dict[str, Any]) -> _Ours:
+        conditions = {c.get("type"): c for c in ours.get("conditions") or [] if isinstance(c, dict)}
+        raw = ours.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        lineage = data.get("lineage")
+        return cls(
+            observed=ours.get("observed_generation"),
+            available=str((conditions.get("Available") or {}).get("status", "-")),
+            finalized=(conditions.get("Finalized") or {}).get("status") == "True",
+            fingerprint=str(data.get("fingerprint") or "")[:12],
+            sm_version=lineage.get("sm_version") if isinstance(lineage, dict) else None,
+        )
+
+
 def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
     """One cluster's line: each side read on its own, a side that cannot be read says why."""
     settings = app.settings
     cluster_id = str(cluster.get("id"))
     generation = cluster.get("generation") if isinstance(cluster.get("generation"), int) else None
     statuses = app.hyperfleet.list_statuses(cluster_id)
-    ours = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name) or {}
-    conditions = {c.get("type"): c for c in ours.get("conditions") or [] if isinstance(c, dict)}
-    observed = ours.get("observed_generation")
-    available = conditions.get("Available") or {}
-    finalized = (conditions.get("Finalized") or {}).get("status") == "True"
-    status = f"Available={available.get('status', '-')} g{observed}" if ours else "none"
-    raw_data = ours.get("data")
-    data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
-    raw_lineage = data.get("lineage")
-    lineage: dict[str, Any] = raw_lineage if isinstance(raw_lineage, dict) else {}
-    row = Row(cluster_id, generation, status, "-", "-", "-")
+    raw = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name) or {}
+    ours = _Ours.of(raw)
+    row = Row(cluster_id, generation, f"Available={ours.available} g{ours.observed}" if raw else "none", "-", "-", "-")
     if cluster.get("deleted_time"):
-        row.status += ", deleted" + (" (finalized)" if finalized else ", not finalized")
+        row.status += ", deleted" + (" (finalized)" if ours.finalized else ", not finalized")
     project = settings.secret_project_id or preconditions.project_id_of(cluster)
     secret_id, kube_name = _names(app, cluster_id)
-    newest = None
-    if project is None:
-        row.stored = "no GCP project"
-    else:
-        try:
-            described = app.store.describe(project=project, secret_id=secret_id, deadline=_deadline(app))
-        except AdapterError as exc:
-            described, row.stored = None, f"unreadable: {exc.message[:60]}"
-        else:
-            if described is None:
-                row.stored = "no secret"
-            elif described["versions"]:
-                newest = described["versions"][0]
-                row.stored = f"v{newest['name'].rsplit('/', 1)[-1]} {newest['state']}"
-            else:
-                row.stored = "no version"
-    if newest is not None and lineage.get("sm_version") == newest["name"]:
-        row.holds = f"g{observed}"
-    elif newest is not None:
-        row.holds = "?"
-    fingerprint = str(data.get("fingerprint") or "")[:12]
+    newest = _stored(app, row, project, secret_id)
+    if newest is not None:
+        row.holds = f"g{ours.observed}" if ours.sm_version == newest["name"] else "?"
     try:
         placement = preconditions.placement_of(cluster_id, statuses, settings)
     except TerminalError as exc:
         row.delivery = f"no placement: {exc.message[:60]}"
-        placement = None
-    if placement is not None:
-        shown = app.delivery.inspect(placement, kube_name, _deadline(app))
-        if "error" in shown:
-            row.delivery = "not readable by these credentials" if "403" in str(shown["error"]) else "unreadable"
-        elif shown.get("exists") is False:
-            row.delivery = "Secret absent"
-        elif "content_fingerprint" in shown:
-            held = (shown.get("annotations") or {}).get("hyperfleet.io/generation", "?")
-            row.delivery = f"Secret {shown['content_fingerprint']} g{held}"
-            if fingerprint and shown["content_fingerprint"] != fingerprint:
-                row.disagrees.append("the Secret's content is not what the status says was stored")
-        elif "access_member" in shown:
-            row.delivery = f"access for {placement.namespace}"
-            if project is not None and isinstance(app.delivery, ExternalSecretsDelivery):
-                _stale_members(app, app.delivery, secret_name(project, secret_id), placement, view)
+    else:
+        _delivered(app, row, ours, placement, kube_name)
+        if project is not None and isinstance(app.delivery, ExternalSecretsDelivery):
+            _stale_members(app, app.delivery, secret_name(project, secret_id), placement, view)
     if not cluster.get("deleted_time"):
-        if generation is not None and observed != generation:
-            row.disagrees.append(f"status is of generation {observed}, the cluster is at {generation}")
-        if available.get("status") == "True" and newest is None:
-            row.disagrees.append("Available but no Secret Manager version")
-        if newest is not None and newest["state"] != "ENABLED":
-            row.disagrees.append(f"the newest version is {newest['state']}")
-        if row.delivery == "Secret absent" and available.get("status") == "True":
-            row.disagrees.append("Available but the Secret is absent")
+        row.disagrees += _disagreements(row, ours, generation, newest)
     return row
+
+
+def _stored(app: Application, row: Row, project: str | None, secret_id: str) -> dict[str, Any] | None:
+    """The newest Secret Manager version (metadata), or None; sets the row's column."""
+    if project is None:
+        row.stored = "no GCP project"
+        return None
+    try:
+        described = app.store.describe(project=project, secret_id=secret_id, deadline=_deadline(app))
+    except AdapterError as exc:
+        row.stored = f"unreadable: {exc.message[:60]}"
+        return None
+    if described is None:
+        row.stored = "no secret"
+        return None
+    if not described["versions"]:
+        row.stored = "no version"
+        return None
+    newest: dict[str, Any] = described["versions"][0]
+    row.stored = f"v{newest['name'].rsplit('/', 1)[-1]} {newest['state']}"
+    return newest
+
+
+def _delivered(app: Application, row: Row, ours: _Ours, placement: preconditions.Placement, kube_name: str) -> None:
+    """What the delivery shows (its `inspect`), in the row's column."""
+    shown = app.delivery.inspect(placement, kube_name, _deadline(app))
+    if "error" in shown:
+        row.delivery = "not readable by these credentials" if "403" in str(shown["error"]) else "unreadable"
+    elif shown.get("exists") is False:
+        row.delivery = "Secret absent"
+    elif "content_fingerprint" in shown:
+        held = (shown.get("annotations") or {}).get("hyperfleet.io/generation", "?")
+        row.delivery = f"Secret {shown['content_fingerprint']} g{held}"
+        if ours.fingerprint and shown["content_fingerprint"] != ours.fingerprint:
+            row.disagrees.append("the Secret's content is not what the status says was stored")
+    elif "access_member" in shown:
+        row.delivery = f"access for {placement.namespace}"
+
+
+def _disagreements(row: Row, ours: _Ours, generation: int | None, newest: dict[str, Any] | None) -> list[str]:
+    found = []
+    if generation is not None and ours.observed != generation:
+        found.append(f"status is of generation {ours.observed}, the cluster is at {generation}")
+    if ours.available == "True" and newest is None:
+        found.append("Available but no Secret Manager version")
+    if newest is not None and newest["state"] != "ENABLED":
+        found.append(f"the newest version is {newest['state']}")
+    if row.delivery == "Secret absent" and ours.available == "True":
+        found.append("Available but the Secret is absent")
+    return found
 
 
 def _stale_members(
