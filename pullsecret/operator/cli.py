@@ -82,6 +82,12 @@ _DEPLOYED_HELP = (
 )
 
 
+def _page_size(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 500:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to 500, got {text[:20]!r}")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pullsecret",
@@ -114,6 +120,9 @@ def _parser() -> argparse.ArgumentParser:
     fleet_parser.add_argument("--fix", action="store_true", help="remove what outlived its cluster and is ours")
     fleet_parser.add_argument("--verbose", "-v", action="store_true", help="also the JSON log lines, on stderr")
     fleet_parser.add_argument("--deployed", metavar="FUNCTION", help=_DEPLOYED_HELP)
+    fleet_parser.add_argument(
+        "--page-size", type=_page_size, default=100, metavar="N", help="clusters and secrets per page (1..500)"
+    )
     inspect = commands.add_parser(
         "inspect",
         help="print the cluster's pull-secret lineage (redacted JSON)",
@@ -173,7 +182,7 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     if args.command == "fleet":
         from pullsecret.operator import fleet
 
-        return fleet.main(adapter.application(), fix=args.fix)
+        return fleet.main(adapter.application(), fix=args.fix, page_size=args.page_size)
     if args.command == "reconcile" and args.dry_run:
         return _dry_run(adapter.application(), args.cluster_id)
     if args.command == "reconcile":

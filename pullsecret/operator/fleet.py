@@ -240,10 +240,12 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
     return fix
 
 
-def orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]], view: View) -> None:
+def orphans_of(
+    app: Application, project: str, known: dict[str, dict[str, Any]], view: View, *, page_size: int = PAGE_SIZE
+) -> None:
     """Secrets labelled as ours in `project` whose cluster is gone or deleted; a refused listing is a note."""
     try:
-        _orphans_of(app, project, known, view)
+        _orphans_of(app, project, known, view, page_size)
     except AdapterError as exc:
         if exc.reason != "PermissionDenied":
             raise
@@ -255,10 +257,10 @@ def orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]],
         )
 
 
-def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]], view: View) -> None:
+def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]], view: View, page_size: int) -> None:
     settings = app.settings
     for listed in listing.ours(
-        app.store.calls, project=project, adapter=settings.adapter_name, deadline=_deadline(app)
+        app.store.calls, project=project, adapter=settings.adapter_name, deadline=_deadline(app), page_size=page_size
     ):
         labelled = listed.labels.get("cluster-id", "")
         secret_id = listed.name.rsplit("/", 1)[-1]
@@ -328,7 +330,7 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
         if project and not app.settings.secret_project_id:
             projects.add(project)
     for project in sorted(projects):
-        orphans_of(app, project, known, view)
+        orphans_of(app, project, known, view, page_size=page_size)
     if app.delivery.mode == "direct":
         view.notes.append(NOT_LISTABLE)
     return view
@@ -336,7 +338,8 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
 
 def render(view: View, app: Application) -> list[str]:
     lines = [
-        f"{len(view.rows)} clusters (adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
+        f"{len(view.rows)} cluster{'' if len(view.rows) == 1 else 's'} "
+        f"(adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
         f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'DELIVERY':<28} DISAGREES",
     ]
     for r in view.rows:
@@ -353,9 +356,9 @@ def render(view: View, app: Application) -> list[str]:
     return lines
 
 
-def main(app: Application, *, fix: bool, out: Callable[[str], None] = print) -> int:
+def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callable[[str], None] = print) -> int:
     """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed."""
-    view = build(app)
+    view = build(app, page_size=page_size)
     for line in render(view, app):
         out(line)
     fixable = [o for o in view.orphans if o.fix is not None]

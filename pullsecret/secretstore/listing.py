@@ -24,14 +24,16 @@ def label_filter(adapter: str) -> str:
     return f"labels.managed-by=hyperfleet AND labels.adapter={label_value(adapter)}"
 
 
-def ours(calls: Calls, *, project: str, adapter: str, deadline: Deadline) -> Iterator[Listed]:
+def ours(
+    calls: Calls, *, project: str, adapter: str, deadline: Deadline, page_size: int = PAGE_SIZE
+) -> Iterator[Listed]:
     """Every secret of `project` labelled as `adapter`'s; later pages are fetched as the caller iterates."""
     what = f"list secrets of project {project}"
     pager = calls.call(
         what,
         deadline,
         calls.client.list_secrets,
-        request={"parent": f"projects/{project}", "filter": label_filter(adapter), "page_size": PAGE_SIZE},
+        request={"parent": f"projects/{project}", "filter": label_filter(adapter), "page_size": page_size},
     )
     for secret in mapped_pages(pager, service=SERVICE, what=what):
         yield Listed(name=str(secret.name), labels=dict(secret.labels))

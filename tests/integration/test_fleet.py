@@ -134,3 +134,36 @@ def test_fleet_finds_an_accessor_of_a_namespace_no_longer_the_clusters_and_fix_r
     assert f"fixed: removed accessor {old}" in fixed.stdout, fixed.stdout + fixed.stderr
     assert members(world, LIVE) == [TEMPLATE.format(namespace=f"clusters-{LIVE}")]
     assert "nothing outlived its cluster" in cli("fleet").stdout
+
+
+def test_fleet_pages_and_a_fix_cut_short_is_finished_by_a_rerun(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    grant_listing(world)
+    gone = [f"cls-fleet-p{n}" for n in range(3)]
+    for cluster_id in (*gone, LIVE, f"{LIVE}2"):
+        seed_ready_cluster(admin, cluster_id)
+        assert cli("reconcile", cluster_id).returncode == 0
+    for cluster_id in gone:
+        admin.delete_cluster(cluster_id)
+    admin.call("DELETE", "/calls")
+    shown = cli("fleet", "--page-size", "1")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert shown.stdout.startswith("2 clusters") and shown.stdout.count("secret-gone") == 3, shown.stdout
+    calls = admin.calls()
+    # One cluster per page; one secret per ListSecrets page (5 secrets of ours, the platform's is not labelled).
+    assert calls["hyperfleet"]["getClusters"] == 2, calls["hyperfleet"]
+    assert calls["secretmanager"]["ListSecrets"] >= 5, calls["secretmanager"]
+
+    # The fix is cut short: Secret Manager refuses the second deletion (as a quota or an outage would).
+    admin.fault(service="secretmanager", method="DeleteSecret", code="PERMISSION_DENIED", count=1, skip=1)
+    first = cli("fleet", "--fix")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert first.stdout.count("fixed: removed") == 2 and first.stdout.count("not fixed:") == 1, first.stdout
+    assert "--fix: 2 fixed, 1 failed; run again" in first.stdout
+    left = [c for c in gone if has_secret(world, c)]
+    assert len(left) == 1
+    rerun = cli("fleet", "--fix")
+    assert rerun.returncode == 0 and rerun.stdout.count("fixed: removed") == 1, rerun.stdout
+    assert not any(has_secret(world, c) or kube(world, c) is not None for c in gone)
+    assert has_secret(world, LIVE) and kube(world, LIVE) is not None
