@@ -57,6 +57,7 @@ class Playground:
         sigint_ignored: bool = False,
         root: Path = ROOT,
         env: dict[str, str] | None = None,
+        make: tuple[str, ...] | None = None,
     ) -> None:
         self.tmpdir = base / "tmp"
         self.tmpdir.mkdir(exist_ok=True)
@@ -64,6 +65,8 @@ class Playground:
         self.out = base / f"out-{time.monotonic_ns()}.txt"
         with self.out.open("w") as sink:
             command = [sys.executable, "-m", "emulators", "playground", "--state-dir", str(state), *options]
+            if make is not None:  # `make up VAR=...` in `root` (its state folder is root/.playground)
+                command = ["make", "-s", "up", *make]
             if sigint_ignored:  # what a shell does to a background job (`make up &`); kept across exec
                 command = ["bash", "-c", 'trap "" INT; exec "$0" "$@"', *command]
             self.proc = subprocess.Popen(

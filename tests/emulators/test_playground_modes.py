@@ -31,11 +31,12 @@ def test_service_mode_with_settings_given_to_make_up_the_cli_agrees_with_the_fun
     tmp_path: Path,
     playgrounds: list[Playground],  # noqa: F811
 ) -> None:
-    state = tmp_path / "state"
+    root = bare_copy(tmp_path / "repo", venv=True)
+    state = root / ".playground"
     given = {"REGISTRY_VERIFICATION": "enforce", "REGISTRY_ENFORCE_PLATFORM": "true", "LOG_LEVEL": "DEBUG"}
     # A shell left with an earlier platform playground's source must not bring it back (both sources: refused).
     shell = {**given, "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
-    played = Playground(tmp_path, state, "--no-pubsub", "--source", "service", env=shell)
+    played = Playground(tmp_path, state, root=root, env=shell, make=("SOURCE=service",))
     playgrounds.append(played)
     env = played.wait_ready()
     assert "source service, delivery direct" in played.output()
@@ -57,8 +58,9 @@ def test_service_mode_with_settings_given_to_make_up_the_cli_agrees_with_the_fun
 
 
 def test_external_secrets_mode_needs_one_setting(tmp_path: Path, playgrounds: list[Playground]) -> None:  # noqa: F811
-    state = tmp_path / "state"
-    played = Playground(tmp_path, state, "--no-pubsub", env={"KUBERNETES_DELIVERY": "external-secrets"})
+    root = bare_copy(tmp_path / "repo", venv=True)
+    state = root / ".playground"
+    played = Playground(tmp_path, state, root=root, env={"KUBERNETES_DELIVERY": "external-secrets"}, make=())
     playgrounds.append(played)
     env = played.wait_ready()
     assert env["KUBERNETES_DELIVERY"] == "external-secrets"
