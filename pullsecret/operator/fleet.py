@@ -73,6 +73,7 @@ class View:
     rows: list[Row] = field(default_factory=list)
     orphans: list[Orphan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)  # projects whose secrets these credentials may not list
 
 
 def clusters(app: Application, *, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
@@ -249,6 +250,7 @@ def orphans_of(
     except AdapterError as exc:
         if exc.reason != "PermissionDenied":
             raise
+        view.unlisted.append(project)
         view.notes.append(
             f"secrets of gone clusters not looked for in project {project}: these credentials may not list its "
             "secrets (secretmanager.secrets.list is granted on the project, and the runtime identity's grants are "
@@ -350,6 +352,8 @@ def render(view: View, app: Application) -> list[str]:
     if view.orphans:
         lines.append(f"{len(view.orphans)} outlived their cluster:")
         lines += [f"  {o.kind:<18} {o.what}: {o.why}" for o in view.orphans]
+    elif view.unlisted:
+        lines.append(f"outlived their cluster: not known, the secrets of {', '.join(view.unlisted)} were not listed")
     else:
         lines.append("nothing outlived its cluster")
     lines += [f"note: {n}" for n in view.notes]

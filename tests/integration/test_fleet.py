@@ -58,6 +58,8 @@ def test_fleet_finds_what_outlived_its_cluster_and_fix_removes_exactly_that(
     refused = cli("fleet")
     assert refused.returncode == 0, refused.stdout + refused.stderr
     assert "may not list its secrets" in refused.stdout and "roles/secretmanager.viewer" in refused.stdout
+    assert "outlived their cluster: not known, the secrets of hf-demo-project were not listed" in refused.stdout
+    assert "nothing outlived its cluster" not in refused.stdout
     assert "2 clusters" in refused.stdout
     grant_listing(world)
 
