@@ -69,7 +69,8 @@ environment (the function's own; README.md, Configuration, lists them all):
   PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N)
   MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
   SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
-  LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines; seconds of in-process retries
+  LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines (-v); seconds of in-process retries
+  PULLSECRET_DEPLOYED_FUNCTION projects/P/locations/L/functions/F: as --deployed (compare before writing)
   SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, GCE_METADATA_HOST   local emulators (make up prints them)
   Google credentials come from Application Default Credentials (gcloud auth application-default login,
   or GOOGLE_APPLICATION_CREDENTIALS), or the metadata server.
