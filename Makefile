@@ -68,9 +68,10 @@ emulators: $(RUN_STAMP)
 	@$(PY) -m emulators up
 
 # The local playground: emulators, the function, a ready cluster, a push subscription; prints `export` lines.
-# One per checkout; `make down` stops it from another shell. Settings pass through: LOG_LEVEL=DEBUG make up.
+# One per checkout; `make down` stops it from another shell. Settings pass through: LOG_LEVEL=DEBUG make up,
+# KUBERNETES_DELIVERY=external-secrets make up; SOURCE=service: the Pull Secret Service emulator is the source.
 up: $(RUN_STAMP)
-	@$(PY) -m emulators playground
+	@$(PY) -m emulators playground --source $(or $(SOURCE),platform)
 
 down: $(RUN_STAMP)
 	@$(PY) -m emulators down

@@ -25,6 +25,11 @@ class Figure:
     path: tuple[str, ...]
     target: str = ""
     met: Callable[[float], bool] | None = None
+    profile: str = ""  # where a figure off its target is explained: a profile file beside the results
+
+
+INPROC_PROFILE = "profile-inproc.txt"  # bench.profile: py-spy over steady events in process
+WORKER_PROFILE = "profile-worker.txt"  # bench.profile: py-spy over the served worker at concurrency 80
 
 
 def _at_most(bound: float) -> Callable[[float], bool]:
@@ -96,19 +101,23 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
     (
         "CPU, throughput, cold start, memory",
         (
-            Figure("CPU per steady event, in process (ms)", ("cpu_ms_per_event",), "≤ 3", _at_most(3.0)),
+            Figure(
+                "CPU per steady event, in process (ms)", ("cpu_ms_per_event",), "≤ 3", _at_most(3.0), INPROC_PROFILE
+            ),
             Figure("CPU per first-provisioning event, in process (ms)", ("cpu_ms_per_event_first",)),
             Figure(
                 "function CPU per event at concurrency 80 (ms)",
                 ("throughput_detail", "80", "function_cpu_ms_per_event"),
                 "≤ 4",
                 _at_most(4.0),
+                WORKER_PROFILE,
             ),
             Figure(
                 "events per function CPU second at concurrency 80",
                 ("events_per_function_cpu_second",),
                 "≥ 250",
                 _at_least(250),
+                WORKER_PROFILE,
             ),
             Figure("events/s at concurrency 1", ("throughput_eps", "1")),
             Figure("events/s at concurrency 8", ("throughput_eps", "8")),
@@ -153,6 +162,17 @@ def _met(figure: Figure, value: Any) -> str:
     return "yes" if figure.met(value) else "no"
 
 
+def _met_cell(figure: Figure, value: Any, plots: str) -> str:
+    """`met` in the README: a "no" says the target it misses, and where the profile explaining it is."""
+    met = _met(figure, value)
+    if met != "no":
+        return met
+    cell = f"no: target {figure.target}"
+    if figure.profile:
+        cell += f"; profile [{figure.profile}]({plots}{figure.profile})"
+    return cell
+
+
 def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """(label, adapter, seed design, target, met) per figure."""
     seed = results.get("seed_flow") or {}
@@ -193,7 +213,9 @@ def markdown(results: dict[str, Any], plots: str = "") -> str:
             shown = _shown(mine)
             if by_label[figure.label].met is not None and shown:
                 shown = f"**{shown}**"
-            out.append(f"| {figure.label} | {shown} | {_shown(theirs)} | {figure.target} | {_met(figure, mine)} |")
+            out.append(
+                f"| {figure.label} | {shown} | {_shown(theirs)} | {figure.target} | {_met_cell(figure, mine, plots)} |"
+            )
         out.append("")
     out.append(f"Plots of the same run: [throughput]({plots}throughput.png), [bursts]({plots}burst.png).")
     return "\n".join(out) + "\n"

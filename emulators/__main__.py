@@ -89,6 +89,12 @@ def _main(argv: list[str] | None) -> int:
     play.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where env and logs go")
     play.add_argument("--no-pubsub", action="store_true", help="do not start the Cloud SDK Pub/Sub emulator")
     play.add_argument("--port", type=int, default=0, help="the function's port (default: a free one)")
+    play.add_argument(
+        "--source",
+        choices=("platform", "service"),
+        default="platform",
+        help="the pull secret's source: the platform secret, or the Pull Secret Service emulator (SOURCE=service)",
+    )
     stop = sub.add_parser("down", help="`make down`: stop the playground running from --state-dir")
     stop.add_argument("--state-dir", type=Path, default=STATE_DIR)
     demo_parser = sub.add_parser(
@@ -134,6 +140,7 @@ def _main(argv: list[str] | None) -> int:
             clusters=args.cluster or [DEMO_CLUSTER],
             pubsub=not args.no_pubsub,
             port=args.port,
+            source=args.source,
         )
     if args.command == "down":
         return playground.down(args.state_dir)

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -43,14 +44,15 @@ class FunctionProcess:
         stderr_path: Path | None = None,
         port: int = 0,
         append_log: bool = False,
+        drop: Iterable[str] = (),
     ) -> None:
         self.port = port or free_port()
         self.log_path = log_path
         self.stderr_path = stderr_path
         self._log_mode = "ab" if append_log else "wb"  # a restart keeps what the earlier process logged
-        self._env = {
-            k: v for k, v in os.environ.items() if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "PYTHONSTARTUP")
-        }
+        # `drop`: names the process must not inherit from ours (the playground gives it every setting itself).
+        dropped = {"GOOGLE_APPLICATION_CREDENTIALS", "PYTHONSTARTUP", *drop}
+        self._env = {k: v for k, v in os.environ.items() if k not in dropped}
         self._env.update(env)
         self._env.update({"PORT": str(self.port), "THREADS": str(threads), "WORKERS": "1"})
         self._proc: subprocess.Popen[bytes] | None = None

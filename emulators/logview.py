@@ -1,8 +1,8 @@
 """`make logs`: the function's JSON log lines (Cloud Logging's structured format) as lines a person reads.
 
 One line per record: time, severity, the cluster, the message (it says what happened), then `reason`,
-`service` and the duration. Lines that are not JSON (what functions-framework or gunicorn print themselves)
-are shown as they are. Reads `<state>/function.log` of
+`service` and the duration (a DEBUG record: every field it carries). Lines that are not JSON (what
+functions-framework or gunicorn print themselves) are shown as they are. Reads `<state>/function.log` of
 `make up` (or any file of such lines); `--follow` keeps reading as the function writes, `--cluster` keeps one
 cluster's lines, `--raw` prints the JSON as it is.
 """
@@ -19,6 +19,10 @@ from typing import IO, Any
 LABELS = "logging.googleapis.com/labels"
 # Fields worth a glance beside the message; everything else stays in the JSON (`--raw`).
 SHOWN = ("reason", "service")  # the message says the rest (result, written, the HTTP answer)
+# A DEBUG line is there for its fields: it shows every one but these (the line's frame, not its content).
+FRAME = frozenset(
+    {"severity", "message", "time", "timestamp", "duration_ms", "@type", "stack_trace", LABELS, *SHOWN}
+) | {f"logging.googleapis.com/{key}" for key in ("trace", "spanId", "trace_sampled", "sourceLocation")}
 _SEVERITY_WIDTH = 7
 
 
@@ -47,6 +51,8 @@ def readable(record: dict[str, Any], *, clock: bool = True) -> str:
     cluster = cluster_of(record)
     message = str(record.get("message", "")).split("\n", 1)[0]  # a stack trace stays in the JSON
     fields = [f"{key}={record[key]}" for key in SHOWN if record.get(key) not in (None, "")]
+    if record.get("severity") == "DEBUG":  # LOG_LEVEL=DEBUG: its fields are what it is for
+        fields += [f"{key}={record[key]}" for key in sorted(record) if key not in FRAME and record[key] is not None]
     if record.get("duration_ms") is not None:
         fields.append(f"{record['duration_ms']} ms")
     tail = f"  ({', '.join(fields)})" if fields else ""

@@ -34,17 +34,75 @@ from emulators.functionproc import ROOT, FunctionProcess
 from emulators.pubsub import PubSubEmulator
 from emulators.signals import interruptible, signals_ignored
 from emulators.stack import Stack
-from emulators.world import PROJECT_ID
+from emulators.world import PROJECT_ID, PROJECT_NUMBER
 
 DEMO_CLUSTER = "cls-demo01"
 STATE_DIR = Path(".playground")
 WATCH_INTERVAL_S = 1.0
 DOWN_TIMEOUT_S = 60.0
+SOURCES = ("platform", "service")
+# What Terraform's workload identity gives the External Secrets Operator's reader in a cluster's namespace
+# (terraform/: external_secrets_principal_template); the playground provides it with KUBERNETES_DELIVERY alone.
+ESO_PRINCIPAL_TEMPLATE = (
+    f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/workloadIdentityPools/"
+    f"{PROJECT_ID}.svc.id.goog/subject/ns/{{namespace}}/sa/hyperfleet-pull-secret-reader"
+)
+# The stack's own addresses, for checking a shell's settings before anything starts (never contacted).
+_PLACEHOLDERS = {
+    "HYPERFLEET_API_URL": "http://127.0.0.1:9/",
+    "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9",
+    "GKE_EMULATOR_HOST": "127.0.0.1:9",
+    "RESOURCE_MANAGER_EMULATOR_HOST": "127.0.0.1:9",
+}
+DOWN_FILE = "function-down"  # why the function is not running after a restart failed; `make trigger` reads it
 
 
-def exports(stack: Stack, function: FunctionProcess, state_dir: Path) -> dict[str, str]:
-    """Everything a shell needs to use the playground: the function's env, the URLs, gcloud's Pub/Sub override."""
-    env = function_env(stack, state_dir)
+def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The function's settings this shell sets (`REGISTRY_VERIFICATION=enforce make up`), the source's excepted:
+    SOURCE= picks those, and a shell that sourced an earlier playground's env file must not bring them back. With
+    KUBERNETES_DELIVERY=external-secrets and no template, the playground's principal template."""
+    # Imported here: `make trigger` imports this module, and must still speak when a saved file under pullsecret/
+    # does not compile.
+    from pullsecret.operator.settings import FUNCTION_VARIABLES, SOURCE_VARIABLES
+
+    given = {k: environ[k] for k in FUNCTION_VARIABLES if k in environ and k not in SOURCE_VARIABLES}
+    mode = given.get("KUBERNETES_DELIVERY", "").strip().lower()
+    if mode == "external-secrets" and not given.get("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE", "").strip():
+        given["EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE"] = ESO_PRINCIPAL_TEMPLATE
+    return given
+
+
+# The playground's own defaults (a shell's setting wins): the platform pull secret cached 2 s, not 30, so that a
+# rotation (README, "Rotate the platform pull secret") reaches the next trigger without a wait.
+PLAYGROUND_DEFAULTS = {"PULL_SECRET_SOURCE_TTL": "2"}
+
+
+def function_settings(stack: Stack, state_dir: Path, *, source: str, given: Mapping[str, str]) -> dict[str, str]:
+    """Every setting the function runs with: the stack's seams win, then this shell's settings, then the
+    playground's defaults and the demo's."""
+    base = {**function_env(stack, state_dir, source), **PLAYGROUND_DEFAULTS}
+    ours = stack.env()
+    return {**base, **{k: v for k, v in given.items() if k not in ours}, **ours}
+
+
+def check_settings(given: Mapping[str, str], *, source: str) -> str | None:
+    """The configuration error the function would stop at with these settings (None: none), before any start."""
+    from pullsecret import config
+    from pullsecret.errors import ConfigError
+
+    sourcing = {"PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9/"} if source == "service" else {}
+    sourcing = sourcing or {"PULL_SECRET_SOURCE": seed.SOURCE_VERSION}
+    try:
+        config.load({**_PLACEHOLDERS, **sourcing, **{k: v for k, v in given.items() if k not in _PLACEHOLDERS}})
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def exports(stack: Stack, function: FunctionProcess, state_dir: Path, settings: Mapping[str, str]) -> dict[str, str]:
+    """Everything a shell needs to use the playground: every setting the function runs with (so the CLI run from
+    that shell decides as the function does), the URLs, gcloud's Pub/Sub override."""
+    env = dict(settings)
     env.update({"EMULATORS_ADMIN": stack.admin.url, "FUNCTION_URL": function.url})
     if stack.pubsub is not None:
         # gcloud has no PUBSUB_EMULATOR_HOST switch: its endpoint override (a URL ending in "/"), a project,
@@ -66,33 +124,49 @@ def env_file_text(env: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None) -> str:
+def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, mode: str = "") -> str:
     python = ".venv/bin/python"
+    default = state_dir == STATE_DIR
+    # A second playground's hints name its own state folder: `make` targets use the default one.
+    trigger = (
+        f"make trigger CLUSTER={cluster_id}"
+        if default
+        else f"{python} -m emulators trigger {cluster_id} " + (f"--state-dir {state_dir}")
+    )
+    logs = "make logs" if default else f"{python} -m emulators logs --state-dir {state_dir}"
+    stop = "make down" if default else f"{python} -m emulators down --state-dir {state_dir}"
     lines = [
-        f"Ready: emulators, the function and cluster {cluster_id} (all preconditions met).",
+        f"Ready: emulators, the function and cluster {cluster_id} (all preconditions met){mode}.",
         f"In another shell, from the repository: source {state_dir}/env   (or paste the export lines above)",
         "Next commands to try:",
-        f"  make trigger CLUSTER={cluster_id}              # a Pub/Sub push envelope, posted to the function",
+        f"  {trigger}              # a Pub/Sub push envelope, posted to the function",
     ]
     if pubsub_reason is None:
+        via = f"{trigger} VIA=pubsub" if default else f"{trigger} --via pubsub"
         lines += [
-            f"  make trigger CLUSTER={cluster_id} VIA=pubsub   # published to topic {TOPIC}, pushed by the emulator",
+            f"  {via}   # published to topic {TOPIC}, pushed by the emulator",
             f'  gcloud pubsub topics publish {TOPIC} --message="$({python} -m emulators event {cluster_id})"',
         ]
     else:
         lines.append(f"  (no Pub/Sub emulator: {pubsub_reason}; `make trigger` posts the push envelope itself)")
     lines += [
-        "  make logs                                     # the function's log, one readable line per record",
+        f"  {logs}                                     # the function's log, one readable line per record",
         f"  {python} -m pullsecret reconcile {cluster_id}    # the operator CLI, same code and configuration",
+        f"  {python} -m pullsecret reconcile {cluster_id} --dry-run   # what it would write, writing nothing",
         f"  {python} -m pullsecret inspect {cluster_id}",
+        f"  {python} -m pullsecret fleet                 # every cluster's state, and what outlived its cluster",
         '  curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/cls-demo02"   # another ready cluster',
         f"The function's raw log: {state_dir}/function.log. Saving a change under pullsecret/ restarts the function.",
-        "Ctrl-C stops everything (or `make down` from another shell).",
+        f"Ctrl-C stops everything (or `{stop}` from another shell).",
     ]
     return "\n".join("# " + line for line in lines)
 
 
 # --- one playground per state folder ----------------------------------------------------------------------
+
+
+class StartFailed(Exception):
+    """The function process did not start; the message is the line that says why."""
 
 
 class AlreadyRunning(Exception):
@@ -198,12 +272,29 @@ def _changed(before: Mapping[Path, float], now: Mapping[Path, float]) -> list[st
     return [os.path.relpath(p, ROOT) for p in names]
 
 
-def up(*, state_dir: Path, clusters: list[str], pubsub: bool, port: int = 0) -> int:
-    """Refuse when one runs already; else start, seed, wire, print; serve until SIGINT/SIGTERM (or `down`)."""
+def up(
+    *,
+    state_dir: Path,
+    clusters: list[str],
+    pubsub: bool,
+    port: int = 0,
+    source: str = "platform",
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Refuse when one runs already, or when a setting is invalid (one line: which, and what to do); else start,
+    seed, wire, print; serve until SIGINT/SIGTERM (or `down`)."""
     state_dir = state_dir.resolve()
+    given = given_settings(os.environ if environ is None else environ)
+    problem = check_settings(given, source=source)
+    if problem is not None:
+        print(f"configuration error: {problem}", file=sys.stderr)
+        print(
+            "Nothing was started. Fix or unset that variable in this shell, then run `make up` again.", file=sys.stderr
+        )
+        return 2
     try:
         with holding_lock(state_dir), interruptible():
-            return _serve(state_dir, clusters, pubsub, port)
+            return _serve(state_dir, clusters, pubsub, port, source=source, given=given)
     except AlreadyRunning as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -211,8 +302,18 @@ def up(*, state_dir: Path, clusters: list[str], pubsub: bool, port: int = 0) -> 
         return 130
 
 
-def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int:
+def _mode_text(source: str, settings: Mapping[str, str]) -> str:
+    delivery = settings.get("KUBERNETES_DELIVERY", "direct").strip().lower() or "direct"
+    return f"; source {source}, delivery {delivery}"
+
+
+def _serve(
+    state_dir: Path, clusters: list[str], pubsub: bool, port: int, *, source: str, given: Mapping[str, str]
+) -> int:
+    from pullsecret.operator.settings import FUNCTION_VARIABLES
+
     (state_dir / "gcloud").mkdir(parents=True, exist_ok=True)
+    (state_dir / DOWN_FILE).unlink(missing_ok=True)
     reason: str | None = "--no-pubsub"
     if pubsub:
         available, why = PubSubEmulator.available()
@@ -222,32 +323,47 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
     # The function running now: a code change replaces it (`_watch`), and `finally` must stop that one.
     running: list[FunctionProcess] = []
     ready = False
+    code = 130
     try:
         stack = Stack(pubsub=reason is None)
         stack.start()
-        # The demo's platform pull secret: the registry emulator's hosts, so verification talks to them only.
-        seed.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
+        settings = function_settings(stack, state_dir, source=source, given=given)
+        if settings.get("KUBERNETES_DELIVERY", "").strip().lower() == "external-secrets":
+            # The grants Terraform gives the runtime identity in that mode (terraform/, kubernetes_delivery).
+            stack.apply_terraform_iam(kubernetes_delivery="external-secrets")
+        if source == "platform":
+            # The demo's platform pull secret: the registry emulator's hosts, so verification talks to them only.
+            seed.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
         for cluster_id in clusters:
-            seed.ready_cluster(stack, cluster_id)
-        settings = function_env(stack, state_dir)
-        function = FunctionProcess(settings, state_dir / "function.log", port=port)
+            seed.ready_cluster(stack, cluster_id, platform_secret=source == "platform")
+        # The function runs with exactly these settings, the ones the env file carries (none inherited).
+        function = FunctionProcess(settings, state_dir / "function.log", port=port, drop=FUNCTION_VARIABLES)
         running.append(function)
-        function.start()
+        try:
+            function.start()
+        except RuntimeError as exc:
+            raise StartFailed(failure_line(str(exc))) from None
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
             stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
-        env = exports(stack, function, state_dir)
+        env = exports(stack, function, state_dir, settings)
         env_path.write_text(env_file_text(env))
         first = clusters[0] if clusters else DEMO_CLUSTER
-        print(env_file_text(env) + next_steps(first, Path(_shown(state_dir)), reason))
+        shown = Path(_shown(state_dir))
+        print(env_file_text(env) + next_steps(first, shown, reason, mode=_mode_text(source, settings)))
         sys.stdout.flush()
         ready = True
         _watch(running, settings, state_dir)
+    except StartFailed as exc:
+        print(f"# The function did not start: {exc}", file=sys.stderr, flush=True)
+        print(f"# Its whole output: {_shown(state_dir / 'function.log')}; stopping ...", file=sys.stderr, flush=True)
+        code = 1
     except KeyboardInterrupt:
         print("#\n# " + ("Stopping" if ready else "Interrupted during start-up; stopping") + " ...", flush=True)
     finally:
         with signals_ignored():
             env_path.unlink(missing_ok=True)
+            (state_dir / DOWN_FILE).unlink(missing_ok=True)
             for function in running:
                 function.stop()
             if stack is not None:
@@ -259,7 +375,24 @@ def _serve(state_dir: Path, clusters: list[str], pubsub: bool, port: int) -> int
             else "# Stopped before any emulator started.",
             flush=True,
         )
-    return 0 if ready else 130
+    return 0 if ready else code
+
+
+def failure_line(output: str) -> str:
+    """The line of a failed start a person needs: the configuration error, or the file and line of an error in
+    the code and what it says, rather than the last line of a traceback."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "configuration error" in line.lower() or line.startswith("pullsecret.errors.ConfigError"):
+            return line.split("ConfigError: ", 1)[-1][:300]
+    last = lines[-1] if lines else "?"
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if line.startswith('File "') and (f"{ROOT}/pullsecret" in line or f"{ROOT}/main.py" in line):
+            where = line.split('"')[1]
+            number = line.split(", line ", 1)[1].split(",", 1)[0] if ", line " in line else "?"
+            return f"{os.path.relpath(where, ROOT)}, line {number}: {last[:200]}"
+    return last[:300]
 
 
 def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: Path) -> None:
@@ -267,6 +400,8 @@ def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: 
 
     `running[0]` is always the function started last, the one the caller stops.
     """
+    from pullsecret.operator.settings import FUNCTION_VARIABLES
+
     known = _sources()
     while True:
         time.sleep(WATCH_INTERVAL_S)
@@ -278,13 +413,17 @@ def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: 
         print(f"# {', '.join(changed[:5])} changed: restarting the function ...", flush=True)
         port = running[0].port
         running[0].stop()
-        running[0] = function = FunctionProcess(settings, state_dir / "function.log", port=port, append_log=True)
+        running[0] = function = FunctionProcess(
+            settings, state_dir / "function.log", port=port, append_log=True, drop=FUNCTION_VARIABLES
+        )
         try:
             took = function.start()
         except RuntimeError as exc:
-            last = str(exc).strip().splitlines()[-1:] or ["?"]
-            print(f"# The function did not start ({last[0][:200]}); fix and save again.", flush=True)
+            why = failure_line(str(exc))
+            (state_dir / DOWN_FILE).write_text(why + "\n")
+            print(f"# The function did not start: {why}. Fix it and save again.", flush=True)
             continue
+        (state_dir / DOWN_FILE).unlink(missing_ok=True)
         print(f"# The function serves the new code again at {function.url} (ready in {took:.1f} s).", flush=True)
 
 

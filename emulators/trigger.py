@@ -23,7 +23,7 @@ import requests
 
 from emulators import logview, registry_checks, seed
 from emulators.demo import TOPIC
-from emulators.playground import STATE_DIR, holder, read_env_file
+from emulators.playground import DOWN_FILE, STATE_DIR, holder, read_env_file
 from emulators.pubsub import push_envelope
 
 REPORT_WAIT_S = 30.0
@@ -75,6 +75,14 @@ def trigger(cluster_id: str, *, via: str, env: Mapping[str, str], state_dir: Pat
         return 2
     for note in notes:
         print(note)
+    down = state_dir / DOWN_FILE
+    if down.exists():  # the playground runs, its function does not: `make up` again would be refused
+        print(
+            "The playground runs but its function does not: it failed to start after a change, at "
+            + down.read_text().strip()
+        )
+        print("Fix that and save the file: the playground restarts the function by itself; then trigger again.")
+        return 2
     try:
         return _trigger(cluster_id, via=via, settings=settings, state_dir=state_dir)
     except requests.ConnectionError as exc:

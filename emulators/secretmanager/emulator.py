@@ -217,6 +217,7 @@ class SecretManagerEmulator(GrpcEmulator):
                 405,
                 {"error": f"method {call.method} not allowed"},
             ),
+            ("POST", "/projects/{project}/secrets/{secret}/versions"): self._admin_add_version,
             ("*", "/projects/{project}/secrets/{secret}/{what}"): self._admin_policy,
             ("POST", "/projects"): self._admin_project,
             ("POST", "/iam"): lambda call: (200, self.admin_bind(_object(call.body))),
@@ -246,6 +247,23 @@ class SecretManagerEmulator(GrpcEmulator):
             version_destroy_ttl_s=None if ttl is None else float(ttl),
             created_by=str(spec.get("created_by", "seed")),
         )
+
+    def _admin_add_version(self, call: AdminCall) -> Answer:
+        """Another writer adds a version (the platform team rotating its pull secret): `{"payload": b64}`."""
+        raw = _object(call.body).get("payload")
+        try:
+            data = base64.b64decode(raw, validate=True) if isinstance(raw, str) else b""
+        except ValueError:
+            data = b""
+        if not data or len(data) > MAX_PAYLOAD_BYTES:
+            raise AdminError(f"payload must be base64 of 1..{MAX_PAYLOAD_BYTES} bytes")
+        with self.store.lock:
+            key = (self.projects.number(call.params["project"]), call.params["secret"])
+            secret = self.store.secrets.get(key)
+            if secret is None:
+                return 404, {"error": "secret not found"}
+            self.store.append(secret, data, "admin", client_checksum=False)
+            return 200, self._json(secret)
 
     def _admin_policy(self, call: AdminCall) -> Answer:
         """Another writer changes a policy: now (PUT iamPolicy), or after its next read (POST iamPolicyRace)."""

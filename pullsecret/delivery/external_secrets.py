@@ -224,6 +224,14 @@ class ExternalSecretsDelivery:
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("secret-manager.iam-policy", checks_external_secrets.policy_permissions)]
 
+    def members(self, secret_name: str, deadline: Deadline) -> list[str]:
+        """Our principals among the secret's unconditional accessors (the fleet view's read); [] when it is gone."""
+        try:
+            policy = self._read(secret_name, deadline)
+        except gexc.NotFound:
+            return []
+        return sorted({m for b in _unconditional_accessors(policy) for m in b.members if self._mine.fullmatch(m)})
+
     def _update(self, secret_name: str, change: Callable[[Any], bool], allowed: str | None, deadline: Deadline) -> bool:
         """One read-modify-write of the policy, run again on ABORTED; True when a write landed."""
         backoff = 0.05

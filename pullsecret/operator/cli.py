@@ -1,6 +1,9 @@
 """Operator CLI: the function's own code and configuration, run by hand (ADC locally).
 
     python -m pullsecret reconcile CLUSTER_ID   one reconcile, exactly as an event would run it
+                                                (--dry-run: what it would write where, writing nothing)
+    python -m pullsecret fleet                  every cluster's state, and what outlived its cluster
+                                                (--fix removes what is ours; pullsecret.operator.fleet)
     python -m pullsecret inspect CLUSTER_ID     the cluster's lineage across HyperFleet, Secret Manager
                                                 and Kubernetes, as JSON, redacted (no credential, ever);
                                                 run it with your own credentials: the function's runtime
@@ -9,8 +12,10 @@
                                                 identity, one line each with its fix; writes nothing
                                                 (pullsecret.operator.doctor)
 
-`reconcile` prints a summary for a person on stdout and the function's JSON log lines on stderr
-(`--quiet`: none; `--json`: the summary as one JSON object instead).
+`reconcile` prints a summary for a person on stdout, and the function's JSON log lines on stderr only with
+`-v` (`--json`: the summary as one JSON object instead). With `--deployed projects/P/locations/L/functions/F`
+(or PULLSECRET_DEPLOYED_FUNCTION) a write first compares this shell's configuration with the deployed
+function's and refuses when they differ in what changes the result (pullsecret.operator.deployed).
 """
 
 from __future__ import annotations
@@ -64,11 +69,24 @@ environment (the function's own; README.md, Configuration, lists them all):
   PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N)
   MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
   SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
-  LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines; seconds of in-process retries
+  LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines (-v); seconds of in-process retries
+  PULLSECRET_DEPLOYED_FUNCTION projects/P/locations/L/functions/F: as --deployed (compare before writing)
   SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, GCE_METADATA_HOST   local emulators (make up prints them)
   Google credentials come from Application Default Credentials (gcloud auth application-default login,
   or GOOGLE_APPLICATION_CREDENTIALS), or the metadata server.
 """
+
+
+_DEPLOYED_HELP = (
+    "projects/P/locations/L/functions/F: before writing, compare this configuration with the deployed function's "
+    "(gcloud functions describe) and refuse when they differ in what changes the result"
+)
+
+
+def _page_size(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 500:
+        raise argparse.ArgumentTypeError(f"must be a number from 1 to 500, got {text[:20]!r}")
+    return int(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect,doctor}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect,fleet,doctor}")
     reconcile = commands.add_parser(
         "reconcile",
         help="run one reconcile of a cluster now and report its status, as an event would",
@@ -87,8 +105,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     reconcile.add_argument("cluster_id")
     output = reconcile.add_mutually_exclusive_group()
-    output.add_argument("--quiet", "-q", action="store_true", help="the summary only, no log lines on stderr")
+    output.add_argument("--quiet", "-q", action="store_true", help="the summary only (the default; kept for scripts)")
+    output.add_argument("--verbose", "-v", action="store_true", help="also the function's JSON log lines, on stderr")
     output.add_argument("--json", action="store_true", help="the outcome as one JSON object on stdout")
+    reconcile.add_argument(
+        "--dry-run", action="store_true", help="print what would be written where (names, fingerprints); write nothing"
+    )
+    reconcile.add_argument("--deployed", metavar="FUNCTION", help=_DEPLOYED_HELP)
+    fleet_parser = commands.add_parser(
+        "fleet",
+        help="every cluster's state, and what outlived its cluster (--fix removes what is ours)",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fleet_parser.add_argument("--fix", action="store_true", help="remove what outlived its cluster and is ours")
+    fleet_parser.add_argument("--verbose", "-v", action="store_true", help="also the JSON log lines, on stderr")
+    fleet_parser.add_argument("--deployed", metavar="FUNCTION", help=_DEPLOYED_HELP)
+    fleet_parser.add_argument(
+        "--page-size", type=_page_size, default=100, metavar="N", help="clusters and secrets per page (1..500)"
+    )
     inspect = commands.add_parser(
         "inspect",
         help="print the cluster's pull-secret lineage (redacted JSON)",
@@ -104,10 +139,18 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)  # exits 2 on usage errors
-    if args.command != "doctor" and not preconditions_cluster_id_ok(args.cluster_id):
+    if args.command not in ("doctor", "fleet") and not preconditions_cluster_id_ok(args.cluster_id):
         print(f"error: {args.cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
         return EXIT_USAGE
+    import os
+
     from pullsecret.handler import Adapter
+    from pullsecret.operator import staleness
+
+    stale = staleness.hint(os.environ)
+    if stale is not None:
+        print(f"error: {stale}", file=sys.stderr)
+        return EXIT_USAGE
 
     try:
         adapter = Adapter.from_environment()
@@ -116,19 +159,58 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     # stdout is for the person (or the JSON); the function's log lines go to stderr, or nowhere.
     # The doctor's report is its output: the function's log lines would only repeat its failures.
-    log.configure(stream=sys.stderr, level="OFF" if args.command == "doctor" or args.quiet else None)
+    # The log lines only on demand (-v): the summary is what a person reads first.
+    log.configure(stream=sys.stderr, level=None if getattr(args, "verbose", False) else "OFF")
     try:
-        if args.command == "doctor":
-            return doctor.main(adapter.application(), args)
-        if args.command == "reconcile":
-            return _reconcile(adapter, args.cluster_id, as_json=args.json)
-        return _inspect(adapter.application(), args.cluster_id)
+        return _command(adapter, args)
     except TransientError as exc:
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
         return EXIT_TRANSIENT
     except TerminalError as exc:
         print(f"failed: {exc.message}", file=sys.stderr)
         return EXIT_TERMINAL
+
+
+def _command(adapter: Adapter, args: argparse.Namespace) -> int:
+    """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
+    if args.command == "doctor":
+        return doctor.main(adapter.application(), args)
+    writes = (args.command == "reconcile" and not args.dry_run) or (args.command == "fleet" and args.fix)
+    refused = _compare_deployed(args) if writes else None
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "fleet":
+        from pullsecret.operator import fleet
+
+        return fleet.main(adapter.application(), fix=args.fix, page_size=args.page_size)
+    if args.command == "reconcile" and args.dry_run:
+        return _dry_run(adapter.application(), args.cluster_id)
+    if args.command == "reconcile":
+        return _reconcile(adapter, args.cluster_id, as_json=args.json)
+    return _inspect(adapter.application(), args.cluster_id)
+
+
+def _compare_deployed(args: argparse.Namespace) -> str | None:
+    """Why this write must not happen (the deployed function decides otherwise), or None."""
+    import os
+
+    from pullsecret.operator import deployed
+
+    function = args.deployed or os.environ.get(deployed.ENV_NAME)
+    if not function:
+        return None
+    return deployed.refusal(os.environ, function)
+
+
+def _dry_run(app: Application, cluster_id: str) -> int:
+    from pullsecret.operator import dryrun
+
+    plan = dryrun.plan(app, cluster_id)
+    for line in plan.lines:
+        print(line)
+    print("dry run: nothing was written (no Secret Manager version, no Kubernetes or IAM change, no status)")
+    return EXIT_NOTHING_DONE if plan.result in ("gone", "skipped") else EXIT_OK
 
 
 def preconditions_cluster_id_ok(cluster_id: str) -> bool:

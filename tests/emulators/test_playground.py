@@ -77,3 +77,25 @@ def test_the_event_subcommand_prints_a_sentinel_event_for_gcloud() -> None:
         "href": "/api/hyperfleet/v1/clusters/cls-demo01",
         "generation": 4,
     }
+
+
+def test_the_cli_from_a_shell_left_from_a_stopped_playground_says_so_in_one_line(tmp_path: Path) -> None:
+    stale = clean_env(
+        HYPERFLEET_API_URL="http://127.0.0.1:9/",
+        HYPERFLEET_API_TOKEN_FILE=str(tmp_path / "stack-tmp" / "hyperfleet-token"),
+        PULL_SECRET_SOURCE="projects/hf-demo-project/secrets/platform-pull-secret/versions/latest",
+    )
+    for env in (stale, {k: v for k, v in stale.items() if k != "HYPERFLEET_API_TOKEN_FILE"}):
+        done = subprocess.run(
+            [sys.executable, "-m", "pullsecret", "reconcile", "cls-demo01"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "left from a playground that stopped" in lines[0], lines
+        assert "make up" in lines[0] or "source .playground/env" in lines[0], lines

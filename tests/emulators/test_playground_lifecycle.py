@@ -49,19 +49,30 @@ def _carrying(tmpdir: Path) -> list[str]:
 class Playground:
     """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
 
-    def __init__(self, base: Path, state: Path, *options: str, sigint_ignored: bool = False, root: Path = ROOT) -> None:
+    def __init__(
+        self,
+        base: Path,
+        state: Path,
+        *options: str,
+        sigint_ignored: bool = False,
+        root: Path = ROOT,
+        env: dict[str, str] | None = None,
+        make: tuple[str, ...] | None = None,
+    ) -> None:
         self.tmpdir = base / "tmp"
         self.tmpdir.mkdir(exist_ok=True)
         self.state = state
         self.out = base / f"out-{time.monotonic_ns()}.txt"
         with self.out.open("w") as sink:
             command = [sys.executable, "-m", "emulators", "playground", "--state-dir", str(state), *options]
+            if make is not None:  # `make up VAR=...` in `root` (its state folder is root/.playground)
+                command = ["make", "-s", "up", *make]
             if sigint_ignored:  # what a shell does to a background job (`make up &`); kept across exec
                 command = ["bash", "-c", 'trap "" INT; exec "$0" "$@"', *command]
             self.proc = subprocess.Popen(
                 command,
                 cwd=root,
-                env=clean_env(TMPDIR=str(self.tmpdir)),
+                env=clean_env(TMPDIR=str(self.tmpdir), **(env or {})),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

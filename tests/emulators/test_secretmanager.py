@@ -544,3 +544,24 @@ def test_iam_policy_admin_race_lands_after_the_next_read(
     assert shown is not None and shown["iam_policy"]["bindings"] == other["bindings"]
     status, _ = emulator.handle_admin("PUT", f"/projects/{PROJECT}/secrets/s1/iamPolicy", {"bindings": []})
     assert status == 200 and list(client.get_iam_policy(request={"resource": name}).bindings) == []
+
+
+def test_the_admin_api_adds_a_version_as_another_writer_would(
+    emulator: SecretManagerEmulator, client: sm.SecretManagerServiceClient
+) -> None:
+    """`POST /projects/{p}/secrets/{id}/versions` (a platform team rotating its secret, for the playground's recipe):
+    the next number, enabled, what AccessSecretVersion `latest` then answers; a bad body changes nothing."""
+    create(client)
+    add(client, b"v1")
+    code, answer = emulator.handle_admin(
+        "POST", f"/projects/{PROJECT}/secrets/s1/versions", {"payload": base64.b64encode(b"v2").decode()}
+    )
+    assert code == 200 and answer["versions"][-1]["name"].endswith("/versions/2"), answer
+    got = client.access_secret_version(name=f"projects/{PROJECT}/secrets/s1/versions/latest")
+    assert got.name.endswith("/versions/2") and got.payload.data == b"v2"
+    for body in ({}, {"payload": "not base64!"}, {"payload": ""}, []):
+        code, _ = emulator.handle_admin("POST", f"/projects/{PROJECT}/secrets/s1/versions", body)
+        assert code == 400, body
+    missing = emulator.handle_admin("POST", f"/projects/{PROJECT}/secrets/nope/versions", {"payload": "djM="})
+    assert missing[0] == 404
+    assert len(list(client.list_secret_versions(parent=f"projects/{PROJECT}/secrets/s1"))) == 2

@@ -36,7 +36,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 def test_reconcile_runs_the_function_code_and_reports(function_env: dict[str, str], admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
-    first = cli("reconcile", CID)
+    first = cli("reconcile", CID, "-v")  # the log lines only with -v (issue 34)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith(f"cluster {CID}: applied\n") and "Available=True" in first.stdout
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is not None
@@ -70,7 +70,7 @@ def test_reconcile_exit_codes(function_env: dict[str, str], admin: Admin, world:
 
     seed_ready_cluster(admin, CID)
     admin.fault(service="hyperfleet", method="getClusterById", code="503", rate=1.0)
-    retry = cli("reconcile", CID, env={**os.environ, "RETRY_DEADLINE": "1"})
+    retry = cli("reconcile", CID, "-v", env={**os.environ, "RETRY_DEADLINE": "1"})
     assert retry.returncode == 3 and "try again" in retry.stdout
     # There is no event here: nothing may speak of one being redelivered.
     assert "redeliver" not in (retry.stdout + retry.stderr).lower()

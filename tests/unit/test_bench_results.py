@@ -28,6 +28,7 @@ def test_one_run_writes_every_readme_table_with_the_printed_labels(tmp_path: Pat
     results: dict[str, Any] = {
         "machine": {"when": "2026-01-01T00:00:00Z", "cpus": 2, "loadavg_at_start": [0.5], "loadavg": [0.7]},
         "writes_per_changed_cluster": 1.0,
+        "cpu_ms_per_event": 5.0,
         "critical_path_round_trips": {"first": 6.0, "change": 5.0, "steady": 3.0},
         "throughput_detail": {"80": {"function_cpu_ms_per_event": 4.0}},
         "seed_flow": {"throughput_detail": {"80": {"function_cpu_ms_per_event": 10.0}}},
@@ -50,6 +51,9 @@ def test_one_run_writes_every_readme_table_with_the_printed_labels(tmp_path: Pat
         block = text.split(report.BEGIN, 1)[1].split(report.END, 1)[0]
         labels = {row.split("|")[1].strip() for row in block.splitlines() if row.startswith("| ") and "---" not in row}
         assert labels - {"figure"} == printed
-        assert "| round trips: change | **5** |  | ≤ 4 | no |" in block
+        # A figure off its target says the target, and where its profile is (issue 34).
+        assert "| round trips: change | **5** |  | ≤ 4 | no: target ≤ 4 |" in block
         link = "bench/results/throughput.png" if readme.parent == tmp_path else "(results/throughput.png)"
         assert link in block
+        profile = "bench/results/" if readme.parent == tmp_path else "results/"
+        assert f"| ≤ 3 | no: target ≤ 3; profile [profile-inproc.txt]({profile}profile-inproc.txt) |" in block

@@ -1,0 +1,134 @@
+"""The deployed function's configuration (`gcloud functions describe`) against this shell's, before the CLI writes.
+
+The CLI on a workstation runs the function's code with the workstation's environment. When the two differ in a
+setting that changes what a reconcile writes or reports (pullsecret.operator.settings.RESULT_VARIABLES), a write
+from the workstation and the next event's would disagree and undo each other. `--deployed
+projects/P/locations/L/functions/F` (or PULLSECRET_DEPLOYED_FUNCTION) asks gcloud for the deployed environment
+(2nd gen: serviceConfig.environmentVariables; 1st gen: environmentVariables) and the CLI refuses to write when
+the effective settings differ, naming each variable and both values. Settings are compared as the function reads
+them (config.load: trimmed, case-folded, defaults applied), so `REGISTRY_VERIFICATION=report` and unset agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pullsecret import config
+from pullsecret.errors import ConfigError
+from pullsecret.operator.settings import RESULT_VARIABLES
+
+FUNCTION_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/functions/([^/]+)$")
+ENV_NAME = "PULLSECRET_DEPLOYED_FUNCTION"
+GCLOUD_TIMEOUT_S = 60.0
+
+Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
+
+
+class DeployedUnknown(Exception):
+    """The deployed function's configuration could not be read; the message says why and what to do."""
+
+
+def describe_command(function: str) -> list[str]:
+    """`gcloud functions describe` of a full function name, as JSON; raises DeployedUnknown on a bad name."""
+    match = FUNCTION_RE.match(function.strip())
+    if match is None:
+        raise DeployedUnknown(f"--deployed must be projects/P/locations/L/functions/F, got {function[:120]!r}")
+    project, region, name = match.groups()
+    return ["gcloud", "functions", "describe", name, "--region", region, "--project", project, "--format", "json"]
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=GCLOUD_TIMEOUT_S)
+
+
+def environment_of(described: Any) -> dict[str, str]:
+    """The environment variables of a `describe` answer (2nd gen, else 1st gen); raises DeployedUnknown."""
+    if not isinstance(described, dict):
+        raise DeployedUnknown("gcloud functions describe printed no JSON object")
+    service = described.get("serviceConfig")
+    variables = service.get("environmentVariables") if isinstance(service, dict) else None
+    if variables is None:
+        variables = described.get("environmentVariables")
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        raise DeployedUnknown("gcloud functions describe: environmentVariables is not a map")
+    return {str(k): str(v) for k, v in variables.items()}
+
+
+def read(function: str, *, run: Runner = _run) -> dict[str, str]:
+    """The deployed function's environment; raises DeployedUnknown with gcloud's own last line when it fails."""
+    command = describe_command(function)
+    try:
+        done = run(command)
+    except FileNotFoundError:
+        raise DeployedUnknown("gcloud is not installed: cannot compare with the deployed function") from None
+    except subprocess.TimeoutExpired:
+        raise DeployedUnknown(f"gcloud functions describe took longer than {GCLOUD_TIMEOUT_S:.0f} s") from None
+    if done.returncode != 0:
+        said = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ["(no message)"]
+        raise DeployedUnknown(f"gcloud functions describe {function} failed: {said[0][:300]}")
+    try:
+        return environment_of(json.loads(done.stdout))
+    except ValueError:
+        raise DeployedUnknown("gcloud functions describe printed no JSON") from None
+
+
+def _effective(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The settings the result depends on, as the function reads them; None when they do not load."""
+    chosen = {k: v for k, v in env.items() if k in RESULT_VARIABLES}
+    try:
+        settings = config.load(chosen)
+    except ConfigError:
+        return None
+    fields = dataclasses.asdict(settings)
+    pattern = fields.get("management_namespace_pattern")
+    if isinstance(pattern, re.Pattern):
+        fields["management_namespace_pattern"] = pattern.pattern
+    return fields
+
+
+def _shown(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name)
+    return "unset" if value is None or not value.strip() else repr(value.strip())
+
+
+def differences(local: Mapping[str, str], deployed: Mapping[str, str]) -> list[str]:
+    """Each setting that changes the result and differs, as `NAME: here X, deployed Y` (values, never secrets: the
+    function's environment holds names and paths; its credentials are Secret Manager references)."""
+    mine, theirs = _effective(local), _effective(deployed)
+    if mine is None or theirs is None:  # one side does not even load: compare what is written
+        names = sorted(n for n in RESULT_VARIABLES if _shown(local, n) != _shown(deployed, n))
+    else:
+        names = sorted(
+            {f.upper() for f in mine if mine[f] != theirs[f] and f.upper() in RESULT_VARIABLES}
+            | {n for f in mine if mine[f] != theirs[f] and f.upper() not in RESULT_VARIABLES for n in _named(f)}
+        )
+    return [f"{name}: here {_shown(local, name)}, deployed {_shown(deployed, name)}" for name in names]
+
+
+def _named(field: str) -> set[str]:
+    """The variables a derived setting comes from (e.g. hyperfleet_api_audience's default follows the auth)."""
+    prefix = field.upper().rsplit("_", 1)[0]
+    return {n for n in RESULT_VARIABLES if n.startswith(prefix)} or {field.upper()}
+
+
+def refusal(local: Mapping[str, str], function: str, *, run: Runner = _run) -> str | None:
+    """Why the CLI must not write (a person's text), or None when the configurations agree on the result."""
+    try:
+        deployed = read(function, run=run)
+    except DeployedUnknown as exc:
+        return f"cannot compare with the deployed function: {exc}; nothing was written"
+    found = differences(local, deployed)
+    if not found:
+        return None
+    return (
+        f"refusing to write: this shell's configuration differs from the deployed function {function} in what "
+        "changes the result:\n  " + "\n  ".join(found) + "\nset these as the function has them (or run with "
+        "--dry-run to see what this configuration would write); nothing was written"
+    )

@@ -1,0 +1,123 @@
+"""`reconcile --dry-run`: what one reconcile would write where, found by the reconcile's reads alone; writes nothing.
+
+It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, the newest Secret
+Manager version, the delivery's probe) and then stops: no Secret Manager version, no Kubernetes or IAM write, no
+status report, no registry handshake. What it prints names the secret, the version it would add (or the one that
+already holds the content), the Kubernetes Secret (or the access grant in external-secrets mode), fingerprints
+(SHA-256, 12 hex digits: never a credential), and which registries' entries would change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pullsecret import provision
+from pullsecret.delivery.base import Probed
+from pullsecret.delivery.kubesecret import A_FINGERPRINT, DesiredSecret, differs
+from pullsecret.model import dockerconfig, preconditions
+from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore.reads import Latest
+from pullsecret.source import merge
+
+if TYPE_CHECKING:
+    from pullsecret.app import Application
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a reconcile would do; `lines` say it to a person."""
+
+    result: str  # would-write, unchanged, skipped, finalize, gone
+    lines: list[str] = field(default_factory=list)
+
+
+def registry_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Each registry whose entry would change, as `host (added|changed|removed)`, by per-registry fingerprint."""
+    changes = [f"{r} (added)" for r in sorted(set(after) - set(before))]
+    changes += [f"{r} (changed)" for r in sorted(set(after) & set(before)) if after[r] != before[r]]
+    changes += [f"{r} (removed)" for r in sorted(set(before) - set(after))]
+    return changes
+
+
+def _stored_lines(latest: Latest, secret_name: str, secret: PullSecret, lines: list[str]) -> tuple[str, bool]:
+    """(the version the Secret would name, whether Secret Manager would get a version); adds what it found."""
+    holding = latest.holding(secret.canonical)
+    before: dict[str, str] = {}
+    if latest.state == "enabled" and latest.data is not None:
+        before = dockerconfig.parse(latest.data, source="Secret Manager").registry_fingerprints()
+    if holding is not None:
+        lines.append(f"Secret Manager: {holding} already holds it; no new version")
+        version = holding
+    else:
+        now = {"enabled": f"newest {latest.name}", "unusable": f"newest {latest.name} unusable"}.get(
+            latest.state, "no version yet"
+        )
+        lines.append(f"Secret Manager: would add a version to {secret_name} ({now})")
+        version = f"{secret_name}/versions/(next)"
+    changes = registry_changes(before, secret.registry_fingerprints())
+    lines.append("registries that would change: " + (", ".join(changes) if changes else "none"))
+    return version, holding is None
+
+
+def _delivery_lines(
+    app: Application,
+    probed: Probed,
+    desired: DesiredSecret,
+    placement: preconditions.Placement,
+    lines: list[str],
+    *,
+    sm_writes: bool,
+) -> bool:
+    """Whether the delivery would write; adds what it would do, and where."""
+    where = f"{placement.management_cluster}, namespace {placement.namespace}"
+    if app.delivery.mode != "direct":
+        lines.append(
+            f"{app.delivery.mode}: would make sure the namespace's reader may access the secret ({where}); the "
+            f"operator there syncs Secret {desired.name}"
+        )
+        return sm_writes
+    live = probed.live
+    if live is None:
+        lines.append(f"Kubernetes: would create Secret {desired.name} on {where}")
+        return True
+    if differs(live, desired) or sm_writes:
+        held = ((live.get("metadata") or {}).get("annotations") or {}).get(A_FINGERPRINT, "")[:12]
+        lines.append(f"Kubernetes: would update Secret {desired.name} on {where} (it holds {held or '?'})")
+        return True
+    lines.append(f"Kubernetes: Secret {desired.name} on {where} is as it should be")
+    return False
+
+
+def plan(app: Application, cluster_id: str) -> Plan:
+    """The reads of one reconcile and what they say it would write; raises what those reads raise."""
+    settings = app.settings
+    deadline = Deadline(settings.retry_deadline_s)
+    cluster = app.hyperfleet.get_cluster(cluster_id)
+    if cluster is None:
+        return Plan("gone", ["the HyperFleet API does not know this cluster: the reconcile would do nothing"])
+    statuses = app.hyperfleet.list_statuses(cluster_id)
+    generation = preconditions.cluster_generation(cluster)
+    decision = preconditions.evaluate(cluster, statuses, settings, cluster_id=cluster_id)
+    if isinstance(decision, preconditions.NotMet):
+        return Plan("skipped", [f"preconditions not met ({decision.message}): it would only report that"])
+    if isinstance(decision, preconditions.Deleting):
+        return Plan(
+            "finalize", ["the cluster is being deleted: the reconcile would finalize it (run it without --dry-run)"]
+        )
+    target = provision.target(settings, cluster_id, cluster, decision)
+    fetch = app.source.start(cluster_id, deadline)
+    merged, _own = merge.merged(fetch.pull_secret(decision, deadline), decision, settings)
+    latest = app.store.latest(target.secret_name, deadline)
+    probed = app.delivery.probe(target.where, deadline)
+    secret = merged.secret
+    lines = [f"cluster {cluster_id} generation {generation}, pull secret fingerprint {secret.short_fingerprint}"]
+    version, sm_writes = _stored_lines(latest, target.secret_name, secret, lines)
+    desired = provision.desired_secret(
+        settings, target, decision, merged=merged, version=version, created_by=app.reconciler.created_by
+    )
+    delivery_writes = _delivery_lines(app, probed, desired, decision.placement, lines, sm_writes=sm_writes)
+    unless = "" if app.delivery.mode == "direct" or delivery_writes else " (unless the access grant is missing)"
+    lines.append("status: would report " + ("applied" if delivery_writes else "unchanged") + unless)
+    return Plan("would-write" if delivery_writes else "unchanged", lines)

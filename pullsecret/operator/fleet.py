@@ -1,0 +1,382 @@
+"""`python -m pullsecret fleet`: every cluster's pull-secret state, and what outlived its cluster (`--fix` removes it).
+
+Per cluster (the HyperFleet API's clusters, page by page): its generation, our last status, the newest Secret
+Manager version and the generation it holds (per our status's lineage), what the delivery shows (its `inspect`),
+and what disagrees. Then what outlived its cluster:
+
+- secrets labelled as ours (pullsecret.secretstore.labels; listed with ListSecrets' label filter) whose cluster
+  the API no longer knows ("gone"), or holds as deleted without our Finalized ("deleted");
+- external-secrets: accessor members of ours on a live cluster's secret for a namespace that is not the cluster's
+  (its old namespace, gone or reused);
+- direct: the Kubernetes Secret of a gone cluster. The runtime identity may not get, list or watch Secrets
+  (terraform/kubernetes/rbac.yaml: create, patch, delete), so it cannot list what is left behind: it looks up
+  the name the templates give a gone cluster's Secret (with your own credentials, `inspect` rights, it sees
+  whether it is there), and `--fix` deletes it by name with the finalizer's ownership check. A Secret whose
+  Secret Manager secret is gone too is not found from here: the view says so and how to list them.
+
+`--fix` removes only what the ownership rules say is ours, in the finalizer's order (delivery first, then the
+secret that made it findable), and prints each removal: a deleted cluster gets its own reconcile (the finalizer,
+which reports Finalized); a gone cluster gets the delivery's cleanup and the secret's deletion (DELETE: nobody
+is left to read it); a stale accessor member is removed by granting the cluster's own namespace, which drops
+every other member of ours. Every step is idempotent, so an interrupted run is safe to run again. Reads are
+sequential (one call at a time against each quota); Secret Manager deletions go through the store's write pacer
+(pullsecret.secretstore.pacing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pullsecret.delivery.base import Leaving
+from pullsecret.delivery.external_secrets import ExternalSecretsDelivery
+from pullsecret.errors import AdapterError, TerminalError
+from pullsecret.model import preconditions
+from pullsecret.model.names import secret_name
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore import listing
+from pullsecret.secretstore.labels import label_value
+
+if TYPE_CHECKING:
+    from pullsecret.app import Application
+
+PAGE_SIZE = 100
+NOT_LISTABLE = (
+    "Kubernetes Secrets whose Secret Manager secret is gone too are not looked for: the runtime identity may not "
+    "get, list or watch Secrets (terraform/kubernetes/rbac.yaml grants create, patch and delete); with your own "
+    "credentials: kubectl get secrets -A -l hyperfleet.io/resource-type=pull-secret"
+)
+
+
+@dataclass
+class Row:
+    cluster_id: str
+    generation: int | None
+    status: str
+    stored: str  # the newest Secret Manager version
+    holds: str
+    delivery: str
+    disagrees: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Orphan:
+    kind: str  # secret-gone, secret-deleted, kubernetes-secret, accessor
+    what: str
+    why: str
+    fix: Callable[[], str] | None  # removes it (only what is ours), returns what it did; None: nothing to run
+
+
+@dataclass
+class View:
+    rows: list[Row] = field(default_factory=list)
+    orphans: list[Orphan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)  # projects whose secrets these credentials may not list
+
+
+def clusters(app: Application, *, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
+    """Every cluster the API knows, in id order, page by page."""
+    page = 1
+    while True:
+        items, total = app.hyperfleet.list_clusters(page=page, size=page_size, order="id asc")
+        yield from items
+        if not items or page * page_size >= total:
+            return
+        page += 1
+
+
+def _deadline(app: Application) -> Deadline:
+    return Deadline(app.settings.retry_deadline_s)
+
+
+def _names(app: Application, cluster_id: str) -> tuple[str, str]:
+    from pullsecret.provision import names
+
+    return names(app.settings, cluster_id)
+
+
+@dataclass(frozen=True)
+class _Ours:
+    """Our status of one cluster, as the fleet view reads it."""
+
+    observed: Any
+    available: str  # "True", "False", "-"
+    finalized: bool
+    fingerprint: str  # the stored content's short fingerprint, "" when unknown
+    sm_version: str | None  # the version our lineage says holds `observed`
+
+    @classmethod
+    def of(cls, ours: dict[str, Any]) -> _Ours:
+        conditions = {c.get("type"): c for c in ours.get("conditions") or [] if isinstance(c, dict)}
+        raw = ours.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        lineage = data.get("lineage")
+        return cls(
+            observed=ours.get("observed_generation"),
+            available=str((conditions.get("Available") or {}).get("status", "-")),
+            finalized=(conditions.get("Finalized") or {}).get("status") == "True",
+            fingerprint=str(data.get("fingerprint") or "")[:12],
+            sm_version=lineage.get("sm_version") if isinstance(lineage, dict) else None,
+        )
+
+
+def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
+    """One cluster's line: each side read on its own, a side that cannot be read says why."""
+    settings = app.settings
+    cluster_id = str(cluster.get("id"))
+    generation = cluster.get("generation") if isinstance(cluster.get("generation"), int) else None
+    statuses = app.hyperfleet.list_statuses(cluster_id)
+    raw = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name) or {}
+    ours = _Ours.of(raw)
+    row = Row(cluster_id, generation, f"Available={ours.available} g{ours.observed}" if raw else "none", "-", "-", "-")
+    if cluster.get("deleted_time"):
+        row.status += ", deleted" + (" (finalized)" if ours.finalized else ", not finalized")
+    project = settings.secret_project_id or preconditions.project_id_of(cluster)
+    secret_id, kube_name = _names(app, cluster_id)
+    newest = _stored(app, row, project, secret_id)
+    if newest is not None:
+        row.holds = f"g{ours.observed}" if ours.sm_version == newest["name"] else "?"
+    try:
+        placement = preconditions.placement_of(cluster_id, statuses, settings)
+    except TerminalError as exc:
+        row.delivery = f"no placement: {exc.message[:60]}"
+    else:
+        _delivered(app, row, ours, placement, kube_name)
+        if project is not None and isinstance(app.delivery, ExternalSecretsDelivery):
+            _stale_members(app, app.delivery, secret_name(project, secret_id), placement, view)
+    if not cluster.get("deleted_time"):
+        row.disagrees += _disagreements(row, ours, generation, newest)
+    return row
+
+
+def _stored(app: Application, row: Row, project: str | None, secret_id: str) -> dict[str, Any] | None:
+    """The newest Secret Manager version (metadata), or None; sets the row's column."""
+    if project is None:
+        row.stored = "no GCP project"
+        return None
+    try:
+        described = app.store.describe(project=project, secret_id=secret_id, deadline=_deadline(app))
+    except AdapterError as exc:
+        row.stored = f"unreadable: {exc.message[:60]}"
+        return None
+    if described is None:
+        row.stored = "no secret"
+        return None
+    if not described["versions"]:
+        row.stored = "no version"
+        return None
+    newest: dict[str, Any] = described["versions"][0]
+    row.stored = f"v{newest['name'].rsplit('/', 1)[-1]} {newest['state']}"
+    return newest
+
+
+def _delivered(app: Application, row: Row, ours: _Ours, placement: preconditions.Placement, kube_name: str) -> None:
+    """What the delivery shows (its `inspect`), in the row's column."""
+    shown = app.delivery.inspect(placement, kube_name, _deadline(app))
+    if "error" in shown:
+        row.delivery = "not readable by these credentials" if "403" in str(shown["error"]) else "unreadable"
+    elif shown.get("exists") is False:
+        row.delivery = "Secret absent"
+    elif "content_fingerprint" in shown:
+        held = (shown.get("annotations") or {}).get("hyperfleet.io/generation", "?")
+        row.delivery = f"Secret {shown['content_fingerprint']} g{held}"
+        if ours.fingerprint and shown["content_fingerprint"] != ours.fingerprint:
+            row.disagrees.append("the Secret's content is not what the status says was stored")
+    elif "access_member" in shown:
+        row.delivery = f"access for {placement.namespace}"
+
+
+def _disagreements(row: Row, ours: _Ours, generation: int | None, newest: dict[str, Any] | None) -> list[str]:
+    found = []
+    if generation is not None and ours.observed != generation:
+        found.append(f"status is of generation {ours.observed}, the cluster is at {generation}")
+    if ours.available == "True" and newest is None:
+        found.append("Available but no Secret Manager version")
+    if newest is not None and newest["state"] != "ENABLED":
+        found.append(f"the newest version is {newest['state']}")
+    if row.delivery == "Secret absent" and ours.available == "True":
+        found.append("Available but the Secret is absent")
+    return found
+
+
+def _stale_members(
+    app: Application, delivery: ExternalSecretsDelivery, name: str, placement: preconditions.Placement, view: View
+) -> None:
+    own = delivery.principal(placement.namespace)
+    for member in delivery.members(name, _deadline(app)):
+        if member != own:
+
+            def fix(namespace: str = placement.namespace, member: str = member) -> str:
+                delivery.grant(name, namespace, _deadline(app))
+                return f"removed accessor {member} from {name} (kept the cluster's own, {namespace})"
+
+            view.orphans.append(
+                Orphan(
+                    "accessor",
+                    f"accessor {member} on {name}",
+                    f"not the cluster's namespace {placement.namespace}",
+                    fix,
+                )
+            )
+
+
+def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project: str) -> Callable[[], str]:
+    settings = app.settings
+    secret_id, kube_name = _names(app, cluster_id)
+    placement = None
+    if settings.management_cluster is not None:
+        namespace = settings.management_namespace_template.format(cluster_id=cluster_id)
+        placement = preconditions.Placement(settings.management_cluster, namespace)
+
+    def fix() -> str:
+        # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it).
+        data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app))
+        done = app.store.delete_secret(project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app))
+        return (
+            f"removed {listed.name} ({done}); delivery: {data.get('access_cleanup') or data.get('kubernetes_cleanup')}"
+        )
+
+    return fix
+
+
+def orphans_of(
+    app: Application, project: str, known: dict[str, dict[str, Any]], view: View, *, page_size: int = PAGE_SIZE
+) -> None:
+    """Secrets labelled as ours in `project` whose cluster is gone or deleted; a refused listing is a note."""
+    try:
+        _orphans_of(app, project, known, view, page_size)
+    except AdapterError as exc:
+        if exc.reason != "PermissionDenied":
+            raise
+        view.unlisted.append(project)
+        view.notes.append(
+            f"secrets of gone clusters not looked for in project {project}: these credentials may not list its "
+            "secrets (secretmanager.secrets.list is granted on the project, and the runtime identity's grants are "
+            "per secret by design, terraform/iam.tf); run fleet with credentials holding "
+            f"roles/secretmanager.viewer on {project}"
+        )
+
+
+def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]], view: View, page_size: int) -> None:
+    settings = app.settings
+    for listed in listing.ours(
+        app.store.calls, project=project, adapter=settings.adapter_name, deadline=_deadline(app), page_size=page_size
+    ):
+        labelled = listed.labels.get("cluster-id", "")
+        secret_id = listed.name.rsplit("/", 1)[-1]
+        # Ours only when the labels say so AND the name is the one the template gives that cluster id.
+        if not labelled or _names(app, labelled)[0] != secret_id or label_value(labelled) != labelled:
+            continue
+        cluster = known.get(labelled)
+        if cluster is None:
+            view.orphans.append(
+                Orphan(
+                    "secret-gone",
+                    listed.name,
+                    f"cluster {labelled} is gone from the HyperFleet API",
+                    _gone_fix(app, listed, labelled, project),
+                )
+            )
+            _left_behind(app, labelled, view)
+        elif cluster.get("deleted_time") and not cluster.get("_finalized"):
+
+            def finalize(cluster_id: str = labelled) -> str:
+                outcome = app.reconciler.run(cluster_id, _deadline(app))
+                return f"cluster {cluster_id}: {outcome.result} (the finalizer ran and reported)"
+
+            view.orphans.append(
+                Orphan(
+                    "secret-deleted", listed.name, f"cluster {labelled} is deleted and was never finalized", finalize
+                )
+            )
+
+
+def _left_behind(app: Application, cluster_id: str, view: View) -> None:
+    """A gone cluster's Kubernetes Secret (direct): looked up by name; its removal is the gone secret's fix."""
+    if app.delivery.mode != "direct" or app.settings.management_cluster is None:
+        return
+    _secret_id, kube_name = _names(app, cluster_id)
+    namespace = app.settings.management_namespace_template.format(cluster_id=cluster_id)
+    placement = preconditions.Placement(app.settings.management_cluster, namespace)
+    shown = app.delivery.inspect(placement, kube_name, _deadline(app))
+    where = f"Kubernetes Secret {namespace}/{kube_name}"
+    if shown.get("exists") is True:
+        view.orphans.append(
+            Orphan("kubernetes-secret", where, f"cluster {cluster_id} is gone; removed with its secret", None)
+        )
+    elif "error" in shown:
+        view.orphans.append(
+            Orphan(
+                "kubernetes-secret",
+                where,
+                f"cluster {cluster_id} is gone; cannot tell whether it is there with these credentials "
+                "(the runtime identity may not read Secrets); --fix deletes it by name if it is ours",
+                None,
+            )
+        )
+
+
+def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
+    view = View()
+    known: dict[str, dict[str, Any]] = {}
+    projects: set[str] = {app.settings.secret_project_id} if app.settings.secret_project_id else set()
+    for cluster in clusters(app, page_size=page_size):
+        cluster_id = str(cluster.get("id"))
+        row = row_of(app, cluster, view)
+        cluster["_finalized"] = "(finalized)" in row.status
+        known[cluster_id] = cluster
+        view.rows.append(row)
+        project = preconditions.project_id_of(cluster)
+        if project and not app.settings.secret_project_id:
+            projects.add(project)
+    for project in sorted(projects):
+        orphans_of(app, project, known, view, page_size=page_size)
+    if app.delivery.mode == "direct":
+        view.notes.append(NOT_LISTABLE)
+    return view
+
+
+def render(view: View, app: Application) -> list[str]:
+    lines = [
+        f"{len(view.rows)} cluster{'' if len(view.rows) == 1 else 's'} "
+        f"(adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
+        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'DELIVERY':<28} DISAGREES",
+    ]
+    for r in view.rows:
+        lines.append(
+            f"  {r.cluster_id:<16} {r.generation if r.generation is not None else '-':>4}  {r.status:<42} "
+            f"{r.stored:<16} {r.holds:<6} {r.delivery:<28} {'; '.join(r.disagrees) or '-'}"
+        )
+    if view.orphans:
+        lines.append(f"{len(view.orphans)} outlived their cluster:")
+        lines += [f"  {o.kind:<18} {o.what}: {o.why}" for o in view.orphans]
+    elif view.unlisted:
+        lines.append(f"outlived their cluster: not known, the secrets of {', '.join(view.unlisted)} were not listed")
+    else:
+        lines.append("nothing outlived its cluster")
+    lines += [f"note: {n}" for n in view.notes]
+    return lines
+
+
+def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callable[[str], None] = print) -> int:
+    """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed."""
+    view = build(app, page_size=page_size)
+    for line in render(view, app):
+        out(line)
+    fixable = [o for o in view.orphans if o.fix is not None]
+    if not fix:
+        if fixable:
+            out(f"run again with --fix to remove the {len(fixable)} item(s) above that are ours")
+        return 0
+    failed = 0
+    for orphan in fixable:
+        assert orphan.fix is not None
+        try:
+            out(f"fixed: {orphan.fix()}")
+        except AdapterError as exc:
+            failed += 1
+            out(f"not fixed: {orphan.what}: {exc.message}")
+    out(f"--fix: {len(fixable) - failed} fixed, {failed} failed; run again to check (it is safe to rerun)")
+    return 1 if failed else 0

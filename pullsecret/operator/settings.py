@@ -1,0 +1,85 @@
+"""The function's settings by name: every variable it reads, and which of them change what a reconcile writes.
+
+`FUNCTION_VARIABLES` is what the playground's env file carries and what the function process may inherit;
+`RESULT_VARIABLES` is what the CLI compares with the deployed function's before it writes
+(pullsecret.operator.deployed): the rest only change how it gets there (timeouts, logging, caches, endpoints
+of emulators, the local path of a token file), not what ends up in Secret Manager, on the cluster or in the
+status. tests/unit/test_operator_settings.py checks that every name pullsecret/ reads is listed here.
+"""
+
+from __future__ import annotations
+
+# How, not what: a workstation may differ from the deployed function in these and still write the same things.
+HOW_VARIABLES = frozenset(
+    {
+        "LOG_LEVEL",
+        "HYPERFLEET_TIMEOUT",
+        "PULL_SECRET_SERVICE_TIMEOUT",
+        "REGISTRY_TIMEOUT",
+        "REGISTRY_DEADLINE",
+        "REGISTRY_CONCURRENCY",
+        "REGISTRY_CACHE_TTL",
+        "PULL_SECRET_SOURCE_TTL",
+        "RETRY_DEADLINE",
+        "MAX_EVENT_AGE",
+        "HYPERFLEET_API_TOKEN_FILE",  # where the token lies locally, not what it says
+        "PULL_SECRET_SERVICE_TOKEN_FILE",
+        "REGISTRY_CA_BUNDLE",
+        "SECRET_MANAGER_EMULATOR_HOST",
+        "GKE_EMULATOR_HOST",
+        "RESOURCE_MANAGER_EMULATOR_HOST",
+        "MANAGEMENT_ENDPOINT",  # how the control plane is reached
+        "VPC_EGRESS",
+        # The rotation fan-out's pace: one reconcile writes the same whatever they say.
+        "ADAPTER_TOPIC",
+        "ROTATION_PUBLISH_RATE",
+        "ROTATION_SLICE",
+        "ROTATION_WRITES_PER_CLUSTER",
+        "SECRET_WRITE_QUOTA",
+    }
+)
+
+RESULT_VARIABLES = frozenset(
+    {
+        "ADAPTER_NAME",
+        "ALLOWED_MANAGEMENT_CLUSTERS",
+        "DELETION_POLICY",
+        "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE",
+        "FIELD_MANAGER",
+        "HYPERFLEET_API_AUDIENCE",
+        "HYPERFLEET_API_AUTH",
+        "HYPERFLEET_API_URL",
+        "HYPERFLEET_STATUS_METHOD",
+        "KUBERNETES_DELIVERY",
+        "KUBERNETES_SECRET_TEMPLATE",
+        "MANAGEMENT_CLUSTER",
+        "MANAGEMENT_CLUSTER_TEMPLATE",
+        "MANAGEMENT_NAMESPACE_PATTERN",
+        "MANAGEMENT_NAMESPACE_TEMPLATE",
+        "MERGE_CANONICAL_REGISTRIES",
+        "MERGE_PRECEDENCE",
+        "PLACEMENT_ADAPTER",
+        "PRECONDITION_ADAPTERS",
+        "PULL_SECRET_SERVICE_AUDIENCE",
+        "PULL_SECRET_SERVICE_AUTH",
+        "PULL_SECRET_SERVICE_REGISTRIES",
+        "PULL_SECRET_SERVICE_URL",
+        "PULL_SECRET_SOURCE",
+        "REGISTRY_ALLOWED_HOSTS",
+        "REGISTRY_ENFORCE_PLATFORM",
+        "REGISTRY_SKIP_HOSTS",
+        "REGISTRY_TOKEN_SCOPES",
+        "REGISTRY_TRUSTED_REALMS",
+        "REGISTRY_VERIFICATION",
+        "RETAIN_VERSIONS",
+        "SECRET_ID_TEMPLATE",
+        "SECRET_KMS_KEY",
+        "SECRET_PROJECT_ID",
+        "SECRET_REPLICATION_LOCATIONS",
+    }
+)
+
+FUNCTION_VARIABLES = tuple(sorted(RESULT_VARIABLES | HOW_VARIABLES))
+
+# Which source a value belongs to: the playground's SOURCE= picks them, a shell's leftovers must not.
+SOURCE_VARIABLES = frozenset({"PULL_SECRET_SOURCE", "PULL_SECRET_SERVICE_URL", "PULL_SECRET_SERVICE_TOKEN_FILE"})

@@ -1,0 +1,60 @@
+"""Whether this shell's environment is left from a local playground that is no longer running, and what to run.
+
+`make up` writes its settings to `.playground/env`; a shell that sourced it keeps them after the playground
+stops or restarts (new ports, a new temporary token file). Before the CLI builds anything, `hint` checks the two
+things that give it away, for loopback endpoints only (a production API is never probed here): a token file
+that no longer exists, and an API port nothing listens on.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ENV_FILE = Path(".playground") / "env"
+CONNECT_TIMEOUT_S = 0.5
+
+
+def _loopback(host: str | None) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _what_to_run(cwd: Path) -> str:
+    if (cwd / ENV_FILE).exists():
+        return f"a playground is running: run `source {ENV_FILE}` again in this shell"
+    return f"start the playground with `make up`, then `source {ENV_FILE}` in this shell"
+
+
+def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
+    """A person's sentence when the environment points at a local playground that is gone, else None."""
+    url = urlsplit((env.get("HYPERFLEET_API_URL") or "").strip())
+    if not _loopback(url.hostname):
+        return None
+    where = Path.cwd() if cwd is None else cwd
+    token = (env.get("HYPERFLEET_API_TOKEN_FILE") or "").strip()
+    if token and not os.path.exists(token):
+        return (
+            f"this shell's settings are left from a playground that stopped: HYPERFLEET_API_TOKEN_FILE names "
+            f"{token}, which no longer exists; {_what_to_run(where)}"
+        )
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        return None
+    try:
+        with socket.create_connection((url.hostname or "127.0.0.1", port), timeout=CONNECT_TIMEOUT_S):
+            return None
+    except OSError:
+        return (
+            f"this shell's settings are left from a playground that stopped: nothing listens at "
+            f"{url.scheme}://{url.netloc} (HYPERFLEET_API_URL); {_what_to_run(where)}"
+        )

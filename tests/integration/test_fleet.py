@@ -1,0 +1,171 @@
+"""`python -m pullsecret fleet [--fix]` as a real process on the emulators, after deletions that skipped the
+adapter: it shows every cluster's state, finds every kind of orphan (a gone cluster's secret and its Kubernetes
+Secret, a deleted cluster never finalized, an accessor for a namespace that is no longer the cluster's), and
+`--fix` removes exactly those, leaving what is not ours and the live clusters alone; a second run finds nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
+from tests.integration.test_cli import cli
+from tests.integration.test_external_secrets import TEMPLATE
+from tests.support import Admin, seed_ready_cluster
+
+GONE, DELETED, LIVE = "cls-fleet-gone", "cls-fleet-del", "cls-fleet-live"
+
+
+def secret_id(cluster_id: str) -> str:
+    return f"hyperfleet-{cluster_id}-pull-secret"
+
+
+def has_secret(world: Any, cluster_id: str) -> bool:
+    return world.secretmanager.secret(PROJECT_ID, secret_id(cluster_id)) is not None
+
+
+def kube(world: Any, cluster_id: str) -> Any:
+    return world.kubernetes.get_secret(f"clusters-{cluster_id}", f"{cluster_id}-pull-secret")
+
+
+def grant_listing(world: Any) -> None:
+    """What roles/secretmanager.viewer on the project adds for the fleet view: listing the project's secrets."""
+    world.secretmanager.bind(
+        RUNTIME_SA, "roles/secretmanager.viewer", f"projects/{PROJECT_ID}", permissions={"secretmanager.secrets.list"}
+    )
+
+
+def test_fleet_finds_what_outlived_its_cluster_and_fix_removes_exactly_that(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    for cluster_id in (GONE, DELETED, LIVE):
+        seed_ready_cluster(admin, cluster_id)
+        assert cli("reconcile", cluster_id).returncode == 0
+    # Not ours, though labelled so: a name the template does not give its cluster id.
+    admin.call(
+        "PUT",
+        f"/secretmanager/projects/{PROJECT_ID}/secrets/someone-elses-secret",
+        {"labels": {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": "cls-nowhere"}, "versions": []},
+    )
+    # Deletions that skipped the adapter: one cluster hard-deleted, one soft-deleted with no event.
+    admin.delete_cluster(GONE)
+    admin.patch_cluster(DELETED, {"generation": 2, "deleted_time": "2026-01-01T00:00:00Z", "deleted_by": "ops"})
+    live_versions = world.secretmanager.secret(PROJECT_ID, secret_id(LIVE))["versions"]
+
+    # As Terraform grants it, the runtime identity may not list a project's secrets: the view says so and goes on.
+    refused = cli("fleet")
+    assert refused.returncode == 0, refused.stdout + refused.stderr
+    assert "may not list its secrets" in refused.stdout and "roles/secretmanager.viewer" in refused.stdout
+    assert "outlived their cluster: not known, the secrets of hf-demo-project were not listed" in refused.stdout
+    assert "nothing outlived its cluster" not in refused.stdout
+    assert "2 clusters" in refused.stdout
+    grant_listing(world)
+
+    shown = cli("fleet")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    out = shown.stdout
+    assert out.startswith("2 clusters (adapter pullsecret, delivery direct):"), out
+    live_row = next(line for line in out.splitlines() if line.strip().startswith(LIVE))
+    assert "Available=True g1" in live_row and "v1 ENABLED" in live_row and live_row.rstrip().endswith("-"), live_row
+    deleted_row = next(line for line in out.splitlines() if line.strip().startswith(DELETED))
+    assert "deleted, not finalized" in deleted_row
+    # Secret Manager names a listed secret by the project's number.
+    assert f"secret-gone        projects/{PROJECT_NUMBER}/secrets/{secret_id(GONE)}: cluster {GONE} is gone" in out, out
+    assert f"kubernetes-secret  Kubernetes Secret clusters-{GONE}/{GONE}-pull-secret" in out
+    assert f"secret-deleted     projects/{PROJECT_NUMBER}/secrets/{secret_id(DELETED)}" in out
+    assert "someone-elses-secret" not in out
+    assert "the runtime identity may not get, list or watch Secrets" in out
+    assert "run again with --fix to remove the 2 item(s)" in out
+    # The view wrote nothing.
+    assert has_secret(world, GONE) and kube(world, GONE) is not None and has_secret(world, DELETED)
+
+    fixed = cli("fleet", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert (
+        f"fixed: removed projects/{PROJECT_NUMBER}/secrets/{secret_id(GONE)} (deleted); delivery: deleted"
+        in fixed.stdout
+    )
+    assert f"fixed: cluster {DELETED}: finalized" in fixed.stdout, fixed.stdout
+    assert not has_secret(world, GONE) and kube(world, GONE) is None
+    assert not has_secret(world, DELETED) and kube(world, DELETED) is None
+    finalized = [r for r in admin.reports() if r.get("cluster_id") == DELETED][-1]["body"]["conditions"]
+    assert {c["type"]: c["status"] for c in finalized}["Finalized"] == "True"
+    # Exactly those: the live cluster and what is not ours are as they were.
+    assert world.secretmanager.secret(PROJECT_ID, secret_id(LIVE))["versions"] == live_versions
+    assert kube(world, LIVE) is not None
+    assert world.secretmanager.secret(PROJECT_ID, "someone-elses-secret") is not None
+
+    again = cli("fleet", "--fix")
+    assert again.returncode == 0 and "nothing outlived its cluster" in again.stdout, again.stdout
+    assert "fixed:" not in again.stdout
+
+
+@pytest.fixture
+def eso(function_env: dict[str, str], world: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key, value in {
+        "KUBERNETES_DELIVERY": "external-secrets",
+        "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": TEMPLATE,
+    }.items():
+        monkeypatch.setenv(key, value)
+    world.apply_terraform_iam(kubernetes_delivery="external-secrets")
+    yield
+    world.apply_terraform_iam()
+
+
+def members(world: Any, cluster_id: str) -> list[str]:
+    bindings = world.secretmanager.secret(PROJECT_ID, secret_id(cluster_id))["iam_policy"]["bindings"]
+    return sorted(m for b in bindings for m in b["members"])
+
+
+def test_fleet_finds_an_accessor_of_a_namespace_no_longer_the_clusters_and_fix_removes_only_it(
+    eso: None, admin: Admin, world: Any
+) -> None:
+    grant_listing(world)
+    seed_ready_cluster(admin, LIVE, placement_data={"namespace": "clusters-old-home"})
+    assert cli("reconcile", LIVE).returncode == 0
+    old = TEMPLATE.format(namespace="clusters-old-home")
+    assert members(world, LIVE) == [old]
+    # The cluster moves namespace; the old one is deleted; no event reached the adapter yet.
+    seed_ready_cluster(admin, LIVE, placement_data={"namespace": f"clusters-{LIVE}"})
+    shown = cli("fleet")
+    assert f"accessor           accessor {old} on projects/{PROJECT_ID}/secrets/{secret_id(LIVE)}" in shown.stdout
+    assert "delivery external-secrets" in shown.stdout and "list or watch Secrets" not in shown.stdout
+    fixed = cli("fleet", "--fix")
+    assert f"fixed: removed accessor {old}" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert members(world, LIVE) == [TEMPLATE.format(namespace=f"clusters-{LIVE}")]
+    assert "nothing outlived its cluster" in cli("fleet").stdout
+
+
+def test_fleet_pages_and_a_fix_cut_short_is_finished_by_a_rerun(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    grant_listing(world)
+    gone = [f"cls-fleet-p{n}" for n in range(3)]
+    for cluster_id in (*gone, LIVE, f"{LIVE}2"):
+        seed_ready_cluster(admin, cluster_id)
+        assert cli("reconcile", cluster_id).returncode == 0
+    for cluster_id in gone:
+        admin.delete_cluster(cluster_id)
+    admin.call("DELETE", "/calls")
+    shown = cli("fleet", "--page-size", "1")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert shown.stdout.startswith("2 clusters") and shown.stdout.count("secret-gone") == 3, shown.stdout
+    calls = admin.calls()
+    # One cluster per page; one secret per ListSecrets page (5 secrets of ours, the platform's is not labelled).
+    assert calls["hyperfleet"]["getClusters"] == 2, calls["hyperfleet"]
+    assert calls["secretmanager"]["ListSecrets"] >= 5, calls["secretmanager"]
+
+    # The fix is cut short: Secret Manager refuses the second deletion (as a quota or an outage would).
+    admin.fault(service="secretmanager", method="DeleteSecret", code="PERMISSION_DENIED", count=1, skip=1)
+    first = cli("fleet", "--fix")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert first.stdout.count("fixed: removed") == 2 and first.stdout.count("not fixed:") == 1, first.stdout
+    assert "--fix: 2 fixed, 1 failed; run again" in first.stdout
+    left = [c for c in gone if has_secret(world, c)]
+    assert len(left) == 1
+    rerun = cli("fleet", "--fix")
+    assert rerun.returncode == 0 and rerun.stdout.count("fixed: removed") == 1, rerun.stdout
+    assert not any(has_secret(world, c) or kube(world, c) is not None for c in gone)
+    assert has_secret(world, LIVE) and kube(world, LIVE) is not None
