@@ -29,6 +29,7 @@ HOW_VARIABLES = frozenset(
         "GKE_EMULATOR_HOST",
         "RESOURCE_MANAGER_EMULATOR_HOST",
         "MANAGEMENT_ENDPOINT",  # how the control plane is reached
+        "HYPERFLEET_SYSTEM_HEADER",  # how the API admits the calls
         "VPC_EGRESS",
         # The rotation fan-out's pace: one reconcile writes the same whatever they say.
         "ADAPTER_TOPIC",
@@ -45,6 +46,7 @@ RESULT_VARIABLES = frozenset(
         "ALLOWED_MANAGEMENT_CLUSTERS",
         "DELETION_POLICY",
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE",
+        "EXTERNAL_SECRETS_REFRESH_INTERVAL",  # what the status tells the cluster's owner
         "FIELD_MANAGER",
         "HYPERFLEET_API_AUDIENCE",
         "HYPERFLEET_API_AUTH",
