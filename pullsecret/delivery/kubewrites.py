@@ -33,11 +33,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from pullsecret import retrying
 from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, policy_problem
-from pullsecret.delivery.kubeapi import SecretsApi
+from pullsecret.delivery.kubeapi import ApiException, SecretsApi
 from pullsecret.delivery.kubesecret import (
     A_CREATED_AT,
     A_LINEAGE,
