@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import hostile, inproc, plots, profile, report, server
+from bench import hostile, inproc, instructions, plots, profile, report, server
 from bench.env import ROOT, ROTATED_SOURCE_SECRET, Emulators, apply_environment, source_version
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -40,6 +40,9 @@ class Plan:
     burst_writes: int = 80  # per window: 40 writes/s, Secret Manager's 600/min scaled x4
     burst_window_s: float = 2.0
     burst_concurrency: int = 64
+    instruction_clusters: int = 4  # per callgrind run (bench/instructions.py; ~50x slower than the CPU)
+    instruction_rounds: int = 3
+    instruction_first: int = 4
 
 
 QUICK = Plan(
@@ -52,6 +55,9 @@ QUICK = Plan(
     burst_clusters=200,
     burst_writes=40,
     burst_concurrency=32,
+    instruction_clusters=2,
+    instruction_rounds=2,
+    instruction_first=2,
 )
 
 
@@ -100,7 +106,13 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     cpu_first_ids = names(f"{tag}-cpu1", plan.cpu_first_events)
     cpu_ids = names(f"{tag}-cpu", plan.cpu_clusters)
     tp_ids = names(f"{tag}-tp", plan.throughput_clusters)
-    stack.seed_clusters([f"{tag}-warm", *path_ids, *base_ids, *cpu_first_ids, *cpu_ids, *tp_ids])
+    ir_ids = [names(f"{tag}-ir{run}", plan.instruction_clusters) for run in range(2)]
+    ir_first_ids = names(f"{tag}-irf", plan.instruction_first)
+    cold_ids = names(f"{tag}-cold", len(DELIVERY_MODES))
+    ir_all = [cluster_id for run in ir_ids for cluster_id in run]
+    stack.seed_clusters(
+        [f"{tag}-warm", *path_ids, *base_ids, *cpu_first_ids, *cpu_ids, *tp_ids, *ir_all, *ir_first_ids, *cold_ids]
+    )
     handler = inproc.FACTORIES[flow](env)
     inproc.provision(handler, [f"{tag}-warm"])  # clients built, management cluster known
 
@@ -120,6 +132,15 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
         extra["hostile_pull_secret"] = hostile.cpu_ms(
             stack, env, hostile=names("p-hostile", 5), ordinary=names("p-ordinary", 6)
         )
+        extra.update(per_mode(stack, env, cold_ids))
+        if instructions.available():
+            log("product: instructions per event and of the import, per delivery mode (callgrind)")
+            extra["instructions"] = {
+                **instructions.per_event(env, ir_ids, rounds=plan.instruction_rounds, first=ir_first_ids),
+                "import_main": {
+                    mode: instructions.import_main(mode_env) for mode, mode_env in mode_envs(stack, env).items()
+                },
+            }
 
     log(f"{flow}: import time and cold start")
     import_s = server.import_seconds(flow, env)
@@ -163,6 +184,46 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
         "memory_mib": memory,
         **extra,
     }
+
+
+DELIVERY_MODES = ("direct", "external-secrets")
+# The runtime identity's principal for external-secrets mode (tests/integration/test_external_secrets.py).
+ESO_TEMPLATE = (
+    "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+    "hf-demo-project.svc.id.goog/subject/ns/{namespace}/sa/hyperfleet-pull-secret-reader"
+)
+
+
+def mode_envs(stack: Emulators, env: dict[str, str]) -> dict[str, dict[str, str]]:
+    """The function's environment per delivery mode, and with the Pull Secret Service as its source."""
+    return {
+        "direct": env,
+        "external-secrets": {
+            **env,
+            "KUBERNETES_DELIVERY": "external-secrets",
+            "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": ESO_TEMPLATE,
+        },
+        "service": {
+            **{k: v for k, v in env.items() if k != "PULL_SECRET_SOURCE"},
+            "PULL_SECRET_SERVICE_URL": stack.endpoints["pullsecretservice"],
+        },
+    }
+
+
+def per_mode(stack: Emulators, env: dict[str, str], cluster_ids: list[str]) -> dict[str, Any]:
+    """Cold start to first event and import of the entry module, per delivery mode (L = 0)."""
+    cold: dict[str, float] = {}
+    imports: dict[str, float] = {}
+    envs = mode_envs(stack, env)
+    for mode, cluster_id in zip(DELIVERY_MODES, cluster_ids, strict=True):
+        log(f"product, {mode} delivery: import time and cold start")
+        imports[mode] = server.import_seconds("product", envs[mode], repeat=5, pick="median")
+        srv = server.start("product", envs[mode], server.deployment_concurrency())
+        try:
+            cold[mode] = server.cold_start(srv, cluster_id)["first_event_s"]
+        finally:
+            srv.stop()
+    return {"cold_start_s_by_mode": cold, "import_s_by_mode": imports}
 
 
 def service_mode_path(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, Any]:

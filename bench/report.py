@@ -126,8 +126,38 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
             Figure("cold start to first event (s)", ("cold_start_s",), "≤ 0.5", _at_most(0.5)),
             Figure("cold start to listening (s)", ("cold_start_listening_s",)),
             Figure("import of the entry module (s)", ("import_s",)),
+            Figure(
+                "cold start, direct delivery (s)",
+                ("cold_start_s_by_mode", "direct"),
+                "≤ 0.5",
+                _at_most(0.5),
+            ),
+            Figure(
+                "cold start, external-secrets delivery (s)",
+                ("cold_start_s_by_mode", "external-secrets"),
+                "≤ 0.5",
+                _at_most(0.5),
+            ),
+            Figure("import of main, direct delivery (s, median of 5)", ("import_s_by_mode", "direct")),
+            Figure(
+                "import of main, external-secrets (s, median of 5)",
+                ("import_s_by_mode", "external-secrets"),
+            ),
             Figure("peak RSS of the worker at concurrency 80 (MiB)", ("peak_rss_mib",), "≤ 100", _at_most(100)),
             Figure("Pss of arbiter + worker (MiB)", ("memory_mib", "pss_sum")),
+        ),
+    ),
+    (
+        "Instructions (callgrind; do not move with the machine's load: compare these between runs)",
+        (
+            Figure("instructions per steady event, in process (M)", ("instructions_m", "steady")),
+            Figure("instructions per first-provisioning event (M)", ("instructions_m", "first")),
+            Figure("instructions of import main: direct (M)", ("instructions_m", "import_direct")),
+            Figure(
+                "instructions of import main: external-secrets (M)",
+                ("instructions_m", "import_external-secrets"),
+            ),
+            Figure("instructions of import main: service source (M)", ("instructions_m", "import_service")),
         ),
     ),
 )
@@ -146,6 +176,12 @@ def derive(results: dict[str, Any]) -> None:
     for flow in (results, results.get("seed_flow") or {}):
         cpu = dig(flow, ("throughput_detail", "80", "function_cpu_ms_per_event"))
         flow["events_per_function_cpu_second"] = round(1000 / cpu) if isinstance(cpu, (int, float)) and cpu else None
+    counted = results.get("instructions") or {}
+    if counted:
+        millions = {kind: round(counted[kind] / 1e6, 2) for kind in ("steady", "first") if kind in counted}
+        for mode, value in (counted.get("import_main") or {}).items():
+            millions[f"import_{mode}"] = round(value / 1e6, 1)
+        results["instructions_m"] = millions
 
 
 def _shown(value: Any) -> str:

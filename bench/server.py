@@ -195,8 +195,9 @@ def throughput(url: str, clusters: list[str], concurrency: int, seconds: float) 
     }
 
 
-def import_seconds(flow: str, function_env: dict[str, str], repeat: int = 3) -> float:
-    """Best-of-`repeat` wall time of importing the function's module in a fresh interpreter."""
+def import_seconds(flow: str, function_env: dict[str, str], repeat: int = 3, pick: str = "min") -> float:
+    """Best-of-`repeat` (or the median, `pick="median"`) wall time of importing the function's module in a fresh
+    interpreter."""
     code = f"import time; t = time.perf_counter(); import {IMPORTS[flow]}; print(time.perf_counter() - t)"
     env = server_env(function_env, 1, 0)
     times = []
@@ -205,7 +206,7 @@ def import_seconds(flow: str, function_env: dict[str, str], repeat: int = 3) -> 
             [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
         )
         times.append(float(done.stdout.strip().splitlines()[-1]))
-    return round(min(times), 3)
+    return round(statistics.median(times) if pick == "median" else min(times), 3)
 
 
 def import_top(flow: str, function_env: dict[str, str], top: int = 12) -> list[tuple[str, float]]:

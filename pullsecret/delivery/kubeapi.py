@@ -6,11 +6,55 @@ their methods. The adapter calls seven of them (the doctor an eighth) with plain
 (`_preload_content=False`). This class offers those with the same signatures and answers, built on
 the same public machinery the generated methods use (`ApiClient.param_serialize`, `ApiClient.call_api`,
 `ApiException.from_response`): same transport, TLS, bearer-token hook and errors, without the imports.
+
+Importing this module loads `kubernetes.client` without the rest of the `kubernetes` package (`light_client`):
+its `__init__` imports config, dynamic, watch, stream, utils, leaderelection and informer (jsonschema,
+kubernetes_validate, the kube config loader: 0.65 of the 2.30 G instructions `import main` took), none of which
+the adapter uses, and `ApiClient` imports every model class to deserialize answers this class keeps raw.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+import types
 from typing import Any
+
+
+def light_client() -> None:
+    """Make `import kubernetes.client...` skip the `kubernetes` package's `__init__` and load
+    `kubernetes.client.models` on first use; does nothing when `kubernetes` is already imported.
+
+    The package module stands in with the real package's `__path__`, so any submodule (`kubernetes.config`,
+    `from kubernetes import client`) still imports on request; only attributes never imported are missing.
+    """
+    if "kubernetes" in sys.modules:
+        return
+    spec = importlib.util.find_spec("kubernetes")
+    if spec is None or spec.submodule_search_locations is None:
+        return
+    package = types.ModuleType("kubernetes")
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__file__ = spec.origin
+    package.__spec__ = spec
+    sys.modules["kubernetes"] = package
+    models = importlib.util.find_spec("kubernetes.client.models")  # imports kubernetes.client (lazy itself)
+    if models is None or models.loader is None or "kubernetes.client.models" in sys.modules:
+        return
+    loader = importlib.util.LazyLoader(models.loader)
+    models.loader = loader
+    module = importlib.util.module_from_spec(models)
+    sys.modules["kubernetes.client.models"] = module
+    loader.exec_module(module)
+    client: Any = sys.modules["kubernetes.client"]
+    client.models = module  # as an import binds a submodule on its package
+
+
+light_client()
+
+from kubernetes.client.exceptions import ApiException  # noqa: E402  (after light_client)
+
+__all__ = ["ApiException", "SecretsApi", "light_client"]
 
 POLICY_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}"
 BINDING_PATH = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{name}"
@@ -66,8 +110,6 @@ class SecretsApi:
         return self._send("POST", SELF_REVIEW_PATH, {}, body, options)
 
     def _send(self, method: str, path: str, path_params: dict[str, str], body: Any, options: dict[str, Any]) -> Any:
-        from kubernetes.client.exceptions import ApiException
-
         unknown = set(options) - set(_QUERY) - _OPTIONS
         if unknown:
             raise TypeError(f"unsupported arguments for {method} {path}: {sorted(unknown)}")

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from pullsecret.delivery.admission_policy import POLICY_NAME
+from pullsecret.delivery.kubeapi import ApiException
 from pullsecret.errors import kube_status
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"

@@ -29,10 +29,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from pullsecret.delivery.admission_policy import ExpectedPolicy
-from pullsecret.delivery.kubeapi import SecretsApi
+from pullsecret.delivery.kubeapi import ApiException, SecretsApi
 from pullsecret.delivery.kubesecret import (
     A_CREATED_AT,
     A_LINEAGE,

@@ -14,11 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from pullsecret import retrying
 from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, as_caller, policy_problem
-from pullsecret.delivery.kubeapi import SecretsApi
+from pullsecret.delivery.kubeapi import ApiException, SecretsApi
 from pullsecret.errors import TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
 from pullsecret.retrying import Deadline
 

@@ -57,3 +57,27 @@ def test_one_run_writes_every_readme_table_with_the_printed_labels(tmp_path: Pat
         assert link in block
         profile = "bench/results/" if readme.parent == tmp_path else "results/"
         assert f"| ≤ 3 | no: target ≤ 3; profile [profile-inproc.txt]({profile}profile-inproc.txt) |" in block
+
+
+def test_instruction_counts_are_tabled_in_millions_per_event_and_per_mode() -> None:
+    from bench import report
+
+    results: dict[str, Any] = {
+        "instructions": {
+            "steady": 41_234_567,
+            "first": 98_765_432,
+            "import_main": {"direct": 1_645_257_905, "external-secrets": 1_645_007_046, "service": 1_645_337_437},
+        },
+        "cold_start_s_by_mode": {"direct": 0.45, "external-secrets": 0.52},
+    }
+    report.derive(results)
+    assert results["instructions_m"] == {
+        "steady": 41.23,
+        "first": 98.77,
+        "import_direct": 1645.3,
+        "import_external-secrets": 1645.0,
+        "import_service": 1645.3,
+    }
+    table = report.markdown(results)
+    assert "| instructions per steady event, in process (M) | 41.23 |" in table
+    assert "| cold start, external-secrets delivery (s) | **0.52** |  | ≤ 0.5 | no: target ≤ 0.5" in table

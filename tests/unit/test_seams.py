@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -45,6 +46,9 @@ def _wiring(env: dict[str, str], store: Any) -> base.Wiring:
 
 def test_every_delivery_mode_the_configuration_accepts_has_a_factory() -> None:
     assert set(modes.MODES) == set(config.DELIVERY_MODES)
+    for mode in config.DELIVERY_MODES:
+        factory = modes.factory(mode)
+        assert mode == sys.modules[factory.__module__].MODE
 
 
 def test_no_source_configured_is_a_configuration_error_naming_both() -> None:
