@@ -140,6 +140,9 @@ resource "time_sleep" "log_metrics" {
     google_logging_metric.reconcile_duration,
     google_logging_metric.slow_reconciles,
     google_logging_metric.api_errors,
+    google_logging_metric.events_processed,
+    google_logging_metric.event_processing_duration,
+    google_logging_metric.framework_errors,
   ]
 }
 

@@ -17,6 +17,7 @@ from kubernetes.client import AdmissionregistrationV1Api
 from emulators.world import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
 from pullsecret.delivery.admission_policy import POLICY_NAME as POLICY
 from pullsecret.handler import Adapter
+from pullsecret.model import status
 from pullsecret.retrying import Deadline
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
@@ -29,8 +30,13 @@ def deliver(adapter: Adapter) -> Any:
 
 
 def available(admin: Admin) -> dict[str, Any]:
+    """Available's status and reason, with the operator's detail as `message`: it is on Applied since Available carries
+    the owner's message (docs/contract.md's table), which stays checked against the table here."""
     report = [r for r in admin.reports() if r.get("cluster_id") == CID][-1]
-    return {c["type"]: c for c in report["body"]["conditions"]}["Available"]
+    conds = {c["type"]: c for c in report["body"]["conditions"]}
+    owner = conds["Available"]
+    assert owner["message"] == status.available_message(owner["reason"], conds["Applied"]["message"])
+    return {**owner, "message": conds["Applied"]["message"]}
 
 
 def reshape(world: Any, **shape: Any) -> None:
