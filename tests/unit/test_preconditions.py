@@ -9,6 +9,7 @@ import pytest
 
 from pullsecret.config import load
 from pullsecret.errors import ConfigError
+from pullsecret.model import preconditions
 from pullsecret.model.dockerconfig import InvalidPullSecret
 from pullsecret.model.preconditions import Act, Deleting, InvalidCluster, InvalidPlacement, NotMet, evaluate
 
@@ -404,3 +405,42 @@ def test_a_deletion_never_carries_a_project_it_may_not_use(project: str, reason:
     assert "\n" not in decision.project_refused.message
     fine = evaluate(cluster(deleted_time="2026-01-01T00:00:00Z"), [], ALLOWLISTED, cluster_id="c1")
     assert fine == Deleting(3, "proj-one", fine.placement)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("gcp", "region"),
+    [
+        ({"projectID": "proj-one", "region": "us-central1"}, "us-central1"),
+        ({"projectID": "proj-one", "region": "europe-west10"}, "europe-west10"),
+        ({"projectID": "proj-one", "region": "me-central2"}, "me-central2"),
+        ({"projectID": "proj-one"}, None),
+        ({"projectID": "proj-one", "region": ""}, None),
+        ({"projectID": "proj-one", "region": 7}, None),
+        ({"projectID": "proj-one", "region": "US-CENTRAL1"}, None),
+        ({"projectID": "proj-one", "region": "us-central1-a"}, None),  # a zone, not a region
+        ({"projectID": "proj-one", "region": "us-central"}, None),
+        ({"projectID": "proj-one", "region": "us-central123"}, None),
+        ({"projectID": "proj-one", "region": "u-central1"}, None),
+        ({"projectID": "proj-one", "region": "us-c1"}, None),
+        ({"projectID": "proj-one", "region": "usaaaaaaaaaaaaaaa-central1"}, None),  # 17 letters
+        ({"projectID": "proj-one", "region": "us-" + "c" * 17 + "1"}, None),  # 17 letters
+        ({"projectID": "proj-one", "region": "u" * 16 + "-" + "c" * 16 + "1"}, "u" * 16 + "-" + "c" * 16 + "1"),
+        ({"projectID": "proj-one", "region": "us-central1\n"}, None),
+        ({"projectID": "proj-one", "region": " us-central1"}, None),
+        ({"projectID": "proj-one", "region": "us/central1"}, None),
+    ],
+)
+def test_the_region_the_pull_secret_service_needs_is_a_gcp_region_name_or_none(
+    gcp: dict[str, Any], region: str | None
+) -> None:
+    decision = evaluate(cluster(spec={"platform": {"type": "gcp", "gcp": gcp}}), ALL_READY, SETTINGS, cluster_id="c1")
+    assert isinstance(decision, Act) and decision.region == region
+    assert preconditions.region_of(cluster(spec={"platform": {"type": "gcp", "gcp": gcp}})) == region
+
+
+@pytest.mark.parametrize(
+    "spec", [None, "text", {}, {"platform": None}, {"platform": {"gcp": None}}, {"platform": {"gcp": "us-central1"}}]
+)
+def test_no_region_where_the_spec_has_none(spec: Any) -> None:
+    assert preconditions.region_of({"spec": spec}) is None
+    assert preconditions.region_of({}) is None
