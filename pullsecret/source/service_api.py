@@ -31,7 +31,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit
 
 import certifi
 import urllib3
@@ -39,6 +39,7 @@ from urllib3.util.retry import Retry
 
 from pullsecret.bearer import ApiCredential
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.hyperfleet.client import outgoing_traceparent
 from pullsecret.logs import current as current_log_context
 from pullsecret.logs import log, protect
@@ -51,7 +52,6 @@ SOURCE_NAME = "pull-secret-service"  # the status `data.source` of a pull secret
 NOT_FOUND = "HYPERFLEET-NTF-001"
 ROTATING = "HYPERFLEET-CNF-001"
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
-_RETRY_STATUSES = (429, 500, 502, 503, 504)
 _MAX_ANSWER = 256 * 1024  # a pull secret of a few registries is a few KiB; anything larger is refused unread
 _DETAIL_CHARS = 200
 
@@ -101,7 +101,7 @@ class PullSecretServiceClient:
         self, base_url: str, *, credential: ApiCredential | None, timeout_s: float = 10.0, pool_size: int = 64
     ) -> None:
         self._base = base_url.rstrip("/")
-        self.shown_url = _shown_url(self._base)
+        self.shown_url = shown_url(self._base)
         self._credential = credential
         retry = Retry(
             total=3,
@@ -111,7 +111,7 @@ class PullSecretServiceClient:
             backoff_factor=0.2,
             backoff_max=2.0,
             backoff_jitter=0.2,
-            status_forcelist=_RETRY_STATUSES,
+            status_forcelist=RETRY_STATUSES,
             # POST is idempotent at the service (generate or retrieve), DELETE too (404 counts as done).
             allowed_methods=frozenset({"GET", "POST", "DELETE"}),
             respect_retry_after_header=True,
@@ -250,7 +250,7 @@ class PullSecretServiceClient:
         text = f"{what}: the {SHOWN} answered {code}{f' {problem}' if problem else ''}{_detail(answer)}"
         if code == 409 and problem == ROTATING:
             return TransientError(text + "; a rotation is in progress", reason="RotationInProgress", service=SERVICE)
-        if code in _RETRY_STATUSES or code >= 500 or code == 409:
+        if code in RETRY_STATUSES or code >= 500 or code == 409:
             return TransientError(text, reason="DependencyUnavailable", service=SERVICE)
         return TerminalError(text, reason="PullSecretServiceRejected", service=SERVICE)
 
@@ -348,9 +348,3 @@ def _refused(answer: _Answer) -> bool:
     if answer.status == 401:
         return True
     return answer.status == 403 and not (_code(answer) or "").startswith(_AUTHZ_PREFIX)
-
-
-def _shown_url(url: str) -> str:
-    parts = urlsplit(url)
-    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=host))
