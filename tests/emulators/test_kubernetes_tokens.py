@@ -23,7 +23,8 @@ from emulators.kubernetes import KubernetesEmulator
 
 RUNTIME = "hf-pullsecret-run@proj.iam.gserviceaccount.com"
 OTHER = "someone-else@proj.iam.gserviceaccount.com"
-TOKENS = {"tok-runtime": RUNTIME, "tok-other": OTHER}
+RUNTIME_TOKEN = "tok-runtime"
+TOKENS = {RUNTIME_TOKEN: RUNTIME, "tok-other": OTHER}
 NS, SA = "hyperfleet", "pullsecret-adapter"
 
 
@@ -75,7 +76,7 @@ def _client(emu: KubernetesEmulator, tmp_path: Path, token: str) -> client.ApiCl
     return client.ApiClient(config)
 
 
-def _mint(emu: KubernetesEmulator, tmp_path: Path, *, token: str = "tok-runtime", name: str = SA, **spec: Any) -> Any:
+def _mint(emu: KubernetesEmulator, tmp_path: Path, *, token: str = RUNTIME_TOKEN, name: str = SA, **spec: Any) -> Any:
     core = client.CoreV1Api(_client(emu, tmp_path, token))
     return core.create_namespaced_service_account_token(name, NS, client.AuthenticationV1TokenRequest(spec=spec))
 
