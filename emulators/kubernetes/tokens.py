@@ -38,7 +38,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from emulators.idtoken import IdTokenIssuer
 from emulators.kubernetes.base import Json, utc_now
@@ -328,10 +327,3 @@ def _rfc3339(moment: float) -> str:
 def _go_list(values: tuple[str, ...]) -> str:
     """A []string as Go's %q prints it: ["a" "b"]."""
     return "[" + " ".join(json.dumps(v) for v in values) + "]"
-
-
-def parse_review(answer: Any) -> tuple[bool, str, list[str]]:
-    """(authenticated, username, audiences) of a TokenReview answer, for the servers that delegate to it."""
-    status = (answer or {}).get("status") or {} if isinstance(answer, dict) else {}
-    user = status.get("user") or {}
-    return bool(status.get("authenticated")), str(user.get("username") or ""), list(status.get("audiences") or [])
