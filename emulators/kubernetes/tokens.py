@@ -29,6 +29,7 @@ can show an expired token refused without waiting the 10 minutes the API server 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
@@ -147,7 +148,7 @@ class ServiceAccountTokens:
                     },
                 }
                 self._accounts[(namespace, name)] = found
-            return json.loads(json.dumps(found))
+            return copy.deepcopy(found)
 
     def delete_service_account(self, namespace: str, name: str) -> bool:
         with self._lock:
@@ -158,7 +159,7 @@ class ServiceAccountTokens:
             found = self._accounts.get((namespace, name))
         if found is None:
             raise not_found("serviceaccounts", name)
-        return json.loads(json.dumps(found))
+        return copy.deepcopy(found)
 
     def reviewer_token(self, user: str) -> str:
         """A static bearer token for `user`, the same for this emulator's life (it survives reset())."""
