@@ -170,6 +170,22 @@ def test_identity_headers_the_caller_sends_are_stripped(world: World) -> None:
     # A machine caller is a system identity because the gateway says so, whatever it claims itself.
     forged = {"X-HyperFleet-System": "false", "X-HyperFleet-Org": "victim-org", "x-tenant-org": "victim-org"}
     assert world.get(f"ServiceAccount {token}", **forged).status_code == 200
+    # A human's forged tenant header never reaches the API: the API's tenant middleware (dev configuration, which
+    # reads X-HyperFleet-Org, not the gateway's x-tenant-org) finds none and refuses with its own 403.
+    now = int(time.time())
+    human = world.humans.mint(
+        {
+            "iss": HUMAN_ISSUER,
+            "aud": "hyperfleet-api",
+            "email": "a@example.com",
+            "org_id": "o-1",
+            "iat": now,
+            "exp": now + 300,
+        }
+    )
+    refused = world.get(f"Bearer {human}", **{"X-HyperFleet-Org": "victim-org"})
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == 'required tenant header "X-HyperFleet-Org" is missing'
     world.hyperfleet.set_gateway(gateway(world, allowed_service_accounts=("nobody",)))
     # A forged system header does not get a refused caller anywhere either.
     answer = world.get(f"ServiceAccount {token}", **{"X-HyperFleet-System": "true"})
