@@ -14,7 +14,7 @@ from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.hyperfleet.answers import database_unavailable, problem, rfc3339
 from emulators.hyperfleet.api import ClusterApi
 from emulators.hyperfleet.auth import ApiAuth
-from emulators.hyperfleet.gateway import WRISTBAND_ISSUER, Gateway, GatewayConfig
+from emulators.hyperfleet.gateway import WRISTBAND_ISSUER, Gateway, GatewayConfig, config_from_admin, gateway_state
 from emulators.hyperfleet.spec import (
     SPEC_FILES,
     STATUSES_RE,
@@ -28,8 +28,6 @@ from emulators.hyperfleet.spec import (
 from emulators.hyperfleet.store import ClusterStore
 from emulators.hyperfleet.tenancy import Tenancy
 from emulators.idtoken import GOOGLE_ISSUER, Jwks
-from emulators.kubernetes.delegated import TokenReviewer
-from emulators.kubernetes.tokens import ReviewEndpoint
 from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 
 ADMIN_PREFIX = "/_emulator"
@@ -284,40 +282,14 @@ class HyperFleetEmulator(HTTPEmulator):
         return 200, {"token_set": True}
 
     def _admin_gateway_state(self, _: AdminCall) -> Answer:
-        gateway = self.gateway
-        if gateway is None:
-            return 200, {"gateway": None}
-        config = gateway.config
-        return 200, {
-            "gateway": config.mode,
-            "namespace": config.namespace,
-            "allowed_service_accounts": list(config.allowed_service_accounts),
-            "audience": config.audience,
-            "admitted": list(gateway.admitted),
-            "denied": list(gateway.denied),
-        }
+        return 200, gateway_state(self.gateway)
 
     def _admin_gateway(self, call: AdminCall) -> Answer:
-        body = call.body if isinstance(call.body, dict) else {}
-        kube = body.get("kubernetes") or {}
-        allowed = body.get("allowed_service_accounts")
-        if not isinstance(kube, dict) or not all(isinstance(kube.get(k), str) for k in ("url", "ca_pem", "token")):
-            return 400, {"error": 'gateway needs "kubernetes": {"url", "ca_pem", "token"} (the TokenReview endpoint)'}
-        if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
-            return 400, {"error": 'gateway needs "allowed_service_accounts": [names in its namespace]'}
-        endpoint = ReviewEndpoint(kube["url"], kube["ca_pem"].encode(), kube["token"], str(kube.get("user", "")))
         try:
-            config = GatewayConfig(
-                TokenReviewer(endpoint),
-                namespace=str(body.get("namespace", "hyperfleet")),
-                allowed_service_accounts=tuple(allowed),
-                audience=str(body.get("audience", "hyperfleet-api")),
-                mode=str(body.get("mode", "EDGE")),
-            )
+            self.set_gateway(config_from_admin(call.body))
         except ValueError as exc:
             return 400, {"error": str(exc)}
-        self.set_gateway(config)
-        return self._admin_gateway_state(call)
+        return 200, gateway_state(self.gateway)
 
     def _admin_no_gateway(self, _: AdminCall) -> Answer:
         self.set_gateway(None)

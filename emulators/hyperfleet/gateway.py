@@ -32,10 +32,12 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from emulators.httpbase import Reply, Request
 from emulators.idtoken import IdTokenIssuer, InvalidIdToken, TrustedIssuer, verify
 from emulators.kubernetes.delegated import TokenReviewer
+from emulators.kubernetes.tokens import ReviewEndpoint
 
 STRIP_HEADERS = (
     "x-tenant-org",
@@ -170,6 +172,40 @@ class Gateway:
     def _forbidden(self, reason: str) -> Admission:
         self.denied.append(f"403 {reason}")
         return Admission(denial=Reply(403, b"", {"x-ext-auth-reason": "Unauthorized"}))
+
+
+def config_from_admin(body: Any) -> GatewayConfig:
+    """The admin API's gateway (PUT /_emulator/gateway); raises ValueError naming what is missing."""
+    body = body if isinstance(body, dict) else {}
+    kube = body.get("kubernetes") or {}
+    allowed = body.get("allowed_service_accounts")
+    if not isinstance(kube, dict) or not all(isinstance(kube.get(k), str) for k in ("url", "ca_pem", "token")):
+        raise ValueError('gateway needs "kubernetes": {"url", "ca_pem", "token"} (the TokenReview endpoint)')
+    if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
+        raise ValueError('gateway needs "allowed_service_accounts": [names in its namespace]')
+    endpoint = ReviewEndpoint(kube["url"], kube["ca_pem"].encode(), kube["token"], str(kube.get("user", "")))
+    return GatewayConfig(
+        TokenReviewer(endpoint),
+        namespace=str(body.get("namespace", "hyperfleet")),
+        allowed_service_accounts=tuple(allowed),
+        audience=str(body.get("audience", "hyperfleet-api")),
+        mode=str(body.get("mode", "EDGE")),
+    )
+
+
+def gateway_state(gateway: Gateway | None) -> dict[str, Any]:
+    """The admin API's view of the gateway (GET /_emulator/gateway): its configuration and what it decided."""
+    if gateway is None:
+        return {"gateway": None}
+    config = gateway.config
+    return {
+        "gateway": config.mode,
+        "namespace": config.namespace,
+        "allowed_service_accounts": list(config.allowed_service_accounts),
+        "audience": config.audience,
+        "admitted": list(gateway.admitted),
+        "denied": list(gateway.denied),
+    }
 
 
 def _claims(token: str) -> dict[str, object]:

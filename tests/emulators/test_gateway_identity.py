@@ -237,3 +237,17 @@ def test_the_pull_secret_service_reviews_tokens_for_its_own_audience(world: Worl
         assert stranger.status_code == 403 and stranger.json()["code"] == "HYPERFLEET-AUZ-001"
     finally:
         world.pss.review_service_account_tokens(None, audience="")
+
+
+def test_the_admin_api_turns_the_gateway_on_and_off(world: World) -> None:
+    admin = f"{world.hyperfleet.url}/_emulator/gateway"
+    world.hyperfleet.set_gateway(None)
+    endpoint = world.reviewer.endpoint
+    kubernetes = {"url": endpoint.url, "ca_pem": endpoint.ca_pem.decode(), "token": endpoint.token}
+    body = {"kubernetes": kubernetes, "namespace": NS, "allowed_service_accounts": [ADAPTER], "mode": "EDGE"}
+    assert requests.put(admin, json={**body, "mode": "EDGE+NOPE"}, timeout=10).status_code == 400
+    assert requests.put(admin, json=body, timeout=10).json()["allowed_service_accounts"] == [ADAPTER]
+    assert world.get(f"ServiceAccount {world.mint()}").status_code == 200
+    assert requests.get(admin, timeout=10).json()["admitted"] == [f"system:serviceaccount:{NS}:{ADAPTER}"]
+    assert requests.delete(admin, timeout=10).json() == {"gateway": None}
+    assert world.get(f"ServiceAccount {world.mint()}").json()["code"] == "HYPERFLEET-AUT-001"
