@@ -77,3 +77,10 @@ def method_not_allowed(path: str, allow: str) -> Reply:
     reply = problem(405, "method not allowed", path)
     reply.headers["Allow"] = allow
     return reply
+
+
+def database_unavailable(path: str) -> Reply:
+    """hyperfleet-api 541f6b4 pkg/services/util.go and pkg/db/transaction_middleware.go: a lost database connection
+    (db.IsDBConnectionError) is errors.ServiceUnavailable("Database connection unavailable"), a 503 problem with
+    code HYPERFLEET-SVC-001 (pkg/errors/errors.go, type service-unavailable, title "Service Unavailable")."""
+    return problem(503, "Database connection unavailable", path)

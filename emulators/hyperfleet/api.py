@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from emulators.httpbase import Reply, Request
-from emulators.hyperfleet.answers import PROBLEMS, method_not_allowed, no_route, parse_time, problem, rfc3339
+from emulators.hyperfleet.answers import (
+    PROBLEMS,
+    database_unavailable,
+    method_not_allowed,
+    no_route,
+    parse_time,
+    problem,
+    rfc3339,
+)
 from emulators.hyperfleet.auth import ApiAuth
 from emulators.hyperfleet.rules import convention_breaks, status_rule_errors
 from emulators.hyperfleet.spec import BASE, CLUSTER_RE, STATUSES_RE, Violations
@@ -39,6 +47,8 @@ class ClusterApi:
         self.tenancy: Tenancy | None = None
         # Reports the API accepts but that break a convention: masked data keys, reasons outside the vocabulary.
         self.conventions = conventions
+        # The database connection is lost: every call past authentication is a 503 HYPERFLEET-SVC-001.
+        self.database_lost = False
 
     def serve(self, request: Request) -> tuple[Reply, bool]:
         """The server's answer and whether it is knowingly off-spec."""
@@ -81,6 +91,8 @@ class ClusterApi:
             if isinstance(resolved, str):
                 return problem(403, resolved, path), off_spec_403
             system = resolved
+        if self.database_lost:
+            return database_unavailable(path), self.store.status_method == "POST"  # 0.1.0 documents no 503
         return handler(request, system)
 
     def _route(self, path: str) -> tuple[frozenset[str], _Handler] | None:

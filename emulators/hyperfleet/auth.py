@@ -31,6 +31,8 @@ class ApiAuth:
         self.identities: list[str] = []
         # The gateway in front (hyperfleet-infra helm/hyperfleet-gateway) denies every call: a 403 with no code.
         self.gateway_denies = False
+        # Behind a gateway in EDGE mode the API is deployed without authentication of its own (auth.mode EDGE).
+        self.behind_edge = False
 
     @property
     def enabled(self) -> bool:
@@ -83,12 +85,17 @@ class ApiAuth:
             self._issuers = [i for i in self._issuers if i.issuer != issuer]
             self._issuers.append(TrustedIssuer(issuer, audience, keys, identity_claim, pattern))
 
+    def distrust(self, issuer: str) -> None:
+        """Stop accepting ID tokens of `issuer` (a gateway's wristbands, when the gateway goes)."""
+        with self._lock:
+            self._issuers = [i for i in self._issuers if i.issuer != issuer]
+
     def failure(self, request: Request) -> tuple[int, str] | None:
         """(401, AUT code) for a missing, unknown, expired or unverifiable credential, (403, AUZ-001) for a known
         one without rights, else None; `identities` records who each ID token authenticated."""
         with self._lock:
             token, forbidden, issuers = self.token, set(self.forbidden_tokens), list(self._issuers)
-        if token is None and not issuers:
+        if (token is None and not issuers) or self.behind_edge:
             return None
         header = request.header("Authorization") or ""
         scheme, _, credential = header.partition(" ")

@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 
 from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
-from emulators.hyperfleet.answers import problem, rfc3339
+from emulators.hyperfleet.answers import database_unavailable, problem, rfc3339
 from emulators.hyperfleet.api import ClusterApi
 from emulators.hyperfleet.auth import ApiAuth
+from emulators.hyperfleet.gateway import WRISTBAND_ISSUER, Gateway, GatewayConfig, config_from_admin, gateway_state
 from emulators.hyperfleet.spec import (
     SPEC_FILES,
     STATUSES_RE,
@@ -47,6 +48,7 @@ class HyperFleetEmulator(HTTPEmulator):
         required_adapters: list[str] | None = None,
         validate: bool = True,
         tenancy: Tenancy | None = None,
+        gateway: GatewayConfig | None = None,
     ) -> None:
         super().__init__()
         if status_method not in SPEC_FILES:
@@ -71,6 +73,10 @@ class HyperFleetEmulator(HTTPEmulator):
         # show that no call of an invocation outlives it (Cloud Run gives no CPU after the response).
         self._in_flight = 0
         self._served: collections.deque[tuple[str, float, float]] = collections.deque(maxlen=10_000)
+        # The gateway in front (emulators/hyperfleet/gateway.py): off unless configured; reset() restores this one.
+        self._gateway_config = gateway
+        self.gateway: Gateway | None = None
+        self.set_gateway(gateway)
         self._admin = AdminRouter(self._admin_table())
         load_spec(status_method)
 
@@ -144,6 +150,8 @@ class HyperFleetEmulator(HTTPEmulator):
                 "status_method": self.status_method,
                 "spec": SPEC_FILES[self.status_method],
                 "auth": self.auth.enabled,
+                "gateway": None if self.gateway is None else self.gateway.config.mode,
+                "database_lost": self.api.database_lost,
                 **self.store.state(),
                 "violations": len(self.violations),
                 "expected_violations": len(self.expected_violations),
@@ -162,8 +170,29 @@ class HyperFleetEmulator(HTTPEmulator):
         """The gateway in front denies every call (a 403 with no HyperFleet code), until reset()."""
         self.auth.gateway_denies = deny
 
+    def set_gateway(self, config: GatewayConfig | None) -> None:
+        """Put the gateway (EDGE or EDGE+API) in front of the API, or take it away (None), until reset()."""
+        self.auth.distrust(WRISTBAND_ISSUER)
+        self.auth.behind_edge = False
+        self.gateway = Gateway(config) if config is not None else None
+        if config is None or self.gateway is None:
+            return
+        if config.mode == "EDGE+API":
+            # The API verifies the gateway's wristband as one more server.jwt.configs entry (identity claim sub).
+            self.auth.trust_id_tokens(
+                self.gateway.wristbands.jwks, issuer=WRISTBAND_ISSUER, audience=config.audience, identity_claim="sub"
+            )
+        else:
+            self.auth.behind_edge = True
+
+    def lose_database(self, lost: bool = True) -> None:
+        """The API's database connection is lost (every call past authentication: 503 SVC-001), until reset()."""
+        self.api.database_lost = lost
+
     def reset(self) -> None:
         with self._lock:
+            self.set_gateway(self._gateway_config)
+            self.api.database_lost = False
             self.auth.reset()
             self.api.tenancy = self._tenancy
             self.store.clear()
@@ -211,6 +240,10 @@ class HyperFleetEmulator(HTTPEmulator):
             ("GET", "/violations"): self._admin_violations,
             ("DELETE", "/violations"): self._admin_clear_violations,
             ("PUT", "/token"): self._admin_token,
+            ("GET", "/gateway"): self._admin_gateway_state,
+            ("PUT", "/gateway"): self._admin_gateway,
+            ("DELETE", "/gateway"): self._admin_no_gateway,
+            ("PUT", "/database"): self._admin_database,
             ("PUT", "/status_method"): self._admin_status_method,
             ("PUT", "/clusters/{id}"): self._admin_put_cluster,
             ("DELETE", "/clusters/{id}"): self._admin_delete_cluster,
@@ -247,6 +280,27 @@ class HyperFleetEmulator(HTTPEmulator):
             return 400, {"error": 'body must be {"token": "...", "forbidden": false}'}
         self.set_token(token, forbidden=bool((call.body or {}).get("forbidden")))
         return 200, {"token_set": True}
+
+    def _admin_gateway_state(self, _: AdminCall) -> Answer:
+        return 200, gateway_state(self.gateway)
+
+    def _admin_gateway(self, call: AdminCall) -> Answer:
+        try:
+            self.set_gateway(config_from_admin(call.body))
+        except ValueError as exc:
+            return 400, {"error": str(exc)}
+        return 200, gateway_state(self.gateway)
+
+    def _admin_no_gateway(self, _: AdminCall) -> Answer:
+        self.set_gateway(None)
+        return 200, {"gateway": None}
+
+    def _admin_database(self, call: AdminCall) -> Answer:
+        lost = (call.body or {}).get("lost") if isinstance(call.body, dict) else None
+        if not isinstance(lost, bool):
+            return 400, {"error": 'body must be {"lost": true|false}'}
+        self.lose_database(lost)
+        return 200, {"database_lost": lost}
 
     def _admin_status_method(self, call: AdminCall) -> Answer:
         wanted = str((call.body or {}).get("method", "")).upper()
@@ -297,11 +351,20 @@ class HyperFleetEmulator(HTTPEmulator):
         with self._lock:
             self._in_flight += 1
         try:
+            gateway = self.gateway
+            if gateway is not None:
+                return gateway.forward(request, self._handle_api, also_strip=self._tenant_headers())
             return self._handle_api(request)
         finally:
             with self._lock:
                 self._in_flight -= 1
                 self._served.append((operation_of(request) or "other", start, time.monotonic()))
+
+    def _tenant_headers(self) -> tuple[str, ...]:
+        tenancy = self.api.tenancy
+        if tenancy is None:
+            return ()
+        return (tenancy.system_header.lower(), *(header.lower() for header, _ in tenancy.dimensions))
 
     def _handle_api(self, request: Request) -> Reply:
         operation = operation_of(request)
@@ -315,6 +378,8 @@ class HyperFleetEmulator(HTTPEmulator):
         expected = False
         if code in ("reset", "timeout"):
             reply = Reply.drop(code)
+        elif code == "503-database":  # the database connection lost for this one call
+            reply, expected = database_unavailable(request.path), True
         elif code is not None:
             reply = problem(int(code), "injected fault", request.path)
             expected = True

@@ -28,6 +28,9 @@ Admin routes (``handle_admin``; the stack mounts them under ``/kubernetes``):
                                                 for a (Cluster)Role and its binding to that user
     DELETE /rbac                               {"identity"}: drop every binding naming that user
     PUT    /tokens                             {"token", "identity"}: a static bearer token
+    PUT    /namespaces/{ns}/serviceaccounts/{n}  create a ServiceAccount (TokenRequest needs it; tokens.py)
+    DELETE /namespaces/{ns}/serviceaccounts/{n}  delete it (its tokens stop passing TokenReview)
+    POST   /clock                              {"advance_s": N}: the token clock moves forward (expiry)
     GET    /namespaces/{ns}/secrets/{name}     the stored Secret, bypassing auth
     PUT    /namespaces/{ns}/secrets/{name}     seed a raw Secret (managedFields kept as given; with
                                                 body {"object": {...}, "manager": "m"} ownership of
@@ -41,6 +44,10 @@ Fault injection: every request first calls ``control.enter("<verb>.<resource>")`
 status (``"429"``, ``"500"``, ``"503"``, ``"504"``, any other 4xx/5xx) answers with a Status body;
 ``"429-text"`` answers like API Priority and Fairness does (plain text plus Retry-After); ``"reset"``
 drops the connection; ``"timeout"`` hangs for 30 s or until the client goes away.
+
+ServiceAccounts, TokenRequest (``serviceaccounts/{name}/token``) and TokenReview are served as tokens.py says;
+``reviewer(ns, name)`` gives a delegating server (the HyperFleet gateway, the Pull Secret Service) its TokenReview
+endpoint and credentials, which ``delegated.TokenReviewer`` uses over HTTPS.
 
 ``kubectl`` works against it too: discovery (``/api``, ``/apis``), SelfSubjectAccessReview (``kubectl auth
 can-i``), SelfSubjectReview (``kubectl auth whoami``) and server-side apply (``kubectl apply --server-side``).

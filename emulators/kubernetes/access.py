@@ -40,12 +40,18 @@ class PolicyRule:
             resource_names=tuple(rule.get("resourceNames") or ()),
         )
 
+    def _resource_matches(self, resource: str) -> bool:
+        # evaluation_helpers.go ResourceMatches: "*", the exact "resource/subresource", or "*/subresource";
+        # "serviceaccounts" alone does not cover "serviceaccounts/token".
+        _, slash, subresource = resource.partition("/")
+        return any(rule in ("*", resource) or (slash != "" and rule == f"*/{subresource}") for rule in self.resources)
+
     def allows(self, verb: str, group: str, resource: str, name: str) -> bool:
         # evaluation_helpers.go: VerbMatches, APIGroupMatches, ResourceMatches, ResourceNameMatches
         return (
             ("*" in self.verbs or verb in self.verbs)
             and ("*" in self.api_groups or group in self.api_groups)
-            and ("*" in self.resources or resource in self.resources)
+            and self._resource_matches(resource)
             and (not self.resource_names or (name != "" and name in self.resource_names))
         )
 

@@ -15,51 +15,15 @@ from typing import Any
 from emulators.faults import FaultBook, ServiceControl
 from emulators.kubernetes.admission import POLICY_KINDS
 from emulators.kubernetes.base import Json
+from emulators.kubernetes.discovery import ADMISSION_GROUP, AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, GROUPS, discovery
 from emulators.kubernetes.http import Hangup, HttpsServing
 from emulators.kubernetes.reads import POLICY_RESOURCES, Request
 from emulators.kubernetes.status import ApiError, fault_error, forbidden, unauthorized
+from emulators.kubernetes.tokens import AUTH_DELEGATOR, ReviewEndpoint, ServiceAccountTokens, service_account_user
 from emulators.kubernetes.verbs import Verbs
 from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 from emulators.tlsutil import TLSMaterial
 
-ADMISSION_GROUP = "admissionregistration.k8s.io"
-AUTHORIZATION_GROUP = "authorization.k8s.io"
-AUTHENTICATION_GROUP = "authentication.k8s.io"
-# The API groups served besides core/v1, with their discovery (APIResourceList.resources).
-GROUPS: dict[str, list[Json]] = {
-    ADMISSION_GROUP: [
-        {
-            "name": name,
-            "singularName": kind.lower(),
-            "namespaced": False,
-            "kind": kind,
-            "verbs": ["get", "list"],
-        }
-        for name, kind in (
-            ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
-            ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
-        )
-    ],
-    AUTHENTICATION_GROUP: [
-        {
-            "name": "selfsubjectreviews",
-            "singularName": "selfsubjectreview",
-            "namespaced": False,
-            "kind": "SelfSubjectReview",
-            "verbs": ["create"],
-        }
-    ],
-    AUTHORIZATION_GROUP: [
-        {
-            "name": "selfsubjectaccessreviews",
-            "singularName": "selfsubjectaccessreview",
-            "namespaced": False,
-            "kind": "SelfSubjectAccessReview",
-            "verbs": ["create"],
-        }
-    ],
-}
-GROUPS_LIST = sorted(GROUPS)
 JOURNAL_SIZE = 2000  # answers kept per emulator, for tests that check what a user was shown
 
 
@@ -81,6 +45,8 @@ class KubernetesEmulator(Verbs, HttpsServing):
         self._policies: dict[str, Json] = {}
         self._policy_bindings: dict[str, Json] = {}
         self._tokens: dict[str, str] = {}
+        # ServiceAccounts, TokenRequest and TokenReview (emulators/kubernetes/tokens.py).
+        self.service_accounts = ServiceAccountTokens()
         self._journal: collections.deque[Json] = collections.deque(maxlen=JOURNAL_SIZE)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -100,6 +66,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
                 "validatingadmissionpolicies": sorted(self._policies),
                 "validatingadmissionpolicybindings": sorted(self._policy_bindings),
                 "tokens": len(self._tokens),
+                **self.service_accounts.state(),
             }
 
     def reset(self) -> None:
@@ -112,6 +79,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
             self._policy_bindings.clear()
             self._tokens.clear()
             self._journal.clear()
+            self.service_accounts.reset()
             self._bump()
 
     def handle_admin(self, method: str, path: str, body: Any) -> tuple[int, Any]:
@@ -135,6 +103,12 @@ class KubernetesEmulator(Verbs, HttpsServing):
             ("PUT", "/manifests"): self._admin_manifests,
             ("DELETE", "/rbac"): self._admin_revoke,
             ("PUT", "/tokens"): self._admin_token,
+            ("PUT", "/namespaces/{ns}/serviceaccounts/{name}"): lambda call: (
+                200,
+                self.service_accounts.add_service_account(call.params["ns"], call.params["name"]),
+            ),
+            ("DELETE", "/namespaces/{ns}/serviceaccounts/{name}"): self._admin_delete_service_account,
+            ("POST", "/clock"): self._admin_clock,
             ("PUT", "/namespaces/{ns}"): lambda call: (
                 200,
                 self.add_namespace(call.params["ns"], call.body.get("labels")),
@@ -175,6 +149,46 @@ class KubernetesEmulator(Verbs, HttpsServing):
             return 400, {"error": "tokens needs token and identity (strings)"}
         self.add_token(body["token"], body["identity"])
         return 200, {}
+
+    def _admin_delete_service_account(self, call: AdminCall) -> Answer:
+        ns, name = call.params["ns"], call.params["name"]
+        if self.service_accounts.delete_service_account(ns, name):
+            return 200, {}
+        return 404, {"error": f"serviceaccount {ns}/{name} not found"}
+
+    def _admin_clock(self, call: AdminCall) -> Answer:
+        seconds = call.body.get("advance_s")
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+            return 400, {"error": 'clock needs {"advance_s": seconds >= 0}'}
+        self.service_accounts.advance(float(seconds))
+        return 200, self.service_accounts.state()
+
+    def reviewer(self, namespace: str, name: str) -> ReviewEndpoint:
+        """A delegating server's way to TokenReview here (a gateway, Authorino): its ServiceAccount, bound to
+        system:auth-delegator, and a static bearer token for it that stays the same across reset(). Call it again
+        after reset() (it re-creates the account and the binding)."""
+        user = service_account_user(namespace, name)
+        with self._lock:
+            known = namespace in self._namespaces
+        if not known:
+            self.add_namespace(namespace)
+        self.service_accounts.add_service_account(namespace, name)
+        self.put_rbac(AUTH_DELEGATOR)
+        self.put_rbac(
+            {
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": f"{name}:auth-delegator"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "system:auth-delegator",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            }
+        )
+        token = self.service_accounts.reviewer_token(user)
+        self.add_token(token, user)
+        return ReviewEndpoint(url=f"https://{self.address}", ca_pem=self.ca_pem, token=token, user=user)
 
     def _admin_delete_namespace(self, call: AdminCall) -> Answer:
         if self.delete_namespace(call.params["ns"]):
@@ -217,6 +231,8 @@ class KubernetesEmulator(Verbs, HttpsServing):
             return "create", "selfsubjectaccessreviews", "", ""
         if parts == ["apis", AUTHENTICATION_GROUP, "v1", "selfsubjectreviews"] and method == "POST":
             return "create", "selfsubjectreviews", "", ""
+        if parts == ["apis", AUTHENTICATION_GROUP, "v1", "tokenreviews"] and method == "POST":
+            return "create", "tokenreviews", "", ""
         if parts[:3] == ["apis", ADMISSION_GROUP, "v1"] and len(parts) in (4, 5) and parts[3] in POLICY_RESOURCES:
             if method != "GET":
                 return "", parts[3], "", ""  # read-only here: the admin API seeds them
@@ -234,6 +250,10 @@ class KubernetesEmulator(Verbs, HttpsServing):
             return "get", "namespaces", rest[1], rest[1]
         if len(rest) == 3 and rest[0] == "namespaces" and rest[2] == "secrets":
             return collection_verbs.get(method, ""), "secrets", rest[1], ""
+        if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "serviceaccounts":
+            return ("get" if is_get else ""), "serviceaccounts", rest[1], rest[3]
+        if len(rest) == 5 and rest[0] == "namespaces" and rest[2:5:2] == ["serviceaccounts", "token"]:
+            return ("create" if method == "POST" else ""), "serviceaccounts/token", rest[1], rest[3]
         if len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "secrets":
             return item_verbs.get(method, ""), "secrets", rest[1], rest[3]
         return "", "", "", ""
@@ -258,7 +278,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
             if fault is not None:
                 raise fault_error(fault)
             anonymous_ok = resource == "version"
-            user = self.identify(headers)
+            user = self.identify(headers) or self._service_account_user(headers)
             if user is None and not (anonymous_ok and "authorization" not in headers):
                 raise unauthorized()
             if not verb or not resource:
@@ -287,7 +307,7 @@ class KubernetesEmulator(Verbs, HttpsServing):
                 user or "",
             )
             if resource in ("version", "discovery"):
-                return 200, self._discovery(path), {}
+                return 200, discovery(path, self.address), {}
             if resource == "selfsubjectreviews":
                 # Any authenticated user may ask who it is (system:basic-user grants create on selfsubjectreviews).
                 answer = self._self_review(user or "")
@@ -296,15 +316,35 @@ class KubernetesEmulator(Verbs, HttpsServing):
             if resource == "selfsubjectaccessreviews":
                 # Any authenticated user may ask about itself (bootstrap ClusterRole system:basic-user).
                 return 201, self._access_review(user or "", body), {}
-            group = ADMISSION_GROUP if resource in POLICY_RESOURCES else ""
+            group = {"tokenreviews": AUTHENTICATION_GROUP}.get(
+                resource, ADMISSION_GROUP if resource in POLICY_RESOURCES else ""
+            )
             if not self.authorize(user or "", verb, resource, namespace, name=name, group=group):
                 raise forbidden(user or "system:anonymous", verb, resource, name, namespace, group=group)
-            code, payload, extra = self._dispatch(req)
+            code, payload, extra = self._dispatch_tokens(req) or self._dispatch(req)
             self._record(user, call, code, payload)
             return code, payload, extra
         except ApiError as exc:
             self._record(user, call, exc.code, exc.status())
             return exc.code, exc.status(), exc.headers
+
+    def _service_account_user(self, headers: dict[str, str]) -> str | None:
+        """The ServiceAccount behind a bound token minted here, when its audiences include the API server's
+        (pkg/serviceaccount/jwt.go: no requested audiences means the server's own)."""
+        scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self.service_accounts.authenticate(token.strip())[0]
+
+    def _dispatch_tokens(self, req: Request) -> tuple[int, Any, dict[str, str]] | None:
+        """ServiceAccounts, TokenRequest and TokenReview (emulators/kubernetes/tokens.py); None for the rest."""
+        if req.resource == "serviceaccounts":
+            return 200, self.service_accounts.get_service_account(req.namespace, req.name), {}
+        if req.resource == "serviceaccounts/token":
+            return 201, self.service_accounts.token_request(req.namespace, req.name, req.body), {}
+        if req.resource == "tokenreviews":
+            return 201, self.service_accounts.token_review(req.body), {}
+        return None
 
     def _record(self, user: str | None, call: str, code: int, payload: Any) -> None:
         if user is not None:
@@ -321,6 +361,9 @@ class KubernetesEmulator(Verbs, HttpsServing):
         for doc in documents:
             if doc.get("kind") in self.RBAC_KINDS:
                 self.put_rbac(doc)
+            elif doc.get("kind") == "ServiceAccount":
+                meta = doc.get("metadata") or {}
+                self.service_accounts.add_service_account(str(meta.get("namespace", "")), str(meta.get("name", "")))
             elif doc.get("kind") in POLICY_KINDS:
                 self.put_policy(doc)
             else:
@@ -374,89 +417,6 @@ class KubernetesEmulator(Verbs, HttpsServing):
             "metadata": {"creationTimestamp": None},
             "spec": review.get("spec") or {},
             "status": status,
-        }
-
-    def _discovery(self, path: str) -> Json:
-        parts = [p for p in path.split("/") if p]
-        if parts == ["apis"]:
-            return {
-                "kind": "APIGroupList",
-                "apiVersion": "v1",
-                "groups": [
-                    {
-                        "name": group,
-                        "versions": [{"groupVersion": f"{group}/v1", "version": "v1"}],
-                        "preferredVersion": {"groupVersion": f"{group}/v1", "version": "v1"},
-                    }
-                    for group in GROUPS_LIST
-                ],
-            }
-        if parts[:1] == ["apis"] and len(parts) == 2:
-            version = {"groupVersion": f"{parts[1]}/v1", "version": "v1"}
-            return {
-                "kind": "APIGroup",
-                "apiVersion": "v1",
-                "name": parts[1],
-                "versions": [version],
-                "preferredVersion": version,
-            }
-        if parts[:1] == ["apis"] and len(parts) == 3:
-            return {
-                "kind": "APIResourceList",
-                "apiVersion": "v1",
-                "groupVersion": f"{parts[1]}/v1",
-                "resources": GROUPS[parts[1]],
-            }
-        if path.rstrip("/") == "/version":
-            return {
-                "major": "1",
-                "minor": "33",
-                "gitVersion": "v1.33.5-gke.emulator",
-                "gitCommit": "0000000000000000000000000000000000000000",
-                "gitTreeState": "clean",
-                "buildDate": "2026-01-01T00:00:00Z",
-                "goVersion": "go1.24.6",
-                "compiler": "gc",
-                "platform": "linux/amd64",
-            }
-        if path.rstrip("/") == "/api":
-            return {
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.address}],
-            }
-
-        def resource(name: str, kind: str, namespaced: bool, verbs: list[str], short: list[str]) -> Json:
-            out: Json = {
-                "name": name,
-                "singularName": kind.lower(),
-                "namespaced": namespaced,
-                "kind": kind,
-                "verbs": verbs,
-            }
-            if short:
-                out["shortNames"] = short
-            return out
-
-        return {
-            "kind": "APIResourceList",
-            "groupVersion": "v1",
-            "resources": [
-                resource(
-                    "namespaces",
-                    "Namespace",
-                    False,
-                    ["create", "delete", "get", "list", "patch", "update", "watch"],
-                    ["ns"],
-                ),
-                resource(
-                    "secrets",
-                    "Secret",
-                    True,
-                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-                    [],
-                ),
-            ],
         }
 
 

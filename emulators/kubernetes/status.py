@@ -98,7 +98,9 @@ def bad_request(message: str) -> ApiError:
 
 def forbidden(user: str, verb: str, resource: str, name: str, namespace: str, *, group: str = "") -> ApiError:
     """RBAC's refusal (k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go, ForbiddenStatusError)."""
-    qualified = f"{resource}.{group}" if group else resource
+    # ForbiddenStatusError names the resource without its subresource; the message's "cannot" part names both.
+    base = resource.split("/", 1)[0]
+    qualified = f"{base}.{group}" if group else base
     subject = f'{qualified} "{name}"' if name else qualified
     where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
     details: Json = {}
@@ -106,7 +108,7 @@ def forbidden(user: str, verb: str, resource: str, name: str, namespace: str, *,
         details["name"] = name
     if group:
         details["group"] = group
-    details["kind"] = resource
+    details["kind"] = base
     return ApiError(
         403,
         "Forbidden",

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from emulators.faults import LOST_RESPONSE, FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import Jwks
+from emulators.kubernetes.delegated import TokenReviewer
 from emulators.pullsecretservice.access import Access, Refusal
 from emulators.pullsecretservice.store import (
     PROVIDERS,
@@ -129,6 +130,14 @@ class PullSecretServiceEmulator(HTTPEmulator):
     def trust_id_tokens(self, keys: Callable[[], Jwks], *, audience: str, emails: Collection[str]) -> None:
         """Accept Google-signed ID tokens for `audience` whose email is in `emails` (access.py)."""
         self.access.trust_id_tokens(keys, audience=audience, emails=emails)
+
+    def review_service_account_tokens(
+        self, reviewer: TokenReviewer | None, *, audience: str, accounts: Collection[str] | None = None
+    ) -> None:
+        """Authenticate bearer ServiceAccount tokens by TokenReview for `audience` (opt-in; None turns it off);
+        `accounts`: the users admitted (`system:serviceaccount:ns:name`), None for any the grants allow (access.py).
+        A configuration: reset() keeps it."""
+        self.access.review_service_account_tokens(reviewer, audience=audience, accounts=accounts)
 
     def reset(self) -> None:
         self.store.reset()

@@ -53,7 +53,10 @@ def test_it_needs_no_rbac_and_is_listed_in_discovery(emu: KubernetesEmulator, tm
     # No RBAC object is installed in this emulator: system:basic-user's grant is built in.
     assert _api(emu, tmp_path, "tok-operator").create_self_subject_review({}).status.user_info.username == OPERATOR
     resources = _api(emu, tmp_path, "tok-sa").get_api_resources()
-    assert [(r.name, r.verbs) for r in resources.resources] == [("selfsubjectreviews", ["create"])]
+    assert [(r.name, r.verbs) for r in resources.resources] == [
+        ("selfsubjectreviews", ["create"]),
+        ("tokenreviews", ["create"]),
+    ]
 
 
 def test_an_unauthenticated_caller_is_refused(emu: KubernetesEmulator, tmp_path: Path) -> None:
