@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import pytest
+
 from emulators.registry import DEFAULT_USER
 from pullsecret import config
 from pullsecret.model.dockerconfig import parse
@@ -97,3 +99,47 @@ def test_a_registry_spelt_with_trailing_dots_gets_three_credentials_in_all(adapt
     assert {c["reason"] for c in mine if c["result"] == "skipped"} == {OVER}
     # Three distinct credentials presented, each once: two requests per Basic handshake, the first unauthenticated.
     assert sum(world.book.calls()["registry"].values()) <= 2 * MAX_PER_HOST
+
+
+def test_registries_the_pull_secret_service_names_keep_every_egress_rule(
+    adapter_factory: Any, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service is trusted for content, not for where the function connects: its answer naming the platform's
+    network (the metadata server, loopback, a VPC address, the emulator's `internal` host) is never contacted."""
+    internal = world.registry.hosts()["internal"]
+    port = internal.rsplit(":", 1)[1]
+    hostile = {
+        internal: "quay",
+        f"localhost:{port}": "rhit",
+        "169.254.169.254": "quay",
+        "metadata.google.internal": "quay",
+        "10.0.0.1": "rhit",
+        "localhost": "quay",
+        f"[::1]:{port}": "rhit",
+        # Spelt to slip past the rules judged from the name: the connection would name 127.0.0.1 and
+        # metadata.google.internal (IDNA), so the rules judge those names, before any DNS query.
+        "\uff11\uff12\uff17.0.0.1": "quay",
+        "metadata.google.\uff49nternal": "rhit",
+    }
+    monkeypatch.setattr(world.pullsecretservice.store, "alias_hosts", hostile)
+    adapter = adapter_factory(
+        PULL_SECRET_SOURCE=None,
+        PULL_SECRET_SERVICE_URL=world.pullsecretservice.url,
+        PULL_SECRET_SERVICE_AUTH="token-file",
+        PULL_SECRET_SERVICE_TOKEN_FILE=world.service_token_file,
+        REGISTRY_VERIFICATION="report",
+        REGISTRY_TIMEOUT="1",
+    )
+    cid = "cls-hostile-service-egress"
+    campaign.seed_generation(world, cid, 1)
+    world.registry.reset()
+    assert campaign.deliver_until_acknowledged(adapter, *campaign.envelope(cid, 1)).result == "applied"
+    harness.count("cases tried", len(hostile))
+    checks = {
+        c["registry"]: c for c in world.hyperfleet.state()["statuses"][cid]["pullsecret"]["data"]["registry_checks"]
+    }
+    assert world.registry.state()["connections"]["internal"] == 0
+    assert {checks[host]["result"] for host in hostile} == {"skipped"}, checks
+    assert all("REGISTRY_ALLOWED_HOSTS" in checks[host]["reason"] for host in hostile), checks
+    # The service's real registries (allowlisted emulator hosts) are still verified.
+    assert {checks[world.registry.hosts()[role]]["result"] for role in ("basic", "token")} == {"valid"}, checks
