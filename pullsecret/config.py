@@ -129,9 +129,7 @@ def _api_url(env: Mapping[str, str]) -> str:
     url = envvars.get(env, "HYPERFLEET_API_URL")
     if url is None:
         raise ConfigError("HYPERFLEET_API_URL is required (the HyperFleet API base URL, e.g. https://hf.example.com)")
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError(f"HYPERFLEET_API_URL must be an http(s) URL, got {url!r}")
+    envvars.url("HYPERFLEET_API_URL", url)
     return url.rstrip("/")
 
 
@@ -293,9 +291,9 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate settings; raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
+    api_url = _api_url(env)  # the first bad variable named is the API's: nothing works without it
     api_auth, audience = _api_auth(env)
     delivery, principal_template = _delivery(env)
-    api_url = _api_url(env)  # the first bad variable named is the API's: nothing works without it
     service = service_settings.read(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.

@@ -6,7 +6,10 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from urllib.parse import urlparse
+from urllib.parse import SplitResult, urlparse, urlsplit
+
+from urllib3.exceptions import LocationParseError
+from urllib3.util import parse_url
 
 from pullsecret.errors import ConfigError
 
@@ -93,6 +96,25 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+def url(name: str, value: str) -> SplitResult:
+    """A URL setting checked whole, as every client that will use it parses it: http or https, a host, a port (when
+    given) in 1..65535, nothing unprintable or blank inside, and accepted by urllib3's parser (the HTTP clients'
+    own). A value any client would refuse when it is built is a ConfigError naming the variable at cold start,
+    never a failure on every event."""
+    shape = f"{name} must be an http(s) URL with a host and a port in 1..65535, got {value!r}"
+    if not value.isprintable() or any(ch.isspace() for ch in value):
+        raise ConfigError(shape)
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises ValueError past 65535 or when not a number
+        parse_url(value)
+    except (ValueError, LocationParseError):
+        raise ConfigError(shape) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise ConfigError(shape)
+    return parts
+
+
 HOSTPORT_RE = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$")
 
 
@@ -100,6 +122,8 @@ def loopback_address(env: Mapping[str, str], name: str) -> str | None:
     """A local emulator's `host:port`: loopback only, since the runtime identity's access token goes with each call
     (over plain HTTP to the Resource Manager emulator, over a local gRPC channel to the others)."""
     value = matching(env, name, HOSTPORT_RE, "host:port")
+    if value is not None:
+        url(name, f"http://{value}")  # the port in range
     if value is not None and not is_loopback(urlparse(f"//{value}").hostname):
         raise ConfigError(f"{name} must name a loopback address (localhost, 127.0.0.1, [::1]), got {value!r}")
     return value

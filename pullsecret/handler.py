@@ -258,8 +258,11 @@ class Adapter:
             return Outcome("terminal", reason="UnexpectedError", detail=f"internal error ({type(exc).__name__})")
 
     def _report_unexpected(self, cluster_id: str, exc: Exception) -> None:
-        hyperfleet = self.application().hyperfleet
+        """The bug net's report (Health=False, terminal): best effort, and never raising itself, whatever fails in
+        it (building the application included: the bug may be that it cannot be built), so a bug is acknowledged
+        once, never answered 500 on every delivery."""
         try:
+            hyperfleet = self.application().hyperfleet
             cluster = hyperfleet.get_cluster(cluster_id)
             generation = cluster.get("generation") if cluster else None
             if isinstance(generation, int) and generation >= 1:
@@ -271,6 +274,11 @@ class Adapter:
                 hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
         except (TransientError, TerminalError) as report_exc:
             log.warning(f"could not report the unexpected error: {report_exc.message}", operation="reconcile")
+        except Exception as report_exc:  # noqa: BLE001 - the bug net itself must not raise
+            log.warning(
+                f"could not report the unexpected error: {type(report_exc).__name__} while reporting",
+                operation="reconcile",
+            )
 
 
 _adapter: Adapter | None = None

@@ -1,5 +1,9 @@
 """Redaction: every registered secret string, and its JSON-escaped form, replaced wherever a log line quotes it.
 
+What is replaced is the union of the spans of every occurrence of every registered string found in a line:
+overlapping or nested secrets become one `[REDACTED]`, so no part of any of them is left (replacing one string
+after another would leave the part of one that overlaps another already replaced).
+
 Cost model (a cluster owner chooses how many strings a pull secret registers, up to MAX_REGISTRIES entries):
 `add` only records strings; the matcher is built when a line is scrubbed after an add. Two matchers by size:
 - up to SMALL strings (every ordinary event: a few dozen), one regular expression of them all, scanned in C;
@@ -115,10 +119,43 @@ class Redactor:
         return self._bulk_matcher, self._late_matcher
 
     def scrub(self, text: str) -> str:
+        """`text` with the union of every occurrence of every registered string replaced: overlapping or nested
+        occurrences (`abcdefgh` and `efghijkl` in `abcdefghijkl`) are one span, one REDACTED, so no part of any
+        secret survives; spans that only touch stay apart."""
         bulk, late = self._matchers()
-        hits = bulk.hits(text) + late.hits(text)
+        hits = set(bulk.hits(text)) | set(late.hits(text))
         if not hits:
             return text
-        for secret in sorted(hits, key=len, reverse=True):  # a secret holding another goes first
-            text = text.replace(secret, REDACTED)
-        return text
+        return _replace(text, _union(_occurrences(text, hits)))
+
+
+def _occurrences(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:
+    """Every (start, end) at which one of `secrets` occurs in `text`, overlapping occurrences included."""
+    spans: list[tuple[int, int]] = []
+    for secret in secrets:
+        start = text.find(secret)
+        while start >= 0:
+            spans.append((start, start + len(secret)))
+            start = text.find(secret, start + 1)
+    return spans
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping spans merged, in order."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _replace(text: str, spans: list[tuple[int, int]]) -> str:
+    pieces: list[str] = []
+    at = 0
+    for start, end in spans:
+        pieces += [text[at:start], REDACTED]
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)

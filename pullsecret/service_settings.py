@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 from pullsecret import envvars
 from pullsecret.errors import ConfigError
@@ -51,7 +50,7 @@ def read(env: Mapping[str, str]) -> ServiceSettings:
 def _service_url(url: str) -> str:
     """PULL_SECRET_SERVICE_URL: https, or http to loopback only (a bearer token over plain HTTP reaches anyone on the
     path); a base URL without credentials, query or fragment."""
-    parsed = urlparse(url)
+    parsed = envvars.url("PULL_SECRET_SERVICE_URL", url)
     if parsed.scheme != "https" and not (parsed.scheme == "http" and envvars.is_loopback(parsed.hostname)):
         raise ConfigError(f"PULL_SECRET_SERVICE_URL must be an https URL (http only to loopback), got {url!r}")
     if not parsed.hostname or parsed.username or parsed.password or parsed.query or parsed.fragment:

@@ -255,7 +255,10 @@ class HyperFleetClient:
             items = body.get("items") if isinstance(body, dict) else None
             total = body.get("total") if isinstance(body, dict) else None
         except RecursionError:
-            items, total = self._split_page(response)
+            try:
+                items, total = self._split_page(response)
+            except jsonsplit.OverBudget as over:
+                items, total = self._in_parts(page, size, search, order, over.total)
         except ValueError:
             body = answers.json_of(response, "list clusters")
         if not isinstance(items, list):
@@ -263,11 +266,33 @@ class HyperFleetClient:
         total = total if isinstance(total, int) else len(items)
         return [i for i in items if isinstance(i, dict)], int(total)
 
+    def _in_parts(
+        self, page: int, size: int, search: str | None, order: str | None, total: object
+    ) -> tuple[list[object], object]:
+        """A page whose too-deep values cost more than the walk's budget (jsonsplit.Budget), served without the
+        costly cluster: asked again in smaller pages, down to the one page of that one cluster, which is left out
+        (logged; its own events are terminal, InvalidCluster)."""
+        if size <= 1:
+            log.warning(
+                f"list clusters: a cluster too costly to read (nested too deep, over the {jsonsplit.WALK_BYTES} bytes "
+                f"or {jsonsplit.WALK_SECONDS} s budget) at page {page}; left out of the listing",
+                operation="hyperfleet.list_clusters",
+            )
+            return [], total
+        items: list[object] = []
+        for sub_page, sub_size in jsonsplit.sub_pages(page, size):
+            part, part_total = self.list_clusters(page=sub_page, size=sub_size, search=search, order=order)
+            items.extend(part)
+            total = part_total if isinstance(part_total, int) else total
+        return items, total
+
     def _split_page(self, response: Answer) -> tuple[list[object], object]:
         """A page one cluster of which is nested too deep: every other cluster decoded; the deep one stands as
         {"id": id} (when its id is a string) so its own reconcile reports it; unreadable id: skipped."""
         try:
             items, total = jsonsplit.page_items(response.body)
+        except jsonsplit.OverBudget:
+            raise
         except (ValueError, RecursionError):
             answers.json_of(response, "list clusters")  # raises: not a page we can split either
             raise

@@ -4,7 +4,9 @@
 `RESULT_VARIABLES` is what the CLI compares with the deployed function's before it writes
 (pullsecret.operator.deployed): the rest only change how it gets there (timeouts, logging, caches, endpoints
 of emulators, the local path of a token file), not what ends up in Secret Manager, on the cluster or in the
-status. tests/unit/test_operator_settings.py checks that every name pullsecret/ reads is listed here.
+status. `AMBIENT_VARIABLES` are read by pullsecret/ but are no setting of the function: client libraries' own
+conventions and the operator CLI's. tests/unit/test_operator_settings.py finds every read in every file of
+pullsecret/ and checks that its name is listed here.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ RESULT_VARIABLES = frozenset(
     {
         "ADAPTER_NAME",
         "ALLOWED_MANAGEMENT_CLUSTERS",
+        "ALLOWED_SECRET_PROJECTS",  # which projects a spec may send a secret to (pullsecret/secret_projects.py)
         "DELETION_POLICY",
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE",
         "EXTERNAL_SECRETS_REFRESH_INTERVAL",  # what the status tells the cluster's owner
@@ -78,6 +81,15 @@ RESULT_VARIABLES = frozenset(
         "SECRET_KMS_KEY",
         "SECRET_PROJECT_ID",
         "SECRET_REPLICATION_LOCATIONS",
+    }
+)
+
+# Read, but not the function's settings: the playground neither carries nor drops them, the CLI compares none.
+AMBIENT_VARIABLES = frozenset(
+    {
+        "GOOGLE_APPLICATION_CREDENTIALS",  # google-auth's; pullsecret/bearer.py only asks whether it is set
+        "PUBSUB_EMULATOR_HOST",  # the Pub/Sub client library's (pullsecret/source/publishing.py)
+        "PULLSECRET_DEPLOYED_FUNCTION",  # the operator CLI's --deployed default (pullsecret/operator/deployed.py)
     }
 )
 

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pullsecret.model.dockerconfig import DOCKER_HUB_ALIASES
+from pullsecret.registry.egress import DEFAULT_PORT, split_host
 
 # Docker Hub: the keys `docker.io`, `index.docker.io` and `https://index.docker.io/v1/` (the legacy
 # IndexServer docker login still writes) all name the registry served at registry-1.docker.io
@@ -21,6 +22,10 @@ _HOST_CHARS = frozenset(".-:[]")  # in a registry key's host[:port], besides let
 
 def registry_host(key: str) -> str | None:
     """The host[:port] serving `/v2/` for a pull-secret registry key; None when the key is not HTTPS-capable.
+
+    The host is in the egress check's normal form (`split_host`: IDNA, lower case, no trailing dot) and the
+    port is left out when it is 443: `quay.io.`, `QUAY.IO:443` and fullwidth `quay.io` are all `quay.io`, one registry
+    to the per-registry bound, the caches and REGISTRY_SKIP_HOSTS.
 
     Keys may be URLs (`https://index.docker.io/v1/`, `https://quay.io`) or host[:port][/namespace];
     the path is a legacy API version or a repository namespace and is dropped. Docker Hub's names map to
@@ -36,16 +41,13 @@ def registry_host(key: str) -> str | None:
     if not all(ch.isalnum() or ch in _HOST_CHARS for ch in netloc):
         return None  # this also refuses user info, a query and a fragment ("@", "?", "#")
     try:
-        parts = urlsplit("//" + netloc)
-        hostname, port = parts.hostname, parts.port  # urllib's hostname is lower case
+        hostname, port = split_host(netloc)  # the egress check's normal form: one registry, one name
     except ValueError:
-        return None
-    if not hostname:
         return None
     if hostname in DOCKER_HUB_ALIASES:
         hostname = DOCKER_HUB_HOST
     host = f"[{hostname}]" if ":" in hostname else hostname
-    return f"{host}:{port}" if port is not None and port != 443 else host
+    return f"{host}:{port}" if port != DEFAULT_PORT else host
 
 
 def hostname_of(host: str) -> str:
@@ -90,9 +92,10 @@ def credential_of(entry: Mapping[str, Any]) -> Credential | None:
 
 
 def beyond_per_host(candidates: Sequence[tuple[str, Credential]], *, limit: int) -> list[bool]:
-    """For each (host name, credential), in order: whether its credential is beyond the first `limit` distinct
-    credentials of that host name. One credential named under several keys of a host (`quay.io/a`,
-    `quay.io/b`) counts once; each of its keys is beyond only when that credential is."""
+    """For each (registry, credential), in order: whether its credential is beyond the first `limit` distinct
+    credentials of that registry (`registry_host`'s normal host[:port]: `mirror:5000` and `mirror:5001` are two).
+    One credential named under several keys of a registry (`quay.io/a`, `quay.io./b`) counts once; each of its
+    keys is beyond only when that credential is."""
     seen: dict[str, list[Credential]] = {}
     out: list[bool] = []
     for name, credential in candidates:

@@ -69,14 +69,30 @@ class Endpoint:
 
 
 def split_host(host: str) -> tuple[str, int]:
-    """`name[:port]` or `[v6][:port]` → (lower-case name without brackets, port); raises ValueError."""
+    """`name[:port]` or `[v6][:port]` → (the name in normal form, port); raises ValueError.
+
+    The normal form is what the connection would name: lower case, no brackets, no trailing dots, and a name
+    spelt with other than ASCII (fullwidth `quay.io`, `Bücher.example`) in its IDNA form, by the codec the
+    resolver, TLS (SNI) and http.client's `Host` apply (Python's `idna`, IDNA 2003 with nameprep): every
+    spelling of one registry is one name to every rule here, to the per-registry count and to the caches. A name
+    the codec refuses (an empty or over-long label, `a..b`) is no host name.
+    """
     parts = urlsplit("//" + host)  # a netloc alone: no scheme to mistype
     hostname = parts.hostname
+    port = parts.port  # raises ValueError when out of range
     if not hostname:
         raise ValueError("no host name")
     # .lower() states the contract; urllib's hostname is lower case already (which also leaves nothing but "."
     # for rstrip to drop at the end).
-    return hostname.rstrip(".").lower(), parts.port or DEFAULT_PORT
+    name = hostname.rstrip(".").lower()
+    if ":" not in name:  # an IPv6 literal is ASCII already, and no DNS name
+        try:
+            name = name.encode("idna").decode("ascii").lower()
+        except UnicodeError:
+            raise ValueError("not a host name in IDNA") from None
+    if not name:
+        raise ValueError("no host name")
+    return name, port or DEFAULT_PORT
 
 
 def allowed_entry(entry: str) -> str:

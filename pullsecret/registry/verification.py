@@ -68,7 +68,8 @@ __all__ = [
 
 PER_EVENT = 4  # handshakes one event runs at once (REGISTRY_CONCURRENCY threads bound the process)
 MAX_PER_EVENT = 20  # registries one event verifies; the rest of a larger pull secret are `skipped`
-# Distinct credentials one event presents to one registry host name (`quay.io/a`, `quay.io/b`... are one host):
+# Distinct credentials one event presents to one registry, its normal host:port as `registry_host` gives it
+# (`quay.io/a`, `quay.io./b`, fullwidth `quay.io/c`... are one registry; `mirror:5000` and `mirror:5001` are two):
 # beyond, a pull secret would make the platform's egress address an oracle for guessed credentials, and get it
 # blocked. The rest are `skipped` and do not count toward MAX_PER_EVENT.
 MAX_PER_HOST = 3
@@ -86,7 +87,7 @@ class RegistryVerifier:
     Handshakes run on their own REGISTRY_CONCURRENCY threads, never on the reconcile pool: a slow registry
     holds those threads only (each request for REGISTRY_TIMEOUT at most, body included), never the Secret
     Manager and Kubernetes calls of other events. One event verifies at most MAX_PER_EVENT registries, and
-    presents at most MAX_PER_HOST distinct credentials to one registry host name.
+    presents at most MAX_PER_HOST distinct credentials to one registry (its normal host and port).
     """
 
     def __init__(
@@ -156,10 +157,10 @@ class RegistryVerifier:
         return Pending(self.mode, tuple(auths), futures, overall, enforced)
 
     def _static_all(self, auths: dict[str, Any]) -> dict[str, Check | tuple[str, Credential]]:
-        """`_static` of each registry, and `skipped` past MAX_PER_HOST distinct credentials of one host name."""
+        """`_static` of each registry, and `skipped` past MAX_PER_HOST distinct credentials of one registry."""
         static = {registry: self._static(registry, entry) for registry, entry in auths.items()}
         candidates = [(registry, d) for registry, d in static.items() if not isinstance(d, Check)]
-        beyond = beyond_per_host([(hostname_of(h), c) for _, (h, c) in candidates], limit=MAX_PER_HOST)
+        beyond = beyond_per_host([(host, c) for _, (host, c) in candidates], limit=MAX_PER_HOST)
         for (registry, _), over in zip(candidates, beyond, strict=True):
             if over:
                 static[registry] = not_contacted(

@@ -1,18 +1,24 @@
 """Settings that would send a credential where anyone on the path reads it are refused at cold start, by name.
 
 A bearer or ID token over plain HTTP reaches every hop between the function and its destination; the runtime
-identity's access token goes with every emulator call. Only loopback may be spoken to in plain text.
+identity's access token goes with every emulator call. Only loopback may be spoken to in plain text. A URL setting
+is checked whole (its port included) at cold start, and the bug net answers even when the application cannot be
+built.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pullsecret.config import load
 from pullsecret.errors import ConfigError
-from tests.reliability import harness
+from pullsecret.handler import Adapter
+from tests.reliability import campaign, harness
 
 BASE = {"HYPERFLEET_API_URL": "https://hf.example.com", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 
@@ -67,3 +73,53 @@ def test_a_token_over_plain_http_to_anything_but_loopback_is_refused_at_start(
 )
 def test_loopback_and_https_are_accepted(overrides: dict[str, str], token_file: str) -> None:
     load({**BASE, **{k: v.replace("{token}", token_file) for k, v in overrides.items()}})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"HYPERFLEET_API_URL": "https://hf.example.com:99999"}, "HYPERFLEET_API_URL"),
+        ({"HYPERFLEET_API_URL": "https://hf.example.com:0"}, "HYPERFLEET_API_URL"),
+        ({"HYPERFLEET_API_URL": "https://hf.example.com:44x3"}, "HYPERFLEET_API_URL"),
+        ({"HYPERFLEET_API_URL": "https://hf.exa mple.com"}, "HYPERFLEET_API_URL"),
+        ({"HYPERFLEET_API_URL": "https://[::1"}, "HYPERFLEET_API_URL"),
+        (
+            {"PULL_SECRET_SOURCE": None, "PULL_SECRET_SERVICE_URL": "https://pss.example.com:99999/api"},
+            "PULL_SECRET_SERVICE_URL",
+        ),
+        (
+            {"PULL_SECRET_SOURCE": None, "PULL_SECRET_SERVICE_URL": "https://pss.example.com:-1"},
+            "PULL_SECRET_SERVICE_URL",
+        ),
+        ({"SECRET_MANAGER_EMULATOR_HOST": "localhost:99999"}, "SECRET_MANAGER_EMULATOR_HOST"),
+        ({"RESOURCE_MANAGER_EMULATOR_HOST": "127.0.0.1:0"}, "RESOURCE_MANAGER_EMULATOR_HOST"),
+    ],
+)
+def test_a_url_setting_its_client_would_refuse_is_refused_at_start(
+    overrides: dict[str, str | None], named: str
+) -> None:
+    """A port out of range passed config.load and failed in the client's constructor on every event."""
+    env = {**BASE, **{k: v for k, v in overrides.items() if v is not None}}
+    for key in [k for k, v in overrides.items() if v is None]:
+        env.pop(key)
+    harness.count("cases tried")
+    with pytest.raises(ConfigError) as refused:
+        load(env)
+    assert named in str(refused.value)
+
+
+def test_the_bug_net_answers_even_when_the_application_cannot_be_built(
+    adapter_factory: Any, world: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Were a setting that breaks a client's constructor to pass config.load, the bug net (which builds the
+    application to report) must still acknowledge the event with a terminal outcome, not raise: a raise is a 500
+    and a redelivery, forever."""
+    settings = adapter_factory().settings
+    broken = Adapter(dataclasses.replace(settings, hyperfleet_api_url="https://hf.example.com:99999"))
+    campaign.seed_generation(world, "cls-hostile-bugnet", 1)
+    harness.count("cases tried")
+    outcome = broken.handle(*campaign.envelope("cls-hostile-bugnet", 1))
+    assert (outcome.result, outcome.reason) == ("terminal", "UnexpectedError")
+    lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
+    assert [line["message"] for line in lines if "could not report" in line.get("message", "")], lines
+    assert [line for line in lines if line.get("operation") == "reconcile" and line.get("result") == "terminal"]

@@ -68,5 +68,53 @@ def test_members_agree_with_the_decoder_on_ordinary_json() -> None:
     assert jsonsplit.int_member(text, "t") is None and jsonsplit.int_member(text, "nope") is None
     assert jsonsplit.string_member(text, "id") == "x" and jsonsplit.string_member(text, "generation") is None
     assert jsonsplit.int_member('{"generation": 2, "spec": ' + deep(4000) + "}", "generation") == 2
-    assert jsonsplit.int_member('{"generation": 2,', "generation") == 2  # read before the break
+    # A broken object: a later member of the same name might follow, so nothing is read (json takes the last).
+    assert jsonsplit.int_member('{"generation": 2,', "generation") is None
     assert jsonsplit.string_member("[1]", "id") is None
+
+
+def test_duplicate_members_are_answered_as_json_answers_them_the_last_wins() -> None:
+    """`"items":[...],"items":null` kept the array (the first) where json takes null (the last)."""
+    with pytest.raises(ValueError, match="no 'items' array"):
+        jsonsplit.page_items(f'{{"items": [{deep(3000)}], "items": null}}'.encode())
+    items, total = jsonsplit.page_items(
+        f'{{"total": 1, "items": [1], "items": [{deep(3000)}, 2], "total": 2}}'.encode()
+    )
+    assert (len(items), items[1], total) == (2, 2, 2)
+    text = f'{{"id": "a", "generation": 1, "spec": {deep(3000)}, "generation": 7, "id": "b"}}'
+    assert (jsonsplit.int_member(text, "generation"), jsonsplit.string_member(text, "id")) == (7, "b")
+    assert jsonsplit.int_member('{"generation": 1, "generation": "x"}', "generation") is None
+
+
+def test_the_hand_walk_stops_at_its_budget_and_says_the_total_read_before() -> None:
+    """Per event and per page: WALK_BYTES of text walked by hand (values the decoder refuses) at most."""
+    costly = "[" * (jsonsplit.WALK_BYTES // 2 + 1) + "]" * (jsonsplit.WALK_BYTES // 2 + 1)
+    with pytest.raises(jsonsplit.OverBudget) as over:
+        jsonsplit.page_items(f'{{"total": 3, "items": [{{"id": "c1"}}, {costly}]}}'.encode())
+    assert over.value.total == 3
+    assert jsonsplit.int_member(f'{{"spec": {costly}, "generation": 2}}', "generation") is None
+    # Under the budget the same shape is walked, and a budget is shared by every value of one page.
+    cheap = "[" * 20_000 + "]" * 20_000  # deeper than any recursion limit a test run may have set
+    items, _ = jsonsplit.page_items(f'{{"items": [{cheap}, {cheap}, 5]}}'.encode())
+    assert [type(i).__name__ for i in items] == ["Unparseable", "Unparseable", "int"]
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.page_items(f'{{"items": [{cheap}, {cheap}]}}'.encode(), jsonsplit.Budget(walk_bytes=60_000))
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.value_end(cheap * 20, 0, jsonsplit.Budget(seconds=0))
+
+
+@pytest.mark.parametrize(
+    ("page", "size", "parts"),
+    [
+        (1, 100, [(1, 50), (2, 50)]),
+        (3, 10, [(5, 5), (6, 5)]),
+        (2, 5, [(6, 1), (7, 1), (8, 1), (9, 1), (10, 1)]),
+        (4, 1, [(4, 1)]),
+    ],
+)
+def test_a_page_over_budget_is_asked_again_in_parts_that_hold_exactly_its_items(
+    page: int, size: int, parts: list[tuple[int, int]]
+) -> None:
+    assert jsonsplit.sub_pages(page, size) == parts
+    covered = [i for p, s in parts for i in range((p - 1) * s, p * s)]
+    assert covered == list(range((page - 1) * size, page * size))

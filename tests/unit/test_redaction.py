@@ -52,3 +52,26 @@ def test_strings_arriving_one_by_one_after_thousands_are_found_and_short_words_n
         assert redactor.scrub(f"line with late-token-{i:03d} inside") == f"line with {REDACTED} inside"
     redactor.add(["abc", ""])
     assert redactor.scrub("abc") == "abc"
+
+
+@pytest.mark.parametrize("many", [False, True])
+@pytest.mark.parametrize(
+    ("secrets", "line", "scrubbed"),
+    [
+        # Overlapping: replaced one after the other, `ijkl` (a part of the second) was left.
+        (["abcdefgh", "efghijkl"], "token=abcdefghijkl end", f"token={REDACTED} end"),
+        (["efghijkl", "abcdefgh"], "token=abcdefghijkl end", f"token={REDACTED} end"),
+        # Nested: the inner one inside the outer, and also alone.
+        (["Outer-Inner-Tail", "Inner"], "x Outer-Inner-Tail y Inner z", f"x {REDACTED} y {REDACTED} z"),
+        # A chain of three, each overlapping the next.
+        (["aaaXbbb", "bbbYccc", "cccZddd"], "[aaaXbbbYcccZddd]", f"[{REDACTED}]"),
+        # One string overlapping itself.
+        (["abab"], "ababab!", f"{REDACTED}!"),
+        # Touching, not overlapping: two spans.
+        (["wxyz", "1234"], "wxyz1234", REDACTED * 2),
+    ],
+)
+def test_overlapping_and_nested_secrets_leave_no_part(secrets: list[str], line: str, scrubbed: str, many: bool) -> None:
+    redactor = Redactor()
+    redactor.add([*secrets, *(secrets_of(random.Random(9), 400) if many else ())])
+    assert redactor.scrub(line) == scrubbed

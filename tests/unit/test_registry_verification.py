@@ -387,6 +387,16 @@ def test_pick_takes_a_bearer_challenge_too() -> None:
         ("quay.io#x", None),
         ("u@quay.io", None),
         (":443", None),
+        # One registry however its key spells it (the egress check's normal form), its port kept unless 443.
+        ("quay.io.", "quay.io"),
+        ("quay.io../ns", "quay.io"),
+        ("\uff51uay.io", "quay.io"),
+        ("https://QUAY.io.:443/v1/", "quay.io"),
+        ("B\u00fccher.example:5000", "xn--bcher-kva.example:5000"),
+        ("mirror:5000", "mirror:5000"),
+        ("[::1]:443", "[::1]"),
+        ("quay..io", None),  # an empty label: no host name
+        ("quay.io:99999", None),
     ],
 )
 def test_registry_host_at_its_edges(key: str, host: str | None) -> None:
