@@ -23,7 +23,8 @@ import requests
 
 from emulators import logview, registry_checks, seed
 from emulators.demo import TOPIC
-from emulators.playground import DOWN_FILE, STATE_DIR, holder, read_env_file
+from emulators.playground_env import read_env_file
+from emulators.playground_lock import DOWN_FILE, STATE_DIR, holder
 from emulators.pubsub import push_envelope
 
 REPORT_WAIT_S = 30.0
