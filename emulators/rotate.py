@@ -52,6 +52,12 @@ def _running(state_dir: Path) -> dict[str, Any] | None:
 def _service(admin: str, cluster_id: str, complete: bool) -> int:
     step = "rotation/complete" if complete else "rotation"
     answer = requests.post(f"{admin}/pullsecretservice/clusters/{cluster_id}/{step}", json={}, timeout=30)
+    if answer.status_code == 404:
+        print(
+            f"The Pull Secret Service holds no credentials for {cluster_id} yet: the function's first reconcile "
+            f"generates them; make trigger CLUSTER={cluster_id} first."
+        )
+        return 1
     if answer.status_code != 200:
         print(f"The Pull Secret Service refused ({answer.status_code}): {answer.text[:200]}")
         return 1
