@@ -80,7 +80,8 @@ down: $(RUN_STAMP)
 logs: $(RUN_STAMP)
 	@$(PY) -m emulators logs $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(FOLLOW),--follow)
 
-# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]
+# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]; exit codes: README
+# ("Trigger a reconcile"), the operator CLI's for the same outcome
 trigger: $(RUN_STAMP)
 	@test -n "$(CLUSTER)" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
 	@$(PY) -m emulators trigger $(CLUSTER) --via $(or $(VIA),push)

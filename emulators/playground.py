@@ -81,7 +81,7 @@ def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 # The playground's own defaults (a shell's setting wins): the platform pull secret cached 2 s, not 30, so that a
-# rotation (README, "Rotate the platform pull secret") reaches the next trigger without a wait.
+# rotation (README, "Rotate the pull secret"; `make rotate` waits it out) reaches the next trigger without a wait.
 PLAYGROUND_DEFAULTS = {"PULL_SECRET_SOURCE_TTL": "2"}
 
 
