@@ -8,10 +8,10 @@ stored status.
 
 One behaviour per path: the push and the Pub/Sub path wait for the same thing (the function's final log record
 for this event, or the status it reported), say so when that takes more than a moment, and end with the same
-lines and the same exit code, the operator CLI's for the same outcome (RESULT_EXIT): 0 done (a status reported,
-or applied/unchanged/finalized), 1 a terminal failure or no answer, 2 no playground or an invalid cluster id (one
-line, nothing sent), 3 a transient failure (Pub/Sub redelivers), 4 nothing done (the cluster is unknown to
-HyperFleet, gone, stale or skipped).
+lines and the same exit code: 0 a status reported (whatever it says); else the operator CLI's for the outcome
+the function logged (RESULT_EXIT): 0 applied/unchanged/finalized, 1 a terminal failure or no answer, 3 a
+transient failure (Pub/Sub redelivers), 4 nothing done (the cluster unknown to HyperFleet, gone, stale, skipped);
+and 2 for no playground or an invalid cluster id (one line, nothing sent).
 
 Where the playground is: the running playground's `<state>/env` wins over this shell's variables, which may
 be left from an earlier `make up` (the ports change on every start); a shell whose values differ is told so.
@@ -143,8 +143,9 @@ def _trigger(cluster_id: str, *, via: str, settings: Mapping[str, str], state_di
             print(f"Publishing to {TOPIC} failed ({published.status_code}): is the Pub/Sub emulator running?")
             print(f"  {published.text[:300]}")
             return EXIT_USAGE
-        print(f"Published {sent} to topic {TOPIC}: message {published.json()['message_id']}.")
-        print(f"Waiting (up to {REPORT_WAIT_S:.0f} s) for the emulator to push it and the function to answer ...")
+        message = published.json()["message_id"]
+        print(f"Published {sent} to topic {TOPIC}: message {message}; the emulator pushes it to the function.")
+        print(f"Waiting (up to {REPORT_WAIT_S:.0f} s) for the push and the function's answer ...")
     else:
         answer = _push(function_url, event)
         verdict = "acknowledged" if 200 <= answer.status_code < 300 else "not acknowledged: Pub/Sub would redeliver"
@@ -165,9 +166,9 @@ def _trigger(cluster_id: str, *, via: str, settings: Mapping[str, str], state_di
         print(f'  curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/{cluster_id}"')
     else:
         print(f"No status reported; the function's log says why: make logs (or {log_path}).")
-    if final is None:
-        return 0 if len(found) > before else EXIT_NO_ANSWER
-    return RESULT_EXIT.get(str(final.get("result")), EXIT_NO_ANSWER)
+    if len(found) > before:
+        return 0  # the status says the rest (PreconditionsNotMet included), as before
+    return EXIT_NO_ANSWER if final is None else RESULT_EXIT.get(str(final.get("result")), EXIT_NO_ANSWER)
 
 
 def _push(function_url: str, event: dict[str, Any]) -> requests.Response:
