@@ -18,7 +18,7 @@ SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 PYTEST_FLAGS ?=
 
-.PHONY: venv demo up down trigger logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
+.PHONY: venv demo up down trigger rotate logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
 venv: $(STAMP)
 
@@ -80,10 +80,16 @@ down: $(RUN_STAMP)
 logs: $(RUN_STAMP)
 	@$(PY) -m emulators logs $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(FOLLOW),--follow)
 
-# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]
+# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]; exit codes: README
+# ("Trigger a reconcile"), the operator CLI's for the same outcome
 trigger: $(RUN_STAMP)
 	@test -n "$(CLUSTER)" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
 	@$(PY) -m emulators trigger $(CLUSTER) --via $(or $(VIA),push)
+
+# A rotation on the playground: at the Pull Secret Service (SOURCE=service; COMPLETE=1 ends it) or of the platform
+# pull secret; then `make trigger`: make rotate [CLUSTER=cls-demo01] [COMPLETE=1]
+rotate: $(RUN_STAMP)
+	@$(PY) -m emulators rotate $(or $(CLUSTER),cls-demo01) $(if $(COMPLETE),--complete)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

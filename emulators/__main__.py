@@ -1,11 +1,13 @@
 """`python -m emulators`: the emulator stack alone (`up`), the local playground (`playground`, = `make up`;
 `down`, = `make down`), the end-to-end demo (`demo`, = `make demo`), one reconcile through the Pub/Sub path
-(`trigger`, = `make trigger`), the function's log made readable (`logs`, = `make logs`), and a Sentinel event as
-JSON (`event`).
+(`trigger`, = `make trigger`), a rotation at the pull secret's source (`rotate`, = `make rotate`), the function's
+log made readable (`logs`, = `make logs`), and a Sentinel event as JSON (`event`).
 
 Everything but the standard library is imported once a command runs, inside `main`'s handler: loading the
 emulators and client libraries takes seconds on a busy machine, and Ctrl-C during it must end in one line, not
-in a traceback of the import. Each command that starts processes stops them itself when interrupted
+in a traceback of the import. SIGINT raises KeyboardInterrupt from `main`'s first line on, even in a background job
+(`make up &`), which a shell starts with SIGINT ignored: an early Ctrl-C (or `kill -INT`) is not lost. `playground`
+prints its first line before those imports. Each command that starts processes stops them itself when interrupted
 (`Stack.start`, `playground.up`, `demo.main`), so an interrupt that reaches `main` leaves nothing running.
 """
 
@@ -52,8 +54,24 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _logs(args: argparse.Namespace) -> int:
+    from emulators import logview
+    from emulators.playground_lock import holder
+
+    path = args.file or args.state_dir / "function.log"
+    if args.file is None and path.exists() and holder(args.state_dir) is None:
+        print(
+            f"# The playground is down (no `make up` runs from {args.state_dir}): this is the log of its last run.",
+            file=sys.stderr,
+            flush=True,
+        )
+    return logview.show(path, cluster=args.cluster, raw=args.raw, follow=args.follow)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
+        # Before anything slow: a background job inherits SIGINT ignored, and Python then installs no handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         code = _main(argv)
         sys.stdout.flush()  # here, where a closed pipe is handled, rather than at the interpreter's exit
         return code
@@ -116,6 +134,10 @@ def _main(argv: list[str] | None) -> int:
     trig.add_argument("cluster_id")
     trig.add_argument("--via", choices=("push", "pubsub"), default="push")
     trig.add_argument("--state-dir", type=Path, default=STATE_DIR)
+    rot = sub.add_parser("rotate", help="`make rotate`: a rotation at the running playground's pull secret source")
+    rot.add_argument("cluster_id", nargs="?", default=DEMO_CLUSTER)
+    rot.add_argument("--complete", action="store_true", help="end a Pull Secret Service rotation (old set deleted)")
+    rot.add_argument("--state-dir", type=Path, default=STATE_DIR)
     event = sub.add_parser("event", help="print a Sentinel reconcile event as one JSON line")
     event.add_argument("cluster_id")
     event.add_argument("--generation", type=int, default=1)
@@ -128,10 +150,14 @@ def _main(argv: list[str] | None) -> int:
 
         return demo.main(args.source)
     if args.command == "logs":
-        from emulators import logview
+        return _logs(args)
+    if args.command == "rotate":
+        from emulators import rotate
 
-        path = args.file or args.state_dir / "function.log"
-        return logview.show(path, cluster=args.cluster, raw=args.raw, follow=args.follow)
+        return rotate.rotate(args.cluster_id, state_dir=args.state_dir, complete=args.complete)
+    if args.command == "playground":
+        clusters = ", ".join(args.cluster or [DEMO_CLUSTER])
+        print(f"# Starting the playground ({args.state_dir}): the emulators, the function, {clusters} ...", flush=True)
     from emulators import playground, trigger
 
     if args.command == "playground":

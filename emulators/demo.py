@@ -59,6 +59,16 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
+# What the emulated world fixes (emulators.world): its one management cluster (the only one the GKE emulator knows
+# at start), the project that holds the secrets.
+WORLD_SETTINGS = {
+    "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
+    "ALLOWED_MANAGEMENT_CLUSTERS": MANAGEMENT_CLUSTER,
+    "ALLOWED_SECRET_PROJECTS": PROJECT_ID,
+    "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
+}
+
+
 def function_env(stack: Stack, workdir: Path, source: str = "platform") -> dict[str, str]:
     """The function process's environment on this stack: the stack's seams plus the function's settings.
 
@@ -70,15 +80,7 @@ def function_env(stack: Stack, workdir: Path, source: str = "platform") -> dict[
         if source == "service"
         else {"PULL_SECRET_SOURCE": seeding.SOURCE_VERSION}
     )
-    return {
-        **stack.env(),
-        **sourcing,
-        "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
-        "ALLOWED_MANAGEMENT_CLUSTERS": MANAGEMENT_CLUSTER,
-        "ALLOWED_SECRET_PROJECTS": PROJECT_ID,
-        "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
-        "GOOGLE_CLOUD_PROJECT": PROJECT_ID,
-    }
+    return {**stack.env(), **sourcing, **WORLD_SETTINGS, "CLOUDSDK_CONFIG": str(workdir / "gcloud")}
 
 
 def seed(stack: Stack, source: str = "platform") -> None:

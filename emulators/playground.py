@@ -2,44 +2,53 @@
 
 `up` starts the emulator stack, seeds a cluster whose preconditions are all met (emulators.seed), runs the
 function under functions-framework, wires a Pub/Sub topic with a push subscription to it (when the Cloud SDK's
-emulator is installed), writes the environment to `<state>/env` and prints it as `export` lines followed by the
-next commands to try, as shell comments (so the whole output can be sourced). It serves until interrupted, and
+emulator is installed), writes `<state>/env` (every variable the function reads, exported or unset:
+emulators.playground_env) and `<state>/settings.json` (the same for programs), and prints the env file followed by
+the next commands to try, as shell comments (so the whole output can be sourced). It serves until interrupted, and
 restarts the function (same port, same settings) when a `.py` file under `pullsecret/` or `main.py` changes.
 
-One playground per state folder (`.playground/` by default): `up` holds an exclusive lock on `<state>/lock`
-(which also records its pid) for as long as it runs, and refuses to start while another one holds it, before it
-touches anything there. The kernel drops the lock when the process dies, however it dies, so a stale file never
-blocks a new start. `down` sends the lock holder SIGTERM and waits until the lock is free.
+One playground per state folder (`.playground/` by default; emulators.playground_lock holds it).
 
 Every way out of `up` (Ctrl-C, SIGTERM, a failure) at any moment of start-up or service stops the function and
 every emulator (the Java Pub/Sub emulator included), removes the stack's temporary folder (it holds the
-HyperFleet token and the registry CA) and `<state>/env`, and says so.
+HyperFleet token, the registry CA and the operator's kubeconfig), `<state>/env` and `<state>/settings.json`, and
+says so.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import shlex
+import re
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from emulators import seed
-from emulators.demo import SUBSCRIPTION, TOPIC, demo_pull_secret, function_env
+from emulators.demo import SUBSCRIPTION, TOPIC, WORLD_SETTINGS, demo_pull_secret, function_env
 from emulators.functionproc import ROOT, FunctionProcess
+from emulators.operator_identity import grant as grant_operator
+from emulators.playground_env import (
+    OPERATOR_KUBECONFIG,
+    env_file_text,
+    managed_variables,
+    read_env_file,
+    remove_state_files,
+    settings_record,
+    write_state_files,
+)
+from emulators.playground_lock import DOWN_FILE, AlreadyRunning, down, holder, holding_lock, shown_path
 from emulators.pubsub import PubSubEmulator
 from emulators.signals import interruptible, signals_ignored
 from emulators.stack import Stack
 from emulators.world import PROJECT_ID, PROJECT_NUMBER
 
+__all__ = ["down", "holder", "read_env_file", "up"]  # down, holder, read_env_file: re-exported for callers
+
 DEMO_CLUSTER = "cls-demo01"
-STATE_DIR = Path(".playground")
+STATE_DIR = Path(".playground")  # = playground_lock.STATE_DIR
 WATCH_INTERVAL_S = 1.0
-DOWN_TIMEOUT_S = 60.0
 SOURCES = ("platform", "service")
 # What Terraform's workload identity gives the External Secrets Operator's reader in a cluster's namespace
 # (terraform/: external_secrets_principal_template); the playground provides it with KUBERNETES_DELIVERY alone.
@@ -54,7 +63,6 @@ _PLACEHOLDERS = {
     "GKE_EMULATOR_HOST": "127.0.0.1:9",
     "RESOURCE_MANAGER_EMULATOR_HOST": "127.0.0.1:9",
 }
-DOWN_FILE = "function-down"  # why the function is not running after a restart failed; `make trigger` reads it
 
 
 def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
@@ -73,7 +81,7 @@ def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 # The playground's own defaults (a shell's setting wins): the platform pull secret cached 2 s, not 30, so that a
-# rotation (README, "Rotate the platform pull secret") reaches the next trigger without a wait.
+# rotation (README, "Rotate the pull secret"; `make rotate` waits it out) reaches the next trigger without a wait.
 PLAYGROUND_DEFAULTS = {"PULL_SECRET_SOURCE_TTL": "2"}
 
 
@@ -86,24 +94,30 @@ def function_settings(stack: Stack, state_dir: Path, *, source: str, given: Mapp
 
 
 def check_settings(given: Mapping[str, str], *, source: str) -> str | None:
-    """The configuration error the function would stop at with these settings (None: none), before any start."""
+    """The configuration error the function would stop at with these settings and the playground's own (None:
+    none), before any start; when the error names a setting the playground fixes, it says its value."""
     from pullsecret import config
     from pullsecret.errors import ConfigError
 
     sourcing = {"PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9/"} if source == "service" else {}
     sourcing = sourcing or {"PULL_SECRET_SOURCE": seed.SOURCE_VERSION}
+    ours = {**WORLD_SETTINGS, **PLAYGROUND_DEFAULTS}
     try:
-        config.load({**_PLACEHOLDERS, **sourcing, **{k: v for k, v in given.items() if k not in _PLACEHOLDERS}})
+        config.load({**_PLACEHOLDERS, **sourcing, **ours, **{k: v for k, v in given.items() if k not in _PLACEHOLDERS}})
     except ConfigError as exc:
-        return str(exc)
+        named = [k for k, v in ours.items() if k not in given and re.search(rf"\b{k}\b", str(exc))]
+        if not named:
+            return str(exc)
+        fixed = "; ".join(f"{k}={ours[k]}" for k in named)
+        return f"{exc} (the playground sets {fixed}: the project and the one management cluster it emulates)"
     return None
 
 
-def exports(stack: Stack, function: FunctionProcess, state_dir: Path, settings: Mapping[str, str]) -> dict[str, str]:
+def exports(stack: Stack, function: FunctionProcess, settings: Mapping[str, str], operator: Path) -> dict[str, str]:
     """Everything a shell needs to use the playground: every setting the function runs with (so the CLI run from
-    that shell decides as the function does), the URLs, gcloud's Pub/Sub override."""
+    that shell decides as the function does), the URLs, the operator's kubeconfig, gcloud's Pub/Sub override."""
     env = dict(settings)
-    env.update({"EMULATORS_ADMIN": stack.admin.url, "FUNCTION_URL": function.url})
+    env.update({"EMULATORS_ADMIN": stack.admin.url, "FUNCTION_URL": function.url, OPERATOR_KUBECONFIG: str(operator)})
     if stack.pubsub is not None:
         # gcloud has no PUBSUB_EMULATOR_HOST switch: its endpoint override (a URL ending in "/"), a project,
         # and no credentials make `gcloud pubsub ...` talk to the emulator (checked with Cloud SDK 528).
@@ -115,13 +129,6 @@ def exports(stack: Stack, function: FunctionProcess, state_dir: Path, settings: 
             }
         )
     return env
-
-
-def env_file_text(env: Mapping[str, str]) -> str:
-    # An ADC file would shadow the metadata emulator for the CLI run from that shell (CLOUDSDK_CONFIG is ours).
-    lines = ["unset GOOGLE_APPLICATION_CREDENTIALS"]
-    lines += [f"export {key}={shlex.quote(value)}" for key, value in env.items()]
-    return "\n".join(lines) + "\n"
 
 
 def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, mode: str = "") -> str:
@@ -155,6 +162,7 @@ def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, m
         f"  {python} -m pullsecret reconcile {cluster_id} --dry-run   # what it would write, writing nothing",
         f"  {python} -m pullsecret inspect {cluster_id}",
         f"  {python} -m pullsecret fleet                 # every cluster's state, and what outlived its cluster",
+        f'  kubectl --kubeconfig "${OPERATOR_KUBECONFIG}" get secrets -n clusters-{cluster_id}   # read as an operator',
         '  curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/cls-demo02"   # another ready cluster',
         f"The function's raw log: {state_dir}/function.log. Saving a change under pullsecret/ restarts the function.",
         f"Ctrl-C stops everything (or `{stop}` from another shell).",
@@ -162,95 +170,8 @@ def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, m
     return "\n".join("# " + line for line in lines)
 
 
-# --- one playground per state folder ----------------------------------------------------------------------
-
-
 class StartFailed(Exception):
     """The function process did not start; the message is the line that says why."""
-
-
-class AlreadyRunning(Exception):
-    """Another `up` holds the state folder's lock."""
-
-
-@contextlib.contextmanager
-def holding_lock(state_dir: Path) -> Iterator[None]:
-    """Hold `<state>/lock` (flock, exclusive, released by the kernel at exit) with our pid in it.
-
-    Raises AlreadyRunning with a person's sentence when another process holds it.
-    """
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise AlreadyRunning(_running_text(state_dir)) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def holder(state_dir: Path) -> int | None:
-    """The pid of the `up` holding `<state>/lock`, or None when none does."""
-    path = state_dir / "lock"
-    if not path.exists():
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = path.read_text().strip()
-            return int(text) if text.isdigit() else -1  # held, pid not written yet
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def _running_text(state_dir: Path) -> str:
-    pid = holder(state_dir)
-    env = read_env_file(state_dir / "env")
-    shown = _shown(state_dir)
-    where = f" (pid {pid}" + (f", function at {env['FUNCTION_URL']}" if "FUNCTION_URL" in env else "") + ")"
-    return (
-        f"A playground is already running from {shown}{where if pid and pid > 0 else ''}; one per checkout.\n"
-        f"Use it (source {shown}/env), or stop it first: make down (or Ctrl-C in its terminal).\n"
-        "A second, separate one: .venv/bin/python -m emulators playground --state-dir .playground-2"
-    )
-
-
-def _shown(state_dir: Path) -> str:
-    return os.path.relpath(state_dir) if state_dir.is_relative_to(Path.cwd()) else str(state_dir)
-
-
-def down(state_dir: Path = STATE_DIR, timeout: float = DOWN_TIMEOUT_S) -> int:
-    """Stop the playground running from `state_dir` (SIGTERM, then wait for its lock); exit code."""
-    state_dir = state_dir.resolve()
-    pid = holder(state_dir)
-    if pid is None:
-        print(f"No playground is running from {_shown(state_dir)}.")
-        return 0
-    if pid <= 0:
-        print(f"The playground of {_shown(state_dir)} is starting and has not written its pid yet; try again.")
-        return 1
-    print(f"Stopping the playground (pid {pid}) ...", flush=True)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, 15)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if holder(state_dir) is None:
-            print(f"Stopped the playground (pid {pid}): its function and emulators, its env file and token are gone.")
-            return 0
-        time.sleep(0.1)
-    print(f"The playground (pid {pid}) did not stop within {timeout:.0f} s.")
-    return 1
 
 
 # --- up ---------------------------------------------------------------------------------------------------
@@ -302,16 +223,17 @@ def up(
         return 130
 
 
+def _delivery(settings: Mapping[str, str]) -> str:
+    return settings.get("KUBERNETES_DELIVERY", "direct").strip().lower() or "direct"
+
+
 def _mode_text(source: str, settings: Mapping[str, str]) -> str:
-    delivery = settings.get("KUBERNETES_DELIVERY", "direct").strip().lower() or "direct"
-    return f"; source {source}, delivery {delivery}"
+    return f"; source {source}, delivery {_delivery(settings)}"
 
 
 def _serve(
     state_dir: Path, clusters: list[str], pubsub: bool, port: int, *, source: str, given: Mapping[str, str]
 ) -> int:
-    from pullsecret.operator.settings import FUNCTION_VARIABLES
-
     (state_dir / "gcloud").mkdir(parents=True, exist_ok=True)
     (state_dir / DOWN_FILE).unlink(missing_ok=True)
     reason: str | None = "--no-pubsub"
@@ -336,8 +258,9 @@ def _serve(
             seed.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
         for cluster_id in clusters:
             seed.ready_cluster(stack, cluster_id, platform_secret=source == "platform")
+        operator = grant_operator(stack.kubernetes, stack.workdir)
         # The function runs with exactly these settings, the ones the env file carries (none inherited).
-        function = FunctionProcess(settings, state_dir / "function.log", port=port, drop=FUNCTION_VARIABLES)
+        function = FunctionProcess(settings, state_dir / "function.log", port=port, drop=managed_variables(settings))
         running.append(function)
         try:
             function.start()
@@ -346,23 +269,26 @@ def _serve(
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
             stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
-        env = exports(stack, function, state_dir, settings)
-        env_path.write_text(env_file_text(env))
+        env = exports(stack, function, settings, operator)
+        delivery = _delivery(settings)
+        record = settings_record(settings, env, pid=os.getpid(), source=source, delivery=delivery)
+        write_state_files(state_dir, env, record)
         first = clusters[0] if clusters else DEMO_CLUSTER
-        shown = Path(_shown(state_dir))
+        shown = Path(shown_path(state_dir))
         print(env_file_text(env) + next_steps(first, shown, reason, mode=_mode_text(source, settings)))
         sys.stdout.flush()
         ready = True
         _watch(running, settings, state_dir)
     except StartFailed as exc:
         print(f"# The function did not start: {exc}", file=sys.stderr, flush=True)
-        print(f"# Its whole output: {_shown(state_dir / 'function.log')}; stopping ...", file=sys.stderr, flush=True)
+        whole = shown_path(state_dir / "function.log")
+        print(f"# Its whole output: {whole}; stopping ...", file=sys.stderr, flush=True)
         code = 1
     except KeyboardInterrupt:
         print("#\n# " + ("Stopping" if ready else "Interrupted during start-up; stopping") + " ...", flush=True)
     finally:
         with signals_ignored():
-            env_path.unlink(missing_ok=True)
+            remove_state_files(state_dir)
             (state_dir / DOWN_FILE).unlink(missing_ok=True)
             for function in running:
                 function.stop()
@@ -370,7 +296,8 @@ def _serve(
                 stack.stop()
         stopped = "the function, the emulators" + (" and the Pub/Sub emulator" if reason is None else "")
         print(
-            f"# Stopped: {stopped}; removed {_shown(env_path)} and the temporary folder with the token and CA."
+            f"# Stopped: {stopped}; removed {shown_path(env_path)}, settings.json and the temporary folder"
+            " (the token, the CA, the operator's kubeconfig)."
             if stack is not None
             else "# Stopped before any emulator started.",
             flush=True,
@@ -380,19 +307,35 @@ def _serve(
 
 def failure_line(output: str) -> str:
     """The line of a failed start a person needs: the configuration error, or the file and line of an error in
-    the code and what it says, rather than the last line of a traceback."""
-    lines = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    the code and what it says, rather than the last line of a traceback. A JSON log line gives its message; a
+    long line is shortened at a word, never cut inside one."""
+    lines = [_message(line.strip()) for line in output.strip().splitlines() if line.strip()]
     for line in reversed(lines):
         if "configuration error" in line.lower() or line.startswith("pullsecret.errors.ConfigError"):
-            return line.split("ConfigError: ", 1)[-1][:300]
+            return _shortened(line.split("ConfigError: ", 1)[-1], 300)
     last = lines[-1] if lines else "?"
     for index in range(len(lines) - 1, -1, -1):
         line = lines[index]
         if line.startswith('File "') and (f"{ROOT}/pullsecret" in line or f"{ROOT}/main.py" in line):
             where = line.split('"')[1]
             number = line.split(", line ", 1)[1].split(",", 1)[0] if ", line " in line else "?"
-            return f"{os.path.relpath(where, ROOT)}, line {number}: {last[:200]}"
-    return last[:300]
+            return f"{os.path.relpath(where, ROOT)}, line {number}: {_shortened(last, 200)}"
+    return _shortened(last, 300)
+
+
+def _message(line: str) -> str:
+    """A log record's message (the first line of it), or the line itself when it is not a JSON record."""
+    from emulators.logview import parse
+
+    record = parse(line)
+    return str(record.get("message", line)).split("\n", 1)[0].strip() if record is not None else line
+
+
+def _shortened(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + " …"
 
 
 def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: Path) -> None:
@@ -400,8 +343,6 @@ def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: 
 
     `running[0]` is always the function started last, the one the caller stops.
     """
-    from pullsecret.operator.settings import FUNCTION_VARIABLES
-
     known = _sources()
     while True:
         time.sleep(WATCH_INTERVAL_S)
@@ -414,7 +355,7 @@ def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: 
         port = running[0].port
         running[0].stop()
         running[0] = function = FunctionProcess(
-            settings, state_dir / "function.log", port=port, append_log=True, drop=FUNCTION_VARIABLES
+            settings, state_dir / "function.log", port=port, append_log=True, drop=managed_variables(settings)
         )
         try:
             took = function.start()
@@ -425,19 +366,6 @@ def _watch(running: list[FunctionProcess], settings: dict[str, str], state_dir: 
             continue
         (state_dir / DOWN_FILE).unlink(missing_ok=True)
         print(f"# The function serves the new code again at {function.url} (ready in {took:.1f} s).", flush=True)
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """The `export K=V` lines `up` wrote (values shell-quoted)."""
-    found: dict[str, str] = {}
-    if not path.exists():
-        return found
-    for line in path.read_text().splitlines():
-        if line.startswith("export "):
-            key, _, value = line[len("export ") :].partition("=")
-            parsed = shlex.split(value)
-            found[key] = parsed[0] if parsed else ""
-    return found
 
 
 def event_json(cluster_id: str, generation: int) -> str:

@@ -6,6 +6,13 @@ event published to the topic (`--via pubsub`). Then it prints why things are as 
 message, `data.registry_checks` (which registry accepted or refused its credential), and how to read the whole
 stored status.
 
+One behaviour per path: the push and the Pub/Sub path wait for the same thing (the function's final log record
+for this event, or the status it reported), say so when that takes more than a moment, and end with the same
+lines and the same exit code: 0 a status reported (whatever it says); else the operator CLI's for the outcome
+the function logged (RESULT_EXIT): 0 applied/unchanged/finalized, 1 a terminal failure or no answer, 3 a
+transient failure (Pub/Sub redelivers), 4 nothing done (the cluster unknown to HyperFleet, gone, stale, skipped);
+and 2 for no playground or an invalid cluster id (one line, nothing sent).
+
 Where the playground is: the running playground's `<state>/env` wins over this shell's variables, which may
 be left from an earlier `make up` (the ports change on every start); a shell whose values differ is told so.
 When nothing answers, one line says so and what to do, instead of a client library's traceback.
@@ -13,6 +20,8 @@ When nothing answers, one line says so and what to do, instead of a client libra
 
 from __future__ import annotations
 
+import re
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,11 +32,28 @@ import requests
 
 from emulators import logview, registry_checks, seed
 from emulators.demo import TOPIC
-from emulators.playground import DOWN_FILE, STATE_DIR, holder, read_env_file
+from emulators.playground_env import read_env_file
+from emulators.playground_lock import DOWN_FILE, STATE_DIR, holder
 from emulators.pubsub import push_envelope
 
 REPORT_WAIT_S = 30.0
+PUSH_QUIET_S = 3.0  # a push not answered within this is said to be waited for
 PLAYGROUND_KEYS = ("EMULATORS_ADMIN", "FUNCTION_URL")
+# = pullsecret.model.events._CLUSTER_ID: the ids the function takes from an event (a test holds them equal).
+CLUSTER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,254}$")
+# = pullsecret.operator.cli._RESULT_EXIT: the CLI's exit code for each result (a test holds them equal).
+RESULT_EXIT = {
+    "applied": 0,
+    "unchanged": 0,
+    "finalized": 0,
+    "terminal": 1,
+    "transient": 3,
+    "skipped": 4,
+    "stale": 4,
+    "gone": 4,
+}
+EXIT_NO_ANSWER = 1
+EXIT_USAGE = 2
 
 
 class NoPlayground(Exception):
@@ -67,7 +93,10 @@ def _reports(admin: str, cluster_id: str) -> list[dict[str, Any]]:
 
 
 def trigger(cluster_id: str, *, via: str, env: Mapping[str, str], state_dir: Path = STATE_DIR) -> int:
-    """One reconcile of `cluster_id` through the Pub/Sub path; prints what happened. Exit 0 when acknowledged."""
+    """One reconcile of `cluster_id` through the Pub/Sub path; prints what happened; the exit code of its outcome."""
+    if not CLUSTER_ID.fullmatch(cluster_id):
+        print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id; nothing was sent")
+        return EXIT_USAGE
     try:
         settings, source, notes = locate(env, state_dir)
     except NoPlayground as exc:
@@ -99,50 +128,78 @@ def trigger(cluster_id: str, *, via: str, env: Mapping[str, str], state_dir: Pat
 def _trigger(cluster_id: str, *, via: str, settings: Mapping[str, str], state_dir: Path) -> int:
     admin, function_url = settings["EMULATORS_ADMIN"].rstrip("/"), settings["FUNCTION_URL"]
     cluster = requests.get(f"{admin}/hyperfleet/clusters/{cluster_id}", timeout=10)
-    generation = 1
-    if cluster.status_code == 200:
-        generation = int(cluster.json().get("generation", 1))
-    else:
+    known = cluster.status_code == 200
+    generation = int(cluster.json().get("generation", 1)) if known else 1
+    if not known:
         print(f"Note: the HyperFleet emulator has no cluster {cluster_id}; the function will find it gone.")
-        print(f'      Seed a ready one first: curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/{cluster_id}"')
     before = len(_reports(admin, cluster_id))
     log_path = state_dir / "function.log"
     log_offset = log_path.stat().st_size if log_path.exists() else 0
     event = seed.sentinel_event(cluster_id, generation)
+    sent = f"event {event['id']} (cluster {cluster_id}, generation {generation})"
     if via == "pubsub":
         published = requests.post(f"{admin}/pubsub/topics/{TOPIC}/sentinel_event", json=event, timeout=30)
         if published.status_code != 200:
             print(f"Publishing to {TOPIC} failed ({published.status_code}): is the Pub/Sub emulator running?")
             print(f"  {published.text[:300]}")
-            return 2
-        print(
-            f"Published event {event['id']} (cluster {cluster_id}, generation {generation}) to topic {TOPIC}: "
-            f"message {published.json()['message_id']}; the emulator pushes it to the function."
-        )
+            return EXIT_USAGE
+        message = published.json()["message_id"]
+        print(f"Published {sent} to topic {TOPIC}: message {message}; the emulator pushes it to the function.")
+        print(f"Waiting (up to {REPORT_WAIT_S:.0f} s) for the push and the function's answer ...")
     else:
-        answer = requests.post(function_url, json=push_envelope(event), timeout=120)
+        answer = _push(function_url, event)
         verdict = "acknowledged" if 200 <= answer.status_code < 300 else "not acknowledged: Pub/Sub would redeliver"
-        print(
-            f"Pushed event {event['id']} (cluster {cluster_id}, generation {generation}) to {function_url}: "
-            f"HTTP {answer.status_code}, {verdict}."
-        )
-        if not 200 <= answer.status_code < 300:
-            print_outcome(log_path, log_offset, cluster_id)
-            return 1
+        print(f"Pushed {sent} to {function_url}: HTTP {answer.status_code}, {verdict}.")
     # A push is answered once the reconcile is over; a published message is pushed a moment later.
     deadline = time.monotonic() + (REPORT_WAIT_S if via == "pubsub" else 0.0)
     while True:
         found = _reports(admin, cluster_id)
-        if len(found) > before:
-            print_outcome(log_path, log_offset, cluster_id)
-            print_report(found[-1], cluster_id)
-            return 0
-        if time.monotonic() >= deadline:
+        final = _final_record(log_path, log_offset, str(event["id"]))
+        if len(found) > before or final is not None or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
     print_outcome(log_path, log_offset, cluster_id)
-    print(f"No status reported; the function's log says why: make logs (or {log_path}).")
-    return 1 if via == "pubsub" else 0
+    if len(found) > before:
+        print_report(found[-1], cluster_id)
+    elif not known:
+        print(f"No status reported: HyperFleet has no cluster {cluster_id}, nothing to reconcile. A ready one:")
+        print(f'  curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/{cluster_id}"')
+    else:
+        print(f"No status reported; the function's log says why: make logs (or {log_path}).")
+    if len(found) > before:
+        return 0  # the status says the rest (PreconditionsNotMet included), as before
+    return EXIT_NO_ANSWER if final is None else RESULT_EXIT.get(str(final.get("result")), EXIT_NO_ANSWER)
+
+
+def _push(function_url: str, event: dict[str, Any]) -> requests.Response:
+    """Post the push envelope; a line says what it waits for when the answer takes more than PUSH_QUIET_S."""
+    quiet = threading.Timer(
+        PUSH_QUIET_S,
+        lambda: print(
+            "Waiting for the function's answer to the push (it answers once the reconcile is over) ...", flush=True
+        ),
+    )
+    quiet.daemon = True
+    quiet.start()
+    try:
+        return requests.post(function_url, json=push_envelope(event), timeout=120)
+    finally:
+        quiet.cancel()
+
+
+def _final_record(log_path: Path, offset: int, event_id: str) -> dict[str, Any] | None:
+    """The function's final log record (operation `reconcile`) for the event `event_id`, once written."""
+    if not log_path.exists():
+        return None
+    with log_path.open(encoding="utf-8", errors="replace") as handle:
+        handle.seek(offset)
+        for record in map(logview.parse, handle):
+            if record is None or record.get("operation") != "reconcile" or not record.get("result"):
+                continue
+            labels = record.get(logview.LABELS)
+            if isinstance(labels, dict) and labels.get("event_id") == event_id:
+                return record
+    return None
 
 
 def print_outcome(log_path: Path, offset: int, cluster_id: str) -> None:

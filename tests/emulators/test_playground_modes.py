@@ -80,7 +80,8 @@ def test_an_invalid_setting_is_one_line_and_starts_nothing(tmp_path: Path, playg
     played = Playground(tmp_path, state, "--no-pubsub", env={"REGISTRY_VERIFICATION": "enforced"})
     playgrounds.append(played)
     assert played.wait_exit(timeout=60) == 2
-    said = played.output()
+    started, said = played.output().split("\n", 1)
+    assert started.startswith("# Starting the playground"), started  # at once, before the slow imports
     assert "Traceback" not in said, said
     assert said.startswith("configuration error: REGISTRY_VERIFICATION must be one of"), said
     assert "make up" in said and len(said.strip().splitlines()) == 2, said
