@@ -28,7 +28,7 @@ from pullsecret.config import Settings
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TransientError
 from pullsecret.model.preconditions import Placement
-from pullsecret.operator.doctor_checks import DoctorCheck
+from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
 

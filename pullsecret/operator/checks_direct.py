@@ -14,7 +14,7 @@ from pullsecret.delivery.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.delivery.kubeapi import SecretsApi
 from pullsecret.delivery.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
-from pullsecret.operator.doctor_checks import PROBE_CLUSTER, Context, Line, guarded
+from pullsecret.preflight import PROBE_CLUSTER, Context, Line, guarded
 
 MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
 WRITES = ("create", "patch", "delete")  # terraform/kubernetes/rbac.yaml: what the runtime identity must do

@@ -7,7 +7,7 @@ from __future__ import annotations
 from google.api_core import exceptions as gexc
 
 from pullsecret.model.names import secret_name
-from pullsecret.operator.doctor_checks import MANAGED_ROLE, Context, Line, code_of, retry_fix
+from pullsecret.preflight import MANAGED_ROLE, Context, Line, code_of, retry_fix
 
 CHECK = "secret-manager.iam-policy"
 # terraform/iam.tf local.secret_manager_policy_permissions: added to the managed role in this mode only.

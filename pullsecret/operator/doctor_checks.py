@@ -10,9 +10,7 @@ from payloads or answers' bodies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import requests
 from google.api_core import exceptions as gexc
@@ -21,13 +19,19 @@ from pullsecret.config import Settings
 from pullsecret.errors import AdapterError
 from pullsecret.hyperfleet.answers import shown_url
 from pullsecret.model import dockerconfig, names, preconditions
+from pullsecret.preflight import (
+    MANAGED_ROLE,
+    PROBE_CLUSTER,
+    Context,
+    Line,
+    code_of,
+    retry_fix,
+)
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
 
 if TYPE_CHECKING:
-    from pullsecret.hyperfleet.client import HyperFleetClient
-    from pullsecret.registry.verification import RegistryVerifier
-    from pullsecret.secretstore import SecretStore
+    pass
 
 # terraform/iam.tf local.secret_manager_managed_base_permissions: what the adapter does to its own secrets.
 MANAGED_PERMISSIONS = (
@@ -39,55 +43,9 @@ MANAGED_PERMISSIONS = (
     "secretmanager.versions.destroy",
     "secretmanager.versions.disable",
 )
-MANAGED_ROLE = "hyperfleetPullSecretManager"
 CREATOR_ROLE = "hyperfleetPullSecretCreator"
 CREATE = "secretmanager.secrets.create"  # checked on the project: not conditioned (terraform/iam.tf)
-RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
-PROBE_CLUSTER = "doctor-probe"  # a cluster id no secret is made for: its names only ask IAM
 CLUSTER_IDS = 10  # clusters listed for names to ask about
-
-
-@dataclass(frozen=True)
-class Line:
-    """One check's verdict: ok True (proven), False (refused: `fix` says what to do), None (nothing to check)."""
-
-    check: str
-    ok: bool | None
-    text: str
-    fix: str = ""
-
-
-@dataclass(frozen=True)
-class DoctorCheck:
-    """One preflight check a delivery or a source needs: its name (the line's when it fails unexpectedly) and how to
-    run it."""
-
-    name: str
-    run: Callable[[Context], list[Line]]
-
-
-@dataclass
-class Context:
-    """What the checks share: the configuration, the runtime identity's clients, what earlier checks learned."""
-
-    settings: Settings
-    runtime: str  # the runtime service account's e-mail (or a description when unknown)
-    hyperfleet: HyperFleetClient
-    store: SecretStore  # read_source
-    secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
-    registries: RegistryVerifier
-    extra_clusters: tuple[str, ...] = ()
-    token: Callable[[], str] | None = None  # the runtime identity's access token (projects.testIamPermissions)
-    resource_manager: str = RESOURCE_MANAGER
-    cluster_projects: dict[str, str | None] = field(default_factory=dict)  # listed cluster id -> its GCP project
-    source: dockerconfig.PullSecret | None = None
-
-    def deadline(self) -> Deadline:
-        return Deadline(min(self.settings.retry_deadline_s, 20.0))
-
-    @property
-    def member(self) -> str:
-        return f"serviceAccount:{self.runtime}"
 
 
 # -- the HyperFleet API ---------------------------------------------------------------------------
@@ -284,11 +242,6 @@ def get_secret(ctx: Context, name: str) -> str:
     return "OK"
 
 
-def code_of(exc: gexc.GoogleAPICallError) -> str:
-    code = getattr(exc, "grpc_status_code", None)
-    return str(getattr(code, "name", None) or type(exc).__name__)
-
-
 def _role_fix(ctx: Context, project: str, missing: list[str] | tuple[str, ...]) -> str:
     return (
         f"the custom role {MANAGED_ROLE} in {project}, bound to {ctx.member} with the condition "
@@ -296,10 +249,6 @@ def _role_fix(ctx: Context, project: str, missing: list[str] | tuple[str, ...]) 
         f"runtime_secret_manager_managed), or gcloud iam roles update {MANAGED_ROLE} --project {project} "
         f"--add-permissions {','.join(missing)}"
     )
-
-
-def retry_fix() -> str:
-    return "Secret Manager did not answer: try again"
 
 
 # -- registries -----------------------------------------------------------------------------------
@@ -329,11 +278,3 @@ def registries(ctx: Context) -> list[Line]:
             )
             lines.append(Line("registries", False, f"{shown}: no answer to the handshake ({check.detail})", fix))
     return lines
-
-
-def guarded(check: Callable[[Context], list[Line]], ctx: Context, name: str) -> list[Line]:
-    """A check's lines; an unexpected exception is one failed line naming its type (never its text)."""
-    try:
-        return check(ctx)
-    except Exception as exc:  # noqa: BLE001 - the doctor reports, it does not crash
-        return [Line(name, False, f"the check failed unexpectedly ({type(exc).__name__})", "try again; report it")]

@@ -26,7 +26,7 @@ from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
-from pullsecret.operator.doctor_checks import Context, DoctorCheck, Line
+from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Wiring
 from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer

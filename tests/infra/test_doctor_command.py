@@ -219,7 +219,8 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     from emulators.iam_terraform import service_account_grants
     from emulators.stack import TERRAFORM_VARIABLES
     from pullsecret import config
-    from pullsecret.operator.doctor_checks import MANAGED_ROLE, required_permissions
+    from pullsecret.operator.doctor_checks import required_permissions
+    from pullsecret.preflight import MANAGED_ROLE
 
     _email, grants = service_account_grants(
         {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
@@ -237,7 +238,7 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
 
 def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
-    from pullsecret import config
+    from pullsecret import config, preflight
     from pullsecret.errors import TerminalError, TransientError
     from pullsecret.operator import checks_direct, doctor_checks
 
@@ -247,7 +248,7 @@ def _fix_commands() -> list[str]:
             "PULL_SECRET_SOURCE": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret/versions/latest",
         }
     )
-    ctx = doctor_checks.Context(
+    ctx = preflight.Context(
         settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 4)
     )
     denied = TerminalError("denied", reason="PermissionDenied")
