@@ -11,9 +11,9 @@ from typing import Any
 
 from pullsecret import secretstore
 from pullsecret.config import Settings
-from pullsecret.delivery import kubesecret
 from pullsecret.delivery.base import Probed, Where
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.direct import kubesecret
+from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import AdapterError
 from pullsecret.logs import log
 from pullsecret.model import lineage, preconditions, status

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pullsecret import provision, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Probed
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.finalize import finalize, finalized_report
 from pullsecret.hyperfleet.answers import UnparseableCluster

@@ -67,8 +67,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "status": ("pullsecret.model.status.*",),
     # lineage.version_id is model/names.version_id (one parser of version names): mutated with lineage.
     "lineage": ("pullsecret.model.lineage.*", *_functions("pullsecret.model.names", ("version_id",))),
-    "kubesecret": _functions("pullsecret.delivery.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
-    "admission_policy": ("pullsecret.delivery.admission_policy.*",),
+    "kubesecret": _functions("pullsecret.delivery.direct.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
+    "admission_policy": ("pullsecret.delivery.direct.admission_policy.*",),
     "www_authenticate": ("pullsecret.registry.www_authenticate.*",),
     "registry_verification": (
         _functions("pullsecret.registry.credentials", _REGISTRY_CREDENTIALS, _REGISTRY_CREDENTIALS_METHODS)

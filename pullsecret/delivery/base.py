@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TransientError
 from pullsecret.model.preconditions import Placement
 from pullsecret.preflight import DoctorCheck

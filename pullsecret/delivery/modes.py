@@ -12,8 +12,8 @@ import importlib
 from pullsecret.delivery.base import Delivery, Factory, Wiring
 
 MODES: dict[str, str] = {
-    "direct": "pullsecret.delivery.direct",
-    "external-secrets": "pullsecret.delivery.external_secrets",
+    "direct": "pullsecret.delivery.direct.mode",
+    "external-secrets": "pullsecret.delivery.external_secrets.mode",
 }
 
 

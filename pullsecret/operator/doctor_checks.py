@@ -2,7 +2,7 @@
 
 Each check reads and never writes: list clusters, access the platform pull secret, Secret Manager's
 TestIamPermissions and GetSecret, and the registries' auth handshake; the delivery mode adds its own
-(pullsecret.operator.checks_direct, checks_external_secrets). Each answers `Line`s: one thing proven or
+(pullsecret.delivery.direct.checks, checks_external_secrets). Each answers `Line`s: one thing proven or
 refused, and for a refusal the fix, naming the role, permission or command. A Line never carries a credential:
 its texts are built from resource names, permission names and rules (as pullsecret.errors' messages are), never
 from payloads or answers' bodies.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pullsecret import provision
 from pullsecret.delivery.base import Probed
-from pullsecret.delivery.kubesecret import A_FINGERPRINT, DesiredSecret, differs
+from pullsecret.delivery.direct.kubesecret import A_FINGERPRINT, DesiredSecret, differs
 from pullsecret.model import dockerconfig, preconditions
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline

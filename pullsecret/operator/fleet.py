@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.delivery.base import Leaving
-from pullsecret.delivery.external_secrets import ExternalSecretsDelivery
+from pullsecret.delivery.external_secrets.mode import ExternalSecretsDelivery
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name

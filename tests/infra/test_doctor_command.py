@@ -239,8 +239,9 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
 def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
     from pullsecret import config, preflight
+    from pullsecret.delivery.direct import checks as checks_direct
     from pullsecret.errors import TerminalError, TransientError
-    from pullsecret.operator import checks_direct, doctor_checks
+    from pullsecret.operator import doctor_checks
 
     settings = config.load(
         {

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from pullsecret.delivery import kubesecret
-from pullsecret.delivery.kubesecret import DesiredSecret
+from pullsecret.delivery.direct import kubesecret
+from pullsecret.delivery.direct.kubesecret import DesiredSecret
 
 SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
 DESIRED = DesiredSecret(

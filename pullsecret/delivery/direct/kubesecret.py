@@ -1,6 +1,6 @@
 """Our Kubernetes Secret as data: its manifest, labels and annotations, and what the API server's answers say.
 
-Pure (the calls are pullsecret.delivery.kubewrites'): the Secret the adapter applies (`DesiredSecret`), the
+Pure (the calls are pullsecret.delivery.direct.kubewrites'): the Secret the adapter applies (`DesiredSecret`), the
 labels the admission policy recognises it by (`secret_labels`), the dry-run probe's manifest, whether a live
 Secret differs in a field we own, and the reading of refusals (a denial by our policy, a dry-run create, a
 field-manager conflict).
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pullsecret.delivery.admission_policy import POLICY_NAME
-from pullsecret.delivery.kubeapi import ApiException
+from pullsecret.delivery.direct.admission_policy import POLICY_NAME
+from pullsecret.delivery.direct.kubeapi import ApiException
 from pullsecret.errors import kube_status
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"

@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pullsecret.delivery.admission_policy import ExpectedPolicy
-from pullsecret.delivery.kubeapi import ApiException, SecretsApi
-from pullsecret.delivery.kubesecret import (
+from pullsecret.delivery.direct.admission_policy import ExpectedPolicy
+from pullsecret.delivery.direct.kubeapi import ApiException, SecretsApi
+from pullsecret.delivery.direct.kubesecret import (
     A_CREATED_AT,
     A_LINEAGE,
     DOCKERCONFIGJSON,
@@ -48,7 +48,7 @@ from pullsecret.delivery.kubesecret import (
     probe_manifest,
     would_create_without_data,
 )
-from pullsecret.delivery.policy_guard import PolicyGuard, kube_call
+from pullsecret.delivery.direct.policy_guard import PolicyGuard, kube_call
 from pullsecret.errors import (
     AdapterError,
     OwnershipConflict,

@@ -1,4 +1,4 @@
-"""The preflight's check of KUBERNETES_DELIVERY=external-secrets (pullsecret.delivery.external_secrets lists it):
+"""The preflight's check of KUBERNETES_DELIVERY=external-secrets (pullsecret.delivery.external_secrets.mode lists it):
 the runtime identity may read and write the allow policy of the clusters' secrets (TestIamPermissions), which
 this mode needs to grant each namespace's principal access. No GKE or Kubernetes call: this mode makes none."""
 

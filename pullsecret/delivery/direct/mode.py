@@ -1,9 +1,9 @@
 """KUBERNETES_DELIVERY=direct: our Kubernetes Secret on the management cluster, written by the function itself.
 
-The management cluster's Secrets API comes from GKE (pullsecret.delivery.management_clusters, cached per
+The management cluster's Secrets API comes from GKE (pullsecret.delivery.direct.management_clusters, cached per
 cluster); every write relies on the admission policy being installed (`KubeSecrets.ensure_guarded`, checked
 before the probe and before a delete), and the Secret is probed, applied and deleted without the right to read
-any Secret (pullsecret.delivery.kubewrites).
+any Secret (pullsecret.delivery.direct.kubewrites).
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.clients import cluster_manager_client
-from pullsecret.delivery import admission_policy, kubesecret
 from pullsecret.delivery.base import Leaving, Where, Wiring
-from pullsecret.delivery.kubeapi import SecretsApi
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
-from pullsecret.delivery.kubewrites import KubeSecrets
-from pullsecret.delivery.management_clusters import ManagementClusters
+from pullsecret.delivery.direct import admission_policy, kubesecret
+from pullsecret.delivery.direct import checks as checks_direct
+from pullsecret.delivery.direct.kubeapi import SecretsApi
+from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.direct.kubewrites import KubeSecrets
+from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
-from pullsecret.operator import checks_direct
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 

@@ -42,12 +42,12 @@ from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
 from pullsecret.delivery.base import IamPolicyClient, Leaving, Where, Wiring
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.external_secrets import checks as checks_external_secrets
 from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.logs import log
 from pullsecret.model.names import NAMESPACE_RE
 from pullsecret.model.preconditions import Placement
-from pullsecret.operator import checks_external_secrets
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
