@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from pullsecret import envvars, secret_projects, service_settings
+from pullsecret import envvars, secret_projects
 from pullsecret.errors import ConfigError
 from pullsecret.model.names import PROJECT_ID_RE, SOURCE_VERSION_RE
 from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
+from pullsecret.source.service import settings as service_settings
 
 GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")

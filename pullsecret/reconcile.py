@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import provision, secretstore
+from pullsecret import merge, provision, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Probed
 from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
@@ -31,7 +31,6 @@ from pullsecret.provision import Target
 from pullsecret.registry import verification as registry_verification
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore, secret_labels
-from pullsecret.source import merge
 from pullsecret.source.base import Source
 
 T = TypeVar("T")

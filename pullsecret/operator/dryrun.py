@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pullsecret import provision
+from pullsecret import merge, provision
 from pullsecret.delivery.base import Probed
 from pullsecret.delivery.direct.kubesecret import A_FINGERPRINT, DesiredSecret, differs
 from pullsecret.model import dockerconfig, preconditions
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.reads import Latest
-from pullsecret.source import merge
 
 if TYPE_CHECKING:
     from pullsecret.app import Application

@@ -6,7 +6,7 @@ one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this or
 - `start(cluster_id, deadline)` at the read step, before the other reads are waited for: no call is needed to
   start; a source that must ask a service may start its call here (on the shared pool) and answer `ready=False`;
 - `Fetch.pull_secret(act, deadline)`: the source's pull secret for the cluster (None: it has none), its strings
-  registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
+  registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
   with the cluster's own `spec.pullSecret`;
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
 - `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):

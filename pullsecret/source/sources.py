@@ -4,8 +4,9 @@ one module (a `Source` and its factory) and one line here."""
 from __future__ import annotations
 
 from pullsecret.errors import ConfigError
-from pullsecret.source import platform, service
 from pullsecret.source.base import Factory, Source, Wiring
+from pullsecret.source.platform import source as platform
+from pullsecret.source.service import source as service
 
 SOURCES: tuple[Factory, ...] = (service.build, platform.build)
 

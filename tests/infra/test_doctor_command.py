@@ -242,6 +242,7 @@ def _fix_commands() -> list[str]:
     from pullsecret.delivery.direct import checks as checks_direct
     from pullsecret.errors import TerminalError, TransientError
     from pullsecret.operator import doctor_checks
+    from pullsecret.source.platform import checks as platform_checks
 
     settings = config.load(
         {
@@ -257,7 +258,7 @@ def _fix_commands() -> list[str]:
         doctor_checks._role_fix(
             ctx, "hyperfleet-secrets-prod", ["secretmanager.secrets.get", "secretmanager.versions.add"]
         ),
-        doctor_checks._source_fix(ctx, denied),
+        platform_checks._source_fix(ctx, denied),
         checks_direct._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
         doctor_checks.outside_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks.create_fix(ctx, "hyperfleet-secrets-prod"),

@@ -12,7 +12,7 @@ the cluster's pull secret (docs/contract.md §3b). Per event:
   deletion; `Finalized=True` follows only the service's confirmation, a failed DELETE is transient.
 
 A rotation at the service shows up as changed content on the next event: one Secret Manager version and one
-delivery write, like any change. There is no fan-out from here (pullsecret.source.rotation is the platform
+delivery write, like any change. There is no fan-out from here (pullsecret.source.platform.rotation is the platform
 source's): the next Sentinel event for the cluster delivers.
 """
 
@@ -29,7 +29,7 @@ from pullsecret.model.preconditions import Act
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Wiring
-from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
+from pullsecret.source.service.api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
 
 NAME = "service"
 

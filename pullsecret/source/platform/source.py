@@ -1,7 +1,7 @@
 """PULL_SECRET_SOURCE: one Secret Manager secret version shared by every cluster (the platform pull secret).
 
 The bytes come through the secret store's cache (SecretStore.cached_source / read_source, a short TTL; a new
-version's notification clears it, pullsecret.source.rotation), and are parsed once per distinct content.
+version's notification clears it, pullsecret.source.platform.rotation), and are parsed once per distinct content.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
-from pullsecret.operator import doctor_checks
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.source.base import Wiring
+from pullsecret.source.platform import checks
 
 NAME = "platform"
 
@@ -77,7 +77,7 @@ class PlatformSource:
         return {}
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("pull-secret-source", doctor_checks.pull_secret_source)]
+        return [DoctorCheck("pull-secret-source", checks.pull_secret_source)]
 
 
 def build(wiring: Wiring) -> PlatformSource | None:
