@@ -14,11 +14,10 @@ from urllib.parse import urlparse
 
 from pullsecret import envvars, secret_projects
 from pullsecret.errors import ConfigError
-from pullsecret.model.names import PROJECT_ID_RE, SOURCE_VERSION_RE
-from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
+from pullsecret.hostnames import allowed_entry, trusted_realm_entry
+from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
 from pullsecret.source.service import settings as service_settings
 
-GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # A Pub/Sub topic: projects/PROJECT_ID/topics/T (the project id as model/names says it).
 TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A-Za-z][A-Za-z0-9._~+%-]{{2,254}}$")
@@ -115,15 +114,6 @@ class Settings:
         if self.rotation_publish_rate is not None:
             return self.rotation_publish_rate
         return max(0.1, 0.9 * self.secret_write_quota / 60.0 / self.rotation_writes_per_cluster)
-
-
-def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
-    """`name` matches one ALLOWED_MANAGEMENT_CLUSTERS entry: segment by segment, `*` any text within one."""
-    for pattern in allowed:
-        expression = "/".join(re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("/"))
-        if re.fullmatch(expression, name):
-            return True
-    return False
 
 
 def _api_url(env: Mapping[str, str]) -> str:

@@ -50,7 +50,8 @@ _REGISTRY_VERDICTS_METHODS = ("Check.to_json", "Verification.data", "Verificatio
 _REGISTRY_HANDSHAKE_PURE = ("token_of",)
 # Where verification may connect: host and allowlist parsing, address and name classification, the token realm
 # rule, and Egress.vet (its resolver is a constructor argument); not system_resolver, the one call to the OS.
-_EGRESS_PURE = ("split_host", "allowed_entry", "address_refusal", "_ip", "name_refusal", "realm_trusted")
+_HOSTNAMES_PURE = ("split_host", "allowed_entry")
+_EGRESS_PURE = ("address_refusal", "_ip", "name_refusal", "realm_trusted")
 _EGRESS_PURE_METHODS = ("Egress.__init__", "Egress.vet")
 
 
@@ -75,7 +76,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         + _functions("pullsecret.registry.verdicts", _REGISTRY_VERDICTS, _REGISTRY_VERDICTS_METHODS)
         + _functions("pullsecret.registry.handshake", _REGISTRY_HANDSHAKE_PURE)
     ),
-    "registry_egress": _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
+    "registry_egress": (
+        _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS)
+        + _functions("pullsecret.hostnames", _HOSTNAMES_PURE)
+    ),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 

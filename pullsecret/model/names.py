@@ -85,3 +85,16 @@ def cluster_id_safe(cluster_id: object) -> bool:
 def project_id_valid(project: object) -> bool:
     """A GCP project id by PROJECT_ID_RE."""
     return isinstance(project, str) and PROJECT_ID_RE.fullmatch(project) is not None
+
+
+# A GKE cluster's full name (MANAGEMENT_CLUSTER, the placement's managementCluster).
+GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
+
+
+def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    """`name` matches one ALLOWED_MANAGEMENT_CLUSTERS entry: segment by segment, `*` any text within one."""
+    for pattern in allowed:
+        expression = "/".join(re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("/"))
+        if re.fullmatch(expression, name):
+            return True
+    return False

@@ -8,12 +8,12 @@ import functools
 import json
 from typing import Any
 
-from pullsecret.config import cluster_allowed
 from pullsecret.delivery.direct import admission_policy
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
+from pullsecret.model.names import cluster_allowed
 from pullsecret.preflight import PROBE_CLUSTER, Context, Line, guarded
 
 MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
