@@ -18,8 +18,7 @@ from typing import Any, TypeVar
 
 from pullsecret import merge, provision, secretstore
 from pullsecret.config import Settings
-from pullsecret.delivery.base import Delivery, Probed
-from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.base import Delivered, Delivery, Desired, Probed
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.finalize import finalize, finalized_report
 from pullsecret.hyperfleet.answers import UnparseableCluster
@@ -308,9 +307,7 @@ class Reconciler:
             fields.update(written=stored.written, writes=stored.writes)
         return stored
 
-    def _apply(
-        self, reads: _Reads, desired: DesiredSecret, stored: secretstore.StoreResult, deadline: Deadline
-    ) -> ApplyResult:
+    def _apply(self, reads: _Reads, desired: Desired, stored: secretstore.StoreResult, deadline: Deadline) -> Delivered:
         """Step 4, apply: the delivery (direct: the Kubernetes Secret; external-secrets: the secret's access), while
         a new version's read-back and the cluster's generation re-read (A3 of secretstore/versions.py) run
         alongside; all must succeed before a report.
@@ -339,7 +336,7 @@ class Reconciler:
         *,
         reads: _Reads,
         stored: secretstore.StoreResult,
-        applied: ApplyResult,
+        applied: Delivered,
         recorded: dict[str, Any],
         data: dict[str, Any],
     ) -> Outcome:
@@ -350,7 +347,13 @@ class Reconciler:
             report = status.stale(act.generation, applied.recorded_generation, data)
             return self._report(target.cluster_id, "stale", provision.with_registries(report, reads.checks))
         provision.add_applied(
-            data, self.settings, self.store, live=reads.probed.live, stored=stored, applied=applied, recorded=recorded
+            data,
+            self.settings,
+            self.store,
+            present=reads.probed.present,
+            stored=stored,
+            applied=applied,
+            recorded=recorded,
         )
         changed = stored.written or applied.written
         return self._report(

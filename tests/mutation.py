@@ -27,7 +27,6 @@ MIN_KILLED = 0.90
 # The code whose every decision a unit test should pin. Whole modules where the module is pure; for the
 # two modules that also do I/O, only their pure functions (the I/O is covered by the integration suites).
 _KUBESECRET_PURE = (
-    "label_value",
     "probe_manifest",
     "generation_of",
     "differs",
@@ -68,7 +67,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "status": ("pullsecret.model.status.*",),
     # lineage.version_id is model/names.version_id (one parser of version names): mutated with lineage.
     "lineage": ("pullsecret.model.lineage.*", *_functions("pullsecret.model.names", ("version_id",))),
-    "kubesecret": _functions("pullsecret.delivery.direct.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
+    "kubesecret": (
+        _functions("pullsecret.delivery.direct.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS)
+        + _functions("pullsecret.model.names", ("kube_label_value",))
+    ),
     "admission_policy": ("pullsecret.delivery.direct.admission_policy.*",),
     "www_authenticate": ("pullsecret.registry.www_authenticate.*",),
     "registry_verification": (

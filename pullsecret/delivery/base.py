@@ -6,7 +6,10 @@ reconcile (pullsecret.reconcile) knows nothing else of it, and calls it in this 
 - `probe(where, deadline)`, beside the other reads and before any write: the live state as a `Probed`, which
   holds what the mode needs to write there;
 - `Probed.apply(desired, deadline)`, after the Secret Manager write: make the cluster hold `desired` (the
-  stored content); it logs its own step;
+  stored content, a neutral `Desired` each mode renders its own way); it logs its own step and answers what it
+  did as a neutral `Delivered`;
+- `Probed.dry_run(desired, store_writes=)`, for `reconcile --dry-run` instead of `apply`: what it would do, in
+  words, writing nothing;
 - `status_data(where, applied, stored_written=)`: what the mode adds to the status `data`;
 - `after_transient(placement, error)`, after a transient failure of a provisioning or a deletion: drop what
   the failure shows may be stale (a cached client; the redelivery rebuilds it);
@@ -20,12 +23,11 @@ The operator tools ask it too: `inspect` (what `python -m pullsecret inspect` sh
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
-from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import TransientError
 from pullsecret.model.preconditions import Placement
 from pullsecret.preflight import DoctorCheck
@@ -51,19 +53,63 @@ class Leaving:
     kube_name: str
 
 
+@dataclass(frozen=True)
+class Desired:
+    """What is to be delivered: the stored content, where, and what the delivered object records."""
+
+    cluster_id: str
+    cluster_name: str
+    adapter: str  # ADAPTER_NAME: whose object it is
+    namespace: str
+    name: str
+    content: bytes = field(repr=False)
+    fingerprint: str
+    generation: int
+    source_version: str  # the Secret Manager version holding `content`
+    created_by: str
+    lineage: str | None = None  # encoded (model/lineage); None: keep what the delivered object records
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What an apply did: whether it wrote, the revision the delivered object has now ("" when the mode has none),
+    and whether it found a newer generation recorded there (stale: nothing written)."""
+
+    written: bool
+    revision: str
+    stale: bool = False
+    recorded_generation: int = 0
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What an apply would do, in words for `reconcile --dry-run`: whether it would write, and a caveat."""
+
+    writes: bool
+    lines: list[str]
+    unless: str = ""  # said after "status: would report unchanged" (what the dry run cannot see)
+
+
 class Probed(Protocol):
     """The live state before writing, and the handle to write there (only the delivery that probed knows it)."""
 
     @property
-    def live(self) -> dict[str, Any] | None:
-        """Our live Kubernetes Secret (None: absent, or not visible in this mode)."""
+    def present(self) -> bool:
+        """A delivered object is there (False: absent, or not visible in this mode)."""
 
     @property
     def recorded_generation(self) -> int:
-        """The cluster generation the live Secret records (0: none)."""
+        """The cluster generation the delivered object records (0: none)."""
 
-    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+    @property
+    def recorded_lineage(self) -> str | None:
+        """The encoded lineage the delivered object records (None: none)."""
+
+    def apply(self, desired: Desired, deadline: Deadline) -> Delivered:
         """Make the management cluster hold `desired`; raises TerminalError / TransientError."""
+
+    def dry_run(self, desired: Desired, *, store_writes: bool) -> DryRun:
+        """What `apply` would do (no call): `store_writes` when Secret Manager would get a new version."""
 
 
 class Delivery(Protocol):
@@ -73,7 +119,7 @@ class Delivery(Protocol):
 
     def probe(self, where: Where, deadline: Deadline) -> Probed: ...
 
-    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]: ...
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]: ...
 
     def after_transient(self, placement: Placement, error: TransientError) -> None: ...
 

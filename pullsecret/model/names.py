@@ -98,3 +98,12 @@ def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
         if re.fullmatch(expression, name):
             return True
     return False
+
+
+_KUBE_LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def kube_label_value(value: str) -> str:
+    """Sanitise to a Kubernetes label value: <= 63 chars, alphanumeric at both ends."""
+    cleaned = _KUBE_LABEL_BAD.sub("-", value)[:63]
+    return cleaned.strip("-_.")

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pullsecret.delivery.base import Desired
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME
 from pullsecret.delivery.direct.kubeapi import ApiException
 from pullsecret.errors import kube_status
+from pullsecret.model.names import kube_label_value as label_value
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
 KEY = ".dockerconfigjson"
@@ -27,15 +29,8 @@ A_CREATED_AT = "hyperfleet.io/created-at"
 A_FINGERPRINT = "hyperfleet.io/fingerprint"
 A_GENERATION = "hyperfleet.io/generation"
 A_LINEAGE = "hyperfleet.io/lineage"  # compact JSON: registry names and short fingerprints only
-_LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
 # A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")
-
-
-def label_value(value: str) -> str:
-    """Sanitise to a Kubernetes label value: <= 63 chars, alphanumeric at both ends."""
-    cleaned = _LABEL_BAD.sub("-", value)[:63]
-    return cleaned.strip("-_.")
 
 
 @dataclass(frozen=True)
@@ -132,12 +127,19 @@ class Probed:
         return generation_of(((self.live or {}).get("metadata") or {}).get("annotations") or {})
 
 
-@dataclass(frozen=True)
-class ApplyResult:
-    written: bool
-    resource_version: str
-    stale: bool = False
-    recorded_generation: int = 0
+def rendered(desired: Desired) -> DesiredSecret:
+    """The Kubernetes Secret that holds `desired`: its name, content, labels and annotations."""
+    return DesiredSecret(
+        namespace=desired.namespace,
+        name=desired.name,
+        content=desired.content,
+        fingerprint=desired.fingerprint,
+        generation=desired.generation,
+        source_version=desired.source_version,
+        labels=secret_labels(adapter=desired.adapter, cluster_id=desired.cluster_id, cluster_name=desired.cluster_name),
+        created_by=desired.created_by,
+        lineage=desired.lineage,
+    )
 
 
 def generation_of(annotations: dict[str, str]) -> int:

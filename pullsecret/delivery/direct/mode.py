@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.clients import cluster_manager_client
-from pullsecret.delivery.base import Leaving, Where, Wiring
+from pullsecret.delivery.base import Delivered, Desired, DryRun, Leaving, Where, Wiring
 from pullsecret.delivery.direct import admission_policy, kubesecret
 from pullsecret.delivery.direct import checks as checks_direct
 from pullsecret.delivery.direct.kubeapi import SecretsApi
-from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
@@ -38,20 +37,35 @@ class DirectProbed:
     secret: kubesecret.Probed
     api: SecretsApi
     kube: KubeSecrets
+    placement: Placement
 
     @property
-    def live(self) -> dict[str, Any] | None:
-        return self.secret.live
+    def present(self) -> bool:
+        return self.secret.live is not None
 
     @property
     def recorded_generation(self) -> int:
         return self.secret.recorded_generation
 
-    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+    @property
+    def recorded_lineage(self) -> str | None:
+        annotations = ((self.secret.live or {}).get("metadata") or {}).get("annotations") or {}
+        return annotations.get(kubesecret.A_LINEAGE)
+
+    def apply(self, desired: Desired, deadline: Deadline) -> Delivered:
         with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
-            applied = self.kube.apply(self.api, desired, deadline, self.secret)
+            applied = self.kube.apply(self.api, kubesecret.rendered(desired), deadline, self.secret)
             fields.update(written=applied.written, stale=applied.stale)
         return applied
+
+    def dry_run(self, desired: Desired, *, store_writes: bool) -> DryRun:
+        live, where = self.secret.live, f"{self.placement.management_cluster}, namespace {self.placement.namespace}"
+        if live is None:
+            return DryRun(True, [f"Kubernetes: would create Secret {desired.name} on {where}"])
+        if kubesecret.differs(live, kubesecret.rendered(desired)) or store_writes:
+            held = ((live.get("metadata") or {}).get("annotations") or {}).get(kubesecret.A_FINGERPRINT, "")[:12]
+            return DryRun(True, [f"Kubernetes: would update Secret {desired.name} on {where} (it holds {held or '?'})"])
+        return DryRun(False, [f"Kubernetes: Secret {desired.name} on {where} is as it should be"])
 
 
 class DirectDelivery:
@@ -72,10 +86,10 @@ class DirectDelivery:
         api = self._guarded_api(where.placement, deadline)
         with log.step("kubernetes.probe_secret"):
             probed = self.kube.probe(api, where.placement.namespace, where.kube_name, deadline)
-        return DirectProbed(secret=probed, api=api, kube=self.kube)
+        return DirectProbed(secret=probed, api=api, kube=self.kube, placement=where.placement)
 
-    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
-        return {"kubernetes_resource_version": applied.resource_version}
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
+        return {"kubernetes_resource_version": applied.revision}
 
     def after_transient(self, placement: Placement, error: TransientError) -> None:
         """An unreachable API server's endpoint or CA may have changed: the redelivery asks GKE again."""

@@ -41,8 +41,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
-from pullsecret.delivery.base import IamPolicyClient, Leaving, Where, Wiring
-from pullsecret.delivery.direct.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.base import Delivered, Desired, DryRun, IamPolicyClient, Leaving, Where, Wiring
 from pullsecret.delivery.external_secrets import checks as checks_external_secrets
 from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.logs import log
@@ -147,11 +146,21 @@ class AccessProbed:
 
     delivery: ExternalSecretsDelivery
     secret_name: str
-    live: None = None
+    placement: Placement
+    present: bool = False
     recorded_generation: int = 0
+    recorded_lineage: str | None = None
 
-    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+    def apply(self, desired: Desired, deadline: Deadline) -> Delivered:
         return self.delivery.grant(self.secret_name, desired.namespace, deadline)
+
+    def dry_run(self, desired: Desired, *, store_writes: bool) -> DryRun:
+        where = f"{self.placement.management_cluster}, namespace {self.placement.namespace}"
+        line = (
+            f"{MODE}: would make sure the namespace's reader may access the secret ({where}); the "
+            f"operator there syncs Secret {desired.name}"
+        )
+        return DryRun(store_writes, [line], unless=" (unless the access grant is missing)")
 
 
 class ExternalSecretsDelivery:
@@ -170,9 +179,9 @@ class ExternalSecretsDelivery:
 
     def probe(self, where: Where, deadline: Deadline) -> AccessProbed:
         """No request: the 'live state' is "no Secret", the handle the secret's name."""
-        return AccessProbed(self, where.secret_name)
+        return AccessProbed(self, where.secret_name, where.placement)
 
-    def grant(self, secret_name: str, namespace: str, deadline: Deadline) -> ApplyResult:
+    def grant(self, secret_name: str, namespace: str, deadline: Deadline) -> Delivered:
         """Grant the namespace's principal access to the secret (a write only when the policy lacks it)."""
         with log.step("secretmanager.grant_access", namespace=namespace) as fields:
             member = self.principal(namespace)
@@ -183,7 +192,7 @@ class ExternalSecretsDelivery:
                     f"GetIamPolicy {secret_name}: the secret is gone", reason="SecretGone", service=SERVICE
                 ) from None
             fields["written"] = written
-        return ApplyResult(written=written, resource_version="")
+        return Delivered(written=written, revision="")
 
     def revoke(self, secret_name: str, deadline: Deadline) -> str:
         """Remove our members from the secret's policy: "removed", "absent", or "secret absent"."""
@@ -208,7 +217,7 @@ class ExternalSecretsDelivery:
             "kubernetes_cleanup": f"left to External Secrets Operator (access {access})",
         }
 
-    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
         data: dict[str, Any] = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
         if applied.written and not stored_written:
             data["repaired"] = "access_binding"
