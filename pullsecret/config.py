@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from pullsecret import envvars, secret_projects
+from pullsecret import envvars, secret_projects, service_settings
 from pullsecret.errors import ConfigError
 from pullsecret.hostnames import allowed_entry, trusted_realm_entry
 from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
-from pullsecret.source.service import settings as service_settings
 
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # A Pub/Sub topic: projects/PROJECT_ID/topics/T (the project id as model/names says it).

@@ -19,8 +19,7 @@ from hcl2 import SerializationOptions
 
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.stack import PROJECT_ID, TERRAFORM_VARIABLES
-from pullsecret import config
-from pullsecret.source.service import settings as service_settings
+from pullsecret import config, service_settings
 from tests.infra import reality
 
 TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
