@@ -21,6 +21,7 @@ from typing import Any
 from pullsecret import config
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
+from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.model import dockerconfig, events, preconditions, status
@@ -75,7 +76,8 @@ class SeedFlow:
         self.apply(decision.placement, kube_name, cluster_id, merged.canonical, version)
         report = status.provisioned(
             decision.generation,
-            changed=True,
+            applied=WORDING.applied(changed=True),
+            available=WORDING.available(own_credentials=False),
             data={
                 "sm_version": version,
                 "kubernetes_namespace": decision.placement.namespace,

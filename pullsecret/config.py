@@ -166,9 +166,9 @@ def _delivery(env: Mapping[str, str]) -> tuple[str, str | None]:
     """(KUBERNETES_DELIVERY, EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE): the template with external-secrets only."""
     mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", DELIVERY_MODES, upper=False)
     template = envvars.get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
-    if mode == "direct":
+    if mode != "external-secrets":  # its setting, checked for it alone: another mode is not sent through it
         if template is not None:
-            raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY=direct")
+            raise ConfigError(f"EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY={mode}")
         return mode, None
     try:
         rendered = (template or "").format(namespace="x")

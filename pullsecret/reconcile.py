@@ -362,11 +362,9 @@ class Reconciler:
             provision.with_registries(
                 status.provisioned(
                     act.generation,
-                    changed=changed,
+                    applied=self.delivery.wording.applied(changed=changed),
+                    available=self.delivery.wording.available(own_credentials=self.source.own_credentials),
                     data=data,
-                    delivery=self.settings.kubernetes_delivery,
-                    source="service" if self.settings.pull_secret_service_url else "platform",
-                    refresh=self.settings.external_secrets_refresh_interval,
                 ),
                 reads.checks,
             ),

@@ -232,7 +232,7 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
 
     def fix() -> str:
         # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it).
-        data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app))
+        data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app)).data
         done = app.store.delete_secret(project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app))
         return (
             f"removed {listed.name} ({done}); delivery: {data.get('access_cleanup') or data.get('kubernetes_cleanup')}"

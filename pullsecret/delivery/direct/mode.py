@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.clients import cluster_manager_client
-from pullsecret.delivery.base import Delivered, Desired, DryRun, Leaving, Where, Wiring
+from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Registration, Where, Wiring, Wording
 from pullsecret.delivery.direct import admission_policy, kubesecret
 from pullsecret.delivery.direct import checks as checks_direct
 from pullsecret.delivery.direct.kubeapi import SecretsApi
@@ -28,6 +28,16 @@ from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
 MODE = "direct"
+# docs/contract.md "What a cluster's owner reads" holds Available's; tests/unit/test_available_messages.py holds it.
+WORDING = Wording(
+    available_shared="Pull secret ready: stored and delivered where this cluster's control plane runs.",
+    available_own=(
+        "Pull secret ready: this cluster's own registry credentials are stored and delivered where its control "
+        "plane runs."
+    ),
+    applied_changed="pull secret stored in Secret Manager and applied to the management cluster",
+    applied_unchanged="pull secret already up to date in Secret Manager and on the management cluster",
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,7 @@ class DirectDelivery:
     """Probe, apply and delete our Secret through each management cluster's Secrets API; thread-safe."""
 
     mode = MODE
+    wording = WORDING
 
     def __init__(self, clusters: ManagementClusters, kube: KubeSecrets) -> None:
         self.clusters = clusters
@@ -96,7 +107,11 @@ class DirectDelivery:
         if error.service == "kubernetes" and error.reason == "Unreachable":
             self.clusters.invalidate(placement.management_cluster)
 
-    def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
+    def cleanup(self, leaving: Leaving, deadline: Deadline) -> Cleaned:
+        data = self._delete(leaving, deadline)
+        return Cleaned(data, f"Kubernetes Secret {data['kubernetes_cleanup']}")
+
+    def _delete(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
         placement = leaving.placement
         if placement is None:
             return {"kubernetes_cleanup": "placement unknown; nothing to delete"}
@@ -183,3 +198,6 @@ def build(wiring: Wiring) -> DirectDelivery:
             ),
         ),
     )
+
+
+REGISTRATION = Registration(MODE, WORDING, build)

@@ -16,7 +16,7 @@ from pullsecret.model.preconditions import Act
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.source.base import Wiring
+from pullsecret.source.base import Registration, Wiring
 from pullsecret.source.platform import checks
 
 NAME = "platform"
@@ -54,6 +54,7 @@ class PlatformSource:
     """The platform pull secret of PULL_SECRET_SOURCE."""
 
     name = NAME
+    own_credentials = False  # one platform pull secret shared by every cluster
 
     def __init__(self, store: SecretStore, version_name: str) -> None:
         self.store = store
@@ -84,3 +85,6 @@ def build(wiring: Wiring) -> PlatformSource | None:
     """The platform source when PULL_SECRET_SOURCE is set."""
     name = wiring.settings.pull_secret_source
     return PlatformSource(wiring.store, name) if name else None
+
+
+REGISTRATION = Registration(NAME, PlatformSource.own_credentials, build)

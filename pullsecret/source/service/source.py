@@ -28,7 +28,7 @@ from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
-from pullsecret.source.base import Wiring
+from pullsecret.source.base import Registration, Wiring
 from pullsecret.source.service.api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
 
 NAME = "service"
@@ -69,6 +69,7 @@ class ServiceSource:
     """The Pull Secret Service at PULL_SECRET_SERVICE_URL; thread-safe (its client is)."""
 
     name = NAME
+    own_credentials = True  # the service answers per cluster
 
     def __init__(self, client: PullSecretServiceClient, registries: tuple[str, ...]) -> None:
         self.client = client
@@ -147,3 +148,6 @@ def build(wiring: Wiring) -> ServiceSource | None:
         timeout_s=settings.pull_secret_service_timeout_s,
     )
     return ServiceSource(client, settings.pull_secret_service_registries)
+
+
+REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build)
