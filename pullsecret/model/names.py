@@ -68,11 +68,6 @@ def namespace_valid(namespace: str) -> bool:
     return len(namespace) <= 63 and NAMESPACE_RE.fullmatch(namespace) is not None
 
 
-def object_name_valid(name: str) -> bool:
-    """A Kubernetes object name (RFC 1123 DNS subdomain, 253 characters at most)."""
-    return len(name) <= 253 and DNS_SUBDOMAIN_RE.fullmatch(name) is not None
-
-
 # A cluster id safe in a name, a search expression or a URL path segment (the rotation's keyset cursor, the doctor).
 SAFE_CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
