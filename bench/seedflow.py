@@ -25,7 +25,7 @@ from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.model import dockerconfig, events, preconditions, status
-from pullsecret.secretstore import secret_labels
+from pullsecret.secretstore import sm_labels
 
 KEY = ".dockerconfigjson"
 
@@ -95,7 +95,7 @@ class SeedFlow:
         try:
             self.sm.get_secret(name=name)
         except gexc.NotFound:
-            labels = secret_labels(adapter=self.settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_id)
+            labels = sm_labels(adapter=self.settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_id)
             self.sm.create_secret(
                 parent=f"projects/{project}",
                 secret_id=secret_id,

@@ -29,7 +29,7 @@ from pullsecret.model.dockerconfig import MergeResult
 from pullsecret.provision import Target
 from pullsecret.registry import verification as registry_verification
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import SecretStore, secret_labels
+from pullsecret.secretstore import SecretStore, sm_labels
 from pullsecret.source.base import Source
 
 T = TypeVar("T")
@@ -294,7 +294,7 @@ class Reconciler:
                 secret_id=target.secret_id,
                 secret=reads.merged.secret,
                 generation=act.generation,
-                labels=secret_labels(
+                labels=sm_labels(
                     adapter=self.settings.adapter_name,
                     cluster_id=target.cluster_id,
                     cluster_name=target.cluster_name,

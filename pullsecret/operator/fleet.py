@@ -36,7 +36,7 @@ from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
-from pullsecret.secretstore.labels import label_value
+from pullsecret.secretstore.labels import sm_label_value
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -267,7 +267,7 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
         labelled = listed.labels.get("cluster-id", "")
         secret_id = listed.name.rsplit("/", 1)[-1]
         # Ours only when the labels say so AND the name is the one the template gives that cluster id.
-        if not labelled or _names(app, labelled)[0] != secret_id or label_value(labelled) != labelled:
+        if not labelled or _names(app, labelled)[0] != secret_id or sm_label_value(labelled) != labelled:
             continue
         cluster = known.get(labelled)
         if cluster is None:

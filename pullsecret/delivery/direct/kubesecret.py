@@ -1,7 +1,7 @@
 """Our Kubernetes Secret as data: its manifest, labels and annotations, and what the API server's answers say.
 
 Pure (the calls are pullsecret.delivery.direct.kubewrites'): the Secret the adapter applies (`DesiredSecret`), the
-labels the admission policy recognises it by (`secret_labels`), the dry-run probe's manifest, whether a live
+labels the admission policy recognises it by (`kube_labels`), the dry-run probe's manifest, whether a live
 Secret differs in a field we own, and the reading of refusals (a denial by our policy, a dry-run create, a
 field-manager conflict).
 """
@@ -19,7 +19,7 @@ from pullsecret.delivery.base import Desired
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME
 from pullsecret.delivery.direct.kubeapi import ApiException
 from pullsecret.errors import kube_status
-from pullsecret.model.names import kube_label_value as label_value
+from pullsecret.model.names import kube_label_value
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
 KEY = ".dockerconfigjson"
@@ -94,14 +94,14 @@ L_CLUSTER_NAME = "hyperfleet.io/cluster-name"
 L_PREVIOUS_MANAGED_BY = "managed-by"
 
 
-def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
+def kube_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
     """The labels of our Kubernetes Secret; the admission policy recognises it by hyperfleet.io/managed-by and the
     name KUBERNETES_SECRET_TEMPLATE gives the cluster of hyperfleet.io/cluster-id."""
     return {
-        L_MANAGED_BY: label_value(adapter),
-        L_CLUSTER_ID: label_value(cluster_id),
+        L_MANAGED_BY: kube_label_value(adapter),
+        L_CLUSTER_ID: kube_label_value(cluster_id),
         L_RESOURCE_TYPE: "pull-secret",
-        L_CLUSTER_NAME: label_value(cluster_name),
+        L_CLUSTER_NAME: kube_label_value(cluster_name),
         L_PREVIOUS_MANAGED_BY: "hyperfleet",
     }
 
@@ -136,7 +136,7 @@ def rendered(desired: Desired) -> DesiredSecret:
         fingerprint=desired.fingerprint,
         generation=desired.generation,
         source_version=desired.source_version,
-        labels=secret_labels(adapter=desired.adapter, cluster_id=desired.cluster_id, cluster_name=desired.cluster_name),
+        labels=kube_labels(adapter=desired.adapter, cluster_id=desired.cluster_id, cluster_name=desired.cluster_name),
         created_by=desired.created_by,
         lineage=desired.lineage,
     )

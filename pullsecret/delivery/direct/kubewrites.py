@@ -4,7 +4,7 @@ The runtime identity holds create, patch and delete on Secrets and no get, list 
 (terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
 kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
 ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
-labelled as this adapter's (kubesecret.secret_labels) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
+labelled as this adapter's (kubesecret.kube_labels) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
 label, of type kubernetes.io/dockerconfigjson, in namespaces matching MANAGEMENT_NAMESPACE_PATTERN, and never
 lets an older cluster generation replace a newer one. So:
 
