@@ -94,6 +94,7 @@ rotate: $(RUN_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

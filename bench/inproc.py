@@ -325,7 +325,7 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     loopback; the event's wall less its CPU is that of its calls on the path (they overlap in pairs).
     The status report is not timed alone (its body is built by the event); the event's figure holds it.
     """
-    from pullsecret.delivery.direct import DirectDelivery
+    from pullsecret.delivery.direct.mode import DirectDelivery
     from pullsecret.handler import Adapter
     from pullsecret.model.preconditions import Act, evaluate
     from pullsecret.provision import names

@@ -21,10 +21,11 @@ from typing import Any
 from pullsecret import config
 from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
 from pullsecret.config import Settings
+from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.model import dockerconfig, events, preconditions, status
-from pullsecret.secretstore import secret_labels
+from pullsecret.secretstore import sm_labels
 
 KEY = ".dockerconfigjson"
 
@@ -75,7 +76,8 @@ class SeedFlow:
         self.apply(decision.placement, kube_name, cluster_id, merged.canonical, version)
         report = status.provisioned(
             decision.generation,
-            changed=True,
+            applied=WORDING.applied(changed=True),
+            available=WORDING.available(own_credentials=False),
             data={
                 "sm_version": version,
                 "kubernetes_namespace": decision.placement.namespace,
@@ -93,7 +95,7 @@ class SeedFlow:
         try:
             self.sm.get_secret(name=name)
         except gexc.NotFound:
-            labels = secret_labels(adapter=self.settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_id)
+            labels = sm_labels(adapter=self.settings.adapter_name, cluster_id=cluster_id, cluster_name=cluster_id)
             self.sm.create_secret(
                 parent=f"projects/{project}",
                 secret_id=secret_id,

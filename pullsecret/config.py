@@ -14,10 +14,9 @@ from urllib.parse import urlparse
 
 from pullsecret import envvars, secret_projects, service_settings
 from pullsecret.errors import ConfigError
-from pullsecret.model.names import PROJECT_ID_RE, SOURCE_VERSION_RE
-from pullsecret.registry.egress import allowed_entry, trusted_realm_entry
+from pullsecret.hostnames import allowed_entry, trusted_realm_entry
+from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
 
-GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # A Pub/Sub topic: projects/PROJECT_ID/topics/T (the project id as model/names says it).
 TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A-Za-z][A-Za-z0-9._~+%-]{{2,254}}$")
@@ -116,15 +115,6 @@ class Settings:
         return max(0.1, 0.9 * self.secret_write_quota / 60.0 / self.rotation_writes_per_cluster)
 
 
-def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
-    """`name` matches one ALLOWED_MANAGEMENT_CLUSTERS entry: segment by segment, `*` any text within one."""
-    for pattern in allowed:
-        expression = "/".join(re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("/"))
-        if re.fullmatch(expression, name):
-            return True
-    return False
-
-
 def _api_url(env: Mapping[str, str]) -> str:
     url = envvars.get(env, "HYPERFLEET_API_URL")
     if url is None:
@@ -174,9 +164,9 @@ def _delivery(env: Mapping[str, str]) -> tuple[str, str | None]:
     """(KUBERNETES_DELIVERY, EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE): the template with external-secrets only."""
     mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", DELIVERY_MODES, upper=False)
     template = envvars.get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
-    if mode == "direct":
+    if mode != "external-secrets":  # its setting, checked for it alone: another mode is not sent through it
         if template is not None:
-            raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY=direct")
+            raise ConfigError(f"EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY={mode}")
         return mode, None
     try:
         rendered = (template or "").format(namespace="x")

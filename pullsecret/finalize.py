@@ -44,7 +44,8 @@ def finalize(
         placement=deleting.placement,
         kube_name=kube_name,
     )
-    data.update(delivery.cleanup(leaving, deadline))
+    cleaned = delivery.cleanup(leaving, deadline)
+    data.update(cleaned.data)
     if deleting.project_refused is not None:
         # The spec names a project the function may not use: nothing was written there by this adapter while it is
         # refused, and a deletion must not steer a Secret Manager call into it either (docs/trust.md).
@@ -62,7 +63,7 @@ def finalize(
     revoked = source.revoke(cluster_id, deadline)
     data.update(revoked)
     message = (
-        f"cleanup confirmed: Kubernetes Secret {data['kubernetes_cleanup']}; "
+        f"cleanup confirmed: {cleaned.said}; "
         f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
         + (f"; its own credentials revoked at their source ({revoked['revoked']})" if "revoked" in revoked else "")
     )

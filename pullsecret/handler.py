@@ -23,7 +23,7 @@ from pullsecret.logs import log
 from pullsecret.model import events, status
 from pullsecret.reconcile import Outcome
 from pullsecret.retrying import Deadline
-from pullsecret.source import rotation
+from pullsecret.source.platform import rotation
 
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
 _SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
@@ -146,7 +146,7 @@ class Adapter:
             return self._run_and_log(parsed, start)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
-        """A new platform pull secret version: fan out reconcile events (pullsecret.source.rotation)."""
+        """A new platform pull secret version: fan out reconcile events (pullsecret.source.platform.rotation)."""
         app = self.application()
         with self._lock:
             if self._publisher is None:

@@ -1,5 +1,5 @@
 """The parts of a provisioning reconcile that decide nothing about order: where the pull secret goes (`Target`),
-the Kubernetes Secret to apply and the lineage it records, version retention, and the status `data`."""
+what to deliver and the lineage it records, version retention, and the status `data`."""
 
 from __future__ import annotations
 
@@ -11,14 +11,12 @@ from typing import Any
 
 from pullsecret import secretstore
 from pullsecret.config import Settings
-from pullsecret.delivery import kubesecret
-from pullsecret.delivery.base import Probed, Where
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.base import Delivered, Desired, Probed, Where
 from pullsecret.errors import AdapterError
 from pullsecret.logs import log
 from pullsecret.model import lineage, preconditions, status
 from pullsecret.model.dockerconfig import MergeResult
-from pullsecret.model.names import DNS_SUBDOMAIN_RE, SECRET_ID_RE, secret_name, secret_of
+from pullsecret.model.names import DNS_SUBDOMAIN_RE, SECRET_ID_RE, kube_label_value, secret_name, secret_of
 from pullsecret.registry import verification as registry_verification
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
@@ -36,7 +34,7 @@ def names(settings: Settings, cluster_id: str) -> tuple[str, str]:
         raise preconditions.InvalidCluster(
             f"cluster id {cluster_id[:80]!r} cannot form a Kubernetes Secret name (lowercase DNS subdomain)"
         )
-    if kubesecret.label_value(cluster_id) != cluster_id:
+    if kube_label_value(cluster_id) != cluster_id:
         # The admission policy admits only the Secret named after its cluster-id label's value.
         raise preconditions.InvalidCluster(
             f"cluster id {cluster_id[:80]!r} is not a Kubernetes label value (63 characters, alphanumeric ends)"
@@ -76,24 +74,24 @@ def target(settings: Settings, cluster_id: str, cluster: dict[str, Any], act: pr
 
 def desired_secret(
     settings: Settings, target: Target, act: preconditions.Act, *, merged: MergeResult, version: str, created_by: str
-) -> DesiredSecret:
-    """The Kubernetes Secret to apply: the stored content (`version`), its labels and annotations."""
-    return DesiredSecret(
+) -> Desired:
+    """What to deliver: the stored content (`version`), where, and what the delivered object records."""
+    return Desired(
+        cluster_id=target.cluster_id,
+        cluster_name=target.cluster_name,
+        adapter=settings.adapter_name,
         namespace=act.placement.namespace,
         name=target.kube_name,
         content=merged.secret.canonical,
         fingerprint=merged.secret.fingerprint,
         generation=act.generation,
         source_version=version,
-        labels=kubesecret.secret_labels(
-            adapter=settings.adapter_name, cluster_id=target.cluster_id, cluster_name=target.cluster_name
-        ),
         created_by=created_by,
     )
 
 
 def with_lineage(
-    desired: DesiredSecret,
+    desired: Desired,
     store: SecretStore,
     *,
     stored: secretstore.StoreResult,
@@ -101,14 +99,13 @@ def with_lineage(
     probed: Probed,
     merged: MergeResult,
     deadline: Deadline,
-) -> tuple[DesiredSecret, dict[str, Any]]:
+) -> tuple[Desired, dict[str, Any]]:
     """`desired` carrying the lineage of the version it points at, and that lineage."""
-    live_annotations = ((probed.live or {}).get("metadata") or {}).get("annotations") or {}
     recorded = lineage_of(
         store,
         stored,
         previous=lineage.from_report(((own or {}).get("data") or {}).get("lineage")),
-        live=lineage.decode(live_annotations.get(kubesecret.A_LINEAGE)),
+        live=lineage.decode(probed.recorded_lineage),
         fingerprints=merged.secret.registry_fingerprints(),
         deadline=deadline,
     )
@@ -158,19 +155,19 @@ def add_applied(
     settings: Settings,
     store: SecretStore,
     *,
-    live: dict[str, Any] | None,
+    present: bool,
     stored: secretstore.StoreResult,
-    applied: ApplyResult,
+    applied: Delivered,
     recorded: dict[str, Any],
 ) -> None:
     """Add to `data` what an apply that was not stale did: what it repaired, the lineage, and after a Secret
     Manager write, the version retention (run now: the delivery points at the new version)."""
-    if applied.written and not stored.written and live is not None:
+    if applied.written and not stored.written and present:
         data.setdefault("repaired", "kubernetes_secret")
-    elif applied.written and live is None and not stored.written:
+    elif applied.written and not present and not stored.written:
         data.setdefault("repaired", "kubernetes_secret_recreated")
     data["lineage"] = lineage.report(
-        recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.resource_version
+        recorded, sm_version=stored.version_name, kubernetes_resource_version=applied.revision
     )
     if stored.written:
         data["retention"] = retention(settings, store, stored.version_name, kubernetes_points_at=stored.version_name)

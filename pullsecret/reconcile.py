@@ -16,10 +16,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pullsecret import provision, secretstore
+from pullsecret import merge, provision, secretstore
 from pullsecret.config import Settings
-from pullsecret.delivery.base import Delivery, Probed
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.base import Delivered, Delivery, Desired, Probed
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.finalize import finalize, finalized_report
 from pullsecret.hyperfleet.answers import UnparseableCluster
@@ -30,8 +29,7 @@ from pullsecret.model.dockerconfig import MergeResult
 from pullsecret.provision import Target
 from pullsecret.registry import verification as registry_verification
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import SecretStore, secret_labels
-from pullsecret.source import merge
+from pullsecret.secretstore import SecretStore, sm_labels
 from pullsecret.source.base import Source
 
 T = TypeVar("T")
@@ -296,7 +294,7 @@ class Reconciler:
                 secret_id=target.secret_id,
                 secret=reads.merged.secret,
                 generation=act.generation,
-                labels=secret_labels(
+                labels=sm_labels(
                     adapter=self.settings.adapter_name,
                     cluster_id=target.cluster_id,
                     cluster_name=target.cluster_name,
@@ -309,9 +307,7 @@ class Reconciler:
             fields.update(written=stored.written, writes=stored.writes)
         return stored
 
-    def _apply(
-        self, reads: _Reads, desired: DesiredSecret, stored: secretstore.StoreResult, deadline: Deadline
-    ) -> ApplyResult:
+    def _apply(self, reads: _Reads, desired: Desired, stored: secretstore.StoreResult, deadline: Deadline) -> Delivered:
         """Step 4, apply: the delivery (direct: the Kubernetes Secret; external-secrets: the secret's access), while
         a new version's read-back and the cluster's generation re-read (A3 of secretstore/versions.py) run
         alongside; all must succeed before a report.
@@ -340,7 +336,7 @@ class Reconciler:
         *,
         reads: _Reads,
         stored: secretstore.StoreResult,
-        applied: ApplyResult,
+        applied: Delivered,
         recorded: dict[str, Any],
         data: dict[str, Any],
     ) -> Outcome:
@@ -351,7 +347,13 @@ class Reconciler:
             report = status.stale(act.generation, applied.recorded_generation, data)
             return self._report(target.cluster_id, "stale", provision.with_registries(report, reads.checks))
         provision.add_applied(
-            data, self.settings, self.store, live=reads.probed.live, stored=stored, applied=applied, recorded=recorded
+            data,
+            self.settings,
+            self.store,
+            present=reads.probed.present,
+            stored=stored,
+            applied=applied,
+            recorded=recorded,
         )
         changed = stored.written or applied.written
         return self._report(
@@ -360,11 +362,9 @@ class Reconciler:
             provision.with_registries(
                 status.provisioned(
                     act.generation,
-                    changed=changed,
+                    applied=self.delivery.wording.applied(changed=changed),
+                    available=self.delivery.wording.available(own_credentials=self.source.own_credentials),
                     data=data,
-                    delivery=self.settings.kubernetes_delivery,
-                    source="service" if self.settings.pull_secret_service_url else "platform",
-                    refresh=self.settings.external_secrets_refresh_interval,
                 ),
                 reads.checks,
             ),

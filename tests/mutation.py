@@ -27,7 +27,6 @@ MIN_KILLED = 0.90
 # The code whose every decision a unit test should pin. Whole modules where the module is pure; for the
 # two modules that also do I/O, only their pure functions (the I/O is covered by the integration suites).
 _KUBESECRET_PURE = (
-    "label_value",
     "probe_manifest",
     "generation_of",
     "differs",
@@ -50,7 +49,8 @@ _REGISTRY_VERDICTS_METHODS = ("Check.to_json", "Verification.data", "Verificatio
 _REGISTRY_HANDSHAKE_PURE = ("token_of",)
 # Where verification may connect: host and allowlist parsing, address and name classification, the token realm
 # rule, and Egress.vet (its resolver is a constructor argument); not system_resolver, the one call to the OS.
-_EGRESS_PURE = ("split_host", "allowed_entry", "address_refusal", "_ip", "name_refusal", "realm_trusted")
+_HOSTNAMES_PURE = ("split_host", "allowed_entry")
+_EGRESS_PURE = ("address_refusal", "_ip", "name_refusal", "realm_trusted")
 _EGRESS_PURE_METHODS = ("Egress.__init__", "Egress.vet")
 
 
@@ -67,15 +67,21 @@ MODULES: dict[str, tuple[str, ...]] = {
     "status": ("pullsecret.model.status.*",),
     # lineage.version_id is model/names.version_id (one parser of version names): mutated with lineage.
     "lineage": ("pullsecret.model.lineage.*", *_functions("pullsecret.model.names", ("version_id",))),
-    "kubesecret": _functions("pullsecret.delivery.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS),
-    "admission_policy": ("pullsecret.delivery.admission_policy.*",),
+    "kubesecret": (
+        _functions("pullsecret.delivery.direct.kubesecret", _KUBESECRET_PURE, _KUBESECRET_PURE_METHODS)
+        + _functions("pullsecret.model.names", ("kube_label_value",))
+    ),
+    "admission_policy": ("pullsecret.delivery.direct.admission_policy.*",),
     "www_authenticate": ("pullsecret.registry.www_authenticate.*",),
     "registry_verification": (
         _functions("pullsecret.registry.credentials", _REGISTRY_CREDENTIALS, _REGISTRY_CREDENTIALS_METHODS)
         + _functions("pullsecret.registry.verdicts", _REGISTRY_VERDICTS, _REGISTRY_VERDICTS_METHODS)
         + _functions("pullsecret.registry.handshake", _REGISTRY_HANDSHAKE_PURE)
     ),
-    "registry_egress": _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS),
+    "registry_egress": (
+        _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS)
+        + _functions("pullsecret.hostnames", _HOSTNAMES_PURE)
+    ),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 

@@ -16,13 +16,13 @@ requirement of the spec (auth is enforced by the emulator itself when a token is
 header is a 401, not a violation). Authentication: the shared opaque bearer token, and, after
 ``trust_id_tokens``, RS256 ID tokens verified as the API's JWT handler does (emulators/idtoken.py).
 ``set_tenancy(Tenancy())`` turns on the API's tenant middleware (``tenancy``); ``deny_at_gateway()`` answers
-every call as the gateway's ext_authz denial does (403, no body, no HyperFleet code). ``set_gateway(GatewayConfig(...))``
-(or ``gateway=`` at construction, kept across reset; admin ``PUT|GET|DELETE /_emulator/gateway``) puts the gateway's
-machine identity in front (``gateway``: ServiceAccount tokens by TokenReview, allow-list, bare 401/403, header
-stripping, EDGE or EDGE+API); ``lose_database()`` (admin ``PUT /_emulator/database {"lost": true}``, fault code
-``503-database``) answers 503 HYPERFLEET-SVC-001 as the API does without its database. In PUT mode a known path
-with the wrong method gets net/http's plain-text 405 with ``Allow``, before authentication, as the current
-server's stdlib router answers it.
+every call as the gateway's ext_authz denial does (403, no body, no HyperFleet code).
+``set_gateway(GatewayConfig(...))`` (or ``gateway=`` at construction, kept across reset; admin ``PUT|GET|DELETE
+/_emulator/gateway``) puts the gateway's machine identity in front (``gateway``: ServiceAccount tokens by TokenReview,
+allow-list, bare 401/403, header stripping, EDGE or EDGE+API); ``lose_database()`` (admin ``PUT /_emulator/database
+{"lost": true}``, fault code ``503-database``) answers 503 HYPERFLEET-SVC-001 as the API does without its database. In
+PUT mode a known path with the wrong method gets net/http's plain-text 405 with ``Allow``, before authentication, as
+the current server's stdlib router answers it.
 
 The parts: ``spec`` (the vendored OpenAPI specs, operations, request/response checks), ``answers``
 (timestamps and problem+json), ``auth`` (opaque and ID tokens), ``store`` (clusters, statuses, reports),

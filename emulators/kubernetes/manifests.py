@@ -2,7 +2,7 @@
 
 terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern, adapter_name,
 secret_name_prefix, secret_name_suffix}); the renderer is the function's own
-(pullsecret.delivery.admission_policy, which renders the policy to compare it with the installed one), held byte
+(pullsecret.delivery.direct.admission_policy, which renders the policy to compare it with the installed one), held byte
 for byte to Terraform's by tests/infra/test_kubernetes_manifests.py.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from pullsecret.delivery.admission_policy import render_template, template_variables
+from pullsecret.delivery.direct.admission_policy import render_template, template_variables
 
 MANIFEST_DIR = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes"
 TEMPLATES = ("rbac.yaml", "admission-policy.yaml")

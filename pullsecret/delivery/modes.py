@@ -1,5 +1,6 @@
-"""The delivery modes by KUBERNETES_DELIVERY value: adding a mode is one module (a `Delivery` and its factory) and
-one line here (config.DELIVERY_MODES lists the values the variable accepts).
+"""The delivery modes by KUBERNETES_DELIVERY value: adding a mode is one package (a `Delivery`, its factory, its
+`Wording`, registered as its module's REGISTRATION) and one line here (config.DELIVERY_MODES lists the values the
+variable accepts).
 
 Only the configured mode's module is imported: direct mode's Kubernetes client, GKE client and admission-policy
 check stay out of an external-secrets instance's cold start, and the reverse.
@@ -9,18 +10,26 @@ from __future__ import annotations
 
 import importlib
 
-from pullsecret.delivery.base import Delivery, Factory, Wiring
+from pullsecret.delivery.base import Delivery, Factory, Registration, Wiring
 
 MODES: dict[str, str] = {
-    "direct": "pullsecret.delivery.direct",
-    "external-secrets": "pullsecret.delivery.external_secrets",
+    "direct": "pullsecret.delivery.direct.mode",
+    "external-secrets": "pullsecret.delivery.external_secrets.mode",
 }
+
+
+def registration(mode: str) -> Registration:
+    """The registration of a KUBERNETES_DELIVERY value (imports that mode's module); raises TypeError when the
+    module registers no mode."""
+    registered = importlib.import_module(MODES[mode]).REGISTRATION
+    if not isinstance(registered, Registration) or registered.mode != mode:
+        raise TypeError(f"{MODES[mode]} registers no delivery mode {mode!r}")
+    return registered
 
 
 def factory(mode: str) -> Factory:
     """The factory of a KUBERNETES_DELIVERY value (imports that mode's module)."""
-    built: Factory = importlib.import_module(MODES[mode]).build
-    return built
+    return registration(mode).build
 
 
 def build(wiring: Wiring) -> Delivery:

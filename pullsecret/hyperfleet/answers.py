@@ -18,7 +18,6 @@ RETRY_STATUSES = (429, 500, 502, 503, 504)
 REFUSED = (401, 403)
 # hyperfleet-api pkg/errors/errors.go: NTF-001 generic, NTF-002 cluster, NTF-003 node pool not found.
 GONE_CODES = frozenset({"HYPERFLEET-NTF-001", "HYPERFLEET-NTF-002", "HYPERFLEET-NTF-003"})
-NO_ROUTE_CODE = "HYPERFLEET-NTF-000"
 AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 # hyperfleet-api 541f6b4 pkg/tenant/middleware.go (resolveDimensions): the details of a tenancy refusal.
 TENANT_DETAIL = re.compile(r"tenant header|tenant dimensions", re.IGNORECASE)

@@ -250,7 +250,7 @@ def event_age_s(request: ReconcileRequest, now: datetime | None = None) -> float
     return (now - request.published_at).total_seconds()
 
 
-# -- Secret Manager event notifications (source rotation, see pullsecret.source.rotation) ---------------------------
+# -- Secret Manager event notifications (source rotation, see pullsecret.source.platform.rotation) --------
 _SECRET_NAME = re.compile(r"^projects/[^/\s]{1,100}/secrets/[A-Za-z0-9_-]{1,255}$")
 
 
@@ -263,7 +263,7 @@ class SecretVersionAdded:
     event_id: str
     delivery: str
     trace: TraceContext | None = None
-    continuation: str | None = None  # the nonce of a handed-on fan-out (pullsecret.source.rotation), None otherwise
+    continuation: str | None = None  # a handed-on fan-out's nonce (pullsecret.source.platform.rotation)
 
 
 CONTINUATION = "hyperfleetContinuation"  # message attribute of a handed-on rotation fan-out: its nonce

@@ -68,11 +68,6 @@ def namespace_valid(namespace: str) -> bool:
     return len(namespace) <= 63 and NAMESPACE_RE.fullmatch(namespace) is not None
 
 
-def object_name_valid(name: str) -> bool:
-    """A Kubernetes object name (RFC 1123 DNS subdomain, 253 characters at most)."""
-    return len(name) <= 253 and DNS_SUBDOMAIN_RE.fullmatch(name) is not None
-
-
 # A cluster id safe in a name, a search expression or a URL path segment (the rotation's keyset cursor, the doctor).
 SAFE_CLUSTER_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -85,3 +80,25 @@ def cluster_id_safe(cluster_id: object) -> bool:
 def project_id_valid(project: object) -> bool:
     """A GCP project id by PROJECT_ID_RE."""
     return isinstance(project, str) and PROJECT_ID_RE.fullmatch(project) is not None
+
+
+# A GKE cluster's full name (MANAGEMENT_CLUSTER, the placement's managementCluster).
+GKE_CLUSTER_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
+
+
+def cluster_allowed(name: str, allowed: tuple[str, ...]) -> bool:
+    """`name` matches one ALLOWED_MANAGEMENT_CLUSTERS entry: segment by segment, `*` any text within one."""
+    for pattern in allowed:
+        expression = "/".join(re.escape(part).replace(r"\*", "[^/]*") for part in pattern.split("/"))
+        if re.fullmatch(expression, name):
+            return True
+    return False
+
+
+_KUBE_LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def kube_label_value(value: str) -> str:
+    """Sanitise to a Kubernetes label value: <= 63 chars, alphanumeric at both ends."""
+    cleaned = _KUBE_LABEL_BAD.sub("-", value)[:63]
+    return cleaned.strip("-_.")

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from pullsecret.config import GKE_CLUSTER_RE, Settings, cluster_allowed
 from pullsecret.errors import TerminalError
 from pullsecret.model.dockerconfig import InvalidPullSecret
-from pullsecret.model.names import PROJECT_ID_RE, namespace_valid
+from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, cluster_allowed, namespace_valid
 from pullsecret.secret_projects import project_allowed
 
 # GKE_CLUSTER_RE admits any character but "/" in a segment; a name with whitespace or control characters
@@ -21,6 +20,29 @@ from pullsecret.secret_projects import project_allowed
 _NO_SPACE = re.compile(r"[^\s\x00-\x1f\x7f]+")
 # https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster.FIELDS.name
 _GKE_SHORT_NAME = re.compile(r"^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?$")
+
+
+class Settings(Protocol):
+    """The settings a decision reads (config.Settings has them): passed in, so the model imports nothing above it."""
+
+    @property
+    def precondition_adapters(self) -> tuple[str, ...]: ...
+    @property
+    def placement_adapter(self) -> str: ...
+    @property
+    def secret_project_id(self) -> str | None: ...
+    @property
+    def allowed_secret_projects(self) -> tuple[str, ...]: ...
+    @property
+    def management_cluster(self) -> str | None: ...
+    @property
+    def allowed_management_clusters(self) -> tuple[str, ...]: ...
+    @property
+    def management_cluster_template(self) -> str | None: ...
+    @property
+    def management_namespace_template(self) -> str: ...
+    @property
+    def management_namespace_pattern(self) -> re.Pattern[str]: ...
 
 
 class InvalidCluster(TerminalError):

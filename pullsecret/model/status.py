@@ -28,23 +28,9 @@ MAX_DETAIL = 300
 # from this adapter's Available status, reason and message (pkg/services/aggregation.go, pkg/util/naming.go;
 # HYPERFLEET-538). So Available's message is short, says what to do, names no internal setting or resource and
 # nothing secret, and says what this delivery mode did; Applied and Health keep the operator's detail.
-# docs/contract.md "What a cluster's owner reads" holds this table; tests/unit/test_available_messages.py holds
+# docs/contract.md "What a cluster's owner reads" holds this table (and each delivery mode's ready messages,
+# its package's WORDING); tests/unit/test_available_messages.py holds
 # the code to it. `{detail}` (the owner's own input found wrong, or what is awaited) only where the owner can act.
-AVAILABLE_READY = {
-    ("direct", "platform"): "Pull secret ready: stored and delivered where this cluster's control plane runs.",
-    ("direct", "service"): (
-        "Pull secret ready: this cluster's own registry credentials are stored and delivered where its control "
-        "plane runs."
-    ),
-    ("external-secrets", "platform"): (
-        "Pull secret stored and readable by the hosting side's External Secrets Operator, which copies it for "
-        "the control plane within {refresh}."
-    ),
-    ("external-secrets", "service"): (
-        "Pull secret with this cluster's own registry credentials stored and readable by the hosting side's "
-        "External Secrets Operator, which copies it for the control plane within {refresh}."
-    ),
-}
 AVAILABLE_MESSAGES = {
     "PreconditionsNotMet": "Waiting for the cluster's other setup steps: {detail}. No action needed yet.",
     "StaleGeneration": "Nothing to do: a newer version of this cluster's settings is already handled.",
@@ -165,52 +151,17 @@ class Report:
         return any(c.type == "Available" and c.status == "True" for c in self.conditions)
 
 
-def provisioned(
-    generation: int,
-    *,
-    changed: bool,
-    data: dict[str, Any],
-    delivery: str = "direct",
-    source: str = "platform",
-    refresh: str = "5m",
-) -> Report:
-    """Applied and Available. `delivery` (direct, external-secrets) and `source` (platform, service) choose what
-    the messages say; `refresh` is the rendered ExternalSecret's refreshInterval (external-secrets)."""
-    if delivery == "external-secrets":
-        applied_msg = (
-            "pull secret stored in Secret Manager, readable by the External Secrets Operator's principal"
-            if changed
-            else "pull secret already up to date in Secret Manager, readable by the External Secrets Operator"
-        )
-    else:
-        applied_msg = (
-            "pull secret stored in Secret Manager and applied to the management cluster"
-            if changed
-            else "pull secret already up to date in Secret Manager and on the management cluster"
-        )
-    available_msg = AVAILABLE_READY[(delivery, source)].format(refresh=_spelled(refresh))
+def provisioned(generation: int, *, applied: str, available: str, data: dict[str, Any]) -> Report:
+    """Applied and Available True, with the delivery mode's words (its `Wording`) for this source and change."""
     return Report(
         generation,
         (
-            Condition("Applied", "True", "SecretsApplied", applied_msg),
-            Condition("Available", "True", "PullSecretAvailable", available_msg),
+            Condition("Applied", "True", "SecretsApplied", applied),
+            Condition("Available", "True", "PullSecretAvailable", available),
             Condition("Health", "True", HEALTHY, "all operations completed"),
         ),
         data,
     )
-
-
-def _spelled(duration: str) -> str:
-    """'1h30m' -> '1 h 30 min'."""
-    units = {"h": "h", "m": "min", "s": "s"}
-    parts, number = [], ""
-    for ch in duration:
-        if ch.isdigit():
-            number += ch
-        elif ch in units and number:
-            parts.append(f"{int(number)} {units[ch]}")
-            number = ""
-    return " ".join(parts) or duration
 
 
 def preconditions_not_met(generation: int, message: str) -> Report:

@@ -27,7 +27,7 @@ from werkzeug.wrappers import Response
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
 from pullsecret.operator import doctor_checks as checks
-from pullsecret.operator.doctor_checks import Context, Line, guarded
+from pullsecret.preflight import RESOURCE_MANAGER, Context, Line, guarded
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -55,7 +55,7 @@ def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
             resource_manager=(
                 f"http://{settings.resource_manager_emulator_host}"
                 if settings.resource_manager_emulator_host
-                else checks.RESOURCE_MANAGER
+                else RESOURCE_MANAGER
             ),
         )
         lines = guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")

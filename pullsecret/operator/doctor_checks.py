@@ -2,7 +2,7 @@
 
 Each check reads and never writes: list clusters, access the platform pull secret, Secret Manager's
 TestIamPermissions and GetSecret, and the registries' auth handshake; the delivery mode adds its own
-(pullsecret.operator.checks_direct, checks_external_secrets). Each answers `Line`s: one thing proven or
+(pullsecret.delivery.direct.checks, checks_external_secrets). Each answers `Line`s: one thing proven or
 refused, and for a refusal the fix, naming the role, permission or command. A Line never carries a credential:
 its texts are built from resource names, permission names and rules (as pullsecret.errors' messages are), never
 from payloads or answers' bodies.
@@ -10,9 +10,7 @@ from payloads or answers' bodies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import requests
 from google.api_core import exceptions as gexc
@@ -20,14 +18,20 @@ from google.api_core import exceptions as gexc
 from pullsecret.config import Settings
 from pullsecret.errors import AdapterError
 from pullsecret.hyperfleet.answers import shown_url
-from pullsecret.model import dockerconfig, names, preconditions
+from pullsecret.model import names, preconditions
+from pullsecret.preflight import (
+    MANAGED_ROLE,
+    PROBE_CLUSTER,
+    Context,
+    Line,
+    code_of,
+    retry_fix,
+)
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
 
 if TYPE_CHECKING:
-    from pullsecret.hyperfleet.client import HyperFleetClient
-    from pullsecret.registry.verification import RegistryVerifier
-    from pullsecret.secretstore import SecretStore
+    pass
 
 # terraform/iam.tf local.secret_manager_managed_base_permissions: what the adapter does to its own secrets.
 MANAGED_PERMISSIONS = (
@@ -39,55 +43,9 @@ MANAGED_PERMISSIONS = (
     "secretmanager.versions.destroy",
     "secretmanager.versions.disable",
 )
-MANAGED_ROLE = "hyperfleetPullSecretManager"
 CREATOR_ROLE = "hyperfleetPullSecretCreator"
 CREATE = "secretmanager.secrets.create"  # checked on the project: not conditioned (terraform/iam.tf)
-RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
-PROBE_CLUSTER = "doctor-probe"  # a cluster id no secret is made for: its names only ask IAM
 CLUSTER_IDS = 10  # clusters listed for names to ask about
-
-
-@dataclass(frozen=True)
-class Line:
-    """One check's verdict: ok True (proven), False (refused: `fix` says what to do), None (nothing to check)."""
-
-    check: str
-    ok: bool | None
-    text: str
-    fix: str = ""
-
-
-@dataclass(frozen=True)
-class DoctorCheck:
-    """One preflight check a delivery or a source needs: its name (the line's when it fails unexpectedly) and how to
-    run it."""
-
-    name: str
-    run: Callable[[Context], list[Line]]
-
-
-@dataclass
-class Context:
-    """What the checks share: the configuration, the runtime identity's clients, what earlier checks learned."""
-
-    settings: Settings
-    runtime: str  # the runtime service account's e-mail (or a description when unknown)
-    hyperfleet: HyperFleetClient
-    store: SecretStore  # read_source
-    secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
-    registries: RegistryVerifier
-    extra_clusters: tuple[str, ...] = ()
-    token: Callable[[], str] | None = None  # the runtime identity's access token (projects.testIamPermissions)
-    resource_manager: str = RESOURCE_MANAGER
-    cluster_projects: dict[str, str | None] = field(default_factory=dict)  # listed cluster id -> its GCP project
-    source: dockerconfig.PullSecret | None = None
-
-    def deadline(self) -> Deadline:
-        return Deadline(min(self.settings.retry_deadline_s, 20.0))
-
-    @property
-    def member(self) -> str:
-        return f"serviceAccount:{self.runtime}"
 
 
 # -- the HyperFleet API ---------------------------------------------------------------------------
@@ -131,41 +89,6 @@ def _api_fix(ctx: Context, exc: AdapterError) -> str:
     if exc.reason == "PermissionDenied":
         return f"the API or its gateway must let {ctx.runtime} list clusters and report statuses"
     return "make HYPERFLEET_API_URL reachable from where this runs (DNS, firewall, the function's VPC egress)"
-
-
-# -- the platform pull secret ---------------------------------------------------------------------
-def pull_secret_source(ctx: Context) -> list[Line]:
-    source = ctx.settings.pull_secret_source
-    if source is None:
-        return [Line("pull-secret-source", None, "PULL_SECRET_SOURCE is unset: only the clusters' own pull secrets")]
-    try:
-        raw = ctx.store.read_source(source, ctx.deadline())
-        ctx.source = dockerconfig.parse(raw, source="PULL_SECRET_SOURCE")
-    except dockerconfig.InvalidPullSecret as exc:
-        fix = 'add a new version holding a valid .dockerconfigjson ({"auths": {...}}) to the source secret'
-        return [Line("pull-secret-source", False, f"{source} is not a valid pull secret: {exc.message}", fix)]
-    except AdapterError as exc:
-        return [Line("pull-secret-source", False, f"{source} is not readable ({exc.reason})", _source_fix(ctx, exc))]
-    count = len(ctx.source.document()["auths"])
-    text = f"{source} is readable and a valid pull secret ({count} registries, {ctx.source.short_fingerprint})"
-    return [Line("pull-secret-source", True, text)]
-
-
-def _source_fix(ctx: Context, exc: AdapterError) -> str:
-    source = ctx.settings.pull_secret_source or ""
-    secret = source.rsplit("/versions/", 1)[0]
-    project, secret_id = secret.split("/")[1], secret.rsplit("/", 1)[-1]
-    if exc.reason == "PermissionDenied":
-        return (
-            f"grant {ctx.member} roles/secretmanager.secretAccessor (secretmanager.versions.access) on {secret}: "
-            f"gcloud secrets add-iam-policy-binding {secret_id} --project {project} --member {ctx.member} "
-            "--role roles/secretmanager.secretAccessor (Terraform: runtime_pull_secret_source)"
-        )
-    if exc.reason == "SourceNotFound":
-        return f"create {secret} with a version, or set pull_secret_source_secret to the secret that exists"
-    if exc.reason == "SourceUnavailable":
-        return f"enable the version (gcloud secrets versions enable), or use versions/latest of {secret}"
-    return "try again: Secret Manager did not answer"
 
 
 # -- Secret Manager permissions -------------------------------------------------------------------
@@ -284,11 +207,6 @@ def get_secret(ctx: Context, name: str) -> str:
     return "OK"
 
 
-def code_of(exc: gexc.GoogleAPICallError) -> str:
-    code = getattr(exc, "grpc_status_code", None)
-    return str(getattr(code, "name", None) or type(exc).__name__)
-
-
 def _role_fix(ctx: Context, project: str, missing: list[str] | tuple[str, ...]) -> str:
     return (
         f"the custom role {MANAGED_ROLE} in {project}, bound to {ctx.member} with the condition "
@@ -296,10 +214,6 @@ def _role_fix(ctx: Context, project: str, missing: list[str] | tuple[str, ...]) 
         f"runtime_secret_manager_managed), or gcloud iam roles update {MANAGED_ROLE} --project {project} "
         f"--add-permissions {','.join(missing)}"
     )
-
-
-def retry_fix() -> str:
-    return "Secret Manager did not answer: try again"
 
 
 # -- registries -----------------------------------------------------------------------------------
@@ -329,11 +243,3 @@ def registries(ctx: Context) -> list[Line]:
             )
             lines.append(Line("registries", False, f"{shown}: no answer to the handshake ({check.detail})", fix))
     return lines
-
-
-def guarded(check: Callable[[Context], list[Line]], ctx: Context, name: str) -> list[Line]:
-    """A check's lines; an unexpected exception is one failed line naming its type (never its text)."""
-    try:
-        return check(ctx)
-    except Exception as exc:  # noqa: BLE001 - the doctor reports, it does not crash
-        return [Line(name, False, f"the check failed unexpectedly ({type(exc).__name__})", "try again; report it")]

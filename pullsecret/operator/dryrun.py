@@ -3,7 +3,7 @@
 It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, the newest Secret
 Manager version, the delivery's probe) and then stops: no Secret Manager version, no Kubernetes or IAM write, no
 status report, no registry handshake. What it prints names the secret, the version it would add (or the one that
-already holds the content), the Kubernetes Secret (or the access grant in external-secrets mode), fingerprints
+already holds the content), what the delivery would do (`Probed.dry_run`: each mode says it), fingerprints
 (SHA-256, 12 hex digits: never a credential), and which registries' entries would change.
 """
 
@@ -12,14 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pullsecret import provision
-from pullsecret.delivery.base import Probed
-from pullsecret.delivery.kubesecret import A_FINGERPRINT, DesiredSecret, differs
+from pullsecret import merge, provision
 from pullsecret.model import dockerconfig, preconditions
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.reads import Latest
-from pullsecret.source import merge
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -61,35 +58,6 @@ def _stored_lines(latest: Latest, secret_name: str, secret: PullSecret, lines: l
     return version, holding is None
 
 
-def _delivery_lines(
-    app: Application,
-    probed: Probed,
-    desired: DesiredSecret,
-    placement: preconditions.Placement,
-    lines: list[str],
-    *,
-    sm_writes: bool,
-) -> bool:
-    """Whether the delivery would write; adds what it would do, and where."""
-    where = f"{placement.management_cluster}, namespace {placement.namespace}"
-    if app.delivery.mode != "direct":
-        lines.append(
-            f"{app.delivery.mode}: would make sure the namespace's reader may access the secret ({where}); the "
-            f"operator there syncs Secret {desired.name}"
-        )
-        return sm_writes
-    live = probed.live
-    if live is None:
-        lines.append(f"Kubernetes: would create Secret {desired.name} on {where}")
-        return True
-    if differs(live, desired) or sm_writes:
-        held = ((live.get("metadata") or {}).get("annotations") or {}).get(A_FINGERPRINT, "")[:12]
-        lines.append(f"Kubernetes: would update Secret {desired.name} on {where} (it holds {held or '?'})")
-        return True
-    lines.append(f"Kubernetes: Secret {desired.name} on {where} is as it should be")
-    return False
-
-
 def plan(app: Application, cluster_id: str) -> Plan:
     """The reads of one reconcile and what they say it would write; raises what those reads raise."""
     settings = app.settings
@@ -117,7 +85,8 @@ def plan(app: Application, cluster_id: str) -> Plan:
     desired = provision.desired_secret(
         settings, target, decision, merged=merged, version=version, created_by=app.reconciler.created_by
     )
-    delivery_writes = _delivery_lines(app, probed, desired, decision.placement, lines, sm_writes=sm_writes)
-    unless = "" if app.delivery.mode == "direct" or delivery_writes else " (unless the access grant is missing)"
-    lines.append("status: would report " + ("applied" if delivery_writes else "unchanged") + unless)
-    return Plan("would-write" if delivery_writes else "unchanged", lines)
+    would = probed.dry_run(desired, store_writes=sm_writes)  # each delivery says what it would do, and where
+    lines += would.lines
+    unless = "" if would.writes else would.unless
+    lines.append("status: would report " + ("applied" if would.writes else "unchanged") + unless)
+    return Plan("would-write" if would.writes else "unchanged", lines)

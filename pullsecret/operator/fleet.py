@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.delivery.base import Leaving
-from pullsecret.delivery.external_secrets import ExternalSecretsDelivery
+from pullsecret.delivery.external_secrets.mode import ExternalSecretsDelivery
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
-from pullsecret.secretstore.labels import label_value
+from pullsecret.secretstore.labels import sm_label_value
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -232,7 +232,7 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
 
     def fix() -> str:
         # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it).
-        data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app))
+        data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app)).data
         done = app.store.delete_secret(project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app))
         return (
             f"removed {listed.name} ({done}); delivery: {data.get('access_cleanup') or data.get('kubernetes_cleanup')}"
@@ -267,7 +267,7 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
         labelled = listed.labels.get("cluster-id", "")
         secret_id = listed.name.rsplit("/", 1)[-1]
         # Ours only when the labels say so AND the name is the one the template gives that cluster id.
-        if not labelled or _names(app, labelled)[0] != secret_id or label_value(labelled) != labelled:
+        if not labelled or _names(app, labelled)[0] != secret_id or sm_label_value(labelled) != labelled:
             continue
         cluster = known.get(labelled)
         if cluster is None:

@@ -16,7 +16,7 @@ from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import Calls, SecretManagerService
 from pullsecret.secretstore.describe import Description
-from pullsecret.secretstore.labels import OwnershipConflict, label_value, secret_labels
+from pullsecret.secretstore.labels import OwnershipConflict, sm_label_value, sm_labels
 from pullsecret.secretstore.pacing import PACER, WritePacer
 from pullsecret.secretstore.reads import Latest, VersionReads
 from pullsecret.secretstore.records import Records
@@ -30,8 +30,8 @@ __all__ = [
     "RetentionResult",
     "SecretStore",
     "StoreResult",
-    "label_value",
-    "secret_labels",
+    "sm_label_value",
+    "sm_labels",
 ]
 
 

@@ -6,22 +6,22 @@ import re
 
 from pullsecret.errors import OwnershipConflict
 
-__all__ = ["OwnershipConflict", "label_value", "secret_labels"]  # OwnershipConflict: defined in pullsecret.errors
+__all__ = ["OwnershipConflict", "sm_label_value", "sm_labels"]  # OwnershipConflict: defined in pullsecret.errors
 
 _LABEL_VALUE_BAD = re.compile(r"[^a-z0-9_-]")
 
 
-def label_value(value: str) -> str:
+def sm_label_value(value: str) -> str:
     """Sanitise to Secret Manager's label value rule: [a-z0-9_-]{0,63}."""
     return _LABEL_VALUE_BAD.sub("-", value.lower())[:63]
 
 
-def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
+def sm_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
     return {
         "managed-by": "hyperfleet",
-        "adapter": label_value(adapter),
-        "cluster-id": label_value(cluster_id),
-        "cluster-name": label_value(cluster_name),
+        "adapter": sm_label_value(adapter),
+        "cluster-id": sm_label_value(cluster_id),
+        "cluster-name": sm_label_value(cluster_name),
         "resource-type": "pull-secret",
         "hyperfleet-version": "v1",
     }

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pullsecret.errors import mapped_pages
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Calls
-from pullsecret.secretstore.labels import label_value
+from pullsecret.secretstore.labels import sm_label_value
 
 PAGE_SIZE = 100  # ListSecrets pages; each page is one call against the project's read quota
 
@@ -21,7 +21,7 @@ class Listed:
 
 def label_filter(adapter: str) -> str:
     """ListSecrets' filter for the labels every secret of ours carries (pullsecret.secretstore.labels)."""
-    return f"labels.managed-by=hyperfleet AND labels.adapter={label_value(adapter)}"
+    return f"labels.managed-by=hyperfleet AND labels.adapter={sm_label_value(adapter)}"
 
 
 def ours(

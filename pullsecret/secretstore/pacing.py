@@ -40,7 +40,6 @@ class _Project:
     last_cut: float = float("-inf")
     accepted: deque[float] = field(default_factory=deque)  # accept times within HORIZON_S
     waited_at: float = float("-inf")  # when a writer last had to wait for its slot
-    refusals: int = 0
 
 
 class WritePacer:
@@ -98,7 +97,6 @@ class WritePacer:
         with self._lock:
             state = self._state(key)
             now = self._clock()
-            state.refusals += 1
             if now - state.last_cut < CUT_EVERY_S:
                 return
             state.last_cut = now

@@ -1,12 +1,13 @@
 """The pull-secret source seam: where the platform's part of a cluster's pull secret comes from.
 
-A source is one module implementing `Source` (and a factory answering None when its configuration is absent) and
-one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this order, and knows nothing else of it:
+A source is one package implementing `Source` (and a factory answering None when its configuration is absent,
+registered as its REGISTRATION) and one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this
+order, and knows nothing else of it:
 
 - `start(cluster_id, deadline)` at the read step, before the other reads are waited for: no call is needed to
   start; a source that must ask a service may start its call here (on the shared pool) and answer `ready=False`;
 - `Fetch.pull_secret(act, deadline)`: the source's pull secret for the cluster (None: it has none), its strings
-  registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
+  registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
   with the cluster's own `spec.pullSecret`;
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
 - `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 from pullsecret.config import Settings
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
-from pullsecret.operator.doctor_checks import DoctorCheck
+from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 
@@ -48,6 +49,7 @@ class Source(Protocol):
     """One pull-secret source; thread-safe (one per process, shared by every event)."""
 
     name: str
+    own_credentials: bool  # its pull secret holds the cluster's own registry credentials (not one shared by all)
 
     def start(self, cluster_id: str, deadline: Deadline) -> Fetch: ...
 
@@ -67,3 +69,13 @@ class Wiring:
 
 
 Factory = Callable[[Wiring], Source | None]  # None: this source is not configured
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A source as pullsecret.source.sources lists it: its name, whether its pull secret holds a cluster's own
+    registry credentials (the delivery's words differ), and its factory (mypy checks what it builds)."""
+
+    name: str
+    own_credentials: bool
+    build: Factory

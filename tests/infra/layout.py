@@ -28,9 +28,9 @@ def job(path: Path) -> str:
 def table() -> str:
     """The Markdown table: each folder's own row (its __init__ docstring), then its modules, in tree order."""
     rows = ["| where | job |", "|---|---|"]
-    folders = [PACKAGE, *sorted(p for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())]
+    folders = [PACKAGE, *sorted(p.parent for p in PACKAGE.rglob("*/__init__.py"))]
     for folder in folders:
-        prefix = "" if folder == PACKAGE else f"{folder.name}/"
+        prefix = "" if folder == PACKAGE else f"{folder.relative_to(PACKAGE).as_posix()}/"
         if prefix:
             rows.append(f"| **`{prefix}`** | {job(folder / '__init__.py')} |")
         for module in sorted(folder.glob("*.py")):

@@ -219,7 +219,8 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     from emulators.iam_terraform import service_account_grants
     from emulators.stack import TERRAFORM_VARIABLES
     from pullsecret import config
-    from pullsecret.operator.doctor_checks import MANAGED_ROLE, required_permissions
+    from pullsecret.operator.doctor_checks import required_permissions
+    from pullsecret.preflight import MANAGED_ROLE
 
     _email, grants = service_account_grants(
         {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
@@ -237,9 +238,11 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
 
 def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
-    from pullsecret import config
+    from pullsecret import config, preflight
+    from pullsecret.delivery.direct import checks as checks_direct
     from pullsecret.errors import TerminalError, TransientError
-    from pullsecret.operator import checks_direct, doctor_checks
+    from pullsecret.operator import doctor_checks
+    from pullsecret.source.platform import checks as platform_checks
 
     settings = config.load(
         {
@@ -247,7 +250,7 @@ def _fix_commands() -> list[str]:
             "PULL_SECRET_SOURCE": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret/versions/latest",
         }
     )
-    ctx = doctor_checks.Context(
+    ctx = preflight.Context(
         settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 4)
     )
     denied = TerminalError("denied", reason="PermissionDenied")
@@ -255,7 +258,7 @@ def _fix_commands() -> list[str]:
         doctor_checks._role_fix(
             ctx, "hyperfleet-secrets-prod", ["secretmanager.secrets.get", "secretmanager.versions.add"]
         ),
-        doctor_checks._source_fix(ctx, denied),
+        platform_checks._source_fix(ctx, denied),
         checks_direct._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
         doctor_checks.outside_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks.create_fix(ctx, "hyperfleet-secrets-prod"),

@@ -128,7 +128,7 @@ def test_the_emulator_renders_the_manifests_as_terraform_does(documents: dict[st
 
 
 def test_the_function_requires_the_policy_revision_the_manifest_carries(documents: dict[str, dict[str, Any]]) -> None:
-    from pullsecret.delivery import admission_policy
+    from pullsecret.delivery.direct import admission_policy
 
     policy = documents["ValidatingAdmissionPolicy"]
     assert policy["metadata"]["name"] == admission_policy.POLICY_NAME

@@ -815,7 +815,7 @@ def test_secret_manager_condition_covers_only_the_secret_id_template(config: Con
 
 def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(config: Config) -> None:
     from pullsecret import config as function_config
-    from pullsecret.source.rotation import progress_secret_id
+    from pullsecret.source.platform.rotation import progress_secret_id
 
     binding = config.resource("google_project_iam_member", "runtime_secret_manager_record_keeper")
     assert binding["role"] == "${google_project_iam_custom_role.secret_manager_record_keeper[each.value].id}"

@@ -115,7 +115,7 @@ def test_secret_metadata_updates_are_granted_on_the_rotation_progress_record_onl
 ) -> None:
     """secretmanager.secrets.update (labels, annotations, topics, ...) is the record keeper's, on one name."""
     from pullsecret import config
-    from pullsecret.source.rotation import progress_secret_id
+    from pullsecret.source.platform.rotation import progress_secret_id
 
     sm, _gke = runtime
     record = f"projects/{PROJECT_ID}/secrets/{progress_secret_id(config.load(function_env))}"

@@ -15,7 +15,7 @@ import pytest
 from kubernetes.client import AdmissionregistrationV1Api
 
 from emulators.world import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
-from pullsecret.delivery.admission_policy import POLICY_NAME as POLICY
+from pullsecret.delivery.direct.admission_policy import POLICY_NAME as POLICY
 from pullsecret.handler import Adapter
 from pullsecret.model import status
 from pullsecret.retrying import Deadline

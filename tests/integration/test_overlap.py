@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret.delivery.kubesecret import A_GENERATION, A_SOURCE
+from pullsecret.delivery.direct.kubesecret import A_GENERATION, A_SOURCE
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from emulators.kubernetes import manifests
-from pullsecret.delivery import admission_policy
+from pullsecret.delivery.direct import admission_policy
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from pullsecret.model import status

@@ -27,7 +27,7 @@ from pullsecret.errors import TransientError
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
-from pullsecret.source import rotation
+from pullsecret.source.platform import rotation
 from tests.protocol import scheduler
 from tests.protocol.scheduler import Run, SchedEvent
 from tests.protocol.world import PROJECT, FakeSecretManager, Secret, Version

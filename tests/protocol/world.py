@@ -7,7 +7,7 @@ Only the behaviour the write protocol and the rotation fan-out rely on, each rul
   destroyed answers FAILED_PRECONDITION; a destroyed version keeps its number and loses its payload;
   UpdateSecret with a stale etag answers FAILED_PRECONDITION (ABORTED in some regions; the store handles both).
 - Kubernetes: the Secret records the generation it was applied for; `kubesecret.apply` refuses to go back
-  (pullsecret/delivery/kubesecret.py) and its write is atomic (resourceVersion precondition).
+  (pullsecret/delivery/direct/kubesecret.py) and its write is atomic (resourceVersion precondition).
 - HyperFleet status: a report older than the stored one is discarded (hyperfleet-api
   pkg/services/adapter_status_validation.go, as emulators/hyperfleet/ models it).
 """

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from emulators.pubsub import PubSubEmulator
-from pullsecret.source.rotation import CONTINUATION
+from pullsecret.source.platform.rotation import CONTINUATION
 from tests.reliability import campaign, harness
 from tests.support import PLATFORM_SOURCE_SECRET, eventarc_attributes
 

@@ -1,4 +1,4 @@
-"""pullsecret.delivery.admission_policy: the installed policy must be exactly the one this release renders."""
+"""pullsecret.delivery.direct.admission_policy: the installed policy must be exactly the one this release renders."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from emulators.kubernetes.manifests import render
-from pullsecret.delivery import admission_policy
-from pullsecret.delivery.admission_policy import policy_problem
+from pullsecret.delivery.direct import admission_policy
+from pullsecret.delivery.direct.admission_policy import policy_problem
 
 SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
 SETTINGS = {"namespace_pattern": "^clusters-[a-z0-9-]+$", "adapter_name": "pullsecret"}

@@ -7,7 +7,9 @@ import ast
 import re
 from pathlib import Path
 
+from pullsecret.delivery import modes
 from pullsecret.model import status
+from pullsecret.source import sources
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "docs" / "contract.md"
@@ -19,6 +21,15 @@ INTERNAL = re.compile(
 )
 
 
+def _ready() -> dict[tuple[str, str], str]:
+    """Every registered delivery mode's ready message for every registered source (its words' templates)."""
+    return {
+        (mode, source.name): modes.registration(mode).wording.available(own_credentials=source.own_credentials)
+        for mode in modes.MODES
+        for source in sorted(sources.SOURCES, key=lambda registered: registered.name)
+    }
+
+
 def _table() -> list[tuple[str, str, str]]:
     text = CONTRACT.read_text(encoding="utf-8")
     block = text.split("<!-- available:begin -->", 1)[1].split("<!-- available:end -->", 1)[0]
@@ -27,10 +38,7 @@ def _table() -> list[tuple[str, str, str]]:
 
 
 def test_the_contract_table_is_the_codes() -> None:
-    expected = [
-        ("`PullSecretAvailable` (True)", f"`{d}` delivery, `{s}` source", m)
-        for (d, s), m in status.AVAILABLE_READY.items()
-    ]
+    expected = [("`PullSecretAvailable` (True)", f"`{d}` delivery, `{s}` source", m) for (d, s), m in _ready().items()]
     expected += [(f"`{r}`", "", m) for r, m in status.AVAILABLE_MESSAGES.items()]
     expected.append(("any other reason", "", status.AVAILABLE_OTHER))
     assert _table() == expected
@@ -64,7 +72,7 @@ def test_every_reason_the_code_reports_has_a_row() -> None:
 
 
 def test_each_message_is_short_and_names_nothing_internal() -> None:
-    messages = [*status.AVAILABLE_READY.values(), *status.AVAILABLE_MESSAGES.values(), status.AVAILABLE_OTHER]
+    messages = [*_ready().values(), *status.AVAILABLE_MESSAGES.values(), status.AVAILABLE_OTHER]
     for message in messages:
         assert len(message) <= 200, message
         assert not INTERNAL.search(message), (message, INTERNAL.search(message))

@@ -82,7 +82,7 @@ def test_rotation_pace_is_derived_from_the_write_quota() -> None:
 
 
 def test_allowed_management_clusters_match_segment_by_segment() -> None:
-    from pullsecret.config import cluster_allowed
+    from pullsecret.model.names import cluster_allowed
 
     allowed = ("projects/hf-mgmt/locations/*/clusters/mgmt-*", "projects/other/locations/us-east1/clusters/c1")
     assert cluster_allowed("projects/hf-mgmt/locations/us-central1/clusters/mgmt-1", allowed)

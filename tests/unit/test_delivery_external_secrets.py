@@ -9,7 +9,7 @@ import pytest
 from google.iam.v1 import policy_pb2  # type: ignore[import-untyped]
 
 from pullsecret.config import load
-from pullsecret.delivery.external_secrets import (
+from pullsecret.delivery.external_secrets.mode import (
     ACCESSOR,
     RefusedPrincipal,
     check_added,

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from pullsecret.delivery import kubesecret
-from pullsecret.delivery.kubesecret import DesiredSecret
+from pullsecret.delivery.direct import kubesecret
+from pullsecret.delivery.direct.kubesecret import DesiredSecret
+from pullsecret.model.names import kube_label_value
 
 SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
 DESIRED = DesiredSecret(
@@ -117,7 +118,7 @@ def test_policy_denials_are_recognised_by_policy_name_and_reason() -> None:
     ],
 )
 def test_label_value(value: str, label: str) -> None:
-    assert kubesecret.label_value(value) == label
+    assert kube_label_value(value) == label
 
 
 def test_probe_manifest_applies_only_our_label_and_type() -> None:
@@ -223,7 +224,7 @@ def test_the_recorded_generation_of_the_live_secret(annotations: dict[str, str],
 
 @pytest.mark.parametrize(("value", "label"), [("clusterX", "clusterX"), ("X-x-X", "X-x-X")])
 def test_label_value_strips_only_separators_at_the_ends(value: str, label: str) -> None:
-    assert kubesecret.label_value(value) == label
+    assert kube_label_value(value) == label
 
 
 def test_the_paths_an_apply_sets_and_a_manager_owns() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from pullsecret import config
 from pullsecret.errors import ConfigError
+from pullsecret.hostnames import allowed_entry, split_host, trusted_realm_entry
 from pullsecret.registry.egress import (
     _PRIVATE_SUFFIXES,
     Egress,
@@ -16,11 +17,8 @@ from pullsecret.registry.egress import (
     Refused,
     Unresolvable,
     address_refusal,
-    allowed_entry,
     name_refusal,
     realm_trusted,
-    split_host,
-    trusted_realm_entry,
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pullsecret import config
+from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
 from pullsecret.registry.credentials import Credential, beyond_per_host, credential_of, hostname_of, registry_host
@@ -15,6 +16,11 @@ from pullsecret.registry.handshake import token_of
 from pullsecret.registry.http import MAX_BODY, Answer
 from pullsecret.registry.verdicts import Check, RegistryRejected, Verification, not_contacted, safe_name, unexpected
 from pullsecret.registry.www_authenticate import Challenge, parse_challenges, pick_challenge
+
+
+def _direct(*, changed: bool) -> dict[str, str]:
+    """Direct mode's words for the platform source, as the reconcile passes them."""
+    return {"applied": WORDING.applied(changed=changed), "available": WORDING.available(own_credentials=False)}
 
 
 def test_bearer_challenge_as_docker_hub_sends_it() -> None:
@@ -118,7 +124,7 @@ def test_enforce_raises_naming_the_refused_registries_only() -> None:
 
 
 def test_report_mode_turns_health_false_never_available() -> None:
-    report = status.provisioned(3, changed=True, data={"secret_version": "v"})
+    report = status.provisioned(3, **_direct(changed=True), data={"secret_version": "v"})
     marked = status.registry_rejected(report, ["quay.io"])
     conds = {c.type: c for c in marked.conditions}
     assert conds["Available"].status == "True" and conds["Applied"].status == "True"

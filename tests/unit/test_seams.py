@@ -14,7 +14,7 @@ from pullsecret.errors import ConfigError
 from pullsecret.model.preconditions import Act, Placement
 from pullsecret.retrying import Deadline
 from pullsecret.source import base, sources
-from pullsecret.source.platform import PlatformSource
+from pullsecret.source.platform.source import PlatformSource
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 SOURCE = "projects/p1/secrets/platform/versions/latest"

@@ -8,8 +8,8 @@ import pytest
 
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.logs import event_context, protect
-from pullsecret.source import service_api
-from pullsecret.source.service_api import PullSecretServiceClient, _Answer
+from pullsecret.source.service import api as service_api
+from pullsecret.source.service.api import PullSecretServiceClient, _Answer
 
 CLIENT = PullSecretServiceClient("https://pss.example.com", credential=None)
 

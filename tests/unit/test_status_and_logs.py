@@ -6,13 +6,19 @@ import io
 import json
 from datetime import UTC, datetime
 
+from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.logs import Logger, event_context, parse_trace, protect
 from pullsecret.model import status
 
 
+def _direct(*, changed: bool) -> dict[str, str]:
+    """Direct mode's words for the platform source, as the reconcile passes them."""
+    return {"applied": WORDING.applied(changed=changed), "available": WORDING.available(own_credentials=False)}
+
+
 def test_every_report_has_the_three_required_conditions_once() -> None:
     reports = [
-        status.provisioned(2, changed=True, data={"sm_version": "v"}),
+        status.provisioned(2, **_direct(changed=True), data={"sm_version": "v"}),
         status.preconditions_not_met(2, "waiting"),
         status.terminal_failure(2, "InvalidPullSecret", "bad"),
         status.terminal_failure(2, "UnexpectedError", "bug"),

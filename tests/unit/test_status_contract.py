@@ -6,11 +6,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.model import status
 
+
+def _direct(*, changed: bool) -> dict[str, str]:
+    """Direct mode's words for the platform source, as the reconcile passes them."""
+    return {"applied": WORDING.applied(changed=changed), "available": WORDING.available(own_credentials=False)}
+
+
 REPORTS = [
-    status.provisioned(2, changed=True, data={}),
-    status.provisioned(2, changed=False, data={}),
+    status.provisioned(2, **_direct(changed=True), data={}),
+    status.provisioned(2, **_direct(changed=False), data={}),
     status.preconditions_not_met(2, "waiting"),
     status.stale(2, 3, {}),
     status.terminal_failure(2, "InvalidPullSecret", "bad input", phase="resources"),

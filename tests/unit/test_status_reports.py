@@ -7,7 +7,15 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from pullsecret.delivery.direct.mode import WORDING
+from pullsecret.delivery.external_secrets import mode as external_secrets_mode
 from pullsecret.model import status
+
+
+def _direct(*, changed: bool) -> dict[str, str]:
+    """Direct mode's words for the platform source, as the reconcile passes them."""
+    return {"applied": WORDING.applied(changed=changed), "available": WORDING.available(own_credentials=False)}
+
 
 NOW = datetime(2026, 11, 23, 14, 5, 6, 789123, tzinfo=UTC)
 UP_TO_DATE = "pull secret already up to date in Secret Manager and on the management cluster"
@@ -19,7 +27,7 @@ def conditions(report: status.Report) -> list[tuple[str, str, str, str]]:
 
 
 def test_the_body_carries_generation_time_conditions_and_data() -> None:
-    report = status.provisioned(7, changed=True, data=dict(DATA))
+    report = status.provisioned(7, **_direct(changed=True), data=dict(DATA))
     body = report.body("pullsecret", now=NOW.astimezone(timezone(timedelta(hours=2))))
     assert body == {
         "adapter": "pullsecret",
@@ -60,7 +68,7 @@ def test_messages_are_cut_at_the_limit() -> None:
 
 
 def test_provisioned() -> None:
-    report = status.provisioned(7, changed=False, data=dict(DATA))
+    report = status.provisioned(7, **_direct(changed=False), data=dict(DATA))
     assert report.generation == 7
     assert report.data == DATA
     assert report.available
@@ -83,16 +91,20 @@ def test_provisioned() -> None:
 
 def test_in_external_secrets_mode_nothing_says_a_kubernetes_secret_was_applied_or_matches() -> None:
     """Issue 31: no Kubernetes Secret is written in external-secrets mode; the status says what the mode did."""
+    words = external_secrets_mode.worded("1h30m")
     for changed in (True, False):
-        for source in ("platform", "service"):
+        for own in (False, True):  # the platform source, the Pull Secret Service
             report = status.provisioned(
-                7, changed=changed, data=dict(DATA), delivery="external-secrets", source=source, refresh="1h30m"
+                7,
+                applied=words.applied(changed=changed),
+                available=words.available(own_credentials=own),
+                data=dict(DATA),
             )
             text = " ".join(c.message for c in report.conditions)
             assert "applied to the management cluster" not in text and "Kubernetes Secret" not in text
             assert "matches" not in text and "on the management cluster" not in text
             assert report.conditions[1].message.endswith("within 1 h 30 min.")
-            assert ("own registry credentials" in report.conditions[1].message) == (source == "service")
+            assert ("own registry credentials" in report.conditions[1].message) == own
 
 
 def test_preconditions_not_met() -> None:
@@ -177,7 +189,7 @@ def test_finalized_with_something_left_alone_on_purpose_turns_only_health_false(
 
 
 def test_registry_rejected_turns_only_health_false() -> None:
-    applied = status.provisioned(7, changed=True, data=dict(DATA))
+    applied = status.provisioned(7, **_direct(changed=True), data=dict(DATA))
     report = status.registry_rejected(applied, ["quay.io", "gcr.io"])
     assert report.data == DATA
     assert conditions(report)[:2] == conditions(applied)[:2]

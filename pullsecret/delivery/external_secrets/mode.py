@@ -31,27 +31,85 @@ probed handle's `apply` is the grant.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
-from pullsecret.delivery.base import IamPolicyClient, Leaving, Where, Wiring
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
+from pullsecret.delivery.base import (
+    Cleaned,
+    Delivered,
+    Desired,
+    DryRun,
+    Leaving,
+    Registration,
+    Where,
+    Wiring,
+    Wording,
+)
+from pullsecret.delivery.external_secrets import checks as checks_external_secrets
 from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.logs import log
 from pullsecret.model.names import NAMESPACE_RE
 from pullsecret.model.preconditions import Placement
-from pullsecret.operator import checks_external_secrets
-from pullsecret.operator.doctor_checks import DoctorCheck
+from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
 MODE = "external-secrets"
+
+
+class IamPolicyClient(Protocol):
+    """The Secret Manager client calls a delivery may make on a secret's allow policy (SecretManagerServiceClient)."""
+
+    def get_iam_policy(self, *, request: dict[str, Any], retry: Any, timeout: float) -> Any: ...
+
+    def set_iam_policy(self, *, request: dict[str, Any], retry: Any, timeout: float) -> Any: ...
+
+
+# docs/contract.md "What a cluster's owner reads" holds Available's; `{refresh}`: the rendered ExternalSecret's
+# refreshInterval (EXTERNAL_SECRETS_REFRESH_INTERVAL), spelled out.
+WORDING = Wording(
+    available_shared=(
+        "Pull secret stored and readable by the hosting side's External Secrets Operator, which copies it for "
+        "the control plane within {refresh}."
+    ),
+    available_own=(
+        "Pull secret with this cluster's own registry credentials stored and readable by the hosting side's "
+        "External Secrets Operator, which copies it for the control plane within {refresh}."
+    ),
+    applied_changed="pull secret stored in Secret Manager, readable by the External Secrets Operator's principal",
+    applied_unchanged="pull secret already up to date in Secret Manager, readable by the External Secrets Operator",
+)
+
+
+def spelled(duration: str) -> str:
+    """'1h30m' -> '1 h 30 min'."""
+    units = {"h": "h", "m": "min", "s": "s"}
+    parts, number = [], ""
+    for ch in duration:
+        if ch.isdigit():
+            number += ch
+        elif ch in units and number:
+            parts.append(f"{int(number)} {units[ch]}")
+            number = ""
+    return " ".join(parts) or duration
+
+
+def worded(refresh: str) -> Wording:
+    """WORDING with its `{refresh}` filled from a refreshInterval such as 5m."""
+    return dataclasses.replace(
+        WORDING,
+        available_shared=WORDING.available_shared.format(refresh=spelled(refresh)),
+        available_own=WORDING.available_own.format(refresh=spelled(refresh)),
+    )
+
+
 ACCESSOR = "roles/secretmanager.secretAccessor"
 SERVICE = "secretmanager"
 MAX_ROUNDS = 8
@@ -147,11 +205,21 @@ class AccessProbed:
 
     delivery: ExternalSecretsDelivery
     secret_name: str
-    live: None = None
+    placement: Placement
+    present: bool = False
     recorded_generation: int = 0
+    recorded_lineage: str | None = None
 
-    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+    def apply(self, desired: Desired, deadline: Deadline) -> Delivered:
         return self.delivery.grant(self.secret_name, desired.namespace, deadline)
+
+    def dry_run(self, desired: Desired, *, store_writes: bool) -> DryRun:
+        where = f"{self.placement.management_cluster}, namespace {self.placement.namespace}"
+        line = (
+            f"{MODE}: would make sure the namespace's reader may access the secret ({where}); the "
+            f"operator there syncs Secret {desired.name}"
+        )
+        return DryRun(store_writes, [line], unless=" (unless the access grant is missing)")
 
 
 class ExternalSecretsDelivery:
@@ -159,7 +227,15 @@ class ExternalSecretsDelivery:
 
     mode = MODE
 
-    def __init__(self, client: IamPolicyClient, *, principal_template: str, namespace_pattern: re.Pattern[str]) -> None:
+    def __init__(
+        self,
+        client: IamPolicyClient,
+        *,
+        principal_template: str,
+        namespace_pattern: re.Pattern[str],
+        refresh: str = "5m",
+    ) -> None:
+        self.wording = worded(refresh)
         self._client = client
         self._template = principal_template
         self._pattern = namespace_pattern
@@ -170,9 +246,9 @@ class ExternalSecretsDelivery:
 
     def probe(self, where: Where, deadline: Deadline) -> AccessProbed:
         """No request: the 'live state' is "no Secret", the handle the secret's name."""
-        return AccessProbed(self, where.secret_name)
+        return AccessProbed(self, where.secret_name, where.placement)
 
-    def grant(self, secret_name: str, namespace: str, deadline: Deadline) -> ApplyResult:
+    def grant(self, secret_name: str, namespace: str, deadline: Deadline) -> Delivered:
         """Grant the namespace's principal access to the secret (a write only when the policy lacks it)."""
         with log.step("secretmanager.grant_access", namespace=namespace) as fields:
             member = self.principal(namespace)
@@ -183,7 +259,7 @@ class ExternalSecretsDelivery:
                     f"GetIamPolicy {secret_name}: the secret is gone", reason="SecretGone", service=SERVICE
                 ) from None
             fields["written"] = written
-        return ApplyResult(written=written, resource_version="")
+        return Delivered(written=written, revision="")
 
     def revoke(self, secret_name: str, deadline: Deadline) -> str:
         """Remove our members from the secret's policy: "removed", "absent", or "secret absent"."""
@@ -196,19 +272,18 @@ class ExternalSecretsDelivery:
             fields["result"] = "removed" if removed else "absent"
         return str(fields["result"])
 
-    def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
+    def cleanup(self, leaving: Leaving, deadline: Deadline) -> Cleaned:
         """Deletion: our access removed from the secret before it is deleted or disabled (the status `data`)."""
         if leaving.secret_name is None:
             access = "no GCP project known; nothing to revoke"
         else:
             access = self.revoke(leaving.secret_name, deadline)
-        return {
-            "delivery": MODE,
-            "access_cleanup": access,
-            "kubernetes_cleanup": f"left to External Secrets Operator (access {access})",
-        }
+        left = f"left to External Secrets Operator (access {access})"
+        return Cleaned(
+            {"delivery": MODE, "access_cleanup": access, "kubernetes_cleanup": left}, f"Kubernetes Secret {left}"
+        )
 
-    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
         data: dict[str, Any] = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
         if applied.written and not stored_written:
             data["repaired"] = "access_binding"
@@ -287,8 +362,13 @@ def build(wiring: Wiring) -> ExternalSecretsDelivery:
     settings = wiring.settings
     if settings.external_secrets_principal_template is None:  # config.load refuses that: a Settings built by hand
         raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE is required with KUBERNETES_DELIVERY=external-secrets")
+    client: IamPolicyClient = wiring.secret_manager  # the shared SecretManagerServiceClient
     return ExternalSecretsDelivery(
-        wiring.secret_manager,
+        client,
         principal_template=settings.external_secrets_principal_template,
         namespace_pattern=settings.management_namespace_pattern,
+        refresh=settings.external_secrets_refresh_interval,
     )
+
+
+REGISTRATION = Registration(MODE, WORDING, build)

@@ -1,7 +1,7 @@
 """PULL_SECRET_SOURCE: one Secret Manager secret version shared by every cluster (the platform pull secret).
 
 The bytes come through the secret store's cache (SecretStore.cached_source / read_source, a short TTL; a new
-version's notification clears it, pullsecret.source.rotation), and are parsed once per distinct content.
+version's notification clears it, pullsecret.source.platform.rotation), and are parsed once per distinct content.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
-from pullsecret.operator import doctor_checks
-from pullsecret.operator.doctor_checks import DoctorCheck
+from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.source.base import Wiring
+from pullsecret.source.base import Registration, Wiring
+from pullsecret.source.platform import checks
 
 NAME = "platform"
 
@@ -54,6 +54,7 @@ class PlatformSource:
     """The platform pull secret of PULL_SECRET_SOURCE."""
 
     name = NAME
+    own_credentials = False  # one platform pull secret shared by every cluster
 
     def __init__(self, store: SecretStore, version_name: str) -> None:
         self.store = store
@@ -77,10 +78,13 @@ class PlatformSource:
         return {}
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("pull-secret-source", doctor_checks.pull_secret_source)]
+        return [DoctorCheck("pull-secret-source", checks.pull_secret_source)]
 
 
 def build(wiring: Wiring) -> PlatformSource | None:
     """The platform source when PULL_SECRET_SOURCE is set."""
     name = wiring.settings.pull_secret_source
     return PlatformSource(wiring.store, name) if name else None
+
+
+REGISTRATION = Registration(NAME, PlatformSource.own_credentials, build)

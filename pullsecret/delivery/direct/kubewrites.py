@@ -4,7 +4,7 @@ The runtime identity holds create, patch and delete on Secrets and no get, list 
 (terraform/kubernetes/rbac.yaml): on a management cluster the Secrets include every hosted cluster's admin
 kubeconfig. What it learns of a Secret comes from server-side apply answers, and the API server's
 ValidatingAdmissionPolicy (terraform/kubernetes/admission-policy.yaml) admits those requests only for Secrets
-labelled as this adapter's (kubesecret.secret_labels) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
+labelled as this adapter's (kubesecret.kube_labels) and named by KUBERNETES_SECRET_TEMPLATE after their cluster-id
 label, of type kubernetes.io/dockerconfigjson, in namespaces matching MANAGEMENT_NAMESPACE_PATTERN, and never
 lets an older cluster generation replace a newer one. So:
 
@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pullsecret.delivery.admission_policy import ExpectedPolicy
-from pullsecret.delivery.kubeapi import ApiException, SecretsApi
-from pullsecret.delivery.kubesecret import (
+from pullsecret.delivery.base import Delivered
+from pullsecret.delivery.direct.admission_policy import ExpectedPolicy
+from pullsecret.delivery.direct.kubeapi import ApiException, SecretsApi
+from pullsecret.delivery.direct.kubesecret import (
     A_CREATED_AT,
     A_LINEAGE,
     DOCKERCONFIGJSON,
-    ApplyResult,
     DesiredSecret,
     Probed,
     body_of,
@@ -48,7 +48,7 @@ from pullsecret.delivery.kubesecret import (
     probe_manifest,
     would_create_without_data,
 )
-from pullsecret.delivery.policy_guard import PolicyGuard, kube_call
+from pullsecret.delivery.direct.policy_guard import PolicyGuard, kube_call
 from pullsecret.errors import (
     AdapterError,
     OwnershipConflict,
@@ -142,7 +142,7 @@ class KubeSecrets:
             )
         return from_kube(exc, what=what)
 
-    def apply(self, api: SecretsApi, desired: DesiredSecret, deadline: Deadline, probed: Probed) -> ApplyResult:
+    def apply(self, api: SecretsApi, desired: DesiredSecret, deadline: Deadline, probed: Probed) -> Delivered:
         """Make the Secret equal `desired`, starting from `probed` (just probed). After a lost race it probes again.
 
         Raises OwnershipConflict / TerminalError / TransientError.
@@ -159,7 +159,7 @@ class KubeSecrets:
                 applied = self._apply(api, desired.manifest(now()), deadline, force=False)
                 if applied is None:
                     continue
-                return ApplyResult(
+                return Delivered(
                     True, str(applied["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
                 )
             if live is None:
@@ -173,11 +173,11 @@ class KubeSecrets:
             annotations = metadata.get("annotations") or {}
             recorded = generation_of(annotations)
             if recorded > desired.generation:
-                return ApplyResult(
+                return Delivered(
                     False, str(metadata.get("resourceVersion", "")), stale=True, recorded_generation=recorded
                 )
             if not differs(live, desired):
-                return ApplyResult(False, str(metadata.get("resourceVersion", "")), recorded_generation=recorded)
+                return Delivered(False, str(metadata.get("resourceVersion", "")), recorded_generation=recorded)
             body = desired.manifest(
                 annotations.get(A_CREATED_AT) or now(),
                 resource_version=str(metadata.get("resourceVersion", "")),
@@ -191,7 +191,7 @@ class KubeSecrets:
             applied = self._apply(api, body, deadline, force=force)
             if applied is None:
                 continue  # changed or deleted since the probe: the next round probes again
-            return ApplyResult(
+            return Delivered(
                 True, str(applied["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
             )
         raise TransientError(
@@ -235,7 +235,7 @@ class KubeSecrets:
         applied: dict[str, Any] = json.loads(response.data)
         return applied
 
-    def _create(self, api: SecretsApi, desired: DesiredSecret, deadline: Deadline) -> ApplyResult | None:
+    def _create(self, api: SecretsApi, desired: DesiredSecret, deadline: Deadline) -> Delivered | None:
         what = f"create Secret {desired.namespace}/{desired.name}"
         try:
             response = kube_call(
@@ -254,7 +254,7 @@ class KubeSecrets:
                 return None
             raise self._refusal(exc, desired.namespace, desired.name, what) from None
         created = json.loads(response.data)
-        return ApplyResult(
+        return Delivered(
             True, str(created["metadata"].get("resourceVersion", "")), recorded_generation=desired.generation
         )
 

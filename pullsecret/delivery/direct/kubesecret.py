@@ -1,7 +1,7 @@
 """Our Kubernetes Secret as data: its manifest, labels and annotations, and what the API server's answers say.
 
-Pure (the calls are pullsecret.delivery.kubewrites'): the Secret the adapter applies (`DesiredSecret`), the
-labels the admission policy recognises it by (`secret_labels`), the dry-run probe's manifest, whether a live
+Pure (the calls are pullsecret.delivery.direct.kubewrites'): the Secret the adapter applies (`DesiredSecret`), the
+labels the admission policy recognises it by (`kube_labels`), the dry-run probe's manifest, whether a live
 Secret differs in a field we own, and the reading of refusals (a denial by our policy, a dry-run create, a
 field-manager conflict).
 """
@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pullsecret.delivery.admission_policy import POLICY_NAME
-from pullsecret.delivery.kubeapi import ApiException
+from pullsecret.delivery.base import Desired
+from pullsecret.delivery.direct.admission_policy import POLICY_NAME
+from pullsecret.delivery.direct.kubeapi import ApiException
 from pullsecret.errors import kube_status
+from pullsecret.model.names import kube_label_value
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
 KEY = ".dockerconfigjson"
@@ -27,15 +29,8 @@ A_CREATED_AT = "hyperfleet.io/created-at"
 A_FINGERPRINT = "hyperfleet.io/fingerprint"
 A_GENERATION = "hyperfleet.io/generation"
 A_LINEAGE = "hyperfleet.io/lineage"  # compact JSON: registry names and short fingerprints only
-_LABEL_BAD = re.compile(r"[^A-Za-z0-9_.-]")
 # A policy denial names its validation's reason first: "... denied request: StaleGeneration: ..."
 _DENIAL = re.compile(r"ValidatingAdmissionPolicy '([^']*)' with binding '[^']*' denied request: (\w+): ")
-
-
-def label_value(value: str) -> str:
-    """Sanitise to a Kubernetes label value: <= 63 chars, alphanumeric at both ends."""
-    cleaned = _LABEL_BAD.sub("-", value)[:63]
-    return cleaned.strip("-_.")
 
 
 @dataclass(frozen=True)
@@ -99,14 +94,14 @@ L_CLUSTER_NAME = "hyperfleet.io/cluster-name"
 L_PREVIOUS_MANAGED_BY = "managed-by"
 
 
-def secret_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
+def kube_labels(*, adapter: str, cluster_id: str, cluster_name: str) -> dict[str, str]:
     """The labels of our Kubernetes Secret; the admission policy recognises it by hyperfleet.io/managed-by and the
     name KUBERNETES_SECRET_TEMPLATE gives the cluster of hyperfleet.io/cluster-id."""
     return {
-        L_MANAGED_BY: label_value(adapter),
-        L_CLUSTER_ID: label_value(cluster_id),
+        L_MANAGED_BY: kube_label_value(adapter),
+        L_CLUSTER_ID: kube_label_value(cluster_id),
         L_RESOURCE_TYPE: "pull-secret",
-        L_CLUSTER_NAME: label_value(cluster_name),
+        L_CLUSTER_NAME: kube_label_value(cluster_name),
         L_PREVIOUS_MANAGED_BY: "hyperfleet",
     }
 
@@ -132,12 +127,19 @@ class Probed:
         return generation_of(((self.live or {}).get("metadata") or {}).get("annotations") or {})
 
 
-@dataclass(frozen=True)
-class ApplyResult:
-    written: bool
-    resource_version: str
-    stale: bool = False
-    recorded_generation: int = 0
+def rendered(desired: Desired) -> DesiredSecret:
+    """The Kubernetes Secret that holds `desired`: its name, content, labels and annotations."""
+    return DesiredSecret(
+        namespace=desired.namespace,
+        name=desired.name,
+        content=desired.content,
+        fingerprint=desired.fingerprint,
+        generation=desired.generation,
+        source_version=desired.source_version,
+        labels=kube_labels(adapter=desired.adapter, cluster_id=desired.cluster_id, cluster_name=desired.cluster_name),
+        created_by=desired.created_by,
+        lineage=desired.lineage,
+    )
 
 
 def generation_of(annotations: dict[str, str]) -> int:

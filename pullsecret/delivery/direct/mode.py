@@ -1,9 +1,9 @@
 """KUBERNETES_DELIVERY=direct: our Kubernetes Secret on the management cluster, written by the function itself.
 
-The management cluster's Secrets API comes from GKE (pullsecret.delivery.management_clusters, cached per
+The management cluster's Secrets API comes from GKE (pullsecret.delivery.direct.management_clusters, cached per
 cluster); every write relies on the admission policy being installed (`KubeSecrets.ensure_guarded`, checked
 before the probe and before a delete), and the Secret is probed, applied and deleted without the right to read
-any Secret (pullsecret.delivery.kubewrites).
+any Secret (pullsecret.delivery.direct.kubewrites).
 """
 
 from __future__ import annotations
@@ -14,21 +14,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.clients import cluster_manager_client
-from pullsecret.delivery import admission_policy, kubesecret
-from pullsecret.delivery.base import Leaving, Where, Wiring
-from pullsecret.delivery.kubeapi import SecretsApi
-from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
-from pullsecret.delivery.kubewrites import KubeSecrets
-from pullsecret.delivery.management_clusters import ManagementClusters
+from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Registration, Where, Wiring, Wording
+from pullsecret.delivery.direct import admission_policy, kubesecret
+from pullsecret.delivery.direct import checks as checks_direct
+from pullsecret.delivery.direct.kubeapi import SecretsApi
+from pullsecret.delivery.direct.kubewrites import KubeSecrets
+from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
-from pullsecret.operator import checks_direct
-from pullsecret.operator.doctor_checks import DoctorCheck
+from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
 MODE = "direct"
+# docs/contract.md "What a cluster's owner reads" holds Available's; tests/unit/test_available_messages.py holds it.
+WORDING = Wording(
+    available_shared="Pull secret ready: stored and delivered where this cluster's control plane runs.",
+    available_own=(
+        "Pull secret ready: this cluster's own registry credentials are stored and delivered where its control "
+        "plane runs."
+    ),
+    applied_changed="pull secret stored in Secret Manager and applied to the management cluster",
+    applied_unchanged="pull secret already up to date in Secret Manager and on the management cluster",
+)
 
 
 @dataclass(frozen=True)
@@ -38,26 +47,42 @@ class DirectProbed:
     secret: kubesecret.Probed
     api: SecretsApi
     kube: KubeSecrets
+    placement: Placement
 
     @property
-    def live(self) -> dict[str, Any] | None:
-        return self.secret.live
+    def present(self) -> bool:
+        return self.secret.live is not None
 
     @property
     def recorded_generation(self) -> int:
         return self.secret.recorded_generation
 
-    def apply(self, desired: DesiredSecret, deadline: Deadline) -> ApplyResult:
+    @property
+    def recorded_lineage(self) -> str | None:
+        annotations = ((self.secret.live or {}).get("metadata") or {}).get("annotations") or {}
+        return annotations.get(kubesecret.A_LINEAGE)
+
+    def apply(self, desired: Desired, deadline: Deadline) -> Delivered:
         with log.step("kubernetes.apply_secret", namespace=desired.namespace, name=desired.name) as fields:
-            applied = self.kube.apply(self.api, desired, deadline, self.secret)
+            applied = self.kube.apply(self.api, kubesecret.rendered(desired), deadline, self.secret)
             fields.update(written=applied.written, stale=applied.stale)
         return applied
+
+    def dry_run(self, desired: Desired, *, store_writes: bool) -> DryRun:
+        live, where = self.secret.live, f"{self.placement.management_cluster}, namespace {self.placement.namespace}"
+        if live is None:
+            return DryRun(True, [f"Kubernetes: would create Secret {desired.name} on {where}"])
+        if kubesecret.differs(live, kubesecret.rendered(desired)) or store_writes:
+            held = ((live.get("metadata") or {}).get("annotations") or {}).get(kubesecret.A_FINGERPRINT, "")[:12]
+            return DryRun(True, [f"Kubernetes: would update Secret {desired.name} on {where} (it holds {held or '?'})"])
+        return DryRun(False, [f"Kubernetes: Secret {desired.name} on {where} is as it should be"])
 
 
 class DirectDelivery:
     """Probe, apply and delete our Secret through each management cluster's Secrets API; thread-safe."""
 
     mode = MODE
+    wording = WORDING
 
     def __init__(self, clusters: ManagementClusters, kube: KubeSecrets) -> None:
         self.clusters = clusters
@@ -72,17 +97,21 @@ class DirectDelivery:
         api = self._guarded_api(where.placement, deadline)
         with log.step("kubernetes.probe_secret"):
             probed = self.kube.probe(api, where.placement.namespace, where.kube_name, deadline)
-        return DirectProbed(secret=probed, api=api, kube=self.kube)
+        return DirectProbed(secret=probed, api=api, kube=self.kube, placement=where.placement)
 
-    def status_data(self, where: Where, applied: ApplyResult, *, stored_written: bool) -> dict[str, Any]:
-        return {"kubernetes_resource_version": applied.resource_version}
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
+        return {"kubernetes_resource_version": applied.revision}
 
     def after_transient(self, placement: Placement, error: TransientError) -> None:
         """An unreachable API server's endpoint or CA may have changed: the redelivery asks GKE again."""
         if error.service == "kubernetes" and error.reason == "Unreachable":
             self.clusters.invalidate(placement.management_cluster)
 
-    def cleanup(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
+    def cleanup(self, leaving: Leaving, deadline: Deadline) -> Cleaned:
+        data = self._delete(leaving, deadline)
+        return Cleaned(data, f"Kubernetes Secret {data['kubernetes_cleanup']}")
+
+    def _delete(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
         placement = leaving.placement
         if placement is None:
             return {"kubernetes_cleanup": "placement unknown; nothing to delete"}
@@ -169,3 +198,6 @@ def build(wiring: Wiring) -> DirectDelivery:
             ),
         ),
     )
+
+
+REGISTRATION = Registration(MODE, WORDING, build)

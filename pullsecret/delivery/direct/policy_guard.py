@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pullsecret import retrying
-from pullsecret.delivery.admission_policy import POLICY_NAME, ExpectedPolicy, as_caller, policy_problem
-from pullsecret.delivery.kubeapi import ApiException, SecretsApi
+from pullsecret.delivery.direct.admission_policy import POLICY_NAME, ExpectedPolicy, as_caller, policy_problem
+from pullsecret.delivery.direct.kubeapi import ApiException, SecretsApi
 from pullsecret.errors import TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
 from pullsecret.retrying import Deadline
 
@@ -52,7 +52,7 @@ class PolicyGuard:
             checked = self._guarded.get(host)
         if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:
             return
-        # `api` (pullsecret.delivery.kubeapi.SecretsApi) also reads the two policy objects, without importing
+        # `api` (pullsecret.delivery.direct.kubeapi.SecretsApi) also reads the two policy objects, without importing
         # AdmissionregistrationV1Api's models on the first event.
         policy = self._read_policy("ValidatingAdmissionPolicy", api.read_validating_admission_policy, deadline)
         binding = self._read_policy(

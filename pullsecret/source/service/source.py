@@ -12,7 +12,7 @@ the cluster's pull secret (docs/contract.md §3b). Per event:
   deletion; `Finalized=True` follows only the service's confirmation, a failed DELETE is transient.
 
 A rotation at the service shows up as changed content on the next event: one Secret Manager version and one
-delivery write, like any change. There is no fan-out from here (pullsecret.source.rotation is the platform
+delivery write, like any change. There is no fan-out from here (pullsecret.source.platform.rotation is the platform
 source's): the next Sentinel event for the cluster delivers.
 """
 
@@ -26,10 +26,10 @@ from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
-from pullsecret.operator.doctor_checks import Context, DoctorCheck, Line
+from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
-from pullsecret.source.base import Wiring
-from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
+from pullsecret.source.base import Registration, Wiring
+from pullsecret.source.service.api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
 
 NAME = "service"
 
@@ -69,6 +69,7 @@ class ServiceSource:
     """The Pull Secret Service at PULL_SECRET_SERVICE_URL; thread-safe (its client is)."""
 
     name = NAME
+    own_credentials = True  # the service answers per cluster
 
     def __init__(self, client: PullSecretServiceClient, registries: tuple[str, ...]) -> None:
         self.client = client
@@ -147,3 +148,6 @@ def build(wiring: Wiring) -> ServiceSource | None:
         timeout_s=settings.pull_secret_service_timeout_s,
     )
     return ServiceSource(client, settings.pull_secret_service_registries)
+
+
+REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build)

@@ -19,7 +19,7 @@ from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
 from pullsecret.clients import RuntimeIdentity
-from pullsecret.delivery.kubeapi import SecretsApi
+from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.errors import TerminalError, from_google, is_retryable_google
 from pullsecret.retrying import Deadline
 

@@ -56,8 +56,8 @@ from pullsecret.model import names
 from pullsecret.model.events import CONTINUATION, SecretVersionAdded
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.source.progress import Ledger, Progress, progress_secret_id
-from pullsecret.source.publishing import Publisher, hand_on, sentinel_event
+from pullsecret.source.platform.progress import Ledger, Progress, progress_secret_id
+from pullsecret.source.platform.publishing import Publisher, hand_on, sentinel_event
 
 # Named here too for the callers of `rotation` (the handler builds the Publisher; tests read the attribute name).
 __all__ = ["CONTINUATION", "Held", "Progress", "Publisher", "fan_out", "progress_secret_id", "sentinel_event"]

@@ -34,7 +34,7 @@ A_POLICY_REVISION = "hyperfleet.io/policy-revision"
 # docs/lifecycle.md "Labels"). 4: ours is this adapter's label and the name of its cluster-id label's cluster
 # (managed-by=hyperfleet alone marks every HyperFleet component's Secrets).
 REQUIRED_POLICY_REVISION = 4
-TEMPLATE = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes" / "admission-policy.yaml"
+TEMPLATE = Path(__file__).resolve().parents[3] / "terraform" / "kubernetes" / "admission-policy.yaml"
 
 _POLICY_FIELDS = (
     "failurePolicy",

@@ -1,0 +1,6 @@
+"""Direct delivery (KUBERNETES_DELIVERY=direct): the function writes the Kubernetes Secret on the management cluster.
+
+Everything of this mode lives here: the Kubernetes client (kubeapi), the Secret's shape and fingerprints
+(kubesecret), the writes (kubewrites), the management clusters' reach (management_clusters), the admission policy
+and its guard (admission_policy, policy_guard), the mode itself (mode) and its preflight checks (checks).
+"""
