@@ -112,3 +112,12 @@ def test_terraform_readme_has_no_stray_sentence_fragments() -> None:
     prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
     stray = [line for line in prose.splitlines() if re.match(r"^[a-z]+\. [A-Z]", line)]
     assert not stray, stray
+
+
+def test_terraform_readme_says_the_provider_undeletes_a_custom_role() -> None:
+    # Issue 42, item 10: it said re-creating a custom role after a destroy fails (undelete by hand); within 7 days
+    # the provider undeletes and updates it itself; only days 7-37 refuse the id.
+    text = " ".join((ROOT / "terraform" / "README.md").read_text().split())
+    assert "gcloud iam roles undelete" not in text
+    assert "the provider undeletes it" in text
+    assert "From day 7" in text and "day 37" in text
