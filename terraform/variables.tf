@@ -142,6 +142,14 @@ variable "enable_source_rotation" {
     condition     = !(var.enable_source_rotation && var.pull_secret_service_url != "")
     error_message = "Set enable_source_rotation = false with pull_secret_service_url: source rotation fans out a new version of the platform pull secret, and service mode has none (the Pull Secret Service rotates each cluster's credentials and Sentinel's next event for the cluster delivers them; docs/lifecycle.md)."
   }
+
+  # The fan-out's progress record (pullsecret/source/progress.py) is a secret in SECRET_PROJECT_ID, or in the
+  # function's own project when none is pinned: the runtime account's Secret Manager roles must cover that project,
+  # or the first rotation ends in PermissionDenied.
+  validation {
+    condition     = !var.enable_source_rotation || var.pinned_secret_project_id != "" || contains(var.secret_project_ids, var.project_id)
+    error_message = "With enable_source_rotation and no pinned_secret_project_id, the rotation's progress record is written to project_id: add project_id to secret_project_ids (or pin a secret project, or turn source rotation off)."
+  }
 }
 
 variable "configure_source_topics" {
