@@ -132,7 +132,7 @@ data "google_project" "secret_projects" {
 
   project_id = each.value
 
-  depends_on = [google_project_service.apis] # cloudresourcemanager.googleapis.com, as for data.google_project.this
+  depends_on = [google_project_service.resource_manager] # never the API set: main.tf, data.google_project.this
 }
 
 resource "google_project_iam_member" "runtime_secret_manager_managed" {

@@ -13,7 +13,7 @@ locals {
     "iamcredentials.googleapis.com",
     "iam.googleapis.com",
     "storage.googleapis.com",
-    "cloudresourcemanager.googleapis.com", # data.google_project and every project IAM grant
+    # cloudresourcemanager.googleapis.com: google_project_service.resource_manager below, on its own.
   ]
 
   labels = merge(var.labels, {
@@ -71,12 +71,23 @@ locals {
   trigger_ack_deadline_seconds = var.timeout_seconds + 60
 }
 
-# Read at apply time after the APIs are on (a fresh project has no Cloud Resource Manager API at plan time);
-# on later plans nothing it depends on changes, so it is read at plan time as usual.
+# The project number, for the IAM conditions and the service agents' e-mails. Every data source of this module
+# waits for google_project_service.resource_manager alone, never for google_project_service.apis: a data source
+# whose depends_on has a planned change is read at apply time, its values unknown at plan, and every IAM binding
+# whose condition names a project number is then planned "must be replaced" (deleted, then created: a live
+# permission gap) -- which enabling one more API in a later release would do (issue 42, item 6;
+# tests/infra/test_data_source_deferral.py shows it with a real terraform). The Cloud Resource Manager API is
+# changed only on the first apply, when there is nothing to replace yet.
 data "google_project" "this" {
   project_id = var.project_id
 
-  depends_on = [google_project_service.apis]
+  depends_on = [google_project_service.resource_manager]
+}
+
+resource "google_project_service" "resource_manager" {
+  project            = var.project_id
+  service            = "cloudresourcemanager.googleapis.com" # data.google_project and every project IAM grant
+  disable_on_destroy = false
 }
 
 # Every API the function and this configuration use. Disabling an API on destroy would break
@@ -96,7 +107,7 @@ resource "google_project_service" "apis" {
 resource "time_sleep" "api_propagation" {
   create_duration = "${var.api_propagation_wait_seconds}s"
 
-  depends_on = [google_project_service.apis, google_project_service.compute]
+  depends_on = [google_project_service.apis, google_project_service.compute, google_project_service.resource_manager]
 }
 
 # Direct VPC egress only: Cloud Run resolves the network and subnetwork through the Compute API. Not in
