@@ -74,7 +74,12 @@ def _binding_actions(terraform: Path, folder: Path, dependency: str) -> list[str
     run("apply", "-auto-approve", "-input=false", '-var=apis=["pubsub.googleapis.com"]')
     run("plan", "-input=false", "-out=next.tfplan", '-var=apis=["pubsub.googleapis.com","run.googleapis.com"]')
     shown = subprocess.run(
-        [str(terraform), "show", "-json", "next.tfplan"], cwd=folder, env=env, capture_output=True, text=True
+        [str(terraform), "show", "-json", "next.tfplan"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     plan = json.loads(shown.stdout)
     (change,) = [c for c in plan["resource_changes"] if c["address"] == "terraform_data.conditioned_binding"]

@@ -152,7 +152,8 @@ def test_google_provider_and_gcs_backend(config: Config) -> None:
 
 def test_every_required_api_is_enabled_and_kept_on_destroy(config: Config) -> None:
     # The Cloud Resource Manager API is a resource of its own (test_data_source_deferral.py says why).
-    enabled = {*config.locals["required_apis"], config.resource("google_project_service", "resource_manager")["service"]}
+    manager = config.resource("google_project_service", "resource_manager")
+    enabled = {*config.locals["required_apis"], manager["service"]}
     assert enabled >= REQUIRED_APIS
     apis = config.resource("google_project_service", "apis")
     assert apis["for_each"] == "${toset(local.required_apis)}"
