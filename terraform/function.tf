@@ -106,7 +106,7 @@ resource "google_storage_bucket" "function_source" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_storage_bucket_object" "function_source" {
@@ -141,7 +141,7 @@ resource "google_artifact_registry_repository" "functions" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_cloudfunctions2_function" "adapter" {
@@ -242,8 +242,6 @@ resource "google_cloudfunctions2_function" "adapter" {
 
   # The APIs and the grants it relies on, through their propagation waits (main.tf).
   depends_on = [
-    google_project_service.apis,
-    google_project_service.compute,
     time_sleep.api_propagation,
     time_sleep.iam_propagation,
   ]

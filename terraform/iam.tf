@@ -9,7 +9,7 @@ resource "google_service_account" "runtime" {
   display_name = "HyperFleet pull-secret adapter (runtime)"
   description  = "Runtime identity of ${var.function_name}; also its Kubernetes user on the management clusters."
 
-  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
+  depends_on = [time_sleep.api_propagation] # iam.googleapis.com must be on first
 }
 
 resource "google_service_account" "trigger" {
@@ -18,7 +18,7 @@ resource "google_service_account" "trigger" {
   display_name = "HyperFleet pull-secret adapter (Eventarc trigger)"
   description  = "Identity Eventarc uses to invoke ${var.function_name}; may only invoke it."
 
-  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
+  depends_on = [time_sleep.api_propagation] # iam.googleapis.com must be on first
 }
 
 # Builds the function's container (instead of the default compute/Cloud Build account, which
@@ -29,7 +29,7 @@ resource "google_service_account" "build" {
   display_name = "HyperFleet pull-secret adapter (function build)"
   description  = "Cloud Build identity for building ${var.function_name}'s image."
 
-  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
+  depends_on = [time_sleep.api_propagation] # iam.googleapis.com must be on first
 }
 
 # ---------------------------------------------------------------------------
@@ -96,7 +96,7 @@ resource "google_project_iam_custom_role" "secret_manager_managed" {
   stage       = "GA"
 
   # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_project_iam_custom_role" "secret_manager_creator" {
@@ -110,7 +110,7 @@ resource "google_project_iam_custom_role" "secret_manager_creator" {
   stage       = "GA"
 
   # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_project_iam_custom_role" "secret_manager_record_keeper" {
@@ -124,7 +124,7 @@ resource "google_project_iam_custom_role" "secret_manager_record_keeper" {
   stage       = "GA"
 
   # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 data "google_project" "secret_projects" {
@@ -195,7 +195,7 @@ resource "google_project_service_identity" "secret_projects_secretmanager" {
   project = each.value
   service = "secretmanager.googleapis.com"
 
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_kms_crypto_key_iam_member" "secret_cmek" {
@@ -266,7 +266,7 @@ resource "google_project_iam_custom_role" "cluster_connect" {
   permissions = ["container.clusters.connect"]
   stage       = "GA"
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_project_iam_member" "runtime_cluster_connect" {

@@ -101,13 +101,29 @@ resource "google_project_service" "apis" {
 }
 
 # An API enabled in this apply is not at once usable by every service behind it: a call in the next seconds can
-# fail with SERVICE_DISABLED, which the provider does not retry. The function (Cloud Functions, Cloud Build,
-# Cloud Run, Artifact Registry) and the Eventarc triggers wait this long after enablement, as they wait for IAM.
-# Like every time_sleep it waits on create only: later applies, with the APIs already on, cost nothing.
+# fail with SERVICE_DISABLED, which the provider does not retry. Every resource of this module that calls a Google
+# API waits this long after enablement (depends_on this sleep, never on google_project_service.apis directly:
+# tests/infra/test_first_apply.py), as the function waits for IAM. A time_sleep waits on create only, so the
+# triggers re-create it when the set of APIs changes: an API a later release adds is waited for too, and an apply
+# that enables nothing costs nothing.
 resource "time_sleep" "api_propagation" {
   create_duration = "${var.api_propagation_wait_seconds}s"
 
-  depends_on = [google_project_service.apis, google_project_service.compute, google_project_service.resource_manager]
+  triggers = {
+    apis = join(",", sort(concat(
+      keys(google_project_service.apis),
+      [google_project_service.resource_manager.service],
+      [for s in google_project_service.compute : s.service],
+      [for p in sort(keys(google_project_service.secret_project_secretmanager)) : "${p}/secretmanager.googleapis.com"],
+    )))
+  }
+
+  depends_on = [
+    google_project_service.apis,
+    google_project_service.compute,
+    google_project_service.resource_manager,
+    google_project_service.secret_project_secretmanager,
+  ]
 }
 
 # Direct VPC egress only: Cloud Run resolves the network and subnetwork through the Compute API. Not in
@@ -137,28 +153,20 @@ resource "google_project_service_identity" "pubsub" {
   project = var.project_id
   service = "pubsub.googleapis.com"
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
-# The Eventarc service agent is created lazily too, and a brand-new project's first trigger fails with
-# "Permission denied while using the Eventarc Service Agent" until it exists and holds its role
-# (hashicorp/terraform-provider-google#14584, #25294; https://cloud.google.com/eventarc/docs/roles-permissions#service-agent-roles).
-resource "google_project_service_identity" "eventarc" {
-  provider = google-beta
+# The Eventarc service agent and its roles/eventarc.serviceAgent are the project's, not this adapter's: every
+# trigger in the project (other adapters', other regions') uses them, and a `terraform destroy` of one adapter that
+# owned the binding removed it from under the others, while two states holding it fought over it (issue 42,
+# item 7). They are made once per project, outside every adapter's state (README.md, Deployment, step 1). This
+# block lets a state that still holds the binding forget it without removing it.
+removed {
+  from = google_project_iam_member.eventarc_agent
 
-  project = var.project_id
-  service = "eventarc.googleapis.com"
-
-  depends_on = [google_project_service.apis]
-}
-
-resource "google_project_iam_member" "eventarc_agent" {
-  # checkov:skip=CKV_GCP_49:roles/eventarc.serviceAgent is the Google-managed role Eventarc's own service agent needs to mint tokens for triggers (https://cloud.google.com/eventarc/docs/roles-permissions); granted to that agent only.
-  project = var.project_id
-  role    = "roles/eventarc.serviceAgent"
-  member  = "serviceAccount:service-${local.project_number}@gcp-sa-eventarc.iam.gserviceaccount.com"
-
-  depends_on = [google_project_service_identity.eventarc]
+  lifecycle {
+    destroy = false
+  }
 }
 
 # IAM grants take up to a few minutes to reach every service (https://cloud.google.com/iam/docs/access-change-propagation);
@@ -170,8 +178,22 @@ resource "google_project_iam_member" "eventarc_agent" {
 resource "time_sleep" "iam_propagation" {
   create_duration = "${var.iam_propagation_wait_seconds}s"
 
+  # A time_sleep waits on create only: the triggers re-create it when a grant is created or replaced on a later
+  # apply (switching to a token file adds the token grant), so the function's update waits for that grant too.
+  # An unchanged grant keeps its id, and an apply that grants nothing new waits for nothing.
+  triggers = {
+    grants = sha1(jsonencode(concat(
+      [google_project_iam_member.build_log_writer.id, google_project_iam_member.build_source_reader.id],
+      [google_artifact_registry_repository_iam_member.build_writer.id],
+      [for g in google_kms_crypto_key_iam_member.secret_cmek : g.id],
+      google_secret_manager_secret_iam_member.runtime_hyperfleet_token[*].id,
+      google_secret_manager_secret_iam_member.runtime_pull_secret_service_token[*].id,
+      [google_service_account_iam_member.pubsub_agent_trigger_token.id],
+      google_pubsub_topic_iam_member.runtime_cluster_events_publisher[*].id,
+    )))
+  }
+
   depends_on = [
-    google_project_iam_member.eventarc_agent,
     google_project_iam_member.build_log_writer,
     google_project_iam_member.build_source_reader,
     google_artifact_registry_repository_iam_member.build_writer,

@@ -36,7 +36,7 @@ resource "google_logging_metric" "reconciles" {
     result = "EXTRACT(jsonPayload.result)"
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "reconcile_duration" {
@@ -70,7 +70,7 @@ resource "google_logging_metric" "reconcile_duration" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "slow_reconciles" {
@@ -85,7 +85,7 @@ resource "google_logging_metric" "slow_reconciles" {
     display_name = "Pull-secret reconciles slower than ${var.slow_reconcile_threshold_ms} ms"
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "api_errors" {
@@ -126,7 +126,7 @@ resource "google_logging_metric" "api_errors" {
     operation  = "EXTRACT(jsonPayload.operation)"
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 # Monitoring resolves a new log-based metric some time after Logging creates it: an alert policy created right
@@ -200,7 +200,7 @@ resource "google_logging_metric" "events_processed" {
 
   label_extractors = merge(local.framework_labels, { status = "EXTRACT(jsonPayload.event_status)" })
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "event_processing_duration" {
@@ -240,7 +240,7 @@ resource "google_logging_metric" "event_processing_duration" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "framework_errors" {
@@ -278,7 +278,7 @@ resource "google_logging_metric" "framework_errors" {
 
   label_extractors = merge(local.framework_labels, { error_type = "EXTRACT(jsonPayload.error_type)" })
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 # ---------------------------------------------------------------------------
@@ -486,5 +486,5 @@ resource "google_monitoring_dashboard" "adapter" {
     dead_letter_subscription = google_pubsub_subscription.dead_letter.name
   })
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }

@@ -19,7 +19,7 @@ resource "google_pubsub_topic" "cluster_events" {
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
 }
 
 # Events that exhausted their delivery attempts land here for inspection and replay.
@@ -31,7 +31,7 @@ resource "google_pubsub_topic" "dead_letter" {
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
 }
 
 # A pull subscription so dead-lettered messages are kept (a topic without subscriptions drops them).

@@ -28,7 +28,7 @@ resource "google_project_service_identity" "secretmanager" {
   project = local.pull_secret_source_project
   service = "secretmanager.googleapis.com"
 
-  depends_on = [google_project_service.apis] # serviceusage / iam on the deployer's quota project first
+  depends_on = [time_sleep.api_propagation] # serviceusage / iam on the deployer's quota project first
 }
 
 # Secret Manager notifications about the platform pull secret land here.
@@ -42,7 +42,7 @@ resource "google_pubsub_topic" "source_rotation" {
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
 }
 
 # Only the Secret Manager service agent may publish to the notification topic.
@@ -97,7 +97,6 @@ resource "google_eventarc_trigger" "source_rotation" {
   }
 
   depends_on = [
-    google_project_service.apis,
     time_sleep.api_propagation, # eventarc.googleapis.com usable (main.tf)
     google_cloud_run_v2_service_iam_member.trigger_invoker,
     google_service_account_iam_member.pubsub_agent_trigger_token,

@@ -873,7 +873,7 @@ def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config
 
 def test_service_accounts_wait_for_the_apis(config: Config) -> None:
     for name, body in config.of_type("google_service_account").items():
-        assert "${google_project_service.apis}" in body.get("depends_on", []), name
+        assert "${time_sleep.api_propagation}" in body.get("depends_on", []), name  # which waits for the APIs
 
 
 def test_ingress_default_lets_an_invoker_call_the_function(config: Config) -> None:
