@@ -57,7 +57,7 @@ locals {
     VPC_EGRESS                          = var.vpc_network == "" ? "false" : "true" # private control planes are reachable
     # Source rotation (rotation.tf): where the fan-out publishes one reconcile event per cluster
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
-    ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
+    ADAPTER_TOPIC         = local.fan_out_topic_id
     ROTATION_PUBLISH_RATE = tostring(var.rotation_publish_rate)
     # One invocation fans out this long, then hands the rest on (pullsecret/source/rotation.py): under the function
     # timeout with 30 s for the hand-on, so a fan-out is never killed mid-slice.
@@ -305,4 +305,33 @@ resource "terraform_data" "rotation_trigger_ack_deadline" {
       ACK_DEADLINE_SECONDS = tostring(local.trigger_ack_deadline_seconds)
     }
   }
+}
+
+# The fan-out trigger's subscription: the cluster events trigger's ack deadline and dead-letter policy (its
+# messages are reconcile events like Sentinel's).
+resource "terraform_data" "fan_out_trigger_dead_letter" {
+  count = var.configure_dead_letter && var.enable_source_rotation ? 1 : 0
+
+  triggers_replace = [
+    google_eventarc_trigger.fan_out[0].id,
+    google_pubsub_topic.dead_letter.id,
+    var.dead_letter_max_delivery_attempts,
+    local.trigger_ack_deadline_seconds,
+  ]
+
+  provisioner "local-exec" {
+    interpreter = ["bash", "-c"]
+    command     = "${path.module}/scripts/configure-trigger-dead-letter.sh"
+    environment = {
+      PROJECT_ID            = var.project_id
+      REGION                = var.region
+      TRIGGER               = google_eventarc_trigger.fan_out[0].name
+      DEAD_LETTER_TOPIC     = google_pubsub_topic.dead_letter.id
+      MAX_DELIVERY_ATTEMPTS = tostring(var.dead_letter_max_delivery_attempts)
+      PUBSUB_SERVICE_AGENT  = local.pubsub_service_agent_member
+      ACK_DEADLINE_SECONDS  = tostring(local.trigger_ack_deadline_seconds)
+    }
+  }
+
+  depends_on = [google_pubsub_topic_iam_member.dead_letter_publisher]
 }

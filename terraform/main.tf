@@ -189,7 +189,7 @@ resource "time_sleep" "iam_propagation" {
       google_secret_manager_secret_iam_member.runtime_hyperfleet_token[*].id,
       google_secret_manager_secret_iam_member.runtime_pull_secret_service_token[*].id,
       [google_service_account_iam_member.pubsub_agent_trigger_token.id],
-      google_pubsub_topic_iam_member.runtime_cluster_events_publisher[*].id,
+      google_pubsub_topic_iam_member.runtime_fan_out_publisher[*].id,
     )))
   }
 
@@ -201,6 +201,6 @@ resource "time_sleep" "iam_propagation" {
     google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
     google_secret_manager_secret_iam_member.runtime_pull_secret_service_token,
     google_service_account_iam_member.pubsub_agent_trigger_token,
-    google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
+    google_pubsub_topic_iam_member.runtime_fan_out_publisher,
   ]
 }

@@ -133,7 +133,7 @@ variable "configure_dead_letter" {
 # ---------------------------------------------------------------------------
 
 variable "enable_source_rotation" {
-  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, runtime publisher grant on the cluster events topic, ADAPTER_TOPIC. False: clusters pick up a new source on Sentinel's next cycle only. Platform mode only: must be false with pull_secret_service_url (the service rotates; the next Sentinel event delivers)."
+  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, the adapter's own fan-out topic (ADAPTER_TOPIC, never Sentinel's) with its trigger and the runtime account's publisher grant there. False: clusters pick up a new source on Sentinel's next cycle only. Platform mode only: must be false with pull_secret_service_url (the service rotates; the next Sentinel event delivers)."
   type        = bool
   default     = true
 

@@ -172,6 +172,18 @@ STEP_PERMISSIONS: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "fan_out_trigger_dead_letter": (
+        "https://cloud.google.com/pubsub/docs/access-control",  # the same script as trigger_dead_letter
+        frozenset(
+            {
+                "eventarc.triggers.get",
+                "pubsub.subscriptions.get",
+                "pubsub.subscriptions.update",
+                "pubsub.subscriptions.getIamPolicy",
+                "pubsub.subscriptions.setIamPolicy",
+            }
+        ),
+    ),
     "rotation_trigger_ack_deadline": (
         "https://cloud.google.com/pubsub/docs/access-control",
         frozenset({"eventarc.triggers.get", "pubsub.subscriptions.get", "pubsub.subscriptions.update"}),

@@ -29,6 +29,7 @@ locals {{
   allowed_management_clusters         = ["projects/hyperfleet-mgmt-prod/locations/*/clusters/*"]
   external_secrets_principal_template = ""
   cluster_events_topic_id             = "projects/hyperfleet-adapters-prod/topics/hyperfleet-cluster-events"
+  fan_out_topic_id                    = "projects/hyperfleet-adapters-prod/topics/hyperfleet-pullsecret-adapter-fan-out"
 }}
 """
 # The locals the output and function_environment read, taken as written in terraform/*.tf.

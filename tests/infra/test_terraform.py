@@ -587,7 +587,9 @@ def test_secret_manager_agent_of_the_source_project_publishes_to_the_rotation_to
     assert body["count"] == ROTATION_COUNT
 
 
-def test_runtime_account_publishes_to_the_cluster_events_topic_only(config: Config) -> None:
+def test_runtime_account_publishes_to_its_own_fan_out_topic_only(config: Config) -> None:
+    # Issue 42, item 8: the fan-out published on Sentinel's topic, and every adapter subscribed to it re-reconciled
+    # every cluster at each rotation.
     runtime = "${google_service_account.runtime.member}"
     pubsub_grants = [
         (kind, name, body)
@@ -596,13 +598,29 @@ def test_runtime_account_publishes_to_the_cluster_events_topic_only(config: Conf
     ]
     assert len(pubsub_grants) == 1, pubsub_grants
     kind, name, body = pubsub_grants[0]
-    assert (kind, name) == ("google_pubsub_topic_iam_member", "runtime_cluster_events_publisher")
+    assert (kind, name) == ("google_pubsub_topic_iam_member", "runtime_fan_out_publisher")
     assert body["role"] == "roles/pubsub.publisher"
-    assert body["topic"] == "${local.cluster_events_topic_id}"
+    assert body["topic"] == "${google_pubsub_topic.fan_out[0].name}"
     assert body["count"] == ROTATION_COUNT
+    topic = config.resource("google_pubsub_topic", "fan_out")
+    assert topic["name"] == "${var.function_name}-fan-out"
+    assert topic["name"] != config.variables["cluster_events_topic_name"]["default"]
     # Nothing project-level about Pub/Sub for the runtime account (nor for anyone else).
     for name, project_grant in config.of_type("google_project_iam_member").items():
         assert "pubsub" not in project_grant["role"], name
+
+
+def test_the_fan_out_topic_has_its_own_trigger_to_the_function(config: Config) -> None:
+    trigger = config.resource("google_eventarc_trigger", "fan_out")
+    assert trigger["count"] == ROTATION_COUNT
+    assert trigger["service_account"] == "${google_service_account.trigger.email}"
+    assert block(block(trigger, "transport"), "pubsub")["topic"] == "${google_pubsub_topic.fan_out[0].id}"
+    run = block(block(trigger, "destination"), "cloud_run_service")
+    assert run["service"] == "${local.function_service_name}"
+    dead_letter = config.resource("terraform_data", "fan_out_trigger_dead_letter")
+    assert dead_letter["provisioner"][0]["local-exec"]["environment"]["TRIGGER"] == (
+        "${google_eventarc_trigger.fan_out[0].name}"
+    )
 
 
 def test_rotation_trigger_routes_the_notification_topic_to_the_function(config: Config) -> None:
@@ -627,7 +645,8 @@ def test_rotation_trigger_routes_the_notification_topic_to_the_function(config: 
 
 def test_function_environment_wires_the_fan_out(config: Config) -> None:
     environment = config.locals["function_environment"]
-    assert environment["ADAPTER_TOPIC"] == '${var.enable_source_rotation ? local.cluster_events_topic_id : ""}'
+    assert environment["ADAPTER_TOPIC"] == "${local.fan_out_topic_id}"
+    assert config.locals["fan_out_topic_id"] == '${var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : ""}'
     assert environment["ROTATION_PUBLISH_RATE"] == "${tostring(var.rotation_publish_rate)}"
     # The fan-out's slice ends 30 s before the function timeout (issue 21, item 5).
     assert environment["ROTATION_SLICE"] == "${tostring(var.timeout_seconds - 30)}"
@@ -637,7 +656,7 @@ def test_function_environment_wires_the_fan_out(config: Config) -> None:
     function = config.resource("google_cloudfunctions2_function", "adapter")
     assert "${time_sleep.iam_propagation}" in function["depends_on"]
     waited = config.resource("time_sleep", "iam_propagation")["depends_on"]
-    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in waited
+    assert "${google_pubsub_topic_iam_member.runtime_fan_out_publisher}" in waited
 
 
 def test_source_topic_step_runs_the_script_after_the_publisher_grant(config: Config) -> None:
