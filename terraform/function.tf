@@ -86,7 +86,7 @@ resource "google_storage_bucket" "function_source" {
   # checkov:skip=CKV_GCP_62:Access logging of a bucket that only holds build source archives; Cloud Audit Logs cover who changed it.
   project = var.project_id
   # Bucket names are at most 63 characters.
-  name                        = "${substr("${var.project_id}-${var.function_name}", 0, 59)}-src"
+  name                        = "${substr("${var.project_id}-${local.function_name}", 0, 59)}-src"
   location                    = var.region
   labels                      = local.labels
   uniform_bucket_level_access = true
@@ -120,8 +120,8 @@ resource "google_artifact_registry_repository" "functions" {
   # checkov:skip=CKV_GCP_84:Images hold only the open-source function code and its public dependencies; Google-managed encryption suffices.
   project       = var.project_id
   location      = var.region
-  repository_id = "${var.function_name}-images"
-  description   = "Images built for ${var.function_name}."
+  repository_id = "${local.function_name}-images"
+  description   = "Images built for ${local.function_name}."
   format        = "DOCKER"
   labels        = local.labels
 
@@ -148,7 +148,7 @@ resource "google_cloudfunctions2_function" "adapter" {
   # checkov:skip=CKV_GCP_124:ingress_settings defaults to ALLOW_ALL so an operator holding roles/run.invoker can run `gcloud functions call` (README, Manual trigger); Cloud Run IAM still refuses every unauthenticated or non-invoker request (no public grant exists). Set ALLOW_INTERNAL_ONLY to close the URL.
   project     = var.project_id
   location    = var.region
-  name        = var.function_name
+  name        = local.function_name
   description = "HyperFleet pull-secret adapter: stores each cluster's pull secret in Secret Manager and on its management cluster."
   labels      = local.labels
 

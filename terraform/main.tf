@@ -1,4 +1,15 @@
 locals {
+  # Every name that must be unique in a project or in a shared secret / management project (service accounts,
+  # custom roles, the function and its topics, buckets, triggers, log-based metrics, alert policies, the
+  # dashboard) carries name_suffix: two instances of this module (two environments sharing a secret project,
+  # two regions in one project) never collide, and one's destroy never deletes the other's roles. Empty: the
+  # names of the releases before the module, so an existing deployment keeps its resources.
+  name_suffix               = var.name_suffix == "" ? "" : "-${var.name_suffix}"
+  role_suffix               = var.name_suffix == "" ? "" : "_${var.name_suffix}"
+  function_name             = "${var.function_name}${local.name_suffix}"
+  cluster_events_topic_name = "${var.cluster_events_topic_name}${local.name_suffix}"
+  fleet_metric_prefix       = var.fleet_metric_prefix != "" ? var.fleet_metric_prefix : (var.name_suffix == "" ? "" : "${var.name_suffix}_")
+
   required_apis = [
     "secretmanager.googleapis.com",
     "container.googleapis.com",
@@ -59,7 +70,7 @@ locals {
   allowed_management_clusters = [for p in sort(local.management_cluster_projects) : "projects/${p}/locations/*/clusters/*"]
   hyperfleet_token_mount_path = "/etc/secrets/hyperfleet"
   hyperfleet_token_file_name  = "api-token"
-  cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.function_name}\""
+  cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${local.function_name}\""
   pubsub_service_agent_member = google_project_service_identity.pubsub.member
   project_number              = data.google_project.this.number
 

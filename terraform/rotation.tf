@@ -41,7 +41,7 @@ resource "google_pubsub_topic" "source_rotation" {
   count = var.enable_source_rotation ? 1 : 0
 
   project                    = var.project_id
-  name                       = "${var.function_name}-source-rotation"
+  name                       = "${local.function_name}-source-rotation"
   labels                     = local.labels
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
@@ -67,7 +67,7 @@ resource "google_pubsub_topic" "fan_out" {
   count = var.enable_source_rotation ? 1 : 0
 
   project                    = var.project_id
-  name                       = "${var.function_name}-fan-out"
+  name                       = "${local.function_name}-fan-out"
   labels                     = local.labels
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
@@ -95,7 +95,7 @@ resource "google_eventarc_trigger" "fan_out" {
 
   project         = var.project_id
   location        = var.region
-  name            = "${var.function_name}-fan-out"
+  name            = "${local.function_name}-fan-out"
   service_account = google_service_account.trigger.email
   labels          = local.labels
 
@@ -133,7 +133,7 @@ resource "google_eventarc_trigger" "source_rotation" {
 
   project         = var.project_id
   location        = var.region
-  name            = "${var.function_name}-source-rotation"
+  name            = "${local.function_name}-source-rotation"
   service_account = google_service_account.trigger.email
   labels          = local.labels
 

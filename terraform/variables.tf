@@ -22,6 +22,18 @@ variable "region" {
   }
 }
 
+variable "name_suffix" {
+  description = "Suffix of every name this instance creates that must be unique in its project or in a shared secret or management project: service accounts (hf-pullsecret-run-SUFFIX), custom roles (hyperfleetPullSecretManager_SUFFIX), the function and its topics, triggers and bucket (FUNCTION_NAME-SUFFIX), the Sentinel topic it creates, log-based metrics (SUFFIX_ prefix unless fleet_metric_prefix is set), alert policies and the dashboard. Set one per instance when two instances share a project (two regions) or a secret project (two environments). Empty: the names of a single deployment."
+  type        = string
+  default     = ""
+
+  validation {
+    # 7 characters keep hf-pullsecret-trigger-SUFFIX within the 30 of a service account id.
+    condition     = can(regex("^([a-z][a-z0-9]{0,6})?$", var.name_suffix))
+    error_message = "The name_suffix must be empty or 1-7 lower-case letters and digits, starting with a letter."
+  }
+}
+
 variable "function_name" {
   description = "Name of the Cloud Run function (also its Cloud Run service and the prefix of related resources)."
   type        = string
@@ -648,6 +660,19 @@ variable "ingress_settings" {
   validation {
     condition     = contains(["ALLOW_ALL", "ALLOW_INTERNAL_ONLY", "ALLOW_INTERNAL_AND_GCLB"], var.ingress_settings)
     error_message = "The ingress_settings must be ALLOW_ALL, ALLOW_INTERNAL_ONLY or ALLOW_INTERNAL_AND_GCLB."
+  }
+}
+
+variable "operators" {
+  description = "Principals (e.g. group:hyperfleet-oncall@example.com) granted what the operator CLI needs for this configuration's modes (operators.tf; terraform/README.md, Operators): inspect, fleet and fleet --fix on the adapter's own secrets, the management clusters' endpoint (direct), and the doctor's impersonation of the runtime account. Empty: nothing is granted. Public principals are refused."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition = alltrue([
+      for m in var.operators : can(regex("^(serviceAccount|group|user|principal|principalSet):", m))
+    ])
+    error_message = "Each operator must be an IAM member such as group:EMAIL; allUsers and allAuthenticatedUsers are not accepted."
   }
 }
 

@@ -603,7 +603,7 @@ def test_runtime_account_publishes_to_its_own_fan_out_topic_only(config: Config)
     assert body["topic"] == "${google_pubsub_topic.fan_out[0].name}"
     assert body["count"] == ROTATION_COUNT
     topic = config.resource("google_pubsub_topic", "fan_out")
-    assert topic["name"] == "${var.function_name}-fan-out"
+    assert topic["name"] == "${local.function_name}-fan-out"
     assert topic["name"] != config.variables["cluster_events_topic_name"]["default"]
     # Nothing project-level about Pub/Sub for the runtime account (nor for anyone else).
     for name, project_grant in config.of_type("google_project_iam_member").items():
