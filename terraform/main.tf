@@ -170,15 +170,9 @@ resource "google_project_service_identity" "pubsub" {
 # The Eventarc service agent and its roles/eventarc.serviceAgent are the project's, not this adapter's: every
 # trigger in the project (other adapters', other regions') uses them, and a `terraform destroy` of one adapter that
 # owned the binding removed it from under the others, while two states holding it fought over it (issue 42,
-# item 7). They are made once per project, outside every adapter's state (README.md, Deployment, step 1). This
-# block lets a state that still holds the binding forget it without removing it.
-removed {
-  from = google_project_iam_member.eventarc_agent
-
-  lifecycle {
-    destroy = false
-  }
-}
+# item 7). They are made once per project, outside every adapter's state (README.md, Deployment, step 1); the
+# production root, which takes over the state of the releases before the module, forgets the old binding through
+# a `removed` block (environments/production/moved.tf) without removing it.
 
 # IAM grants take up to a few minutes to reach every service (https://cloud.google.com/iam/docs/access-change-propagation);
 # the function's build (build account), its trigger (Eventarc and Pub/Sub service agents, trigger account) and

@@ -38,6 +38,7 @@ SHELL_VALUES = {
     "MANAGEMENT_PROJECT": "hyperfleet-mgmt-prod",
     "PROJECT_NUMBER": "123456789012",
     "CONNECTION": "hyperfleet-github",
+    "ROOT": "production",
     "OWNER": "openshift-hyperfleet",
     "REPO": "hyperfleet-pullsecret-adapter",
     "SECRET": "platform-pull-secret",
@@ -52,9 +53,8 @@ SHELL_VALUES = {
     "STATE_BUCKET": "hyperfleet-adapters-prod-tf-state",
     "DEPLOYER": "hf-pullsecret-deployer@hyperfleet-adapters-prod.iam.gserviceaccount.com",
     "role": "roles/iam.serviceAccountAdmin",
-    "_REGION": "europe-west1",
+    "_ROOT": "production",
     "_TF_STATE_BUCKET": "hyperfleet-tf-state",
-    "_TF_STATE_PREFIX": "hyperfleet-pullsecret",
     "_TFVARS_URI": "gs://hyperfleet-tf-state/pullsecret.tfvars",
 }
 # `terraform output -raw NAME` in the docs: what a real apply of example.tfvars would print.

@@ -80,7 +80,7 @@ def test_deploy_runs_terraform_apply_after_the_tests(build: dict[str, Any]) -> N
 
 def test_substitutions_are_declared_and_region_style(build: dict[str, Any]) -> None:
     declared = set(build.get("substitutions", {}))
-    assert "_REGION" in declared
+    assert "_ROOT" in declared
     assert all(re.fullmatch(r"_[A-Z][A-Z0-9_]*", name) for name in declared), declared
     used = set()
     for step in build["steps"]:
@@ -88,7 +88,18 @@ def test_substitutions_are_declared_and_region_style(build: dict[str, Any]) -> N
             used.add(braced or bare)
     unknown = used - declared - BUILT_INS
     assert not unknown, f"undeclared substitutions (escape shell variables as $$VAR): {unknown}"
-    assert {"_REGION", "_TF_STATE_BUCKET", "_TFVARS_URI"} <= used
+    assert {"_ROOT", "_TF_STATE_BUCKET", "_TFVARS_URI"} <= used
+
+
+def test_the_build_deploys_the_root_its_substitution_names(build: dict[str, Any]) -> None:
+    # Issue 42: one module, a root per environment and region; a trigger chooses the root (_ROOT).
+    (deploy,) = [s for s in build["steps"] if s.get("id") == "deploy"]
+    script = "\n".join(map(str, deploy["args"]))
+    assert 'root="terraform/environments/${_ROOT}"' in script and 'cd "$$root"' in script
+    root = REPOSITORY_ROOT / "terraform" / "environments" / str(build["substitutions"]["_ROOT"])
+    assert (root / "backend.tf").is_file(), "the default _ROOT is not a root"
+    # The root's project is checked against the build's before anything is applied.
+    assert script.index("var.project_id | terraform console") < script.index("terraform apply")
 
 
 def test_substitution_scanner_flags_an_unescaped_shell_variable() -> None:

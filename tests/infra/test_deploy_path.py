@@ -132,18 +132,21 @@ def test_the_deployer_gets_the_roles_cloudbuild_yaml_lists(path: list[tuple[int,
     assert written == grants[deployer_permissions.FUNCTION_PROJECT][0]
 
 
-def test_the_bucket_and_tfvars_it_creates_are_the_ones_the_trigger_names(
+def test_the_bucket_and_root_it_prepares_are_the_ones_the_trigger_names(
     path: list[tuple[int, str, list[list[str]]]],
 ) -> None:
     commands = [command for _n, _t, words in path for command in words]
     (created,) = [c[3] for c in commands if c[:3] == ["storage", "buckets", "create"]]
     assert ["storage", "buckets", "update", created, "--versioning"] in commands
-    (upload,) = [c for c in commands if c[:2] == ["storage", "cp"]]
     (trigger,) = [c for c in commands if c[:3] == ["builds", "triggers", "create"]]
     flags = dict(w.split("=", 1) for w in trigger if w.startswith("--") and "=" in w)
     substitutions = dict(pair.split("=", 1) for pair in flags["--substitutions"].split(","))
     assert substitutions["_TF_STATE_BUCKET"] == created.removeprefix("gs://")
-    assert substitutions["_TFVARS_URI"] == upload[-1]
+    # The root the trigger deploys is the one the path edits and reads (steps 5, 7, 9).
+    root = substitutions["_ROOT"]
+    assert (ROOT / "terraform" / "environments" / root / "backend.tf").is_file(), root
+    assert root == gcloud_commands.SHELL_VALUES["ROOT"]
+    assert re.search(r"^ROOT=" + re.escape(root) + r"\b", deployment_section(), re.M)
     declared = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())["substitutions"]
     assert set(substitutions) <= set(declared)
     (account,) = [c[3] for c in commands if c[:3] == ["iam", "service-accounts", "create"]]

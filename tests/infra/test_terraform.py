@@ -139,7 +139,8 @@ def test_expected_files_exist() -> None:
         assert (TERRAFORM_DIR / name).is_file(), name
 
 
-def test_google_provider_and_gcs_backend(config: Config) -> None:
+def test_google_provider_and_no_backend_in_the_module(config: Config) -> None:
+    # The module requires its providers; each root under environments/ configures them and its backend.
     providers = {}
     backends = []
     for block_ in config.terraform:
@@ -147,7 +148,9 @@ def test_google_provider_and_gcs_backend(config: Config) -> None:
             providers.update(entry)
         backends.extend(block_.get("backend", []))
     assert providers["google"]["source"] == "hashicorp/google"
-    assert any("gcs" in backend for backend in backends)
+    assert not backends and not re.search(r'^provider "', config.all_text, re.M)
+    for root in sorted((TERRAFORM_DIR / "environments").iterdir()):
+        assert 'backend "gcs"' in (root / "backend.tf").read_text(), root.name
 
 
 def test_every_required_api_is_enabled_and_kept_on_destroy(config: Config) -> None:
