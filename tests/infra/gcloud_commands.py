@@ -54,6 +54,7 @@ SHELL_VALUES = {
     "DEPLOYER": "hf-pullsecret-deployer@hyperfleet-adapters-prod.iam.gserviceaccount.com",
     "role": "roles/iam.serviceAccountAdmin",
     "_ROOT": "production",
+    "root": "terraform/environments/production",  # cloudbuild.yaml's deploy step
     "_TF_STATE_BUCKET": "hyperfleet-tf-state",
     "_TFVARS_URI": "gs://hyperfleet-tf-state/pullsecret.tfvars",
 }

@@ -48,6 +48,7 @@ GOOD: dict[str, dict[str, Any]] = {
         "pinned_secret_project_id": "",
         "secret_project_ids": ["hyperfleet-adapters-prod", "customer-project-1"],
     },
+    "second_region": {"name_suffix": "us", "operators": ["group:hyperfleet-oncall@example.com"]},
     "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
     # HYPERFLEET_API_AUTH=google-id-token: no token secret to name, mount or grant (issue 19).
     "google_id_token_without_a_token": {"hyperfleet_api_auth": "google-id-token", "hyperfleet_api_token_secret": ""},
@@ -191,6 +192,9 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("available_cpu", 0, {"available_cpu": "0.5"}),
     ("ingress_settings", 0, {"ingress_settings": "ALLOW_INTERNAL"}),
     ("manual_invokers", 0, {"manual_invokers": ["allAuthenticatedUsers"]}),
+    ("operators", 0, {"operators": ["allUsers"]}),
+    ("name_suffix", 0, {"name_suffix": "eu-west"}),  # a hyphen would break the custom role ids
+    ("name_suffix", 0, {"name_suffix": "europe1x"}),  # 8: hf-pullsecret-trigger-SUFFIX is over 30
     ("retry_deadline_seconds", 0, {"retry_deadline_seconds": 0}),
     ("vpc_network", 0, {"vpc_network": "Shared Net"}),
     ("vpc_subnetwork", 0, {"vpc_subnetwork": "functions"}),
