@@ -102,6 +102,8 @@ typecheck: $(STAMP)
 infra-check: $(STAMP) $(CHECKOV_STAMP) $(SCHEMA_STAMP)
 	$(PY) -m tests.infra.terraform_fmt
 	$(PY) -m tests.infra.provider_schema check terraform
+	@# Every root under terraform/environments/ (its providers; its module call: tests/infra/test_roots.py).
+	@for root in terraform/environments/*/; do $(PY) -m tests.infra.provider_schema check $$root || exit 1; done
 	@# BC_SKIP_MAPPING: no network here, so checkov must not try to fetch its guideline mapping.
 	BC_SKIP_MAPPING=TRUE $(CHECKOV_VENV)/bin/checkov --quiet --compact -d terraform --framework terraform,kubernetes
 

@@ -21,7 +21,7 @@ data "google_project" "management" {
 
   project_id = local.management_cluster_project
 
-  depends_on = [google_project_service.apis] # cloudresourcemanager.googleapis.com
+  depends_on = [google_project_service.resource_manager] # never the API set: main.tf, data.google_project.this
 }
 
 locals {

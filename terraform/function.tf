@@ -57,7 +57,7 @@ locals {
     VPC_EGRESS                          = var.vpc_network == "" ? "false" : "true" # private control planes are reachable
     # Source rotation (rotation.tf): where the fan-out publishes one reconcile event per cluster
     # (the topic this function's trigger listens on; empty turns the fan-out off) and how fast.
-    ADAPTER_TOPIC         = var.enable_source_rotation ? local.cluster_events_topic_id : ""
+    ADAPTER_TOPIC         = local.fan_out_topic_id
     ROTATION_PUBLISH_RATE = tostring(var.rotation_publish_rate)
     # One invocation fans out this long, then hands the rest on (pullsecret/source/rotation.py): under the function
     # timeout with 30 s for the hand-on, so a fan-out is never killed mid-slice.
@@ -86,7 +86,7 @@ resource "google_storage_bucket" "function_source" {
   # checkov:skip=CKV_GCP_62:Access logging of a bucket that only holds build source archives; Cloud Audit Logs cover who changed it.
   project = var.project_id
   # Bucket names are at most 63 characters.
-  name                        = "${substr("${var.project_id}-${var.function_name}", 0, 59)}-src"
+  name                        = "${substr("${var.project_id}-${local.function_name}", 0, 59)}-src"
   location                    = var.region
   labels                      = local.labels
   uniform_bucket_level_access = true
@@ -106,7 +106,7 @@ resource "google_storage_bucket" "function_source" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_storage_bucket_object" "function_source" {
@@ -120,8 +120,8 @@ resource "google_artifact_registry_repository" "functions" {
   # checkov:skip=CKV_GCP_84:Images hold only the open-source function code and its public dependencies; Google-managed encryption suffices.
   project       = var.project_id
   location      = var.region
-  repository_id = "${var.function_name}-images"
-  description   = "Images built for ${var.function_name}."
+  repository_id = "${local.function_name}-images"
+  description   = "Images built for ${local.function_name}."
   format        = "DOCKER"
   labels        = local.labels
 
@@ -141,14 +141,14 @@ resource "google_artifact_registry_repository" "functions" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_cloudfunctions2_function" "adapter" {
   # checkov:skip=CKV_GCP_124:ingress_settings defaults to ALLOW_ALL so an operator holding roles/run.invoker can run `gcloud functions call` (README, Manual trigger); Cloud Run IAM still refuses every unauthenticated or non-invoker request (no public grant exists). Set ALLOW_INTERNAL_ONLY to close the URL.
   project     = var.project_id
   location    = var.region
-  name        = var.function_name
+  name        = local.function_name
   description = "HyperFleet pull-secret adapter: stores each cluster's pull secret in Secret Manager and on its management cluster."
   labels      = local.labels
 
@@ -242,8 +242,6 @@ resource "google_cloudfunctions2_function" "adapter" {
 
   # The APIs and the grants it relies on, through their propagation waits (main.tf).
   depends_on = [
-    google_project_service.apis,
-    google_project_service.compute,
     time_sleep.api_propagation,
     time_sleep.iam_propagation,
   ]
@@ -307,4 +305,33 @@ resource "terraform_data" "rotation_trigger_ack_deadline" {
       ACK_DEADLINE_SECONDS = tostring(local.trigger_ack_deadline_seconds)
     }
   }
+}
+
+# The fan-out trigger's subscription: the cluster events trigger's ack deadline and dead-letter policy (its
+# messages are reconcile events like Sentinel's).
+resource "terraform_data" "fan_out_trigger_dead_letter" {
+  count = var.configure_dead_letter && var.enable_source_rotation ? 1 : 0
+
+  triggers_replace = [
+    google_eventarc_trigger.fan_out[0].id,
+    google_pubsub_topic.dead_letter.id,
+    var.dead_letter_max_delivery_attempts,
+    local.trigger_ack_deadline_seconds,
+  ]
+
+  provisioner "local-exec" {
+    interpreter = ["bash", "-c"]
+    command     = "${path.module}/scripts/configure-trigger-dead-letter.sh"
+    environment = {
+      PROJECT_ID            = var.project_id
+      REGION                = var.region
+      TRIGGER               = google_eventarc_trigger.fan_out[0].name
+      DEAD_LETTER_TOPIC     = google_pubsub_topic.dead_letter.id
+      MAX_DELIVERY_ATTEMPTS = tostring(var.dead_letter_max_delivery_attempts)
+      PUBSUB_SERVICE_AGENT  = local.pubsub_service_agent_member
+      ACK_DEADLINE_SECONDS  = tostring(local.trigger_ack_deadline_seconds)
+    }
+  }
+
+  depends_on = [google_pubsub_topic_iam_member.dead_letter_publisher]
 }

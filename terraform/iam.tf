@@ -5,31 +5,31 @@
 
 resource "google_service_account" "runtime" {
   project      = var.project_id
-  account_id   = "hf-pullsecret-run"
+  account_id   = "hf-pullsecret-run${local.name_suffix}"
   display_name = "HyperFleet pull-secret adapter (runtime)"
-  description  = "Runtime identity of ${var.function_name}; also its Kubernetes user on the management clusters."
+  description  = "Runtime identity of ${local.function_name}; also its Kubernetes user on the management clusters."
 
-  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
+  depends_on = [time_sleep.api_propagation] # iam.googleapis.com must be on first
 }
 
 resource "google_service_account" "trigger" {
   project      = var.project_id
-  account_id   = "hf-pullsecret-trigger"
+  account_id   = "hf-pullsecret-trigger${local.name_suffix}"
   display_name = "HyperFleet pull-secret adapter (Eventarc trigger)"
-  description  = "Identity Eventarc uses to invoke ${var.function_name}; may only invoke it."
+  description  = "Identity Eventarc uses to invoke ${local.function_name}; may only invoke it."
 
-  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
+  depends_on = [time_sleep.api_propagation] # iam.googleapis.com must be on first
 }
 
 # Builds the function's container (instead of the default compute/Cloud Build account, which
 # new projects leave without roles).
 resource "google_service_account" "build" {
   project      = var.project_id
-  account_id   = "hf-pullsecret-build"
+  account_id   = "hf-pullsecret-build${local.name_suffix}"
   display_name = "HyperFleet pull-secret adapter (function build)"
-  description  = "Cloud Build identity for building ${var.function_name}'s image."
+  description  = "Cloud Build identity for building ${local.function_name}'s image."
 
-  depends_on = [google_project_service.apis] # iam.googleapis.com must be on first
+  depends_on = [time_sleep.api_propagation] # iam.googleapis.com must be on first
 }
 
 # ---------------------------------------------------------------------------
@@ -89,42 +89,42 @@ resource "google_project_iam_custom_role" "secret_manager_managed" {
   for_each = local.secret_project_ids
 
   project     = each.value
-  role_id     = "hyperfleetPullSecretManager"
+  role_id     = "hyperfleetPullSecretManager${local.role_suffix}"
   title       = "HyperFleet pull-secret adapter: manage hyperfleet-* secrets"
   description = "Exactly the Secret Manager permissions the pull-secret adapter uses on its own secrets (bound with a hyperfleet- name condition)."
   permissions = local.secret_manager_managed_permissions
   stage       = "GA"
 
   # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_project_iam_custom_role" "secret_manager_creator" {
   for_each = local.secret_project_ids
 
   project     = each.value
-  role_id     = "hyperfleetPullSecretCreator"
+  role_id     = "hyperfleetPullSecretCreator${local.role_suffix}"
   title       = "HyperFleet pull-secret adapter: create secrets"
   description = "secretmanager.secrets.create only; cannot be conditioned on the secret name (checked against the project)."
   permissions = ["secretmanager.secrets.create"]
   stage       = "GA"
 
   # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_project_iam_custom_role" "secret_manager_record_keeper" {
   for_each = local.secret_project_ids
 
   project     = each.value
-  role_id     = "hyperfleetPullSecretRecordKeeper"
+  role_id     = "hyperfleetPullSecretRecordKeeper${local.role_suffix}"
   title       = "HyperFleet pull-secret adapter: update its rotation progress record"
   description = "secretmanager.secrets.update only; bound on the rotation progress record's name alone."
   permissions = ["secretmanager.secrets.update"]
   stage       = "GA"
 
   # iam.googleapis.com (the deployer's quota project) and the project's Secret Manager API first.
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 data "google_project" "secret_projects" {
@@ -132,7 +132,7 @@ data "google_project" "secret_projects" {
 
   project_id = each.value
 
-  depends_on = [google_project_service.apis] # cloudresourcemanager.googleapis.com, as for data.google_project.this
+  depends_on = [google_project_service.resource_manager] # never the API set: main.tf, data.google_project.this
 }
 
 resource "google_project_iam_member" "runtime_secret_manager_managed" {
@@ -195,7 +195,7 @@ resource "google_project_service_identity" "secret_projects_secretmanager" {
   project = each.value
   service = "secretmanager.googleapis.com"
 
-  depends_on = [google_project_service.apis, google_project_service.secret_project_secretmanager]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_kms_crypto_key_iam_member" "secret_cmek" {
@@ -260,13 +260,13 @@ resource "google_project_iam_custom_role" "cluster_connect" {
   for_each = var.management_endpoint == "dns" && var.kubernetes_delivery == "direct" ? local.management_cluster_projects : toset([])
 
   project     = each.value
-  role_id     = "hyperfleetPullSecretClusterConnect"
+  role_id     = "hyperfleetPullSecretClusterConnect${local.role_suffix}"
   title       = "HyperFleet pull-secret adapter: reach the DNS endpoint"
   description = "container.clusters.connect only: the DNS-based control-plane endpoint's IAM check."
   permissions = ["container.clusters.connect"]
   stage       = "GA"
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_project_iam_member" "runtime_cluster_connect" {

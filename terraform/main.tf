@@ -1,4 +1,15 @@
 locals {
+  # Every name that must be unique in a project or in a shared secret / management project (service accounts,
+  # custom roles, the function and its topics, buckets, triggers, log-based metrics, alert policies, the
+  # dashboard) carries name_suffix: two instances of this module (two environments sharing a secret project,
+  # two regions in one project) never collide, and one's destroy never deletes the other's roles. Empty: the
+  # names of the releases before the module, so an existing deployment keeps its resources.
+  name_suffix               = var.name_suffix == "" ? "" : "-${var.name_suffix}"
+  role_suffix               = var.name_suffix == "" ? "" : "_${var.name_suffix}"
+  function_name             = "${var.function_name}${local.name_suffix}"
+  cluster_events_topic_name = "${var.cluster_events_topic_name}${local.name_suffix}"
+  fleet_metric_prefix       = var.fleet_metric_prefix != "" ? var.fleet_metric_prefix : (var.name_suffix == "" ? "" : "${var.name_suffix}_")
+
   required_apis = [
     "secretmanager.googleapis.com",
     "container.googleapis.com",
@@ -13,7 +24,7 @@ locals {
     "iamcredentials.googleapis.com",
     "iam.googleapis.com",
     "storage.googleapis.com",
-    "cloudresourcemanager.googleapis.com", # data.google_project and every project IAM grant
+    # cloudresourcemanager.googleapis.com: google_project_service.resource_manager below, on its own.
   ]
 
   labels = merge(var.labels, {
@@ -59,7 +70,7 @@ locals {
   allowed_management_clusters = [for p in sort(local.management_cluster_projects) : "projects/${p}/locations/*/clusters/*"]
   hyperfleet_token_mount_path = "/etc/secrets/hyperfleet"
   hyperfleet_token_file_name  = "api-token"
-  cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.function_name}\""
+  cloud_run_log_filter        = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${local.function_name}\""
   pubsub_service_agent_member = google_project_service_identity.pubsub.member
   project_number              = data.google_project.this.number
 
@@ -71,12 +82,23 @@ locals {
   trigger_ack_deadline_seconds = var.timeout_seconds + 60
 }
 
-# Read at apply time after the APIs are on (a fresh project has no Cloud Resource Manager API at plan time);
-# on later plans nothing it depends on changes, so it is read at plan time as usual.
+# The project number, for the IAM conditions and the service agents' e-mails. Every data source of this module
+# waits for google_project_service.resource_manager alone, never for google_project_service.apis: a data source
+# whose depends_on has a planned change is read at apply time, its values unknown at plan, and every IAM binding
+# whose condition names a project number is then planned "must be replaced" (deleted, then created: a live
+# permission gap) -- which enabling one more API in a later release would do (issue 42, item 6;
+# tests/infra/test_data_source_deferral.py shows it with a real terraform). The Cloud Resource Manager API is
+# changed only on the first apply, when there is nothing to replace yet.
 data "google_project" "this" {
   project_id = var.project_id
 
-  depends_on = [google_project_service.apis]
+  depends_on = [google_project_service.resource_manager]
+}
+
+resource "google_project_service" "resource_manager" {
+  project            = var.project_id
+  service            = "cloudresourcemanager.googleapis.com" # data.google_project and every project IAM grant
+  disable_on_destroy = false
 }
 
 # Every API the function and this configuration use. Disabling an API on destroy would break
@@ -90,13 +112,29 @@ resource "google_project_service" "apis" {
 }
 
 # An API enabled in this apply is not at once usable by every service behind it: a call in the next seconds can
-# fail with SERVICE_DISABLED, which the provider does not retry. The function (Cloud Functions, Cloud Build,
-# Cloud Run, Artifact Registry) and the Eventarc triggers wait this long after enablement, as they wait for IAM.
-# Like every time_sleep it waits on create only: later applies, with the APIs already on, cost nothing.
+# fail with SERVICE_DISABLED, which the provider does not retry. Every resource of this module that calls a Google
+# API waits this long after enablement (depends_on this sleep, never on google_project_service.apis directly:
+# tests/infra/test_first_apply.py), as the function waits for IAM. A time_sleep waits on create only, so the
+# triggers re-create it when the set of APIs changes: an API a later release adds is waited for too, and an apply
+# that enables nothing costs nothing.
 resource "time_sleep" "api_propagation" {
   create_duration = "${var.api_propagation_wait_seconds}s"
 
-  depends_on = [google_project_service.apis, google_project_service.compute]
+  triggers = {
+    apis = join(",", sort(concat(
+      keys(google_project_service.apis),
+      [google_project_service.resource_manager.service],
+      [for s in google_project_service.compute : s.service],
+      [for p in sort(keys(google_project_service.secret_project_secretmanager)) : "${p}/secretmanager.googleapis.com"],
+    )))
+  }
+
+  depends_on = [
+    google_project_service.apis,
+    google_project_service.compute,
+    google_project_service.resource_manager,
+    google_project_service.secret_project_secretmanager,
+  ]
 }
 
 # Direct VPC egress only: Cloud Run resolves the network and subnetwork through the Compute API. Not in
@@ -126,29 +164,15 @@ resource "google_project_service_identity" "pubsub" {
   project = var.project_id
   service = "pubsub.googleapis.com"
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
-# The Eventarc service agent is created lazily too, and a brand-new project's first trigger fails with
-# "Permission denied while using the Eventarc Service Agent" until it exists and holds its role
-# (hashicorp/terraform-provider-google#14584, #25294; https://cloud.google.com/eventarc/docs/roles-permissions#service-agent-roles).
-resource "google_project_service_identity" "eventarc" {
-  provider = google-beta
-
-  project = var.project_id
-  service = "eventarc.googleapis.com"
-
-  depends_on = [google_project_service.apis]
-}
-
-resource "google_project_iam_member" "eventarc_agent" {
-  # checkov:skip=CKV_GCP_49:roles/eventarc.serviceAgent is the Google-managed role Eventarc's own service agent needs to mint tokens for triggers (https://cloud.google.com/eventarc/docs/roles-permissions); granted to that agent only.
-  project = var.project_id
-  role    = "roles/eventarc.serviceAgent"
-  member  = "serviceAccount:service-${local.project_number}@gcp-sa-eventarc.iam.gserviceaccount.com"
-
-  depends_on = [google_project_service_identity.eventarc]
-}
+# The Eventarc service agent and its roles/eventarc.serviceAgent are the project's, not this adapter's: every
+# trigger in the project (other adapters', other regions') uses them, and a `terraform destroy` of one adapter that
+# owned the binding removed it from under the others, while two states holding it fought over it (issue 42,
+# item 7). They are made once per project, outside every adapter's state (README.md, Deployment, step 1); the
+# production root, which takes over the state of the releases before the module, forgets the old binding through
+# a `removed` block (environments/production/moved.tf) without removing it.
 
 # IAM grants take up to a few minutes to reach every service (https://cloud.google.com/iam/docs/access-change-propagation);
 # the function's build (build account), its trigger (Eventarc and Pub/Sub service agents, trigger account) and
@@ -159,8 +183,22 @@ resource "google_project_iam_member" "eventarc_agent" {
 resource "time_sleep" "iam_propagation" {
   create_duration = "${var.iam_propagation_wait_seconds}s"
 
+  # A time_sleep waits on create only: the triggers re-create it when a grant is created or replaced on a later
+  # apply (switching to a token file adds the token grant), so the function's update waits for that grant too.
+  # An unchanged grant keeps its id, and an apply that grants nothing new waits for nothing.
+  triggers = {
+    grants = sha1(jsonencode(concat(
+      [google_project_iam_member.build_log_writer.id, google_project_iam_member.build_source_reader.id],
+      [google_artifact_registry_repository_iam_member.build_writer.id],
+      [for g in google_kms_crypto_key_iam_member.secret_cmek : g.id],
+      google_secret_manager_secret_iam_member.runtime_hyperfleet_token[*].id,
+      google_secret_manager_secret_iam_member.runtime_pull_secret_service_token[*].id,
+      [google_service_account_iam_member.pubsub_agent_trigger_token.id],
+      google_pubsub_topic_iam_member.runtime_fan_out_publisher[*].id,
+    )))
+  }
+
   depends_on = [
-    google_project_iam_member.eventarc_agent,
     google_project_iam_member.build_log_writer,
     google_project_iam_member.build_source_reader,
     google_artifact_registry_repository_iam_member.build_writer,
@@ -168,6 +206,6 @@ resource "time_sleep" "iam_propagation" {
     google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
     google_secret_manager_secret_iam_member.runtime_pull_secret_service_token,
     google_service_account_iam_member.pubsub_agent_trigger_token,
-    google_pubsub_topic_iam_member.runtime_cluster_events_publisher,
+    google_pubsub_topic_iam_member.runtime_fan_out_publisher,
   ]
 }

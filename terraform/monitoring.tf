@@ -6,7 +6,7 @@
 # ---------------------------------------------------------------------------
 
 locals {
-  metric_prefix = replace(var.function_name, "-", "_")
+  metric_prefix = replace(local.function_name, "-", "_")
   reconcile_log_filter = join(" AND ", [
     local.cloud_run_log_filter,
     "jsonPayload.operation=\"reconcile\"",
@@ -36,7 +36,7 @@ resource "google_logging_metric" "reconciles" {
     result = "EXTRACT(jsonPayload.result)"
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "reconcile_duration" {
@@ -70,7 +70,7 @@ resource "google_logging_metric" "reconcile_duration" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "slow_reconciles" {
@@ -85,7 +85,7 @@ resource "google_logging_metric" "slow_reconciles" {
     display_name = "Pull-secret reconciles slower than ${var.slow_reconcile_threshold_ms} ms"
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "api_errors" {
@@ -126,7 +126,7 @@ resource "google_logging_metric" "api_errors" {
     operation  = "EXTRACT(jsonPayload.operation)"
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 # Monitoring resolves a new log-based metric some time after Logging creates it: an alert policy created right
@@ -167,14 +167,14 @@ locals {
 
 resource "google_logging_metric" "events_processed" {
   project = var.project_id
-  name    = "${var.fleet_metric_prefix}hyperfleet_adapter_events_processed_total"
+  name    = "${local.fleet_metric_prefix}hyperfleet_adapter_events_processed_total"
   filter  = local.framework_filter
 
   metric_descriptor {
     metric_kind  = "DELTA"
     value_type   = "INT64"
     unit         = "1"
-    display_name = "HyperFleet adapter events processed (${var.function_name})"
+    display_name = "HyperFleet adapter events processed (${local.function_name})"
 
     labels {
       key         = "status"
@@ -200,12 +200,12 @@ resource "google_logging_metric" "events_processed" {
 
   label_extractors = merge(local.framework_labels, { status = "EXTRACT(jsonPayload.event_status)" })
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "event_processing_duration" {
   project         = var.project_id
-  name            = "${var.fleet_metric_prefix}hyperfleet_adapter_event_processing_duration_seconds"
+  name            = "${local.fleet_metric_prefix}hyperfleet_adapter_event_processing_duration_seconds"
   filter          = "${local.framework_filter} AND jsonPayload.duration_s:*"
   value_extractor = "EXTRACT(jsonPayload.duration_s)"
 
@@ -213,7 +213,7 @@ resource "google_logging_metric" "event_processing_duration" {
     metric_kind  = "DELTA"
     value_type   = "DISTRIBUTION"
     unit         = "s"
-    display_name = "HyperFleet adapter event processing duration (${var.function_name})"
+    display_name = "HyperFleet adapter event processing duration (${local.function_name})"
 
     labels {
       key         = "component"
@@ -240,19 +240,19 @@ resource "google_logging_metric" "event_processing_duration" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 resource "google_logging_metric" "framework_errors" {
   project = var.project_id
-  name    = "${var.fleet_metric_prefix}hyperfleet_adapter_errors_total"
+  name    = "${local.fleet_metric_prefix}hyperfleet_adapter_errors_total"
   filter  = "${local.framework_filter} AND jsonPayload.error_type:*"
 
   metric_descriptor {
     metric_kind  = "DELTA"
     value_type   = "INT64"
     unit         = "1"
-    display_name = "HyperFleet adapter errors (${var.function_name})"
+    display_name = "HyperFleet adapter errors (${local.function_name})"
 
     labels {
       key         = "error_type"
@@ -278,7 +278,7 @@ resource "google_logging_metric" "framework_errors" {
 
   label_extractors = merge(local.framework_labels, { error_type = "EXTRACT(jsonPayload.error_type)" })
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }
 
 # ---------------------------------------------------------------------------
@@ -293,7 +293,7 @@ locals {
 
 resource "google_monitoring_alert_policy" "reconcile_failure_rate" {
   project               = var.project_id
-  display_name          = "${var.function_name}: reconcile failure rate above ${var.failure_rate_threshold * 100}%"
+  display_name          = "${local.function_name}: reconcile failure rate above ${var.failure_rate_threshold * 100}%"
   combiner              = "OR"
   notification_channels = var.notification_channel_ids
   severity              = "ERROR"
@@ -341,7 +341,7 @@ resource "google_monitoring_alert_policy" "reconcile_failure_rate" {
 
 resource "google_monitoring_alert_policy" "api_errors" {
   project               = var.project_id
-  display_name          = "${var.function_name}: API errors"
+  display_name          = "${local.function_name}: API errors"
   combiner              = "OR"
   notification_channels = var.notification_channel_ids
   severity              = "WARNING"
@@ -383,7 +383,7 @@ resource "google_monitoring_alert_policy" "api_errors" {
 
 resource "google_monitoring_alert_policy" "slow_reconcile" {
   project               = var.project_id
-  display_name          = "${var.function_name}: reconcile slower than ${var.slow_reconcile_threshold_ms / 1000} s"
+  display_name          = "${local.function_name}: reconcile slower than ${var.slow_reconcile_threshold_ms / 1000} s"
   combiner              = "OR"
   notification_channels = var.notification_channel_ids
   severity              = "WARNING"
@@ -424,7 +424,7 @@ resource "google_monitoring_alert_policy" "slow_reconcile" {
 
 resource "google_monitoring_alert_policy" "dead_lettered" {
   project               = var.project_id
-  display_name          = "${var.function_name}: events dead-lettered"
+  display_name          = "${local.function_name}: events dead-lettered"
   combiner              = "OR"
   notification_channels = var.notification_channel_ids
   severity              = "ERROR"
@@ -476,7 +476,7 @@ resource "google_monitoring_dashboard" "adapter" {
   # Checked by tests/infra/test_dashboard.py: rendered by a real terraform, parsed as the Monitoring API's
   # Dashboard message.
   dashboard_json = templatefile("${path.module}/dashboard.json.tftpl", {
-    function_name            = var.function_name
+    function_name            = local.function_name
     adapter_name             = var.adapter_name
     reconciles_metric        = "${local.user_metric}/${google_logging_metric.reconciles.name}"
     events_metric            = "${local.user_metric}/${google_logging_metric.events_processed.name}"
@@ -486,5 +486,5 @@ resource "google_monitoring_dashboard" "adapter" {
     dead_letter_subscription = google_pubsub_subscription.dead_letter.name
   })
 
-  depends_on = [google_project_service.apis]
+  depends_on = [time_sleep.api_propagation]
 }

@@ -53,6 +53,11 @@ output "source_rotation_topic" {
   value       = var.enable_source_rotation ? google_pubsub_topic.source_rotation[0].id : null
 }
 
+output "fan_out_topic" {
+  description = "ADAPTER_TOPIC: the adapter's own topic for its fan-out events (rotation), read by its own trigger only; null when enable_source_rotation is false. Never Sentinel's topic."
+  value       = var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : null
+}
+
 output "source_rotation_trigger" {
   description = "The Eventarc trigger delivering source rotation notifications to the function (null when enable_source_rotation is false)."
   value       = var.enable_source_rotation ? google_eventarc_trigger.source_rotation[0].name : null

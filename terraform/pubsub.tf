@@ -14,30 +14,30 @@ resource "google_pubsub_topic" "cluster_events" {
   count = local.create_cluster_events_topic ? 1 : 0
 
   project                    = var.project_id
-  name                       = var.cluster_events_topic_name
+  name                       = local.cluster_events_topic_name
   labels                     = local.labels
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
 }
 
 # Events that exhausted their delivery attempts land here for inspection and replay.
 resource "google_pubsub_topic" "dead_letter" {
   # checkov:skip=CKV_GCP_83:CMEK is optional (pubsub_kms_key_name); Google-managed encryption is the default and the messages carry only cluster ids.
   project                    = var.project_id
-  name                       = "${var.function_name}-dead-letter"
+  name                       = "${local.function_name}-dead-letter"
   labels                     = local.labels
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
 }
 
 # A pull subscription so dead-lettered messages are kept (a topic without subscriptions drops them).
 resource "google_pubsub_subscription" "dead_letter" {
   project              = var.project_id
-  name                 = "${var.function_name}-dead-letter"
+  name                 = "${local.function_name}-dead-letter"
   topic                = google_pubsub_topic.dead_letter.id
   labels               = local.labels
   ack_deadline_seconds = 60

@@ -4,8 +4,10 @@
 # to the topics configured on that secret. This wires one such topic to the function:
 #   notification topic  <- Secret Manager service agent of the source secret's project (publisher)
 #   second trigger      -> the function's Cloud Run service, as the trigger account
-#   function            -> one reconcile event per cluster on ADAPTER_TOPIC (the cluster events
-#                          topic), as the runtime account (publisher on that topic only)
+#   function            -> one reconcile event per cluster on ADAPTER_TOPIC, the adapter's own fan-out
+#                          topic (never Sentinel's: every adapter subscribed there would re-reconcile every
+#                          cluster at each rotation), as the runtime account (publisher on that topic only)
+#   third trigger       -> the fan-out topic back to the function
 # `topics` on the source secret is set by scripts/configure-source-rotation-topic.sh, because the
 # platform team owns that secret (Terraform cannot set one field of a resource it does not own).
 # Platform mode only: service mode (pull_secret_service_url) has no platform pull secret, and variables.tf
@@ -16,6 +18,8 @@ locals {
   # The function's Cloud Run service, by short name: service_config[0].service is the full
   # projects/P/locations/L/services/S name; Eventarc's cloud_run_service.service takes S.
   function_service_name = reverse(split("/", google_cloudfunctions2_function.adapter.service_config[0].service))[0]
+  # ADAPTER_TOPIC: the adapter's own fan-out topic (below), empty without source rotation.
+  fan_out_topic_id = var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : ""
 }
 
 # The Secret Manager service agent of the project holding the source secret (it is that project's
@@ -28,7 +32,7 @@ resource "google_project_service_identity" "secretmanager" {
   project = local.pull_secret_source_project
   service = "secretmanager.googleapis.com"
 
-  depends_on = [google_project_service.apis] # serviceusage / iam on the deployer's quota project first
+  depends_on = [time_sleep.api_propagation] # serviceusage / iam on the deployer's quota project first
 }
 
 # Secret Manager notifications about the platform pull secret land here.
@@ -37,12 +41,12 @@ resource "google_pubsub_topic" "source_rotation" {
   count = var.enable_source_rotation ? 1 : 0
 
   project                    = var.project_id
-  name                       = "${var.function_name}-source-rotation"
+  name                       = "${local.function_name}-source-rotation"
   labels                     = local.labels
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [google_project_service.apis, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
 }
 
 # Only the Secret Manager service agent may publish to the notification topic.
@@ -55,15 +59,70 @@ resource "google_pubsub_topic_iam_member" "source_rotation_secretmanager_publish
   member  = google_project_service_identity.secretmanager[0].member
 }
 
-# The fan-out: the runtime account publishes reconcile events to the topic the function's own
-# trigger listens on (ADAPTER_TOPIC), and to no other topic.
-resource "google_pubsub_topic_iam_member" "runtime_cluster_events_publisher" {
+# The adapter's own fan-out events (the rotation's reconcile events and its continuations; the compromise
+# response's re-key when it comes) go to a topic of this adapter alone, read by the function's own trigger:
+# on Sentinel's topic every other adapter subscribed to it would re-reconcile every cluster (issue 42, item 8).
+resource "google_pubsub_topic" "fan_out" {
+  # checkov:skip=CKV_GCP_83:CMEK is optional (pubsub_kms_key_name); Google-managed encryption is the default and the messages carry only cluster ids.
+  count = var.enable_source_rotation ? 1 : 0
+
+  project                    = var.project_id
+  name                       = "${local.function_name}-fan-out"
+  labels                     = local.labels
+  message_retention_duration = var.message_retention_duration
+  kms_key_name               = local.pubsub_kms_key_name
+
+  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
+}
+
+# The runtime account publishes to the fan-out topic (ADAPTER_TOPIC) and to no other topic.
+resource "google_pubsub_topic_iam_member" "runtime_fan_out_publisher" {
   count = var.enable_source_rotation ? 1 : 0
 
   project = var.project_id
-  topic   = local.cluster_events_topic_id
+  topic   = google_pubsub_topic.fan_out[0].name
   role    = "roles/pubsub.publisher"
   member  = google_service_account.runtime.member
+}
+
+# Earlier releases granted the runtime account publisher on the cluster events topic for the fan-out; that grant
+# is gone (removed on the next apply), the topic stays.
+
+# Third trigger of the same function: the fan-out topic -> the function's Cloud Run service, as the trigger account
+# (like the source rotation trigger below: nothing else is granted for it).
+resource "google_eventarc_trigger" "fan_out" {
+  count = var.enable_source_rotation ? 1 : 0
+
+  project         = var.project_id
+  location        = var.region
+  name            = "${local.function_name}-fan-out"
+  service_account = google_service_account.trigger.email
+  labels          = local.labels
+
+  matching_criteria {
+    attribute = "type"
+    value     = "google.cloud.pubsub.topic.v1.messagePublished"
+  }
+
+  transport {
+    pubsub {
+      topic = google_pubsub_topic.fan_out[0].id
+    }
+  }
+
+  destination {
+    cloud_run_service {
+      service = local.function_service_name
+      region  = var.region
+    }
+  }
+
+  depends_on = [
+    time_sleep.api_propagation,
+    time_sleep.iam_propagation,
+    google_cloud_run_v2_service_iam_member.trigger_invoker,
+    google_service_account_iam_member.pubsub_agent_trigger_token,
+  ]
 }
 
 # Second trigger of the same function: notification topic -> the function's Cloud Run service.
@@ -74,7 +133,7 @@ resource "google_eventarc_trigger" "source_rotation" {
 
   project         = var.project_id
   location        = var.region
-  name            = "${var.function_name}-source-rotation"
+  name            = "${local.function_name}-source-rotation"
   service_account = google_service_account.trigger.email
   labels          = local.labels
 
@@ -97,7 +156,6 @@ resource "google_eventarc_trigger" "source_rotation" {
   }
 
   depends_on = [
-    google_project_service.apis,
     time_sleep.api_propagation, # eventarc.googleapis.com usable (main.tf)
     google_cloud_run_v2_service_iam_member.trigger_invoker,
     google_service_account_iam_member.pubsub_agent_trigger_token,

@@ -22,6 +22,18 @@ variable "region" {
   }
 }
 
+variable "name_suffix" {
+  description = "Suffix of every name this instance creates that must be unique in its project or in a shared secret or management project: service accounts (hf-pullsecret-run-SUFFIX), custom roles (hyperfleetPullSecretManager_SUFFIX), the function and its topics, triggers and bucket (FUNCTION_NAME-SUFFIX), the Sentinel topic it creates, log-based metrics (SUFFIX_ prefix unless fleet_metric_prefix is set), alert policies and the dashboard. Set one per instance when two instances share a project (two regions) or a secret project (two environments). Empty: the names of a single deployment."
+  type        = string
+  default     = ""
+
+  validation {
+    # 7 characters keep hf-pullsecret-trigger-SUFFIX within the 30 of a service account id.
+    condition     = can(regex("^([a-z][a-z0-9]{0,6})?$", var.name_suffix))
+    error_message = "The name_suffix must be empty or 1-7 lower-case letters and digits, starting with a letter."
+  }
+}
+
 variable "function_name" {
   description = "Name of the Cloud Run function (also its Cloud Run service and the prefix of related resources)."
   type        = string
@@ -133,7 +145,7 @@ variable "configure_dead_letter" {
 # ---------------------------------------------------------------------------
 
 variable "enable_source_rotation" {
-  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, runtime publisher grant on the cluster events topic, ADAPTER_TOPIC. False: clusters pick up a new source on Sentinel's next cycle only. Platform mode only: must be false with pull_secret_service_url (the service rotates; the next Sentinel event delivers)."
+  description = "Fan out a new version of the platform pull secret to every cluster: notification topic, Secret Manager service agent publisher grant, second trigger, the adapter's own fan-out topic (ADAPTER_TOPIC, never Sentinel's) with its trigger and the runtime account's publisher grant there. False: clusters pick up a new source on Sentinel's next cycle only. Platform mode only: must be false with pull_secret_service_url (the service rotates; the next Sentinel event delivers)."
   type        = bool
   default     = true
 
@@ -141,6 +153,14 @@ variable "enable_source_rotation" {
   validation {
     condition     = !(var.enable_source_rotation && var.pull_secret_service_url != "")
     error_message = "Set enable_source_rotation = false with pull_secret_service_url: source rotation fans out a new version of the platform pull secret, and service mode has none (the Pull Secret Service rotates each cluster's credentials and Sentinel's next event for the cluster delivers them; docs/lifecycle.md)."
+  }
+
+  # The fan-out's progress record (pullsecret/source/progress.py) is a secret in SECRET_PROJECT_ID, or in the
+  # function's own project when none is pinned: the runtime account's Secret Manager roles must cover that project,
+  # or the first rotation ends in PermissionDenied.
+  validation {
+    condition     = !var.enable_source_rotation || var.pinned_secret_project_id != "" || contains(var.secret_project_ids, var.project_id)
+    error_message = "With enable_source_rotation and no pinned_secret_project_id, the rotation's progress record is written to project_id: add project_id to secret_project_ids (or pin a secret project, or turn source rotation off)."
   }
 }
 
@@ -640,6 +660,19 @@ variable "ingress_settings" {
   validation {
     condition     = contains(["ALLOW_ALL", "ALLOW_INTERNAL_ONLY", "ALLOW_INTERNAL_AND_GCLB"], var.ingress_settings)
     error_message = "The ingress_settings must be ALLOW_ALL, ALLOW_INTERNAL_ONLY or ALLOW_INTERNAL_AND_GCLB."
+  }
+}
+
+variable "operators" {
+  description = "Principals (e.g. group:hyperfleet-oncall@example.com) granted what the operator CLI needs for this configuration's modes (operators.tf; terraform/README.md, Operators): inspect, fleet and fleet --fix on the adapter's own secrets, the management clusters' endpoint (direct), and the doctor's impersonation of the runtime account. Empty: nothing is granted. Public principals are refused."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition = alltrue([
+      for m in var.operators : can(regex("^(serviceAccount|group|user|principal|principalSet):", m))
+    ])
+    error_message = "Each operator must be an IAM member such as group:EMAIL; allUsers and allAuthenticatedUsers are not accepted."
   }
 }
 

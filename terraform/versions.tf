@@ -26,17 +26,6 @@ terraform {
     }
   }
 
-  # State lives in a GCS bucket chosen at init time:
-  #   terraform init -backend-config="bucket=STATE_BUCKET" -backend-config="prefix=hyperfleet-pullsecret"
-  backend "gcs" {}
-}
-
-provider "google" {
-  project = var.project_id
-  region  = var.region
-}
-
-provider "google-beta" {
-  project = var.project_id
-  region  = var.region
+  # No backend and no provider configuration: this directory is the module (terraform/README.md, Layout); each
+  # root under environments/ has its own backend and providers, and calls it.
 }

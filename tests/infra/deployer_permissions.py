@@ -172,6 +172,18 @@ STEP_PERMISSIONS: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "fan_out_trigger_dead_letter": (
+        "https://cloud.google.com/pubsub/docs/access-control",  # the same script as trigger_dead_letter
+        frozenset(
+            {
+                "eventarc.triggers.get",
+                "pubsub.subscriptions.get",
+                "pubsub.subscriptions.update",
+                "pubsub.subscriptions.getIamPolicy",
+                "pubsub.subscriptions.setIamPolicy",
+            }
+        ),
+    ),
     "rotation_trigger_ack_deadline": (
         "https://cloud.google.com/pubsub/docs/access-control",
         frozenset({"eventarc.triggers.get", "pubsub.subscriptions.get", "pubsub.subscriptions.update"}),
@@ -321,6 +333,13 @@ SCOPES: dict[str, str] = {
     "google_project_iam_member.runtime_cluster_viewer": MANAGEMENT_PROJECT,
     "google_project_iam_custom_role.cluster_connect": MANAGEMENT_PROJECT,
     "google_project_iam_member.runtime_cluster_connect": MANAGEMENT_PROJECT,
+    # var.operators (operators.tf): the operator CLI's roles beside the runtime account's.
+    "google_project_iam_custom_role.operator_secrets": SECRET_PROJECT,
+    "google_project_iam_member.operator_secrets": SECRET_PROJECT,
+    "google_project_iam_custom_role.operator_lister": SECRET_PROJECT,
+    "google_project_iam_member.operator_lister": SECRET_PROJECT,
+    "google_project_iam_custom_role.operator_clusters": MANAGEMENT_PROJECT,
+    "google_project_iam_member.operator_clusters": MANAGEMENT_PROJECT,
     "google_project_service_identity.secretmanager": SOURCE_PROJECT,
     "google_secret_manager_secret_iam_member.runtime_pull_secret_source": SOURCE_SECRET,
     "terraform_data.source_rotation_topic": SOURCE_SECRET,

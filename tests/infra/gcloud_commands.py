@@ -35,6 +35,12 @@ SHELL_VALUES = {
     "ACK_DEADLINE_SECONDS": "600",
     "PUBSUB_SERVICE_AGENT": "serviceAccount:service-123@gcp-sa-pubsub.iam.gserviceaccount.com",
     "SECRET_PROJECT": "hyperfleet-secrets-prod",
+    "MANAGEMENT_PROJECT": "hyperfleet-mgmt-prod",
+    "PROJECT_NUMBER": "123456789012",
+    "CONNECTION": "hyperfleet-github",
+    "ROOT": "production",
+    "OWNER": "openshift-hyperfleet",
+    "REPO": "hyperfleet-pullsecret-adapter",
     "SECRET": "platform-pull-secret",
     "secret": "platform-pull-secret",
     "TOPIC": "projects/hyperfleet-adapters-prod/topics/hyperfleet-pullsecret-adapter-source-rotation",
@@ -47,9 +53,9 @@ SHELL_VALUES = {
     "STATE_BUCKET": "hyperfleet-adapters-prod-tf-state",
     "DEPLOYER": "hf-pullsecret-deployer@hyperfleet-adapters-prod.iam.gserviceaccount.com",
     "role": "roles/iam.serviceAccountAdmin",
-    "_REGION": "europe-west1",
+    "_ROOT": "production",
+    "root": "terraform/environments/production",  # cloudbuild.yaml's deploy step
     "_TF_STATE_BUCKET": "hyperfleet-tf-state",
-    "_TF_STATE_PREFIX": "hyperfleet-pullsecret",
     "_TFVARS_URI": "gs://hyperfleet-tf-state/pullsecret.tfvars",
 }
 # `terraform output -raw NAME` in the docs: what a real apply of example.tfvars would print.

@@ -80,7 +80,7 @@ def test_deploy_runs_terraform_apply_after_the_tests(build: dict[str, Any]) -> N
 
 def test_substitutions_are_declared_and_region_style(build: dict[str, Any]) -> None:
     declared = set(build.get("substitutions", {}))
-    assert "_REGION" in declared
+    assert "_ROOT" in declared
     assert all(re.fullmatch(r"_[A-Z][A-Z0-9_]*", name) for name in declared), declared
     used = set()
     for step in build["steps"]:
@@ -88,7 +88,18 @@ def test_substitutions_are_declared_and_region_style(build: dict[str, Any]) -> N
             used.add(braced or bare)
     unknown = used - declared - BUILT_INS
     assert not unknown, f"undeclared substitutions (escape shell variables as $$VAR): {unknown}"
-    assert {"_REGION", "_TF_STATE_BUCKET", "_TFVARS_URI"} <= used
+    assert {"_ROOT", "_TF_STATE_BUCKET", "_TFVARS_URI"} <= used
+
+
+def test_the_build_deploys_the_root_its_substitution_names(build: dict[str, Any]) -> None:
+    # Issue 42: one module, a root per environment and region; a trigger chooses the root (_ROOT).
+    (deploy,) = [s for s in build["steps"] if s.get("id") == "deploy"]
+    script = "\n".join(map(str, deploy["args"]))
+    assert 'root="terraform/environments/${_ROOT}"' in script and 'cd "$$root"' in script
+    root = REPOSITORY_ROOT / "terraform" / "environments" / str(build["substitutions"]["_ROOT"])
+    assert (root / "backend.tf").is_file(), "the default _ROOT is not a root"
+    # The root's project is checked against the build's before anything is applied.
+    assert script.index("var.project_id | terraform console") < script.index("terraform apply")
 
 
 def test_substitution_scanner_flags_an_unescaped_shell_variable() -> None:
@@ -106,3 +117,37 @@ def test_build_identity_roles_are_documented() -> None:
 def build_logging_is_user_sa_compatible(build: dict[str, Any]) -> bool:
     # A build that runs as a user-specified service account must choose where its logs go.
     return build.get("options", {}).get("logging") in {"CLOUD_LOGGING_ONLY", "GCS_ONLY", "NONE"}
+
+
+_LOCKING = re.compile(r"\bterraform\s+(apply|plan|destroy|import|refresh)\b")
+_DURATION = re.compile(r"^(\d+)([smh])$")
+
+
+def lock_timeout_problems(text: str, substitutions: dict[str, Any]) -> list[str]:
+    """Each terraform command that takes the state lock waits for it (issue 42, item 9): two quick pushes run two
+    builds, and without -lock-timeout the second fails at once on the first's lock instead of queueing."""
+    problems = []
+    joined = text.replace("\\\n", " ")
+    for line in joined.splitlines():
+        if not _LOCKING.search(line):
+            continue
+        match = re.search(r"-lock-timeout=(\S+)", line)
+        if not match:
+            problems.append(f"no -lock-timeout: {line.strip()}")
+            continue
+        value = match.group(1)
+        named = SUBSTITUTION.fullmatch(value)
+        if named:
+            value = str(substitutions.get(named.group(1) or named.group(2), ""))
+        duration = _DURATION.match(value)
+        seconds = int(duration.group(1)) * {"s": 1, "m": 60, "h": 3600}[duration.group(2)] if duration else 0
+        if seconds < 300:
+            problems.append(f"-lock-timeout {value!r} is shorter than a build's apply (5 minutes): {line.strip()}")
+    return problems
+
+
+def test_terraform_waits_for_the_state_lock(build: dict[str, Any]) -> None:
+    scripts = "\n".join(str(arg) for step in build["steps"] for arg in step.get("args", []))
+    assert _LOCKING.search(scripts), "cloudbuild.yaml runs no terraform apply"
+    assert lock_timeout_problems(scripts, build["substitutions"]) == []
+    assert lock_timeout_problems("terraform apply -input=false -auto-approve", {}) != []

@@ -108,7 +108,7 @@ def test_the_dashboard_is_named_and_built_as_a_framework_adapters(dashboard: dic
         "hyperfleet_adapter_event_processing_duration_seconds",
         "hyperfleet_adapter_errors_total",
     ):
-        assert f'"${{var.fleet_metric_prefix}}{name}"' in monitoring, name
+        assert f'"${{local.fleet_metric_prefix}}{name}"' in monitoring, name  # name_suffix's, or the variable's
     for label in ("component", "version", "adapter_name", "status", "error_type"):
         assert f'key         = "{label}"' in monitoring, label
     assert "bounds = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120]" in monitoring

@@ -29,6 +29,7 @@ locals {{
   allowed_management_clusters         = ["projects/hyperfleet-mgmt-prod/locations/*/clusters/*"]
   external_secrets_principal_template = ""
   cluster_events_topic_id             = "projects/hyperfleet-adapters-prod/topics/hyperfleet-cluster-events"
+  fan_out_topic_id                    = "projects/hyperfleet-adapters-prod/topics/hyperfleet-pullsecret-adapter-fan-out"
 }}
 """
 # The locals the output and function_environment read, taken as written in terraform/*.tf.
@@ -208,7 +209,8 @@ def test_the_readme_deployment_section_ends_with_the_doctor() -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("\n## Deployment\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(?:sh)?\n(.*?)```", section, re.S)
-    assert blocks and "terraform output -raw doctor_command" in blocks[-1], "the deploy section must end with it"
+    doctor = re.compile(r"terraform (-chdir=\S+ )?output -raw doctor_command")
+    assert blocks and doctor.search(blocks[-1]), "the deploy section must end with it"
     assert section.rstrip().endswith("```") or "doctor" in section.rstrip().splitlines()[-1]
     assert "doctor_command" in (ROOT / "terraform" / "README.md").read_text()
 

@@ -139,7 +139,8 @@ def test_expected_files_exist() -> None:
         assert (TERRAFORM_DIR / name).is_file(), name
 
 
-def test_google_provider_and_gcs_backend(config: Config) -> None:
+def test_google_provider_and_no_backend_in_the_module(config: Config) -> None:
+    # The module requires its providers; each root under environments/ configures them and its backend.
     providers = {}
     backends = []
     for block_ in config.terraform:
@@ -147,11 +148,16 @@ def test_google_provider_and_gcs_backend(config: Config) -> None:
             providers.update(entry)
         backends.extend(block_.get("backend", []))
     assert providers["google"]["source"] == "hashicorp/google"
-    assert any("gcs" in backend for backend in backends)
+    assert not backends and not re.search(r'^provider "', config.all_text, re.M)
+    for root in sorted((TERRAFORM_DIR / "environments").iterdir()):
+        assert 'backend "gcs"' in (root / "backend.tf").read_text(), root.name
 
 
 def test_every_required_api_is_enabled_and_kept_on_destroy(config: Config) -> None:
-    assert set(config.locals["required_apis"]) >= REQUIRED_APIS
+    # The Cloud Resource Manager API is a resource of its own (test_data_source_deferral.py says why).
+    manager = config.resource("google_project_service", "resource_manager")
+    enabled = {*config.locals["required_apis"], manager["service"]}
+    assert enabled >= REQUIRED_APIS
     apis = config.resource("google_project_service", "apis")
     assert apis["for_each"] == "${toset(local.required_apis)}"
     assert apis["service"] == "${each.value}"
@@ -584,7 +590,9 @@ def test_secret_manager_agent_of_the_source_project_publishes_to_the_rotation_to
     assert body["count"] == ROTATION_COUNT
 
 
-def test_runtime_account_publishes_to_the_cluster_events_topic_only(config: Config) -> None:
+def test_runtime_account_publishes_to_its_own_fan_out_topic_only(config: Config) -> None:
+    # Issue 42, item 8: the fan-out published on Sentinel's topic, and every adapter subscribed to it re-reconciled
+    # every cluster at each rotation.
     runtime = "${google_service_account.runtime.member}"
     pubsub_grants = [
         (kind, name, body)
@@ -593,13 +601,29 @@ def test_runtime_account_publishes_to_the_cluster_events_topic_only(config: Conf
     ]
     assert len(pubsub_grants) == 1, pubsub_grants
     kind, name, body = pubsub_grants[0]
-    assert (kind, name) == ("google_pubsub_topic_iam_member", "runtime_cluster_events_publisher")
+    assert (kind, name) == ("google_pubsub_topic_iam_member", "runtime_fan_out_publisher")
     assert body["role"] == "roles/pubsub.publisher"
-    assert body["topic"] == "${local.cluster_events_topic_id}"
+    assert body["topic"] == "${google_pubsub_topic.fan_out[0].name}"
     assert body["count"] == ROTATION_COUNT
+    topic = config.resource("google_pubsub_topic", "fan_out")
+    assert topic["name"] == "${local.function_name}-fan-out"
+    assert topic["name"] != config.variables["cluster_events_topic_name"]["default"]
     # Nothing project-level about Pub/Sub for the runtime account (nor for anyone else).
     for name, project_grant in config.of_type("google_project_iam_member").items():
         assert "pubsub" not in project_grant["role"], name
+
+
+def test_the_fan_out_topic_has_its_own_trigger_to_the_function(config: Config) -> None:
+    trigger = config.resource("google_eventarc_trigger", "fan_out")
+    assert trigger["count"] == ROTATION_COUNT
+    assert trigger["service_account"] == "${google_service_account.trigger.email}"
+    assert block(block(trigger, "transport"), "pubsub")["topic"] == "${google_pubsub_topic.fan_out[0].id}"
+    run = block(block(trigger, "destination"), "cloud_run_service")
+    assert run["service"] == "${local.function_service_name}"
+    dead_letter = config.resource("terraform_data", "fan_out_trigger_dead_letter")
+    assert dead_letter["provisioner"][0]["local-exec"]["environment"]["TRIGGER"] == (
+        "${google_eventarc_trigger.fan_out[0].name}"
+    )
 
 
 def test_rotation_trigger_routes_the_notification_topic_to_the_function(config: Config) -> None:
@@ -624,7 +648,8 @@ def test_rotation_trigger_routes_the_notification_topic_to_the_function(config: 
 
 def test_function_environment_wires_the_fan_out(config: Config) -> None:
     environment = config.locals["function_environment"]
-    assert environment["ADAPTER_TOPIC"] == '${var.enable_source_rotation ? local.cluster_events_topic_id : ""}'
+    assert environment["ADAPTER_TOPIC"] == "${local.fan_out_topic_id}"
+    assert config.locals["fan_out_topic_id"] == '${var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : ""}'
     assert environment["ROTATION_PUBLISH_RATE"] == "${tostring(var.rotation_publish_rate)}"
     # The fan-out's slice ends 30 s before the function timeout (issue 21, item 5).
     assert environment["ROTATION_SLICE"] == "${tostring(var.timeout_seconds - 30)}"
@@ -634,7 +659,7 @@ def test_function_environment_wires_the_fan_out(config: Config) -> None:
     function = config.resource("google_cloudfunctions2_function", "adapter")
     assert "${time_sleep.iam_propagation}" in function["depends_on"]
     waited = config.resource("time_sleep", "iam_propagation")["depends_on"]
-    assert "${google_pubsub_topic_iam_member.runtime_cluster_events_publisher}" in waited
+    assert "${google_pubsub_topic_iam_member.runtime_fan_out_publisher}" in waited
 
 
 def test_source_topic_step_runs_the_script_after_the_publisher_grant(config: Config) -> None:
@@ -870,7 +895,7 @@ def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config
 
 def test_service_accounts_wait_for_the_apis(config: Config) -> None:
     for name, body in config.of_type("google_service_account").items():
-        assert "${google_project_service.apis}" in body.get("depends_on", []), name
+        assert "${time_sleep.api_propagation}" in body.get("depends_on", []), name  # which waits for the APIs
 
 
 def test_ingress_default_lets_an_invoker_call_the_function(config: Config) -> None:

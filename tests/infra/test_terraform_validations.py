@@ -44,6 +44,11 @@ GOOD: dict[str, dict[str, Any]] = {
         "ingress_settings": "ALLOW_INTERNAL_ONLY",
         "manual_invokers": ["group:hyperfleet-oncall@example.com"],
     },
+    "rotation_record_in_the_functions_project": {
+        "pinned_secret_project_id": "",
+        "secret_project_ids": ["hyperfleet-adapters-prod", "customer-project-1"],
+    },
+    "second_region": {"name_suffix": "us", "operators": ["group:hyperfleet-oncall@example.com"]},
     "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
     # HYPERFLEET_API_AUTH=google-id-token: no token secret to name, mount or grant (issue 19).
     "google_id_token_without_a_token": {"hyperfleet_api_auth": "google-id-token", "hyperfleet_api_token_secret": ""},
@@ -93,6 +98,8 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("rotation_publish_rate", 0, {"rotation_publish_rate": 0}),
     # Service mode has no platform pull secret to fan out: refused, not silently ignored.
     ("enable_source_rotation", 0, {**SERVICE, "enable_source_rotation": True}),
+    # Issue 42, item 5: no pinned project, and the function's project (where the progress record goes) not granted.
+    ("enable_source_rotation", 1, {"pinned_secret_project_id": "", "secret_project_ids": ["customer-project-1"]}),
     ("pinned_secret_project_id", 0, {"pinned_secret_project_id": "Secrets"}),
     ("secret_project_ids", 0, {"secret_project_ids": ["Secrets"]}),
     ("pull_secret_source_secret", 0, {"pull_secret_source_secret": "platform-pull-secret"}),
@@ -185,6 +192,9 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("available_cpu", 0, {"available_cpu": "0.5"}),
     ("ingress_settings", 0, {"ingress_settings": "ALLOW_INTERNAL"}),
     ("manual_invokers", 0, {"manual_invokers": ["allAuthenticatedUsers"]}),
+    ("operators", 0, {"operators": ["allUsers"]}),
+    ("name_suffix", 0, {"name_suffix": "eu-west"}),  # a hyphen would break the custom role ids
+    ("name_suffix", 0, {"name_suffix": "europe1x"}),  # 8: hf-pullsecret-trigger-SUFFIX is over 30
     ("retry_deadline_seconds", 0, {"retry_deadline_seconds": 0}),
     ("vpc_network", 0, {"vpc_network": "Shared Net"}),
     ("vpc_subnetwork", 0, {"vpc_subnetwork": "functions"}),
@@ -309,10 +319,12 @@ def run_cases(variables_tf: Path, cases: dict[str, dict[str, Any]], work: Path) 
 
 def cases_of(variables: dict[str, dict[str, Any]], example: dict[str, Any]) -> dict[str, dict[str, Any]]:
     # hyperfleet_api_token_secret defaults to "" (google-id-token) but is required in the default token-file mode;
-    # pull_secret_source_secret defaults to "" (service mode) but is required without pull_secret_service_url.
+    # pull_secret_source_secret defaults to "" (service mode) but is required without pull_secret_service_url;
+    # pinned_secret_project_id (or project_id among secret_project_ids) with source rotation on, the default.
     required = {name for name, body in variables.items() if "default" not in body} | {
         "hyperfleet_api_token_secret",
         "pull_secret_source_secret",
+        "pinned_secret_project_id",
     }
     cases = {"defaults": {name: example[name] for name in required}}
     for name, overrides in GOOD.items():

@@ -1,0 +1,37 @@
+# Production in its own project, europe-west1. The state prefix of the releases before the module: this root
+# takes that state over (moved.tf).
+terraform {
+  # Validations that refer to other variables (variables.tf) need 1.9+; terraform_data 1.4+.
+  required_version = ">= 1.9.0"
+
+  required_providers {
+    # 7.31 is the oldest release checked offline (tests/infra/test_provider_schema.py checks every resource,
+    # argument and block against both ends of this range) and has Direct VPC egress on cloudfunctions2 (GA).
+    # The top end is the release .terraform.lock.hcl locks (tests/infra/test_terraform_lock.py).
+    google = {
+      source  = "hashicorp/google"
+      version = ">= 7.31, <= 7.45.0"
+    }
+    # Only for google_project_service_identity (the Pub/Sub and Secret Manager service agents), which is beta-only.
+    google-beta = {
+      source  = "hashicorp/google-beta"
+      version = ">= 7.31, <= 7.45.0"
+    }
+    archive = {
+      source  = "hashicorp/archive"
+      version = ">= 2.4, < 3.0"
+    }
+    # time_sleep: IAM propagation waits before the function and its trigger (main.tf).
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1.0"
+    }
+  }
+
+
+  # This root's own state: the bucket is given at init (-backend-config="bucket=STATE_BUCKET"), the prefix is
+  # this root's and no other's.
+  backend "gcs" {
+    prefix = "hyperfleet-pullsecret"
+  }
+}
