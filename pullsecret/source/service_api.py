@@ -51,6 +51,7 @@ SHOWN = "Pull Secret Service"
 SOURCE_NAME = "pull-secret-service"  # the status `data.source` of a pull secret from the service
 NOT_FOUND = "HYPERFLEET-NTF-001"
 ROTATING = "HYPERFLEET-CNF-001"
+ROTATION_IN_PROGRESS = "RotationInProgress"  # the reason of a 409 CNF-001 (transient)
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _MAX_ANSWER = 256 * 1024  # a pull secret of a few registries is a few KiB; anything larger is refused unread
 _DETAIL_CHARS = 200
@@ -249,7 +250,7 @@ class PullSecretServiceClient:
         problem = _code(answer)
         text = f"{what}: the {SHOWN} answered {code}{f' {problem}' if problem else ''}{_detail(answer)}"
         if code == 409 and problem == ROTATING:
-            return TransientError(text + "; a rotation is in progress", reason="RotationInProgress", service=SERVICE)
+            return TransientError(text + "; a rotation is in progress", reason=ROTATION_IN_PROGRESS, service=SERVICE)
         if code in RETRY_STATUSES or code >= 500 or code == 409:
             return TransientError(text, reason="DependencyUnavailable", service=SERVICE)
         return TerminalError(text, reason="PullSecretServiceRejected", service=SERVICE)
