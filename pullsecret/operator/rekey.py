@@ -119,11 +119,11 @@ def selected(app: Application, request: Request, after: str) -> Iterator[dict[st
     while True:
         search = f"id > '{after}'" if after else None
         page, _ = app.hyperfleet.list_clusters(page=1, size=request.page_size, search=search, order="id asc")
-        for cluster in page:
-            cluster_id = cluster.get("id")
-            if isinstance(cluster_id, str) and names.SAFE_CLUSTER_ID_RE.match(cluster_id) and cluster_id > after:
-                after = cluster_id
-                yield cluster
+        for listed in page:
+            listed_id = listed.get("id")
+            if isinstance(listed_id, str) and names.SAFE_CLUSTER_ID_RE.match(listed_id) and listed_id > after:
+                after = listed_id
+                yield listed
         if len(page) < request.page_size:
             return
 
