@@ -346,7 +346,8 @@ def render(view: View, app: Application) -> list[str]:
     lines = [
         f"{len(view.rows)} cluster{'' if len(view.rows) == 1 else 's'} "
         f"(adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
-        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'CREDS':<7} {'DELIVERY':<28} DISAGREES",
+        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'CREDS':<7} "
+        f"{'DELIVERY':<28} DISAGREES",
     ]
     for r in view.rows:
         lines.append(
