@@ -184,6 +184,19 @@ def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str)
     return found if ledger.save(found) else "another rekey run changed the record meanwhile; try again"
 
 
+def _refusal(app: Application, request: Request, service: ServiceSource | None) -> str | None:
+    """Why this request cannot run here (a usage error), or None."""
+    if service is None and request.created_before is not None:
+        return "--created-before needs service mode: in platform mode every cluster shares PULL_SECRET_SOURCE"
+    if service is None and request.compromise:
+        return "--compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE"
+    if not app.settings.adapter_topic:
+        return "ADAPTER_TOPIC is not set: the reconcile events have no topic to go to"
+    if service is not None and not (app.settings.secret_project_id or app.identity.project_id):
+        return "no project for the progress record: set SECRET_PROJECT_ID"
+    return None
+
+
 def run(
     app: Application,
     request: Request,
@@ -194,36 +207,48 @@ def run(
     clock: Callable[[], float] = time.time,
 ) -> int:
     """Run (or resume) a rekey; returns the exit code."""
-    settings = app.settings
     service = app.source if isinstance(app.source, ServiceSource) else None
-    if service is None and request.created_before is not None:
-        out("error: --created-before needs service mode: in platform mode every cluster shares PULL_SECRET_SOURCE")
-        return EXIT_USAGE
-    if service is None and request.compromise:
-        out("error: --compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE")
-        return EXIT_USAGE
-    if not settings.adapter_topic:
-        out("error: ADAPTER_TOPIC is not set: the reconcile events have no topic to go to")
+    refused = _refusal(app, request, service)
+    if refused is not None:
+        out(f"error: {refused}")
         return EXIT_USAGE
     if request.dry_run:
         return _dry_run(app, request, service, out)
+    publisher = publisher or Publisher(app.identity.credentials)
     if service is None and not request.ids:
         from pullsecret.operator import rekey_platform
 
-        code = rekey_platform.fan_out(app, publisher or Publisher(app.identity.credentials), out)
-        return code if code != EXIT_OK or not request.watch else rekey_platform.watch(app, request, out, sleep)
+        code = rekey_platform.fan_out(app, publisher, out)
+        if code != EXIT_OK or not request.watch:
+            return code
+        return rekey_platform.watch(app, request.watch_timeout_s, out, sleep)
+    code = _recorded(app, request, service=service, publisher=publisher, out=out, sleep=sleep, clock=clock)
+    if code == EXIT_OK and request.watch:
+        return watch(app, request, out, sleep)
+    return code
+
+
+def _recorded(
+    app: Application,
+    request: Request,
+    *,
+    service: ServiceSource | None,
+    publisher: Publisher,
+    out: Out,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> int:
+    """Claim (or resume) the request's record, then work through its clusters."""
+    settings = app.settings
     project = settings.secret_project_id or app.identity.project_id
-    if project is None:
-        out("error: no project for the progress record: set SECRET_PROJECT_ID")
-        return EXIT_USAGE
+    assert project is not None  # _refusal
     ledger = RekeyLedger(
         app.store,
         name=names.secret_name(project, record_secret_id(settings)),
         adapter=settings.adapter_name,
         deadline_s=settings.retry_deadline_s,
     )
-    me = uuid.uuid4().hex
-    claimed = _claim(ledger, request.key("service" if service else "platform"), request, clock(), me)
+    claimed = _claim(ledger, request.key("service" if service else "platform"), request, clock(), uuid.uuid4().hex)
     if claimed == "done":
         out("rekey: this request already finished; nothing new to do (a new --created-before asks again)")
         return EXIT_OK
@@ -235,19 +260,9 @@ def run(
         f"{_rfc3339(claimed.cutoff)} are {'revoked at once (compromise)' if request.compromise else 'rotated'}; "
         f"{settings.publish_rate():g} events/s to {settings.adapter_topic}"
     )
-    code = _work(
-        app,
-        request,
-        record=claimed,
-        ledger=ledger,
-        service=service,
-        publisher=publisher or Publisher(app.identity.credentials),
-        out=out,
-        sleep=sleep,
+    return _work(
+        app, request, record=claimed, ledger=ledger, service=service, publisher=publisher, out=out, sleep=sleep
     )
-    if code == EXIT_OK and request.watch:
-        return watch(app, request, out, sleep)
-    return code
 
 
 def _work(
@@ -274,13 +289,9 @@ def _work(
             if cluster.get("_gone") or cluster.get("deleted_time"):
                 record.current += 1  # nothing to re-key: gone, or being deleted (deletion revokes)
             else:
-                counted = _service_step(service, cluster_id, record, request) if service is not None else "current"
+                _count(record, _service_step(service, cluster_id, record, request) if service else "current")
                 next_at = _pace(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster)))
-                if counted == "rotated":
-                    record.rotated += 1
-                elif counted == "current":
-                    record.current += 1
             last = cluster_id
             progress.handled += 1
             progress.line(record)
@@ -304,6 +315,14 @@ def _work(
         return EXIT_TRANSIENT
     progress.line(record, force=True)
     return _summary(record, out)
+
+
+def _count(record: RekeyRecord, counted: str | None) -> None:
+    """Count one cluster's outcome (a failure was counted when it was recorded)."""
+    if counted == "rotated":
+        record.rotated += 1
+    elif counted == "current":
+        record.current += 1
 
 
 def _save(

@@ -21,7 +21,6 @@ from pullsecret.source.progress import Ledger, progress_secret_id
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
-    from pullsecret.operator.rekey import Request
 
 Out = Callable[[str], None]
 
@@ -65,7 +64,7 @@ def fan_out(app: Application, publisher: rotation.Publisher, out: Out) -> int:
     return 0 if result in ("rotated", "done", "continued") else 1
 
 
-def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
+def watch(app: Application, timeout_s: float, out: Out, sleep: Callable[[float], None]) -> int:
     """Follow the fan-out's record until every cluster was published for the newest version."""
     settings = app.settings
     project = settings.secret_project_id or app.identity.project_id
@@ -90,6 +89,6 @@ def watch(app: Application, request: Request, out: Out, sleep: Callable[[float],
             out(f"watch: every cluster was published for version {record.version}")
             return 0
         out(f"watch: fan-out of version {names.version_number(newest)} after {record.after if record else '-'}")
-        if time.monotonic() - began >= request.watch_timeout_s:
+        if time.monotonic() - began >= timeout_s:
             return 1
         sleep(5.0)
