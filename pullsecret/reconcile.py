@@ -216,7 +216,7 @@ class Reconciler:
                 operation="preconditions",
             )
             own = None
-        reads = self._read(target, act, deadline)
+        reads = self._read(target, act, deadline, first=provision.first_provisioning(own))
         stale = self._decide(target, act, reads)
         if stale is not None:
             return self._report(cluster_id, "stale", stale)
@@ -240,7 +240,7 @@ class Reconciler:
             target, act, reads=reads, stored=stored, applied=applied, recorded=recorded, data=data
         )
 
-    def _read(self, target: Target, act: preconditions.Act, deadline: Deadline) -> _Reads:
+    def _read(self, target: Target, act: preconditions.Act, deadline: Deadline, *, first: bool = False) -> _Reads:
         """Step 1, read: the pull secret, the newest Secret Manager version and the delivery's live state, overlapped.
 
         Every read comes before any write, so that a terminal problem on one side leaves nothing written on
@@ -250,7 +250,7 @@ class Reconciler:
         read runs on this thread while the pool probes: the same two calls overlap, with one hand-off to the
         pool instead of two. Otherwise the source's read overlaps both, as the pool runs them.
         """
-        fetch = self.source.start(target.cluster_id, deadline)
+        fetch = self.source.start(target.cluster_id, deadline, first=first)
         live_future = self._submit(self.delivery.probe, target.where, deadline)
         latest_future = None if fetch.ready else self._submit(self.store.latest, target.secret_name, deadline)
         try:

@@ -81,7 +81,9 @@ locals {
   # The rotation progress record: SECRET_ID_TEMPLATE for _rotation_<adapter_name> (a name no cluster has).
   # Equality with startsWith/endsWith only: a secret id has no "/", so the name is exactly that secret's.
   rotation_record_secret_id = "${local.secret_id_prefix}_rotation_${var.adapter_name}${local.secret_id_suffix}"
-  rotation_record_condition = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.rotation_record_secret_id}\") && resource.name.endsWith(\"/secrets/${local.rotation_record_secret_id}\")"
+  # The rekey progress record (`python -m pullsecret rekey`): SECRET_ID_TEMPLATE for _rekey_<adapter_name>.
+  rekey_record_secret_id    = "${local.secret_id_prefix}_rekey_${var.adapter_name}${local.secret_id_suffix}"
+  rotation_record_condition = "(resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.rotation_record_secret_id}\") && resource.name.endsWith(\"/secrets/${local.rotation_record_secret_id}\")) || (resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.rekey_record_secret_id}\") && resource.name.endsWith(\"/secrets/${local.rekey_record_secret_id}\"))"
   secret_manager_condition  = "resource.name.startsWith(\"projects/PROJECT_NUMBER/secrets/${local.secret_id_prefix}\") && (resource.name.endsWith(\"${local.secret_id_suffix}\") || resource.name.extract(\"projects/PROJECT_NUMBER/secrets/{id}/versions/\").endsWith(\"${local.secret_id_suffix}\"))"
 }
 
@@ -158,7 +160,7 @@ resource "google_project_iam_member" "runtime_secret_manager_record_keeper" {
 
   condition {
     title       = "rotation-progress-record-only"
-    description = "Only the rotation progress record ${local.rotation_record_secret_id}."
+    description = "Only the progress records ${local.rotation_record_secret_id} and ${local.rekey_record_secret_id}."
     expression  = replace(local.rotation_record_condition, "PROJECT_NUMBER", data.google_project.secret_projects[each.value].number)
   }
 }

@@ -8,6 +8,9 @@
                                                 and Kubernetes, as JSON, redacted (no credential, ever);
                                                 run it with your own credentials: the function's runtime
                                                 identity may not read Kubernetes Secrets
+    python -m pullsecret rekey [CLUSTER_ID...]  re-key the fleet (or these clusters) now, at the write quota's
+                                                pace: the service rotates, the function delivers
+                                                (pullsecret.operator.rekey)
     python -m pullsecret doctor                 check every permission and dependency as the runtime
                                                 identity, one line each with its fix; writes nothing
                                                 (pullsecret.operator.doctor)
@@ -96,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect,fleet,doctor}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{reconcile,inspect,fleet,rekey,doctor}")
     reconcile = commands.add_parser(
         "reconcile",
         help="run one reconcile of a cluster now and report its status, as an event would",
@@ -132,16 +135,52 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("cluster_id")
     inspect.add_argument("--quiet", "-q", action="store_true", help="no log lines on stderr")
+    _rekey_parser(commands)
     doctor.add_parser(commands, _EPILOG)
     return parser
+
+
+def _time(text: str) -> float:
+    from pullsecret.operator.rekey import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an RFC 3339 time or a date, got {text[:40]!r}") from None
+
+
+def _rekey_parser(commands: Any) -> None:
+    rekey = commands.add_parser(
+        "rekey",
+        help="re-key every cluster (or these) now, paced by the Secret Manager write quota; resumable",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rekey.add_argument("cluster_ids", nargs="*", metavar="CLUSTER_ID", help="only these clusters (default: all)")
+    rekey.add_argument(
+        "--created-before", type=_time, metavar="TIME", help="only clusters whose credentials were created before TIME"
+    )
+    rekey.add_argument(
+        "--compromise", action="store_true", help="a compromise rotation: the old credentials are revoked at once"
+    )
+    rekey.add_argument("--dry-run", action="store_true", help="say what would happen; rotate and publish nothing")
+    rekey.add_argument("--watch", action="store_true", help="then follow the clusters until each holds the new set")
+    rekey.add_argument("--watch-timeout", type=float, default=1800.0, metavar="S", help="seconds to watch (1800)")
+    rekey.add_argument(
+        "--page-size", type=_page_size, default=100, metavar="N", help="clusters per saved page (1..500)"
+    )
+    rekey.add_argument("--verbose", "-v", action="store_true", help="also the JSON log lines, on stderr")
+    rekey.add_argument("--deployed", metavar="FUNCTION", help=_DEPLOYED_HELP)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)  # exits 2 on usage errors
-    if args.command not in ("doctor", "fleet") and not preconditions_cluster_id_ok(args.cluster_id):
-        print(f"error: {args.cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
-        return EXIT_USAGE
+    ids = args.cluster_ids if args.command == "rekey" else [getattr(args, "cluster_id", "")]
+    for cluster_id in ids if args.command not in ("doctor", "fleet") else ():
+        if not preconditions_cluster_id_ok(cluster_id):
+            print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
+            return EXIT_USAGE
     import os
 
     from pullsecret.handler import Adapter
@@ -175,7 +214,7 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
     if args.command == "doctor":
         return doctor.main(adapter.application(), args)
-    writes = (args.command == "reconcile" and not args.dry_run) or (args.command == "fleet" and args.fix)
+    writes = (args.command in ("reconcile", "rekey") and not args.dry_run) or (args.command == "fleet" and args.fix)
     refused = _compare_deployed(args) if writes else None
     if refused is not None:
         print(refused, file=sys.stderr)
@@ -184,6 +223,19 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
         from pullsecret.operator import fleet
 
         return fleet.main(adapter.application(), fix=args.fix, page_size=args.page_size)
+    if args.command == "rekey":
+        from pullsecret.operator import rekey
+
+        request = rekey.Request(
+            ids=tuple(args.cluster_ids),
+            created_before=args.created_before,
+            compromise=args.compromise,
+            dry_run=args.dry_run,
+            watch=args.watch,
+            watch_timeout_s=args.watch_timeout,
+            page_size=args.page_size,
+        )
+        return rekey.run(adapter.application(), request)
     if args.command == "reconcile" and args.dry_run:
         return _dry_run(adapter.application(), args.cluster_id)
     if args.command == "reconcile":

@@ -1,8 +1,9 @@
 """`python -m pullsecret fleet`: every cluster's pull-secret state, and what outlived its cluster (`--fix` removes it).
 
 Per cluster (the HyperFleet API's clusters, page by page): its generation, our last status, the newest Secret
-Manager version and the generation it holds (per our status's lineage), what the delivery shows (its `inspect`),
-and what disagrees. Then what outlived its cluster:
+Manager version and the generation it holds (per our status's lineage), in service mode the credentials it holds
+against the service's current ones (CREDS: current, behind, none; pullsecret.operator.convergence), what the
+delivery shows (its `inspect`), and what disagrees. Then what outlived its cluster:
 
 - secrets labelled as ours (pullsecret.secretstore.labels; listed with ListSecrets' label filter) whose cluster
   the API no longer knows ("gone"), or holds as deleted without our Finalized ("deleted");
@@ -34,6 +35,7 @@ from pullsecret.delivery.external_secrets.mode import ExternalSecretsDelivery
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name
+from pullsecret.operator import convergence
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
 from pullsecret.secretstore.labels import sm_label_value
@@ -58,6 +60,7 @@ class Row:
     holds: str
     delivery: str
     disagrees: list[str] = field(default_factory=list)
+    creds: str = "-"  # the credentials it holds against the service's current ones (pullsecret.operator.convergence)
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
             _stale_members(app, app.delivery, secret_name(project, secret_id), placement, view)
     if not cluster.get("deleted_time"):
         row.disagrees += _disagreements(row, ours, generation, newest)
+        row.creds = convergence.held(app, cluster_id, raw).state
     return row
 
 
@@ -342,12 +346,13 @@ def render(view: View, app: Application) -> list[str]:
     lines = [
         f"{len(view.rows)} cluster{'' if len(view.rows) == 1 else 's'} "
         f"(adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
-        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'DELIVERY':<28} DISAGREES",
+        f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'CREDS':<7} "
+        f"{'DELIVERY':<28} DISAGREES",
     ]
     for r in view.rows:
         lines.append(
             f"  {r.cluster_id:<16} {r.generation if r.generation is not None else '-':>4}  {r.status:<42} "
-            f"{r.stored:<16} {r.holds:<6} {r.delivery:<28} {'; '.join(r.disagrees) or '-'}"
+            f"{r.stored:<16} {r.holds:<6} {r.creds:<7} {r.delivery:<28} {'; '.join(r.disagrees) or '-'}"
         )
     if view.orphans:
         lines.append(f"{len(view.orphans)} outlived their cluster:")

@@ -4,8 +4,10 @@ A source is one package implementing `Source` (and a factory answering None when
 registered as its REGISTRATION) and one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this
 order, and knows nothing else of it:
 
-- `start(cluster_id, deadline)` at the read step, before the other reads are waited for: no call is needed to
-  start; a source that must ask a service may start its call here (on the shared pool) and answer `ready=False`;
+- `start(cluster_id, deadline, first=...)` at the read step, before the other reads are waited for: no call is
+  needed to start; a source that must ask a service may start its call here (on the shared pool) and answer
+  `ready=False`. `first` says our status records no stored version (pullsecret.provision.first_provisioning):
+  a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
 - `Fetch.pull_secret(act, deadline)`: the source's pull secret for the cluster (None: it has none), its strings
   registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
   with the cluster's own `spec.pullSecret`;
@@ -51,7 +53,7 @@ class Source(Protocol):
     name: str
     own_credentials: bool  # its pull secret holds the cluster's own registry credentials (not one shared by all)
 
-    def start(self, cluster_id: str, deadline: Deadline) -> Fetch: ...
+    def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> Fetch: ...
 
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]: ...
 

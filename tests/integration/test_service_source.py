@@ -222,7 +222,7 @@ def test_a_soft_deleted_cluster_never_gets_new_credentials(make_adapter: Any, ad
 @pytest.mark.parametrize(
     ("code", "method", "outcome", "reason"),
     [
-        ("503", "get", "transient", None),
+        ("503", "post", "transient", None),  # a first provisioning asks POST at once (no GET)
         ("500", "post", "transient", None),
         ("400", "post", "terminal", "PullSecretServiceRejected"),
     ],
@@ -243,12 +243,14 @@ def test_service_failures_are_transient_or_terminal_and_write_nothing(
 
 
 def test_a_rotation_in_progress_conflict_is_transient(make_adapter: Any, admin: Admin, world: Any) -> None:
-    """409 from the service (CNF-001, the DDR's answer while a rotation runs): redelivered, nothing written."""
+    """409 from the service (CNF-001, the DDR's answer while a rotation runs) on a steady event's GET: redelivered,
+    nothing written (a first provisioning's 409: test_service_first_provisioning)."""
     seed_ready_cluster(admin, CID)
     adapter = make_adapter({**service_env(world, "google-id-token"), "RETRY_DEADLINE": "2"})
+    assert deliver(adapter) == "applied"
     admin.fault(service="pullsecretservice", method="get", code="409", count=20)
     assert deliver(adapter) == "transient"
-    assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
+    assert len(world.secretmanager.versions(PROJECT, SECRET_ID)) == 1
 
 
 def test_external_secrets_delivery_in_service_mode_writes_no_kubernetes_secret(

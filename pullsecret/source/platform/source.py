@@ -61,8 +61,8 @@ class PlatformSource:
         self.version_name = version_name
         self._parsed: tuple[bytes, PullSecret] | None = None
 
-    def start(self, cluster_id: str, deadline: Deadline) -> PlatformFetch:
-        """No call: the cache's bytes, if it holds them."""
+    def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> PlatformFetch:
+        """No call: the cache's bytes, if it holds them (a first provisioning reads the same source)."""
         return PlatformFetch(self, self.store.cached_source(self.version_name))
 
     def parsed(self, raw: bytes) -> PullSecret:

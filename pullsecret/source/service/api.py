@@ -51,6 +51,8 @@ SHOWN = "Pull Secret Service"
 SOURCE_NAME = "pull-secret-service"  # the status `data.source` of a pull secret from the service
 NOT_FOUND = "HYPERFLEET-NTF-001"
 ROTATING = "HYPERFLEET-CNF-001"
+ROTATION_IN_PROGRESS = "RotationInProgress"  # the reason of a 409 CNF-001 (transient)
+ROTATION_OPEN = "HYPERFLEET-CNF-002"  # a rotation is already pending or in progress (DDR §3.2.3)
 _AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _MAX_ANSWER = 256 * 1024  # a pull secret of a few registries is a few KiB; anything larger is refused unread
 _DETAIL_CHARS = 200
@@ -152,6 +154,24 @@ class PullSecretServiceClient:
             raise self._failure(answer, what)
         return self._parse(answer, cluster_id, what)
 
+    def rotate(self, cluster_id: str, *, reason: str, force_immediate: bool) -> dict[str, str]:
+        """Start a rotation (DDR §3.2.3; `python -m pullsecret rekey`): {"rotation_id", "status"} as created, or
+        {"open": rotation_id, "status"} when one is already open (409 CNF-002), or {} when the service holds no
+        credentials for the cluster (404 NTF-001). Not idempotent at the service: a retried POST whose first
+        answer was lost finds the first rotation open (or, immediate, completed: one rotation more)."""
+        what = f"rotate the credentials of cluster {cluster_id}"
+        body = {"reason": reason, "force_immediate": force_immediate}
+        answer = self._request("POST", _path(cluster_id) + "/rotations", what=what, json_body=body)
+        problem = _problem(answer) if answer.status >= 400 else {}
+        if answer.status == 404 and problem.get("code") == NOT_FOUND:
+            return {}
+        if answer.status == 409 and problem.get("code") == ROTATION_OPEN:
+            return {"open": _short(problem.get("rotation_id")), "status": _short(problem.get("rotation_status"))}
+        if answer.status not in (200, 201):
+            raise self._failure(answer, what)
+        created = _problem(answer)
+        return {"rotation_id": _short(created.get("rotation_id")), "status": _short(created.get("status"))}
+
     def delete(self, cluster_id: str) -> bool:
         """Revoke the cluster's credentials; True when the service confirmed (2xx: none remain), False on a 404."""
         what = f"revoke the credentials of cluster {cluster_id}"
@@ -249,7 +269,7 @@ class PullSecretServiceClient:
         problem = _code(answer)
         text = f"{what}: the {SHOWN} answered {code}{f' {problem}' if problem else ''}{_detail(answer)}"
         if code == 409 and problem == ROTATING:
-            return TransientError(text + "; a rotation is in progress", reason="RotationInProgress", service=SERVICE)
+            return TransientError(text + "; a rotation is in progress", reason=ROTATION_IN_PROGRESS, service=SERVICE)
         if code in RETRY_STATUSES or code >= 500 or code == 409:
             return TransientError(text, reason="DependencyUnavailable", service=SERVICE)
         return TerminalError(text, reason="PullSecretServiceRejected", service=SERVICE)
@@ -290,6 +310,11 @@ class PullSecretServiceClient:
 
 def _path(cluster_id: str) -> str:
     return f"/v1/clusters/{quote(cluster_id, safe='')}/pull-secrets"
+
+
+def _short(value: Any) -> str:
+    """A rotation id or status as the service named it, bounded and printable (it reaches the operator's screen)."""
+    return "".join(c for c in str(value)[:40] if c.isalnum() or c in "-_.") if value is not None else ""
 
 
 def _invalid(message: str) -> dockerconfig.InvalidPullSecret:

@@ -6,8 +6,13 @@ the cluster's pull secret (docs/contract.md §3b). Per event:
 - the read step asks `GET` (on the event's thread, while the pool reads Secret Manager and probes the delivery:
   no round trip of its own on the steady path);
 - only when the service holds none (404 `HYPERFLEET-NTF-001`) is it asked to generate them (`POST`, idempotent:
-  generate or retrieve). `pull_secret` is called only when the preconditions said act, so a soft-deleted cluster
-  never gets new credentials;
+  generate or retrieve). `pull_secret` is called only when the preconditions said act, so a soft-deleted cluster,
+  or one whose preconditions say wait, never gets new credentials;
+- a first provisioning (`first`: our status records no stored version) asks `POST` at once in place of the `GET`,
+  at the same step (the first moment the preconditions have said act): generate-or-retrieve answers what the
+  `GET` would have, and the `GET` 404's round trip is gone. A 409 `HYPERFLEET-CNF-001` (the service holds a set
+  and is rotating it: our status was lost) falls back to the `GET`, which serves the new set; when that finds
+  none either, the 409 stays transient (`RotationInProgress`);
 - deletion revokes (`DELETE`, 404 counts as done) after the delivery's cleanup and the Secret Manager secret's
   deletion; `Finalized=True` follows only the service's confirmation, a failed DELETE is transient.
 
@@ -22,14 +27,21 @@ from typing import Any
 
 from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken
 from pullsecret.config import Settings
-from pullsecret.errors import AdapterError, TerminalError
+from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Registration, Wiring
-from pullsecret.source.service.api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
+from pullsecret.source.service.api import (
+    ROTATION_IN_PROGRESS,
+    SERVICE,
+    SHOWN,
+    SOURCE_NAME,
+    PullSecretServiceClient,
+    ServiceAnswer,
+)
 
 NAME = "service"
 
@@ -39,27 +51,45 @@ class ServiceFetch:
 
     ready = False  # a call is needed: the reconcile overlaps it with its own reads
 
-    def __init__(self, source: ServiceSource, cluster_id: str) -> None:
+    def __init__(self, source: ServiceSource, cluster_id: str, *, first: bool = False) -> None:
         self._source = source
         self._cluster_id = cluster_id
+        self._first = first
         self._answer: ServiceAnswer | None = None
 
     def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
         """The cluster's credentials; generated when the service holds none. Raises TransientError/TerminalError."""
-        client = self._source.client
-        with log.step(f"{SERVICE}.get"):
-            answer = client.get(self._cluster_id)
+        answer = self._first_answer(act) if self._first and act.region else None
         if answer is None:
-            if not act.region:
-                raise TerminalError(
-                    f"the {SHOWN} needs the cluster's region to generate its credentials: spec.platform.gcp.region "
-                    "is missing",
-                    reason="InvalidCluster",
-                )
-            with log.step(f"{SERVICE}.generate", registries=",".join(self._source.registries)):
-                answer = client.generate(self._cluster_id, region=act.region, registries=self._source.registries)
+            with log.step(f"{SERVICE}.get"):
+                answer = self._source.client.get(self._cluster_id)
+        if answer is None:
+            answer = self._generate(act)
         self._answer = answer
         return answer.pull_secret
+
+    def _generate(self, act: Act) -> ServiceAnswer:
+        if not act.region:
+            raise TerminalError(
+                f"the {SHOWN} needs the cluster's region to generate its credentials: spec.platform.gcp.region "
+                "is missing",
+                reason="InvalidCluster",
+            )
+        with log.step(f"{SERVICE}.generate", registries=",".join(self._source.registries)):
+            return self._source.client.generate(self._cluster_id, region=act.region, registries=self._source.registries)
+
+    def _first_answer(self, act: Act) -> ServiceAnswer | None:
+        """A first provisioning's POST (generate or retrieve); None after a rotation's 409: ask the GET instead."""
+        try:
+            return self._generate(act)
+        except TransientError as exc:
+            if exc.reason != ROTATION_IN_PROGRESS:
+                raise
+            with log.step(f"{SERVICE}.get", after="RotationInProgress"):
+                answer = self._source.client.get(self._cluster_id)
+            if answer is None:
+                raise
+            return answer
 
     def status_data(self) -> dict[str, Any]:
         return self._answer.status_data() if self._answer is not None else {"source": SOURCE_NAME}
@@ -75,8 +105,8 @@ class ServiceSource:
         self.client = client
         self.registries = registries
 
-    def start(self, cluster_id: str, deadline: Deadline) -> ServiceFetch:
-        return ServiceFetch(self, cluster_id)
+    def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> ServiceFetch:
+        return ServiceFetch(self, cluster_id, first=first)
 
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]

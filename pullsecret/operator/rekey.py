@@ -1,0 +1,415 @@
+"""`python -m pullsecret rekey`: re-key the fleet (or some clusters) now, at the Secret Manager write quota's pace.
+
+Service mode, per selected cluster in id order: the service's credentials are read (`GET`, with metadata); when
+they were created before the run's cutoff, the service is asked to rotate them (`POST .../rotations`, DDR
+§3.2.3: `--compromise` sends reason `compromise` with `force_immediate`, which revokes the old set at once;
+otherwise reason `manual`, which keeps the dual-credential period until the cluster confirms), then the
+cluster's reconcile event (Sentinel's shape) is published on ADAPTER_TOPIC, so the function delivers the new set
+now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret Manager version and one
+Kubernetes write (none with external-secrets), so events go out at `Settings.publish_rate()`: the budget the
+platform rotation fan-out uses (pullsecret.source.rotation), 90 % of SECRET_WRITE_QUOTA per
+ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says.
+
+Platform mode: every cluster shares PULL_SECRET_SOURCE. Without a selection the command drives the rotation
+fan-out (its record, lease and pace) for the source's newest version, in this process: add the new version
+first. With cluster ids it publishes their reconcile events at the same pace.
+
+Resumable and safe to run twice (pullsecret.operator.rekey_record): progress is saved after every page; an
+interrupted run resumes from its last save, and a cluster handled since is found re-keyed (credentials newer
+than the cutoff) and only gets its event again; a finished run asked again does nothing new. Progress lines
+(done / remaining / failed, ETA) go to stdout while it runs, then a summary; `--watch` then follows the clusters
+until each holds the service's current credentials, and names the stragglers with why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.model import names, preconditions
+from pullsecret.operator import convergence
+from pullsecret.operator.rekey_record import RekeyLedger, RekeyRecord, record_secret_id
+from pullsecret.source.platform.publishing import Publisher, sentinel_event
+from pullsecret.source.service.source import ServiceSource
+
+if TYPE_CHECKING:
+    from pullsecret.app import Application
+
+PAGE_SIZE = 100
+LEASE_S = 600.0  # a run's hold on the record; each save renews it
+REPORT_EVERY_S = 5.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TRANSIENT = 0, 1, 2, 3
+Out = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the operator asked: which clusters, how, and whether to only say what would happen."""
+
+    ids: tuple[str, ...] = ()  # empty: every cluster (or those --created-before selects)
+    created_before: float | None = None
+    compromise: bool = False
+    dry_run: bool = False
+    watch: bool = False
+    watch_timeout_s: float = 1800.0
+    page_size: int = PAGE_SIZE
+
+    def key(self, mode: str) -> str:
+        """The record's key: the same request finds its own record (and a finished one does nothing new)."""
+        what = f"{mode}|{','.join(sorted(self.ids))}|{self.created_before}|{self.compromise}"
+        return hashlib.sha256(what.encode()).hexdigest()[:16]
+
+
+def parse_time(text: str) -> float:
+    """An RFC 3339 time (a date alone means its midnight UTC) as unix seconds; ValueError when not one."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Progress:
+    """Progress lines while a run works: done / remaining / failed and the time left at the observed pace."""
+
+    def __init__(self, out: Out, total: int | None, rate: float, clock: Callable[[], float]) -> None:
+        self.out, self.total, self.rate, self.clock = out, total, rate, clock
+        self.began = clock()
+        self.shown = self.began
+        self.handled = 0
+
+    def line(self, record: RekeyRecord, *, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self.shown < REPORT_EVERY_S:
+            return
+        self.shown = now
+        done = record.rotated + record.current
+        remaining = max(0, self.total - done - record.failed) if self.total is not None else None
+        pace = self.handled / (now - self.began) if self.handled >= 10 and now > self.began else self.rate
+        eta = f"{remaining / pace:.0f} s" if remaining is not None and pace > 0 else "?"
+        self.out(
+            f"rekey: {done} done ({record.rotated} rotated, {record.current} already current), "
+            f"{remaining if remaining is not None else '?'} remaining, {record.failed} failed, ETA {eta}"
+        )
+
+
+def _pace(next_at: float, interval: float, sleep: Callable[[float], None]) -> float:
+    """Wait for the next publish slot (the fan-out's rule: one event per interval); the slot after it."""
+    delay = next_at - time.monotonic()
+    if delay > 0:
+        sleep(delay)
+    return max(next_at, time.monotonic()) + interval
+
+
+def selected(app: Application, request: Request, after: str) -> Iterator[dict[str, Any]]:
+    """The selected clusters past `after`, in id order: the ids asked, or every cluster (keyset pages)."""
+    if request.ids:
+        for cluster_id in sorted(set(request.ids)):
+            if cluster_id > after:
+                cluster = app.hyperfleet.get_cluster(cluster_id)
+                yield cluster if cluster is not None else {"id": cluster_id, "_gone": True}
+        return
+    while True:
+        search = f"id > '{after}'" if after else None
+        page, _ = app.hyperfleet.list_clusters(page=1, size=request.page_size, search=search, order="id asc")
+        for listed in page:
+            listed_id = listed.get("id")
+            if isinstance(listed_id, str) and names.SAFE_CLUSTER_ID_RE.match(listed_id) and listed_id > after:
+                after = listed_id
+                yield listed
+        if len(page) < request.page_size:
+            return
+
+
+def _total(app: Application, request: Request) -> int | None:
+    if request.ids:
+        return len(set(request.ids))
+    _, total = app.hyperfleet.list_clusters(page=1, size=1)
+    return total
+
+
+def _created_before(answer: Any, cutoff: float) -> bool:
+    """Any of the service's credentials created before `cutoff` (unknown times count as before)."""
+    for credential in answer.credentials or ():
+        try:
+            if credential.created_at is None or parse_time(credential.created_at) < cutoff:
+                return True
+        except ValueError:
+            return True
+    return not answer.credentials
+
+
+def _service_step(source: ServiceSource, cluster_id: str, record: RekeyRecord, request: Request) -> str | None:
+    """Rotate one cluster at the service when its credentials predate the cutoff; what to count ("rotated",
+    "current"), or None after recording a failure. Raises TransientError when the service is unavailable."""
+    answer = source.client.get(cluster_id)
+    if answer is None:
+        return "current"  # nothing held: its first provisioning mints fresh credentials
+    if not _created_before(answer, record.cutoff):
+        return "current"  # re-keyed after the cutoff (by this run before an interruption, or since)
+    reason = "compromise" if request.compromise else "manual"
+    try:
+        started = source.client.rotate(cluster_id, reason=reason, force_immediate=request.compromise)
+    except TerminalError as exc:
+        record.fail(cluster_id, f"the service refused the rotation: {exc.message}")
+        return None
+    if "open" in started and request.compromise:
+        record.fail(
+            cluster_id,
+            f"rotation {started['open']} was already {started['status']} at the service: its old credentials stay "
+            "valid until the service completes it; its event is published anyway",
+        )
+        return None
+    return "rotated"
+
+
+def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str) -> RekeyRecord | str:
+    """This run's record (resumed or new, held by `me`), or why not to run."""
+    found = ledger.load()
+    if found is not None and found.holder and found.holder != me and found.lease_until > now:
+        return f"another rekey run holds the record until {_rfc3339(found.lease_until)}; try again then"
+    if found is not None and found.key == key and found.done:
+        return "done"
+    if found is None or found.key != key:
+        cutoff = request.created_before if request.created_before is not None else now
+        found = RekeyRecord(key=key, cutoff=cutoff, started=now)
+    found.holder, found.lease_until = me, now + LEASE_S
+    return found if ledger.save(found) else "another rekey run changed the record meanwhile; try again"
+
+
+def _refusal(app: Application, request: Request, service: ServiceSource | None) -> str | None:
+    """Why this request cannot run here (a usage error), or None."""
+    if service is None and request.created_before is not None:
+        return "--created-before needs service mode: in platform mode every cluster shares PULL_SECRET_SOURCE"
+    if service is None and request.compromise:
+        return "--compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE"
+    if not app.settings.adapter_topic:
+        return "ADAPTER_TOPIC is not set: the reconcile events have no topic to go to"
+    if service is not None and not (app.settings.secret_project_id or app.identity.project_id):
+        return "no project for the progress record: set SECRET_PROJECT_ID"
+    return None
+
+
+def run(
+    app: Application,
+    request: Request,
+    *,
+    publisher: Publisher | None = None,
+    out: Out = print,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> int:
+    """Run (or resume) a rekey; returns the exit code."""
+    service = app.source if isinstance(app.source, ServiceSource) else None
+    refused = _refusal(app, request, service)
+    if refused is not None:
+        out(f"error: {refused}")
+        return EXIT_USAGE
+    if request.dry_run:
+        return _dry_run(app, request, service, out)
+    publisher = publisher or Publisher(app.identity.credentials)
+    if service is None and not request.ids:
+        from pullsecret.operator import rekey_platform
+
+        code = rekey_platform.fan_out(app, publisher, out)
+        if code != EXIT_OK or not request.watch:
+            return code
+        return rekey_platform.watch(app, request.watch_timeout_s, out, sleep)
+    code = _recorded(app, request, service=service, publisher=publisher, out=out, sleep=sleep, clock=clock)
+    if code == EXIT_OK and request.watch:
+        return watch(app, request, out, sleep)
+    return code
+
+
+def _recorded(
+    app: Application,
+    request: Request,
+    *,
+    service: ServiceSource | None,
+    publisher: Publisher,
+    out: Out,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> int:
+    """Claim (or resume) the request's record, then work through its clusters."""
+    settings = app.settings
+    project = settings.secret_project_id or app.identity.project_id
+    assert project is not None  # _refusal
+    ledger = RekeyLedger(
+        app.store,
+        name=names.secret_name(project, record_secret_id(settings)),
+        adapter=settings.adapter_name,
+        deadline_s=settings.retry_deadline_s,
+    )
+    claimed = _claim(ledger, request.key("service" if service else "platform"), request, clock(), uuid.uuid4().hex)
+    if claimed == "done":
+        out("rekey: this request already finished; nothing new to do (a new --created-before asks again)")
+        return EXIT_OK
+    if isinstance(claimed, str):
+        out(f"error: {claimed}")
+        return EXIT_TRANSIENT
+    out(
+        f"rekey: {'resuming after ' + claimed.after if claimed.after else 'starting'}; credentials created before "
+        f"{_rfc3339(claimed.cutoff)} are {'revoked at once (compromise)' if request.compromise else 'rotated'}; "
+        f"{settings.publish_rate():g} events/s to {settings.adapter_topic}"
+    )
+    return _work(
+        app, request, record=claimed, ledger=ledger, service=service, publisher=publisher, out=out, sleep=sleep
+    )
+
+
+def _work(
+    app: Application,
+    request: Request,
+    *,
+    record: RekeyRecord,
+    ledger: RekeyLedger,
+    service: ServiceSource | None,
+    publisher: Publisher,
+    out: Out,
+    sleep: Callable[[float], None],
+) -> int:
+    """Handle every selected cluster after the record's place, saving it after each page (K2)."""
+    topic = app.settings.adapter_topic
+    assert topic is not None
+    interval = 1.0 / app.settings.publish_rate()
+    progress = Progress(out, _total(app, request), app.settings.publish_rate(), time.time)
+    progress.line(record, force=True)
+    next_at, pending, last = time.monotonic(), [], record.after
+    try:
+        for cluster in selected(app, request, record.after):
+            cluster_id = str(cluster["id"])
+            if cluster.get("_gone") or cluster.get("deleted_time"):
+                record.current += 1  # nothing to re-key: gone, or being deleted (deletion revokes)
+            else:
+                _count(record, _service_step(service, cluster_id, record, request) if service else "current")
+                next_at = _pace(next_at, interval, sleep)
+                pending.append(publisher.publish(topic, sentinel_event(cluster)))
+            last = cluster_id
+            progress.handled += 1
+            progress.line(record)
+            if progress.handled % request.page_size == 0 and not _save(ledger, record, pending, last):
+                out("error: another rekey run took the record over; stopping")
+                return EXIT_TRANSIENT
+    except (KeyboardInterrupt, AdapterError) as exc:
+        try:
+            saved = _save(ledger, record, pending, last, holder_done=True)
+        except AdapterError:
+            saved = False  # a publish of the page failed: its clusters are handled again by the resume
+        why = f"stopped: {exc.message}" if isinstance(exc, AdapterError) else "interrupted"
+        out(
+            f"rekey {why}; {'progress saved after ' + (last or 'the start') if saved else 'progress not saved'}: "
+            "run the same command again to resume"
+        )
+        return EXIT_TRANSIENT
+    record.done = True
+    if not _save(ledger, record, pending, last, holder_done=True):
+        out("error: another rekey run took the record over; stopping")
+        return EXIT_TRANSIENT
+    progress.line(record, force=True)
+    return _summary(record, out)
+
+
+def _count(record: RekeyRecord, counted: str | None) -> None:
+    """Count one cluster's outcome (a failure was counted when it was recorded)."""
+    if counted == "rotated":
+        record.rotated += 1
+    elif counted == "current":
+        record.current += 1
+
+
+def _save(
+    ledger: RekeyLedger, record: RekeyRecord, pending: list[Any], last: str, *, holder_done: bool = False
+) -> bool:
+    """Wait for the page's publishes, then save the place (K2); the holder lets go at the end."""
+    try:
+        for future in pending:
+            future.result(timeout=60.0)
+    except Exception as exc:  # noqa: BLE001 - any publish failure: the place is not saved past it
+        raise TransientError(
+            f"publishing reconcile events failed ({type(exc).__name__})", reason="PublishFailed", service="pubsub"
+        ) from None
+    finally:
+        pending.clear()
+    record.after = last
+    if holder_done:
+        record.holder, record.lease_until = "", 0.0
+    else:
+        record.lease_until = time.time() + LEASE_S
+    return ledger.save(record)
+
+
+def _summary(record: RekeyRecord, out: Out) -> int:
+    out(
+        f"rekey finished: {record.rotated} rotated, {record.current} already current or nothing to rotate, "
+        f"{record.failed} failed (started {_rfc3339(record.started)}, cutoff {_rfc3339(record.cutoff)})"
+    )
+    for cluster_id, why in record.failures.items():
+        out(f"  failed {cluster_id}: {why}")
+    if record.failed > len(record.failures):
+        out(f"  ... and {record.failed - len(record.failures)} more")
+    return EXIT_FAILED if record.failed else EXIT_OK
+
+
+def _dry_run(app: Application, request: Request, service: ServiceSource | None, out: Out) -> int:
+    """What a run would do, per cluster, writing and rotating nothing."""
+    cutoff = request.created_before if request.created_before is not None else time.time()
+    count = 0
+    for cluster in selected(app, request, ""):
+        cluster_id = str(cluster["id"])
+        count += 1
+        if cluster.get("_gone") or cluster.get("deleted_time"):
+            out(f"  {cluster_id}: skipped ({'not found' if cluster.get('_gone') else 'being deleted'})")
+            continue
+        if service is None:
+            out(f"  {cluster_id}: reconcile event")
+            continue
+        try:
+            answer = service.client.get(cluster_id)
+        except AdapterError as exc:
+            out(f"  {cluster_id}: the service did not answer ({exc.reason})")
+            continue
+        if answer is None or not _created_before(answer, cutoff):
+            out(f"  {cluster_id}: nothing to rotate ({'none held' if answer is None else 'newer than the cutoff'})")
+        else:
+            how = "compromise rotation, old credentials revoked at once" if request.compromise else "rotation"
+            out(f"  {cluster_id}: {how}, then its reconcile event (one Secret Manager version, one delivery write)")
+    seconds = count / app.settings.publish_rate()
+    out(
+        f"dry run: {count} cluster(s), about {seconds:.0f} s at {app.settings.publish_rate():g} events/s; "
+        "nothing was rotated or published"
+    )
+    return EXIT_OK
+
+
+def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
+    """Follow the selected clusters until each holds the service's current credentials; name the stragglers."""
+    began = time.monotonic()
+    while True:
+        behind: dict[str, str] = {}
+        total = 0
+        for cluster in selected(app, request, ""):
+            if cluster.get("_gone") or cluster.get("deleted_time"):
+                continue
+            total += 1
+            cluster_id = str(cluster["id"])
+            statuses = app.hyperfleet.list_statuses(cluster_id)
+            ours = preconditions.statuses_by_adapter(statuses).get(app.settings.adapter_name) or {}
+            state = convergence.held(app, cluster_id, ours)
+            if state.state not in ("current", "none", "-"):
+                behind[cluster_id] = f"{state.state}: {state.why}"
+        out(f"watch: {total - len(behind)} of {total} hold the current credentials, {len(behind)} behind")
+        if not behind:
+            return EXIT_OK
+        if time.monotonic() - began >= request.watch_timeout_s:
+            for cluster_id, why in list(behind.items())[:50]:
+                out(f"  straggler {cluster_id}: {why}")
+            return EXIT_FAILED
+        sleep(REPORT_EVERY_S)
