@@ -7,6 +7,28 @@ A failed revocation is transient (no Finalized=True until the source confirmed).
 
 Idempotent: what is already gone counts as done, so a repeat reports Finalized=True again. Objects that are not
 ours (neither hyperfleet.io/managed-by nor managed-by=hyperfleet) are left in place and named in `data`.
+
+Invariants of the lifecycle (a deletion against provisioning, rotation and repair events on any number of
+instances; tests/protocol/test_lifecycle_protocol.py checks them over every interleaving of up to three actors,
+tests/reliability/test_revocation_race.py across two function processes):
+
+  L1. An event that wrote anything (the source's POST, a Secret Manager version or secret, the delivery's write)
+      reads the cluster again after its last write and before it answers (`Reconciler._undo_if_left`). Gone
+      or deleted: it runs this finalizer itself over where it wrote (`left_behind`), and answers with the
+      Finalized report (deleted) or `gone`. Still live: the deletion comes after that read, so the deletion's
+      own finalizer runs after every write of this event and removes them.
+  L2. An event that fails after its writes may have begun (transient or terminal, the source's POST included)
+      does the same check before the failure goes on: a deleted cluster's leftovers are not left to a retry.
+  L3. An event for a cluster the API no longer knows (404 NTF-001) revokes its credentials at their source
+      (idempotent DELETE; none for the shared platform secret): a POST that landed after everything else is
+      revoked by the next event that finds the cluster gone.
+  L4. A3 of pullsecret/secretstore/versions.py counts a cluster gone as a failed write (ClusterGone): nothing
+      reports a version applied for a cluster that no longer exists.
+  Hence after quiescence, once Finalized=True is stored and the cluster is gone, no credential remains at the
+  service, no enabled version (DELETION_POLICY DELETE or DISABLE), no Kubernetes Secret and no accessor binding.
+  Beyond a client's reach: a write whose answer was lost and that the service applies after its sender gave up
+  (no fence exists at the service); L3 revokes it at the next event for the gone cluster, and `fleet --fix`
+  (which revokes for every gone cluster it finds) sweeps what no event will come for.
 """
 
 from __future__ import annotations
@@ -67,6 +89,19 @@ def finalize(
         + (f"; its own credentials revoked at their source ({revoked['revoked']})" if "revoked" in revoked else "")
     )
     return message, data
+
+
+def left_behind(act: preconditions.Act, cluster: dict[str, Any] | None) -> preconditions.Deleting | None:
+    """L1/L2: the deletion to run over where a provisioning wrote (`act`), when the cluster read again after its
+    writes (`cluster`) is gone (None) or deleted; None while it is live."""
+    if cluster is not None and not cluster.get("deleted_time"):
+        return None
+    generation = (cluster or {}).get("generation")
+    return preconditions.Deleting(
+        generation=generation if isinstance(generation, int) and generation >= act.generation else act.generation,
+        project_id=act.project_id,
+        placement=act.placement,
+    )
 
 
 def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_id: str, deadline: Deadline) -> str:

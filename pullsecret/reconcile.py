@@ -20,8 +20,8 @@ from pullsecret import provision, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Probed
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
-from pullsecret.errors import TerminalError, TransientError
-from pullsecret.finalize import finalize, finalized_report
+from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.finalize import finalize, finalized_report, left_behind
 from pullsecret.hyperfleet.answers import UnparseableCluster
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import bind, log
@@ -70,6 +70,7 @@ class _Reads:
     latest: secretstore.Latest
     probed: Probed
     source_data: dict[str, Any]
+    source_wrote: bool = False  # the source created something for this event (the service's POST)
 
 
 class Reconciler:
@@ -119,8 +120,7 @@ class Reconciler:
             raise
         if cluster is None:
             _settle([statuses_future], deadline)
-            log.info(f"cluster {cluster_id} no longer exists; nothing to do", operation="hyperfleet.get_cluster")
-            return Outcome("gone")
+            return self._gone(cluster_id, deadline)
         statuses = statuses_future.result()
         if isinstance(cluster.get("name"), str):
             bind(cluster_name=str(cluster["name"])[:63])
@@ -171,9 +171,37 @@ class Reconciler:
                 self.delivery.after_transient(decision.placement, exc)  # e.g. a cached client gone stale
             raise
 
-    def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:
-        """Deletion (pullsecret.finalize), then its Finalized report."""
-        message, data = finalize(
+    def _gone(self, cluster_id: str, deadline: Deadline) -> Outcome:
+        """A cluster the API no longer knows: its own credentials are revoked at their source (L3 of
+        pullsecret.finalize; idempotent, no call for the shared platform secret), then the event is done."""
+        revoked = self.source.revoke(cluster_id, deadline)
+        held = f"; its credentials at their source: {revoked['revoked']}" if "revoked" in revoked else ""
+        log.info(f"cluster {cluster_id} no longer exists{held}", operation="hyperfleet.get_cluster")
+        return Outcome("gone", detail=f"the cluster no longer exists{held}")
+
+    def _undo_if_left(self, target: Target, act: preconditions.Act, deadline: Deadline) -> Outcome | None:
+        """L1/L2 of pullsecret.finalize: after this event wrote (or failed while writing), the cluster is read
+        again; gone or deleted, what this event may have written is removed by the finalizer before it answers
+        (deleted: with the Finalized report; gone: nothing to report to). None: the cluster is still live."""
+        with log.step("hyperfleet.get_cluster", why="after writing"):
+            cluster = self.hyperfleet.get_cluster(target.cluster_id)
+        deleting = left_behind(act, cluster)
+        if deleting is None:
+            return None
+        log.warning(
+            "the cluster was deleted while this event wrote; removing what it wrote (the finalizer)",
+            operation="finalize",
+            generation=deleting.generation,
+        )
+        message, data = self._finalized(target.cluster_id, deleting, deadline)
+        if cluster is None:
+            return Outcome("gone", detail=f"the cluster was deleted while this event wrote; {message}")
+        return self._report(target.cluster_id, "finalized", finalized_report(deleting, message, data))
+
+    def _finalized(
+        self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline
+    ) -> tuple[str, dict[str, Any]]:
+        return finalize(
             cluster_id,
             deleting,
             settings=self.settings,
@@ -182,6 +210,10 @@ class Reconciler:
             source=self.source,
             deadline=deadline,
         )
+
+    def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:
+        """Deletion (pullsecret.finalize), then its Finalized report."""
+        message, data = self._finalized(cluster_id, deleting, deadline)
         return self._report(cluster_id, "finalized", finalized_report(deleting, message, data))
 
     # -- steps ------------------------------------------------------------------------------
@@ -218,6 +250,19 @@ class Reconciler:
                 operation="preconditions",
             )
             own = None
+        try:
+            return self._write(target, act, own, deadline)
+        except AdapterError:
+            # L2: a failure after a write may have begun (the source's POST included) leaves nothing of a cluster
+            # deleted meanwhile; a live cluster's failure goes on as it was (redelivered or reported).
+            undone = self._undo_if_left(target, act, deadline)
+            if undone is None:
+                raise
+            return undone
+
+    def _write(self, target: Target, act: preconditions.Act, own: dict[str, Any] | None, deadline: Deadline) -> Outcome:
+        """Read, decide, store, apply; then (L1) the cluster read again when anything was written."""
+        cluster_id = target.cluster_id
         reads = self._read(target, act, deadline)
         stale = self._decide(target, act, reads)
         if stale is not None:
@@ -238,6 +283,10 @@ class Reconciler:
             )
             data["repaired"] = "secret_manager_version"
         applied = self._apply(reads, desired, stored, deadline)
+        if stored.written or applied.written or reads.source_wrote:
+            undone = self._undo_if_left(target, act, deadline)
+            if undone is not None:
+                return undone
         return self._report_provisioned(
             target, act, reads=reads, stored=stored, applied=applied, recorded=recorded, data=data
         )
@@ -266,7 +315,14 @@ class Reconciler:
         except BaseException:
             _settle([f for f in (live_future, latest_future) if f is not None], deadline)
             raise
-        return _Reads(merged=merged, checks=checks, latest=latest, probed=probed, source_data=fetch.status_data())
+        return _Reads(
+            merged=merged,
+            checks=checks,
+            latest=latest,
+            probed=probed,
+            source_data=fetch.status_data(),
+            source_wrote=fetch.wrote,
+        )
 
     def _decide(self, target: Target, act: preconditions.Act, reads: _Reads) -> status.Report | None:
         """Step 2, decide: a stale report when the live Secret records a newer generation (write nothing

@@ -21,7 +21,8 @@ interleaving (within bounds) of two and three deliveries, lost and late answers 
   A3. A delivery reports a version as applied only after the cluster was read again after that version
       landed and still had the delivery's generation (`_check_generation`, handed to the caller as
       `StoreResult.confirm`: it runs it beside the Kubernetes apply and the read-back, and reports only after
-      all three succeeded). A delivery that finds the cluster moved on fails transiently (NewerGeneration):
+      all three succeeded). A delivery that finds the cluster moved on fails transiently (NewerGeneration; a
+      cluster gone, ClusterGone: L4 of pullsecret.finalize):
       its redelivery reads the cluster afresh and writes the newest generation's content on top. No delivery
       "restores" another's content: it cannot know which generation a version below it holds.
   A4. Single flight shares a write only between deliveries of the same secret, content AND generation in
@@ -109,6 +110,12 @@ class NewerGeneration(TransientError):
     """The cluster moved past the writer's generation after its version landed (A3): redeliver, read again."""
 
     default_reason = "NewerGeneration"
+
+
+class ClusterGone(TransientError):
+    """The cluster was gone when read after the version landed (A3, L4 of pullsecret.finalize): not applied."""
+
+    default_reason = "ClusterGone"
 
 
 class Flight:
@@ -422,7 +429,13 @@ class VersionWrites:
 def _check_generation(version_name: str, generation: int, current_generation: Callable[[], int | None]) -> None:
     """A3: after our version landed, the cluster must still be at our generation; raises NewerGeneration."""
     current = current_generation()
-    if current is not None and current > generation:
+    if current is None:
+        raise ClusterGone(
+            f"the cluster was gone when read after version {names.version_id(version_name)} landed; "
+            "not applied (its writes are removed before the event answers)",
+            service=SERVICE,
+        )
+    if current > generation:
         raise NewerGeneration(
             f"generation {current} of the cluster appeared while generation {generation} wrote version "
             f"{names.version_id(version_name)}; the redelivery writes the newest generation on top",

@@ -9,6 +9,8 @@ one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this or
   registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
   with the cluster's own `spec.pullSecret`;
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
+- `Fetch.wrote`: whether `pull_secret` created something at the source (then the reconcile reads the cluster
+  again before answering, L1 of pullsecret.finalize);
 - `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):
   the status `data` of what it removed (nothing for a shared platform secret);
 - `doctor_checks()`: what the preflight checks for this source, writing nothing.
@@ -38,6 +40,10 @@ class Fetch(Protocol):
     @property
     def ready(self) -> bool:
         """True when `pull_secret` makes no call."""
+
+    @property
+    def wrote(self) -> bool:
+        """True when `pull_secret` created something at the source (L1 of pullsecret.finalize)."""
 
     def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret | None: ...
 

@@ -33,6 +33,10 @@ class PlatformFetch:
     def ready(self) -> bool:
         return self.cached is not None
 
+    @property
+    def wrote(self) -> bool:
+        return False  # a shared secret: nothing is created for one cluster
+
     def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
         raw = self.cached
         if raw is None:

@@ -43,6 +43,7 @@ class ServiceFetch:
         self._source = source
         self._cluster_id = cluster_id
         self._answer: ServiceAnswer | None = None
+        self.wrote = False  # a POST was sent (it may have minted even when its answer was lost)
 
     def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
         """The cluster's credentials; generated when the service holds none. Raises TransientError/TerminalError."""
@@ -56,6 +57,7 @@ class ServiceFetch:
                     "is missing",
                     reason="InvalidCluster",
                 )
+            self.wrote = True
             with log.step(f"{SERVICE}.generate", registries=",".join(self._source.registries)):
                 answer = client.generate(self._cluster_id, region=act.region, registries=self._source.registries)
         self._answer = answer
