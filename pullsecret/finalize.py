@@ -33,11 +33,13 @@ tests/reliability/test_revocation_race.py across two function processes):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Leaving
 from pullsecret.errors import OwnershipConflict
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
 from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
@@ -89,6 +91,64 @@ def finalize(
         + (f"; its own credentials revoked at their source ({revoked['revoked']})" if "revoked" in revoked else "")
     )
     return message, data
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What an event's own undo did (L1/L2): its sentence, and the Finalized report (None: the cluster is gone)."""
+
+    message: str
+    report: status.Report | None
+
+
+@dataclass(frozen=True)
+class Finalizer:
+    """The deletion with one process's collaborators (the reconcile holds one): a deletion event's, an event's
+    own undo (L1/L2) and a gone cluster's revocation (L3)."""
+
+    settings: Settings
+    store: SecretStore
+    delivery: Delivery
+    source: Source
+
+    def run(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> tuple[str, dict[str, Any]]:
+        return finalize(
+            cluster_id,
+            deleting,
+            settings=self.settings,
+            store=self.store,
+            delivery=self.delivery,
+            source=self.source,
+            deadline=deadline,
+        )
+
+    def undo_if_left(
+        self, hyperfleet: HyperFleetClient, cluster_id: str, act: preconditions.Act, deadline: Deadline
+    ) -> Undone | None:
+        """L1/L2: the cluster read again after a provisioning's writes; gone or deleted, the finalizer runs where
+        the provisioning wrote. None: the cluster is live."""
+        with log.step("hyperfleet.get_cluster", why="after writing"):
+            cluster = hyperfleet.get_cluster(cluster_id)
+        deleting = left_behind(act, cluster)
+        if deleting is None:
+            return None
+        log.warning(
+            "the cluster was deleted while this event wrote; removing what it wrote (the finalizer)",
+            operation="finalize",
+            generation=deleting.generation,
+        )
+        message, data = self.run(cluster_id, deleting, deadline)
+        if cluster is None:
+            return Undone(f"the cluster was deleted while this event wrote; {message}", None)
+        return Undone(message, finalized_report(deleting, message, data))
+
+    def gone(self, cluster_id: str, deadline: Deadline) -> str:
+        """L3: a cluster the API no longer knows: its own credentials revoked at their source (idempotent; no
+        call for the shared platform secret). The sentence for the event's final log line."""
+        revoked = self.source.revoke(cluster_id, deadline)
+        held = f"; its credentials at their source: {revoked['revoked']}" if "revoked" in revoked else ""
+        log.info(f"cluster {cluster_id} no longer exists{held}", operation="hyperfleet.get_cluster")
+        return f"the cluster no longer exists{held}"
 
 
 def left_behind(act: preconditions.Act, cluster: dict[str, Any] | None) -> preconditions.Deleting | None:

@@ -21,7 +21,7 @@ from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Probed
 from pullsecret.delivery.kubesecret import ApplyResult, DesiredSecret
 from pullsecret.errors import AdapterError, TerminalError, TransientError
-from pullsecret.finalize import finalize, finalized_report, left_behind
+from pullsecret.finalize import Finalizer, finalized_report
 from pullsecret.hyperfleet.answers import UnparseableCluster
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import bind, log
@@ -96,6 +96,7 @@ class Reconciler:
         self.registries = registries
         self.pool = pool
         self.created_by = created_by  # the Secret's hyperfleet.io/created-by: the runtime identity
+        self.finalizer = Finalizer(settings, store, delivery, source)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -120,7 +121,7 @@ class Reconciler:
             raise
         if cluster is None:
             _settle([statuses_future], deadline)
-            return self._gone(cluster_id, deadline)
+            return Outcome("gone", detail=self.finalizer.gone(cluster_id, deadline))
         statuses = statuses_future.result()
         if isinstance(cluster.get("name"), str):
             bind(cluster_name=str(cluster["name"])[:63])
@@ -171,49 +172,16 @@ class Reconciler:
                 self.delivery.after_transient(decision.placement, exc)  # e.g. a cached client gone stale
             raise
 
-    def _gone(self, cluster_id: str, deadline: Deadline) -> Outcome:
-        """A cluster the API no longer knows: its own credentials are revoked at their source (L3 of
-        pullsecret.finalize; idempotent, no call for the shared platform secret), then the event is done."""
-        revoked = self.source.revoke(cluster_id, deadline)
-        held = f"; its credentials at their source: {revoked['revoked']}" if "revoked" in revoked else ""
-        log.info(f"cluster {cluster_id} no longer exists{held}", operation="hyperfleet.get_cluster")
-        return Outcome("gone", detail=f"the cluster no longer exists{held}")
-
     def _undo_if_left(self, target: Target, act: preconditions.Act, deadline: Deadline) -> Outcome | None:
-        """L1/L2 of pullsecret.finalize: after this event wrote (or failed while writing), the cluster is read
-        again; gone or deleted, what this event may have written is removed by the finalizer before it answers
-        (deleted: with the Finalized report; gone: nothing to report to). None: the cluster is still live."""
-        with log.step("hyperfleet.get_cluster", why="after writing"):
-            cluster = self.hyperfleet.get_cluster(target.cluster_id)
-        deleting = left_behind(act, cluster)
-        if deleting is None:
-            return None
-        log.warning(
-            "the cluster was deleted while this event wrote; removing what it wrote (the finalizer)",
-            operation="finalize",
-            generation=deleting.generation,
-        )
-        message, data = self._finalized(target.cluster_id, deleting, deadline)
-        if cluster is None:
-            return Outcome("gone", detail=f"the cluster was deleted while this event wrote; {message}")
-        return self._report(target.cluster_id, "finalized", finalized_report(deleting, message, data))
-
-    def _finalized(
-        self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline
-    ) -> tuple[str, dict[str, Any]]:
-        return finalize(
-            cluster_id,
-            deleting,
-            settings=self.settings,
-            store=self.store,
-            delivery=self.delivery,
-            source=self.source,
-            deadline=deadline,
-        )
+        """L1/L2 of pullsecret.finalize; the Finalized report when the cluster is deleted (not gone)."""
+        undone = self.finalizer.undo_if_left(self.hyperfleet, target.cluster_id, act, deadline)
+        if undone is None or undone.report is None:
+            return None if undone is None else Outcome("gone", detail=undone.message)
+        return self._report(target.cluster_id, "finalized", undone.report)
 
     def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:
         """Deletion (pullsecret.finalize), then its Finalized report."""
-        message, data = self._finalized(cluster_id, deleting, deadline)
+        message, data = self.finalizer.run(cluster_id, deleting, deadline)
         return self._report(cluster_id, "finalized", finalized_report(deleting, message, data))
 
     # -- steps ------------------------------------------------------------------------------
@@ -264,7 +232,7 @@ class Reconciler:
         """Read, decide, store, apply; then (L1) the cluster read again when anything was written."""
         cluster_id = target.cluster_id
         reads = self._read(target, act, deadline)
-        stale = self._decide(target, act, reads)
+        stale = _decide(target, act, reads)
         if stale is not None:
             return self._report(cluster_id, "stale", stale)
         stored = self._store(target, act, reads, own, deadline)
@@ -315,27 +283,7 @@ class Reconciler:
         except BaseException:
             _settle([f for f in (live_future, latest_future) if f is not None], deadline)
             raise
-        return _Reads(
-            merged=merged,
-            checks=checks,
-            latest=latest,
-            probed=probed,
-            source_data=fetch.status_data(),
-            source_wrote=fetch.wrote,
-        )
-
-    def _decide(self, target: Target, act: preconditions.Act, reads: _Reads) -> status.Report | None:
-        """Step 2, decide: a stale report when the live Secret records a newer generation (write nothing
-        anywhere); raises RegistryRejected when enforce mode refuses a credential (terminal, nothing written)."""
-        if reads.probed.recorded_generation > act.generation:
-            return status.stale(
-                act.generation,
-                reads.probed.recorded_generation,
-                {"management_cluster": act.placement.management_cluster, "kubernetes_name": target.kube_name},
-            )
-        if reads.checks is not None and reads.checks.mode == "enforce":
-            reads.checks.result().enforce()
-        return None
+        return _Reads(merged, checks, latest, probed, fetch.status_data(), source_wrote=fetch.wrote)
 
     def _store(
         self,
@@ -425,6 +373,20 @@ class Reconciler:
                 reads.checks,
             ),
         )
+
+
+def _decide(target: Target, act: preconditions.Act, reads: _Reads) -> status.Report | None:
+    """Step 2, decide: a stale report when the live Secret records a newer generation (write nothing
+    anywhere); raises RegistryRejected when enforce mode refuses a credential (terminal, nothing written)."""
+    if reads.probed.recorded_generation > act.generation:
+        return status.stale(
+            act.generation,
+            reads.probed.recorded_generation,
+            {"management_cluster": act.placement.management_cluster, "kubernetes_name": target.kube_name},
+        )
+    if reads.checks is not None and reads.checks.mode == "enforce":
+        reads.checks.result().enforce()
+    return None
 
 
 def _terminal_report(generation: int, decision: preconditions.Decision | None, exc: TerminalError) -> status.Report:

@@ -185,6 +185,15 @@ class FakeSecretManager:
             if name.startswith(parent) and all(secret.labels.get(k) == v for k, v in wanted.items())
         ]
 
+    def list_secret_versions(self, *, parent: str, **_: Any) -> Any:
+        self.run.point("list versions")
+        return [
+            pytypes.SimpleNamespace(
+                name=f"{parent}/versions/{v.number}", state=pytypes.SimpleNamespace(name=v.state), create_time=None
+            )
+            for v in self._secret(parent).versions
+        ]
+
     # -- what the checks read (no scheduling point) ---------------------------------------------
     def newest(self, name: str) -> Version | None:
         secret = self.secrets.get(name)
