@@ -1,6 +1,7 @@
 """`reconcile --dry-run`: what one reconcile would write where, found by the reconcile's reads alone; writes nothing.
 
-It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, the newest Secret
+It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, read only (credentials
+the Pull Secret Service does not hold yet are only asked for with a GET, and "would be minted"), the newest Secret
 Manager version, the delivery's probe) and then stops: no Secret Manager version, no Kubernetes or IAM write, no
 status report, no registry handshake. What it prints names the secret, the version it would add (or the one that
 already holds the content), the Kubernetes Secret (or the access grant in external-secrets mode), fingerprints
@@ -20,6 +21,7 @@ from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.reads import Latest
 from pullsecret.source import merge
+from pullsecret.source.base import WouldCreate
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -108,7 +110,17 @@ def plan(app: Application, cluster_id: str) -> Plan:
         )
     target = provision.target(settings, cluster_id, cluster, decision)
     fetch = app.source.start(cluster_id, deadline)
-    merged, _own = merge.merged(fetch.pull_secret(decision, deadline), decision, settings)
+    try:
+        merged, _own = merge.merged(fetch.pull_secret(decision, deadline, create=False), decision, settings)
+    except WouldCreate as exc:
+        return Plan(
+            "would-write",
+            [
+                f"cluster {cluster_id} generation {generation}: {exc}; they would be minted, then stored in "
+                f"{target.secret_name} and delivered",
+                "status: would report applied",
+            ],
+        )
     latest = app.store.latest(target.secret_name, deadline)
     probed = app.delivery.probe(target.where, deadline)
     secret = merged.secret

@@ -5,9 +5,10 @@ one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this or
 
 - `start(cluster_id, deadline)` at the read step, before the other reads are waited for: no call is needed to
   start; a source that must ask a service may start its call here (on the shared pool) and answer `ready=False`;
-- `Fetch.pull_secret(act, deadline)`: the source's pull secret for the cluster (None: it has none), its strings
-  registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
-  with the cluster's own `spec.pullSecret`;
+- `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
+  its strings registered for redaction (logs.protect) before anything can print them; pullsecret.source.merge merges it
+  with the cluster's own `spec.pullSecret`; `create=False` (`reconcile --dry-run`) reads only, and raises
+  `WouldCreate` where the reconcile would create something at the source;
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
 - `Fetch.wrote`: whether `pull_secret` created something at the source (then the reconcile reads the cluster
   again before answering, L1 of pullsecret.finalize);
@@ -45,9 +46,14 @@ class Fetch(Protocol):
     def wrote(self) -> bool:
         """True when `pull_secret` created something at the source (L1 of pullsecret.finalize)."""
 
-    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret | None: ...
+    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
+        """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
 
     def status_data(self) -> dict[str, Any]: ...
+
+
+class WouldCreate(Exception):
+    """A dry run's read found nothing at the source, which the reconcile would create (the service's POST)."""
 
 
 class Source(Protocol):

@@ -37,7 +37,7 @@ class PlatformFetch:
     def wrote(self) -> bool:
         return False  # a shared secret: nothing is created for one cluster
 
-    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
+    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
         raw = self.cached
         if raw is None:
             with log.step("secretmanager.read_source"):

@@ -28,7 +28,7 @@ from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.operator.doctor_checks import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
-from pullsecret.source.base import Wiring
+from pullsecret.source.base import Wiring, WouldCreate
 from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
 
 NAME = "service"
@@ -45,11 +45,17 @@ class ServiceFetch:
         self._answer: ServiceAnswer | None = None
         self.wrote = False  # a POST was sent (it may have minted even when its answer was lost)
 
-    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
-        """The cluster's credentials; generated when the service holds none. Raises TransientError/TerminalError."""
+    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
+        """The cluster's credentials; generated when the service holds none (`create=False`, a dry run: raises
+        WouldCreate instead: only a GET). Raises TransientError/TerminalError."""
         client = self._source.client
         with log.step(f"{SERVICE}.get"):
             answer = client.get(self._cluster_id)
+        if answer is None and not create:
+            raise WouldCreate(
+                f"the {SHOWN} holds no credentials for this cluster: the reconcile would have them minted "
+                f"(POST, registries {', '.join(self._source.registries)})"
+            )
         if answer is None:
             if not act.region:
                 raise TerminalError(
