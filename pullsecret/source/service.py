@@ -29,7 +29,14 @@ from pullsecret.model.preconditions import Act
 from pullsecret.operator.doctor_checks import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Wiring, WouldCreate
-from pullsecret.source.service_api import SERVICE, SHOWN, SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
+from pullsecret.source.service_api import (
+    NOT_FOUND,
+    SERVICE,
+    SHOWN,
+    SOURCE_NAME,
+    PullSecretServiceClient,
+    ServiceAnswer,
+)
 
 NAME = "service"
 
@@ -102,12 +109,23 @@ PROBE_CLUSTER = "cls-doctorprobe00"
 
 
 def _answers(source: ServiceSource, ctx: Context) -> list[Line]:
-    """The service answers and accepts the runtime identity, without creating anything (a GET; 404 is fine)."""
+    """The service answers and accepts the runtime identity, without creating anything (a GET; 404 NTF-001 is fine,
+    any other 404 is a URL that reaches no route of the service: the function would need NTF-001 there too)."""
     url = ctx.settings.pull_secret_service_url
     try:
-        code = source.client.probe(PROBE_CLUSTER)
+        code, problem = source.client.probe(PROBE_CLUSTER)
     except AdapterError as exc:
         return [Line("pull-secret-service", False, f"{url}: {exc.reason}", _fix(ctx, exc))]
+    if code == 404 and problem != NOT_FOUND:
+        return [
+            Line(
+                "pull-secret-service",
+                False,
+                f"{url}: EndpointNotFound (GET answered 404 {problem or 'without a HyperFleet code'}, not {NOT_FOUND})",
+                "PULL_SECRET_SERVICE_URL reaches no Pull Secret Service route: set it to the service's base URL, the "
+                "one under which /v1/clusters/{id}/pull-secrets answers (no /v1 or other path of its own)",
+            )
+        ]
     if code in (200, 404):
         return [Line("pull-secret-service", True, f"{url} answers and accepts {ctx.runtime} (GET {code})")]
     return [Line("pull-secret-service", False, f"{url}: GET answered {code}", "check PULL_SECRET_SERVICE_URL")]

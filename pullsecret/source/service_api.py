@@ -162,10 +162,12 @@ class PullSecretServiceClient:
             return True
         raise self._failure(answer, what)
 
-    def probe(self, cluster_id: str) -> int:
-        """The doctor's check: GET a cluster id that cannot exist; returns the HTTP status (404 is the good one)."""
+    def probe(self, cluster_id: str) -> tuple[int, str | None]:
+        """The doctor's check: GET a cluster id that cannot exist; (the HTTP status, its HyperFleet error code).
+        The good answer is 404 with NTF-001: any other 404 reaches no route of the service."""
         what = "probe the Pull Secret Service"
-        return self._request("GET", _path(cluster_id), what=what).status
+        answer = self._request("GET", _path(cluster_id), what=what)
+        return answer.status, _code(answer)
 
     # -- one exchange -------------------------------------------------------------------------------
     def _request(self, method: str, path: str, *, what: str, json_body: Any = None) -> _Answer:

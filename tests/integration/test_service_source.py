@@ -338,3 +338,18 @@ def test_a_refused_token_is_transient_and_writes_nothing(
     assert deliver(adapter) == "transient"
     assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
     assert [r for r in admin.reports() if r.get("cluster_id") == CID] == []  # our identity, not the cluster's fault
+
+
+def test_the_doctor_fails_a_service_url_that_reaches_no_route_and_names_the_fix(
+    make_adapter: Any, admin: Admin, world: Any, restored_log: None
+) -> None:
+    """A 404 without HYPERFLEET-NTF-001 (here the service's own NTF-000, no endpoint) is a wrong URL, not "fine"."""
+    make_adapter({**service_env(world, "token-file"), "PULL_SECRET_SERVICE_URL": world.pullsecretservice.url + "/v1"})
+    code, lines = doctor_lines()
+    assert code == 1
+    line = lines["pull-secret-service"]
+    assert line.startswith("FAIL") and "EndpointNotFound" in line and "HYPERFLEET-NTF-000" in line, line
+    out = io.StringIO()
+    with redirect_stdout(out):
+        cli.main(["doctor"])
+    assert "set it to the service's base URL" in out.getvalue()
