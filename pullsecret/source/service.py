@@ -57,7 +57,7 @@ class ServiceFetch:
         WouldCreate instead: only a GET). Raises TransientError/TerminalError."""
         client = self._source.client
         with log.step(f"{SERVICE}.get"):
-            answer = client.get(self._cluster_id)
+            answer = client.get(self._cluster_id, deadline)
         if answer is None and not create:
             raise WouldCreate(
                 f"the {SHOWN} holds no credentials for this cluster: the reconcile would have them minted "
@@ -72,7 +72,9 @@ class ServiceFetch:
                 )
             self.wrote = True
             with log.step(f"{SERVICE}.generate", registries=",".join(self._source.registries)):
-                answer = client.generate(self._cluster_id, region=act.region, registries=self._source.registries)
+                answer = client.generate(
+                    self._cluster_id, region=act.region, registries=self._source.registries, deadline=deadline
+                )
         self._answer = answer
         return answer.pull_secret
 
@@ -98,7 +100,7 @@ class ServiceSource:
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
-            deleted = self.client.delete(cluster_id)
+            deleted = self.client.delete(cluster_id, deadline)
             # The DDR's DELETE answers 204 whether or not it held credentials (§3.2.6): "confirmed" says none remain.
             fields["result"] = "confirmed" if deleted else "absent"
         return {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
