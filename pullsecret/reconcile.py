@@ -230,11 +230,10 @@ class Reconciler:
 
     def _write(self, target: Target, act: preconditions.Act, own: dict[str, Any] | None, deadline: Deadline) -> Outcome:
         """Read, decide, store, apply; then (L1) the cluster read again when anything was written."""
-        cluster_id = target.cluster_id
         reads = self._read(target, act, deadline)
         stale = _decide(target, act, reads)
         if stale is not None:
-            return self._report(cluster_id, "stale", stale)
+            return self._report(target.cluster_id, "stale", stale)
         stored = self._store(target, act, reads, own, deadline)
         data = provision.provisioned_data(target, reads.merged, stored)
         desired = provision.desired_secret(
@@ -304,6 +303,7 @@ class Reconciler:
                     adapter=self.settings.adapter_name,
                     cluster_id=target.cluster_id,
                     cluster_name=target.cluster_name,
+                    deployment=self.settings.deployment_id,
                 ),
                 deadline=deadline,
                 latest=reads.latest,

@@ -282,6 +282,15 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
             continue
         if listed.created is not None and listed.created >= view.started:
             continue  # S3: younger than the sweep
+        marked = listed.labels.get("deployment")
+        if marked != settings.deployment_id:  # S5: another deployment's, or not marked by any yet
+            if marked is None:
+                view.notes.append(
+                    f"{listed.name} (cluster {labelled}) carries no deployment label yet: left alone (this "
+                    f"deployment's next write to it adds deployment={settings.deployment_id}); if its cluster is gone, "
+                    "check that no other deployment uses it before removing it by hand"
+                )
+            continue
         cluster = known.get(labelled)
         now = sweep.verdict(app, labelled) if cluster is None or cluster.get("deleted_time") else sweep.LIVE
         if now == sweep.LIVE:

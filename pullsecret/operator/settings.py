@@ -45,6 +45,7 @@ RESULT_VARIABLES = frozenset(
         "ADAPTER_NAME",
         "ALLOWED_MANAGEMENT_CLUSTERS",
         "DELETION_POLICY",
+        "DEPLOYMENT_ID",  # the label that says which deployment owns a secret
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE",
         "EXTERNAL_SECRETS_REFRESH_INTERVAL",  # what the status tells the cluster's owner
         "FIELD_MANAGER",

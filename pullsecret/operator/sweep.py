@@ -12,8 +12,10 @@ The sweep (pullsecret.operator.fleet) removes a secret only when all of these ho
   S4. Projects go through the function's own rules (`preconditions.secret_project`: SECRET_PROJECT_ID, else
       the cluster's project id when valid and among ALLOWED_SECRET_PROJECTS): a refused project is reported,
       never listed or touched.
-  S5. Only secrets carrying this deployment's label (DEPLOYMENT_ID, pullsecret.secretstore.labels) are ours to
-      remove: another deployment's secrets in a shared project are never our orphans.
+  S5. Only secrets carrying this deployment's label (`deployment` = DEPLOYMENT_ID, pullsecret.secretstore.labels)
+      are ours to remove: another deployment's secrets in a shared project are never our orphans. A secret of
+      ours written before the label existed is adopted by the next write that checks its owner (versions.py
+      `_adopt`); until then the sweep names it in a note and leaves it alone.
 """
 
 from __future__ import annotations

@@ -74,6 +74,7 @@ from pullsecret.model import names
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Backoff, Calls, unix_seconds, write_failure
+from pullsecret.secretstore.labels import adopt
 from pullsecret.secretstore.payload import checksum
 from pullsecret.secretstore.reads import Latest, VersionReads
 
@@ -282,7 +283,7 @@ class VersionWrites:
             writes += created
             owned = owned or bool(created)
         if not owned:
-            self._check_owner(name, project=project, secret_id=secret_id, deadline=deadline)
+            self._check_owner(name, project=project, secret_id=secret_id, deadline=deadline, labels=labels)
         added = self._add(name=name, project=project, secret_id=secret_id, data=data, base=base, deadline=deadline)
         writes += added.accepted
         result = StoreResult(
@@ -298,8 +299,11 @@ class VersionWrites:
             result = dataclasses.replace(result, verify=lambda: self._reads.verify(version_name, data, deadline))
         return result
 
-    def _check_owner(self, name: str, *, project: str, secret_id: str, deadline: Deadline) -> None:
-        """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only)."""
+    def _check_owner(
+        self, name: str, *, project: str, secret_id: str, deadline: Deadline, labels: dict[str, str]
+    ) -> None:
+        """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only); one of
+        ours without this deployment's `deployment` label is adopted (labels.adopt)."""
         what = f"get secret {secret_id}"
         try:
             current = self._calls.call(what, deadline, self._client.get_secret, name=name)
@@ -313,6 +317,8 @@ class VersionWrites:
                 "managed-by=hyperfleet; refusing to adopt or overwrite it",
                 service=SERVICE,
             )
+        if "deployment" in labels and "deployment" not in current.labels:
+            adopt(self._calls, current, labels, deadline)
 
     def _create(self, *, project: str, secret_id: str, labels: dict[str, str], deadline: Deadline) -> int:
         """CreateSecret; returns the writes accepted (0 when it exists: without versions, or created concurrently)."""

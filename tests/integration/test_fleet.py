@@ -188,6 +188,13 @@ def test_fleet_keeps_to_the_functions_project_rules_and_prints_hostile_ids_escap
         f"/secretmanager/projects/{victim}/secrets/{theirs}",
         {"labels": {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": "cls-theirs"}, "versions": []},
     )
+    # In the shared, allowed project: another deployment's secret of a cluster our API does not know, and one of
+    # ours from before the deployment label (a gone cluster's): neither is removed.
+    other = secret_id("cls-other-deployment")
+    legacy = secret_id("cls-fleet-legacy")
+    for name, extra in ((other, {"deployment": "d-other"}), (legacy, {})):
+        labels = {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": name[len("hyperfleet-") : -12]}
+        admin.call("PUT", f"/secretmanager/projects/{PROJECT_ID}/secrets/{name}", {"labels": {**labels, **extra}})
     seed_ready_cluster(admin, LIVE)
     assert cli("reconcile", LIVE).returncode == 0
     seed_ready_cluster(admin, "cls-fleet-tenant", project=victim)
@@ -200,6 +207,9 @@ def test_fleet_keeps_to_the_functions_project_rules_and_prints_hostile_ids_escap
     assert "cls-fleet-tenant: its project is refused, not listed or touched: ForbiddenSecretProject" in out, out
     assert theirs not in out
     assert world.secretmanager.secret(victim, theirs) is not None
+    assert other not in out and world.secretmanager.secret(PROJECT_ID, other) is not None
+    assert f"{legacy} (cluster cls-fleet-legacy) carries no deployment label yet: left alone" in out, out
+    assert world.secretmanager.secret(PROJECT_ID, legacy) is not None
     assert has_secret(world, LIVE) and kube(world, LIVE) is not None
     calls = admin.calls()["secretmanager"]
     assert calls.get("DeleteSecret", 0) == 0, calls

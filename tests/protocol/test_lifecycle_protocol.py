@@ -48,6 +48,7 @@ SETTINGS = Settings(
     secret_project_id=PROJECT,
     management_cluster="projects/hf-project/locations/us-central1/clusters/mgmt-1",
     registry_verification="off",
+    deployment_id="d-test",
 )
 
 

@@ -51,7 +51,9 @@ def _provisioned(world: Lifecycle, cluster_id: str) -> None:
     world.service.minted += 1
     world.service.held[cluster_id] = world.service.minted
     content = document(world.service.minted).canonical
-    labels = secret_labels(adapter="pullsecret", cluster_id=cluster_id, cluster_name=cluster_id)
+    labels = secret_labels(
+        adapter="pullsecret", cluster_id=cluster_id, cluster_name=cluster_id, deployment=SETTINGS.deployment_id
+    )
     world.sm.secrets[_secret(cluster_id)] = Secret(labels=labels, versions=[Version(1, content)])
     world.kube.secrets[_kube(cluster_id)] = (1, content)
     body = status.provisioned(1, changed=True, data={}, delivery="direct", source="service", refresh="5m")
