@@ -6,6 +6,7 @@ instead of on the first event.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -45,6 +46,8 @@ class Settings:
     # A header sent as `true` on every API call: the API's tenant middleware's system header (tenancy on, no gateway).
     hyperfleet_system_header: str | None = None
     adapter_name: str = "pullsecret"
+    # DEPLOYMENT_ID: the `deployment` label on our Secret Manager secrets; `fleet` removes only its own deployment's.
+    deployment_id: str = ""
     precondition_adapters: tuple[str, ...] = ("validation", "dns", "placement")
     placement_adapter: str = "placement"
     pull_secret_source: str | None = None
@@ -277,6 +280,19 @@ def _publish_rate(env: Mapping[str, str]) -> float | None:
     return envvars.number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
 
 
+_DEPLOYMENT_RE = re.compile(r"^[a-z0-9_-]{1,63}$")
+
+
+def _deployment_id(env: Mapping[str, str], api_url: str) -> str:
+    """DEPLOYMENT_ID (a label value), else one derived from what stays the same for a deployment: its HyperFleet API
+    URL and ADAPTER_NAME (`d-` and 12 hex digits of their SHA-256)."""
+    given = envvars.matching(env, "DEPLOYMENT_ID", _DEPLOYMENT_RE, "a label value ([a-z0-9_-], 63 at most)")
+    if given:
+        return given
+    adapter = envvars.get(env, "ADAPTER_NAME") or "pullsecret"
+    return "d-" + hashlib.sha256(f"{api_url}|{adapter}".encode()).hexdigest()[:12]
+
+
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate settings; raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
@@ -297,6 +313,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         hyperfleet_timeout_s=envvars.number(env, "HYPERFLEET_TIMEOUT", 6.0, minimum=0.1, maximum=6.0),  # retry budget
         hyperfleet_system_header=envvars.header_name(env, "HYPERFLEET_SYSTEM_HEADER"),
         adapter_name=envvars.matching(env, "ADAPTER_NAME", ADAPTER_RE, f"like {ADAPTER_RE.pattern}") or "pullsecret",
+        deployment_id=_deployment_id(env, api_url),
         precondition_adapters=_adapter_names(env),
         placement_adapter=envvars.get(env, "PLACEMENT_ADAPTER") or "placement",
         # The pull secret: the platform's source and how it merges with the cluster's own.

@@ -7,15 +7,39 @@ A failed revocation is transient (no Finalized=True until the source confirmed).
 
 Idempotent: what is already gone counts as done, so a repeat reports Finalized=True again. Objects that are not
 ours (neither hyperfleet.io/managed-by nor managed-by=hyperfleet) are left in place and named in `data`.
+
+Invariants of the lifecycle (a deletion against provisioning, rotation and repair events on any number of
+instances; tests/protocol/test_lifecycle_protocol.py checks them over every interleaving of up to three actors,
+tests/reliability/test_revocation_race.py across two function processes):
+
+  L1. An event that wrote anything (the source's POST, a Secret Manager version or secret, the delivery's write)
+      reads the cluster again after its last write and before it answers (`Reconciler._undo_if_left`). Gone
+      or deleted: it runs this finalizer itself over where it wrote (`left_behind`), and answers with the
+      Finalized report (deleted) or `gone`. Still live: the deletion comes after that read, so the deletion's
+      own finalizer runs after every write of this event and removes them.
+  L2. An event that fails after its writes may have begun (transient or terminal, the source's POST included)
+      does the same check before the failure goes on: a deleted cluster's leftovers are not left to a retry.
+  L3. An event for a cluster the API no longer knows (404 NTF-001) revokes its credentials at their source
+      (idempotent DELETE; none for the shared platform secret): a POST that landed after everything else is
+      revoked by the next event that finds the cluster gone.
+  L4. A3 of pullsecret/secretstore/versions.py counts a cluster gone as a failed write (ClusterGone): nothing
+      reports a version applied for a cluster that no longer exists.
+  Hence after quiescence, once Finalized=True is stored and the cluster is gone, no credential remains at the
+  service, no enabled version (DELETION_POLICY DELETE or DISABLE), no Kubernetes Secret and no accessor binding.
+  Beyond a client's reach: a write whose answer was lost and that the service applies after its sender gave up
+  (no fence exists at the service); L3 revokes it at the next event for the gone cluster, and `fleet --fix`
+  (which revokes for every gone cluster it finds) sweeps what no event will come for.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivery, Leaving
 from pullsecret.errors import OwnershipConflict
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
 from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
@@ -68,6 +92,77 @@ def finalize(
         + (f"; its own credentials revoked at their source ({revoked['revoked']})" if "revoked" in revoked else "")
     )
     return message, data
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What an event's own undo did (L1/L2): its sentence, and the Finalized report (None: the cluster is gone)."""
+
+    message: str
+    report: status.Report | None
+
+
+@dataclass(frozen=True)
+class Finalizer:
+    """The deletion with one process's collaborators (the reconcile holds one): a deletion event's, an event's
+    own undo (L1/L2) and a gone cluster's revocation (L3)."""
+
+    settings: Settings
+    store: SecretStore
+    delivery: Delivery
+    source: Source
+
+    def run(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> tuple[str, dict[str, Any]]:
+        return finalize(
+            cluster_id,
+            deleting,
+            settings=self.settings,
+            store=self.store,
+            delivery=self.delivery,
+            source=self.source,
+            deadline=deadline,
+        )
+
+    def undo_if_left(
+        self, hyperfleet: HyperFleetClient, cluster_id: str, act: preconditions.Act, deadline: Deadline
+    ) -> Undone | None:
+        """L1/L2: the cluster read again after a provisioning's writes; gone or deleted, the finalizer runs where
+        the provisioning wrote. None: the cluster is live."""
+        with log.step("hyperfleet.get_cluster", why="after writing"):
+            cluster = hyperfleet.get_cluster(cluster_id)
+        deleting = left_behind(act, cluster)
+        if deleting is None:
+            return None
+        log.warning(
+            "the cluster was deleted while this event wrote; removing what it wrote (the finalizer)",
+            operation="finalize",
+            generation=deleting.generation,
+        )
+        message, data = self.run(cluster_id, deleting, deadline)
+        if cluster is None:
+            return Undone(f"the cluster was deleted while this event wrote; {message}", None)
+        return Undone(message, finalized_report(deleting, message, data))
+
+    def gone(self, cluster_id: str, deadline: Deadline) -> str:
+        """L3: a cluster the API no longer knows: its own credentials revoked at their source (idempotent; no
+        call for the shared platform secret). The sentence for the event's final log line."""
+        revoked = self.source.revoke(cluster_id, deadline)
+        held = f"; its credentials at their source: {revoked['revoked']}" if "revoked" in revoked else ""
+        log.info(f"cluster {cluster_id} no longer exists{held}", operation="hyperfleet.get_cluster")
+        return f"the cluster no longer exists{held}"
+
+
+def left_behind(act: preconditions.Act, cluster: dict[str, Any] | None) -> preconditions.Deleting | None:
+    """L1/L2: the deletion to run over where a provisioning wrote (`act`), when the cluster read again after its
+    writes (`cluster`) is gone (None) or deleted; None while it is live."""
+    if cluster is not None and not cluster.get("deleted_time"):
+        return None
+    generation = (cluster or {}).get("generation")
+    return preconditions.Deleting(
+        generation=generation if isinstance(generation, int) and generation >= act.generation else act.generation,
+        project_id=act.project_id,
+        placement=act.placement,
+    )
 
 
 def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_id: str, deadline: Deadline) -> str:

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 from pullsecret import merge, provision, secretstore
 from pullsecret.config import Settings
 from pullsecret.delivery.base import Delivered, Delivery, Desired, Probed
-from pullsecret.errors import TerminalError, TransientError
-from pullsecret.finalize import finalize, finalized_report
+from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.finalize import Finalizer, finalized_report
 from pullsecret.hyperfleet.answers import UnparseableCluster
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import bind, log
@@ -68,6 +68,7 @@ class _Reads:
     latest: secretstore.Latest
     probed: Probed
     source_data: dict[str, Any]
+    source_wrote: bool = False  # the source created something for this event (the service's POST)
 
 
 class Reconciler:
@@ -93,6 +94,7 @@ class Reconciler:
         self.registries = registries
         self.pool = pool
         self.created_by = created_by  # the Secret's hyperfleet.io/created-by: the runtime identity
+        self.finalizer = Finalizer(settings, store, delivery, source)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run on the shared pool with this event's log context (labels, trace, redaction)."""
@@ -117,8 +119,7 @@ class Reconciler:
             raise
         if cluster is None:
             _settle([statuses_future], deadline)
-            log.info(f"cluster {cluster_id} no longer exists; nothing to do", operation="hyperfleet.get_cluster")
-            return Outcome("gone")
+            return Outcome("gone", detail=self.finalizer.gone(cluster_id, deadline))
         statuses = statuses_future.result()
         if isinstance(cluster.get("name"), str):
             bind(cluster_name=str(cluster["name"])[:63])
@@ -169,17 +170,16 @@ class Reconciler:
                 self.delivery.after_transient(decision.placement, exc)  # e.g. a cached client gone stale
             raise
 
+    def _undo_if_left(self, target: Target, act: preconditions.Act, deadline: Deadline) -> Outcome | None:
+        """L1/L2 of pullsecret.finalize; the Finalized report when the cluster is deleted (not gone)."""
+        undone = self.finalizer.undo_if_left(self.hyperfleet, target.cluster_id, act, deadline)
+        if undone is None or undone.report is None:
+            return None if undone is None else Outcome("gone", detail=undone.message)
+        return self._report(target.cluster_id, "finalized", undone.report)
+
     def _finalize(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> Outcome:
         """Deletion (pullsecret.finalize), then its Finalized report."""
-        message, data = finalize(
-            cluster_id,
-            deleting,
-            settings=self.settings,
-            store=self.store,
-            delivery=self.delivery,
-            source=self.source,
-            deadline=deadline,
-        )
+        message, data = self.finalizer.run(cluster_id, deleting, deadline)
         return self._report(cluster_id, "finalized", finalized_report(deleting, message, data))
 
     # -- steps ------------------------------------------------------------------------------
@@ -216,10 +216,22 @@ class Reconciler:
                 operation="preconditions",
             )
             own = None
+        try:
+            return self._write(target, act, own, deadline)
+        except AdapterError:
+            # L2: a failure after a write may have begun (the source's POST included) leaves nothing of a cluster
+            # deleted meanwhile; a live cluster's failure goes on as it was (redelivered or reported).
+            undone = self._undo_if_left(target, act, deadline)
+            if undone is None:
+                raise
+            return undone
+
+    def _write(self, target: Target, act: preconditions.Act, own: dict[str, Any] | None, deadline: Deadline) -> Outcome:
+        """Read, decide, store, apply; then (L1) the cluster read again when anything was written."""
         reads = self._read(target, act, deadline, first=provision.first_provisioning(own))
-        stale = self._decide(target, act, reads)
+        stale = _decide(target, act, reads)
         if stale is not None:
-            return self._report(cluster_id, "stale", stale)
+            return self._report(target.cluster_id, "stale", stale)
         stored = self._store(target, act, reads, own, deadline)
         data = provision.provisioned_data(target, reads.merged, stored)
         desired = provision.desired_secret(
@@ -236,6 +248,10 @@ class Reconciler:
             )
             data["repaired"] = "secret_manager_version"
         applied = self._apply(reads, desired, stored, deadline)
+        if stored.written or applied.written or reads.source_wrote:
+            undone = self._undo_if_left(target, act, deadline)
+            if undone is not None:
+                return undone
         return self._report_provisioned(
             target, act, reads=reads, stored=stored, applied=applied, recorded=recorded, data=data
         )
@@ -264,20 +280,7 @@ class Reconciler:
         except BaseException:
             _settle([f for f in (live_future, latest_future) if f is not None], deadline)
             raise
-        return _Reads(merged=merged, checks=checks, latest=latest, probed=probed, source_data=fetch.status_data())
-
-    def _decide(self, target: Target, act: preconditions.Act, reads: _Reads) -> status.Report | None:
-        """Step 2, decide: a stale report when the live Secret records a newer generation (write nothing
-        anywhere); raises RegistryRejected when enforce mode refuses a credential (terminal, nothing written)."""
-        if reads.probed.recorded_generation > act.generation:
-            return status.stale(
-                act.generation,
-                reads.probed.recorded_generation,
-                {"management_cluster": act.placement.management_cluster, "kubernetes_name": target.kube_name},
-            )
-        if reads.checks is not None and reads.checks.mode == "enforce":
-            reads.checks.result().enforce()
-        return None
+        return _Reads(merged, checks, latest, probed, fetch.status_data(), source_wrote=fetch.wrote)
 
     def _store(
         self,
@@ -298,6 +301,7 @@ class Reconciler:
                     adapter=self.settings.adapter_name,
                     cluster_id=target.cluster_id,
                     cluster_name=target.cluster_name,
+                    deployment=self.settings.deployment_id,
                 ),
                 deadline=deadline,
                 latest=reads.latest,
@@ -346,14 +350,9 @@ class Reconciler:
         if applied.stale:
             report = status.stale(act.generation, applied.recorded_generation, data)
             return self._report(target.cluster_id, "stale", provision.with_registries(report, reads.checks))
+        present = reads.probed.present
         provision.add_applied(
-            data,
-            self.settings,
-            self.store,
-            present=reads.probed.present,
-            stored=stored,
-            applied=applied,
-            recorded=recorded,
+            data, self.settings, self.store, present=present, stored=stored, applied=applied, recorded=recorded
         )
         changed = stored.written or applied.written
         return self._report(
@@ -369,6 +368,20 @@ class Reconciler:
                 reads.checks,
             ),
         )
+
+
+def _decide(target: Target, act: preconditions.Act, reads: _Reads) -> status.Report | None:
+    """Step 2, decide: a stale report when the live Secret records a newer generation (write nothing
+    anywhere); raises RegistryRejected when enforce mode refuses a credential (terminal, nothing written)."""
+    if reads.probed.recorded_generation > act.generation:
+        return status.stale(
+            act.generation,
+            reads.probed.recorded_generation,
+            {"management_cluster": act.placement.management_cluster, "kubernetes_name": target.kube_name},
+        )
+    if reads.checks is not None and reads.checks.mode == "enforce":
+        reads.checks.result().enforce()
+    return None
 
 
 def _terminal_report(generation: int, decision: preconditions.Decision | None, exc: TerminalError) -> status.Report:

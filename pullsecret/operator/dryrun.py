@@ -1,6 +1,7 @@
 """`reconcile --dry-run`: what one reconcile would write where, found by the reconcile's reads alone; writes nothing.
 
-It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, the newest Secret
+It reads as the reconcile does (the cluster and its statuses, the preconditions, the source, read only (credentials
+the Pull Secret Service does not hold yet are only asked for with a GET, and "would be minted"), the newest Secret
 Manager version, the delivery's probe) and then stops: no Secret Manager version, no Kubernetes or IAM write, no
 status report, no registry handshake. What it prints names the secret, the version it would add (or the one that
 already holds the content), what the delivery would do (`Probed.dry_run`: each mode says it), fingerprints
@@ -17,6 +18,7 @@ from pullsecret.model import dockerconfig, preconditions
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.reads import Latest
+from pullsecret.source.base import WouldCreate
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -75,8 +77,20 @@ def plan(app: Application, cluster_id: str) -> Plan:
             "finalize", ["the cluster is being deleted: the reconcile would finalize it (run it without --dry-run)"]
         )
     target = provision.target(settings, cluster_id, cluster, decision)
-    fetch = app.source.start(cluster_id, deadline)
-    merged, _own = merge.merged(fetch.pull_secret(decision, deadline), decision, settings)
+    own = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name)
+    # As the reconcile starts it (h41's first provisioning included); create=False keeps every path to a GET.
+    fetch = app.source.start(cluster_id, deadline, first=provision.first_provisioning(own))
+    try:
+        merged, _own = merge.merged(fetch.pull_secret(decision, deadline, create=False), decision, settings)
+    except WouldCreate as exc:
+        return Plan(
+            "would-write",
+            [
+                f"cluster {cluster_id} generation {generation}: {exc}; they would be minted, then stored in "
+                f"{target.secret_name} and delivered",
+                "status: would report applied",
+            ],
+        )
     latest = app.store.latest(target.secret_name, deadline)
     probed = app.delivery.probe(target.where, deadline)
     secret = merged.secret

@@ -17,15 +17,20 @@ delivery shows (its `inspect`), and what disagrees. Then what outlived its clust
 
 `--fix` removes only what the ownership rules say is ours, in the finalizer's order (delivery first, then the
 secret that made it findable), and prints each removal: a deleted cluster gets its own reconcile (the finalizer,
-which reports Finalized); a gone cluster gets the delivery's cleanup and the secret's deletion (DELETE: nobody
-is left to read it); a stale accessor member is removed by granting the cluster's own namespace, which drops
-every other member of ours. Every step is idempotent, so an interrupted run is safe to run again. Reads are
+which reports Finalized); a gone cluster gets the delivery's cleanup, the secret's deletion (DELETE: nobody
+is left to read it) and the revocation of its own credentials at their source (the Pull Secret Service); a stale
+accessor member is removed by granting the cluster's own namespace, which drops every other member of ours.
+What the sweep may remove at all (keyset paging, HyperFleet asked again about each cluster right before, the
+function's project rules, this deployment's label) is pullsecret.operator.sweep's S1-S5. A project that cannot be
+listed is a note, never an abort; every line printed has its non-printable characters escaped.
+Every step is idempotent, so an interrupted run is safe to run again. Reads are
 sequential (one call at a time against each quota); Secret Manager deletions go through the store's write pacer
 (pullsecret.secretstore.pacing).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,7 +40,8 @@ from pullsecret.delivery.external_secrets.mode import ExternalSecretsDelivery
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name
-from pullsecret.operator import convergence
+from pullsecret.operator import convergence, sweep
+from pullsecret.operator.doctor import printable
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
 from pullsecret.secretstore.labels import sm_label_value
@@ -73,6 +79,7 @@ class Orphan:
 
 @dataclass
 class View:
+    started: int = field(default_factory=lambda: int(time.time()))  # S3: unix seconds the sweep began
     rows: list[Row] = field(default_factory=list)
     orphans: list[Orphan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -80,14 +87,8 @@ class View:
 
 
 def clusters(app: Application, *, page_size: int = PAGE_SIZE) -> Iterator[dict[str, Any]]:
-    """Every cluster the API knows, in id order, page by page."""
-    page = 1
-    while True:
-        items, total = app.hyperfleet.list_clusters(page=page, size=page_size, order="id asc")
-        yield from items
-        if not items or page * page_size >= total:
-            return
-        page += 1
+    """Every cluster the API knows, in id order, paged by key (S1 of pullsecret.operator.sweep)."""
+    return sweep.clusters(app, page_size=page_size)
 
 
 def _deadline(app: Application) -> Deadline:
@@ -136,8 +137,10 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
     row = Row(cluster_id, generation, f"Available={ours.available} g{ours.observed}" if raw else "none", "-", "-", "-")
     if cluster.get("deleted_time"):
         row.status += ", deleted" + (" (finalized)" if ours.finalized else ", not finalized")
-    project = settings.secret_project_id or preconditions.project_id_of(cluster)
+    project, refused = sweep.project_of(app, cluster)
     secret_id, kube_name = _names(app, cluster_id)
+    if refused is not None:
+        row.disagrees.append(f"project refused ({refused[:80]}): not read")
     newest = _stored(app, row, project, secret_id)
     if newest is not None:
         row.holds = f"g{ours.observed}" if ours.sm_version == newest["name"] else "?"
@@ -158,7 +161,7 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
 def _stored(app: Application, row: Row, project: str | None, secret_id: str) -> dict[str, Any] | None:
     """The newest Secret Manager version (metadata), or None; sets the row's column."""
     if project is None:
-        row.stored = "no GCP project"
+        row.stored = "no GCP project" if not row.disagrees else "project refused"
         return None
     try:
         described = app.store.describe(project=project, secret_id=secret_id, deadline=_deadline(app))
@@ -235,11 +238,17 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
         placement = preconditions.Placement(settings.management_cluster, namespace)
 
     def fix() -> str:
-        # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it).
+        now = sweep.verdict(app, cluster_id)  # S2: asked again right before anything is removed
+        if now not in (sweep.GONE, sweep.FINALIZED):
+            return f"left {listed.name} alone: cluster {cluster_id} is {now} now"
+        # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it),
+        # then the cluster's own credentials at their source.
         data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app)).data
         done = app.store.delete_secret(project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app))
+        revoked = app.source.revoke(cluster_id, _deadline(app)).get("revoked")
         return (
             f"removed {listed.name} ({done}); delivery: {data.get('access_cleanup') or data.get('kubernetes_cleanup')}"
+            + (f"; credentials at the service: {revoked}" if revoked else "")
         )
 
     return fix
@@ -252,9 +261,10 @@ def orphans_of(
     try:
         _orphans_of(app, project, known, view, page_size)
     except AdapterError as exc:
-        if exc.reason != "PermissionDenied":
-            raise
         view.unlisted.append(project)
+        if exc.reason != "PermissionDenied":
+            view.notes.append(f"secrets of gone clusters not looked for in project {project}: {exc.message[:200]}")
+            return
         view.notes.append(
             f"secrets of gone clusters not looked for in project {project}: these credentials may not list its "
             "secrets (secretmanager.secrets.list is granted on the project, and the runtime identity's grants are "
@@ -273,18 +283,34 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
         # Ours only when the labels say so AND the name is the one the template gives that cluster id.
         if not labelled or _names(app, labelled)[0] != secret_id or sm_label_value(labelled) != labelled:
             continue
+        if listed.created is not None and listed.created >= view.started:
+            continue  # S3: younger than the sweep
+        marked = listed.labels.get("deployment")
+        if marked != settings.deployment_id:  # S5: another deployment's, or not marked by any yet
+            if marked is None:
+                view.notes.append(
+                    f"{listed.name} (cluster {labelled}) carries no deployment label yet: left alone (this "
+                    f"deployment's next write to it adds deployment={settings.deployment_id}); if its cluster is gone, "
+                    "check that no other deployment uses it before removing it by hand"
+                )
+            continue
         cluster = known.get(labelled)
-        if cluster is None:
+        now = sweep.verdict(app, labelled) if cluster is None or cluster.get("deleted_time") else sweep.LIVE
+        if now == sweep.LIVE:
+            continue  # S2: created (or listed late) while the sweep ran, or live
+        if now in (sweep.GONE, sweep.FINALIZED):
             view.orphans.append(
                 Orphan(
                     "secret-gone",
                     listed.name,
-                    f"cluster {labelled} is gone from the HyperFleet API",
+                    f"cluster {labelled} is gone from the HyperFleet API"
+                    if now == sweep.GONE
+                    else f"cluster {labelled} is deleted and finalized",
                     _gone_fix(app, listed, labelled, project),
                 )
             )
             _left_behind(app, labelled, view)
-        elif cluster.get("deleted_time") and not cluster.get("_finalized"):
+        else:
 
             def finalize(cluster_id: str = labelled) -> str:
                 outcome = app.reconciler.run(cluster_id, _deadline(app))
@@ -329,11 +355,12 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
     for cluster in clusters(app, page_size=page_size):
         cluster_id = str(cluster.get("id"))
         row = row_of(app, cluster, view)
-        cluster["_finalized"] = "(finalized)" in row.status
         known[cluster_id] = cluster
         view.rows.append(row)
-        project = preconditions.project_id_of(cluster)
-        if project and not app.settings.secret_project_id:
+        project, refused = sweep.project_of(app, cluster)
+        if refused is not None:
+            view.notes.append(f"cluster {cluster_id}: its project is refused, not listed or touched: {refused}")
+        elif project:
             projects.add(project)
     for project in sorted(projects):
         orphans_of(app, project, known, view, page_size=page_size)
@@ -369,7 +396,7 @@ def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callab
     """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed."""
     view = build(app, page_size=page_size)
     for line in render(view, app):
-        out(line)
+        out(printable(line))
     fixable = [o for o in view.orphans if o.fix is not None]
     if not fix:
         if fixable:
@@ -379,9 +406,9 @@ def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callab
     for orphan in fixable:
         assert orphan.fix is not None
         try:
-            out(f"fixed: {orphan.fix()}")
+            out(printable(f"fixed: {orphan.fix()}"))
         except AdapterError as exc:
             failed += 1
-            out(f"not fixed: {orphan.what}: {exc.message}")
+            out(printable(f"not fixed: {orphan.what}: {exc.message}"))
     out(f"--fix: {len(fixable) - failed} fixed, {failed} failed; run again to check (it is safe to rerun)")
     return 1 if failed else 0

@@ -48,6 +48,7 @@ RESULT_VARIABLES = frozenset(
         "ALLOWED_MANAGEMENT_CLUSTERS",
         "ALLOWED_SECRET_PROJECTS",  # which projects a spec may send a secret to (pullsecret/secret_projects.py)
         "DELETION_POLICY",
+        "DEPLOYMENT_ID",  # the label that says which deployment owns a secret
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE",
         "EXTERNAL_SECRETS_REFRESH_INTERVAL",  # what the status tells the cluster's owner
         "FIELD_MANAGER",

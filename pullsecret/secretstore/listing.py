@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pullsecret.errors import mapped_pages
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore.calls import SERVICE, Calls
+from pullsecret.secretstore.calls import SERVICE, Calls, unix_seconds
 from pullsecret.secretstore.labels import sm_label_value
 
 PAGE_SIZE = 100  # ListSecrets pages; each page is one call against the project's read quota
@@ -17,6 +17,7 @@ PAGE_SIZE = 100  # ListSecrets pages; each page is one call against the project'
 class Listed:
     name: str  # projects/P/secrets/ID
     labels: dict[str, str]
+    created: int | None = None  # unix seconds of its creation, when the listing says
 
 
 def label_filter(adapter: str) -> str:
@@ -36,4 +37,4 @@ def ours(
         request={"parent": f"projects/{project}", "filter": label_filter(adapter), "page_size": page_size},
     )
     for secret in mapped_pages(pager, service=SERVICE, what=what):
-        yield Listed(name=str(secret.name), labels=dict(secret.labels))
+        yield Listed(name=str(secret.name), labels=dict(secret.labels), created=unix_seconds(secret.create_time))

@@ -21,7 +21,8 @@ interleaving (within bounds) of two and three deliveries, lost and late answers 
   A3. A delivery reports a version as applied only after the cluster was read again after that version
       landed and still had the delivery's generation (`_check_generation`, handed to the caller as
       `StoreResult.confirm`: it runs it beside the Kubernetes apply and the read-back, and reports only after
-      all three succeeded). A delivery that finds the cluster moved on fails transiently (NewerGeneration):
+      all three succeeded). A delivery that finds the cluster moved on fails transiently (NewerGeneration; a
+      cluster gone, ClusterGone: L4 of pullsecret.finalize):
       its redelivery reads the cluster afresh and writes the newest generation's content on top. No delivery
       "restores" another's content: it cannot know which generation a version below it holds.
   A4. Single flight shares a write only between deliveries of the same secret, content AND generation in
@@ -73,6 +74,7 @@ from pullsecret.model import names
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.calls import SERVICE, Backoff, Calls, unix_seconds, write_failure
+from pullsecret.secretstore.labels import adopt
 from pullsecret.secretstore.payload import checksum
 from pullsecret.secretstore.reads import Latest, VersionReads
 
@@ -109,6 +111,12 @@ class NewerGeneration(TransientError):
     """The cluster moved past the writer's generation after its version landed (A3): redeliver, read again."""
 
     default_reason = "NewerGeneration"
+
+
+class ClusterGone(TransientError):
+    """The cluster was gone when read after the version landed (A3, L4 of pullsecret.finalize): not applied."""
+
+    default_reason = "ClusterGone"
 
 
 class Flight:
@@ -275,7 +283,7 @@ class VersionWrites:
             writes += created
             owned = owned or bool(created)
         if not owned:
-            self._check_owner(name, project=project, secret_id=secret_id, deadline=deadline)
+            self._check_owner(name, project=project, secret_id=secret_id, deadline=deadline, labels=labels)
         added = self._add(name=name, project=project, secret_id=secret_id, data=data, base=base, deadline=deadline)
         writes += added.accepted
         result = StoreResult(
@@ -291,8 +299,11 @@ class VersionWrites:
             result = dataclasses.replace(result, verify=lambda: self._reads.verify(version_name, data, deadline))
         return result
 
-    def _check_owner(self, name: str, *, project: str, secret_id: str, deadline: Deadline) -> None:
-        """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only)."""
+    def _check_owner(
+        self, name: str, *, project: str, secret_id: str, deadline: Deadline, labels: dict[str, str]
+    ) -> None:
+        """Refuse to write to an existing secret that is not ours (GetSecret: read quota, first write only); one of
+        ours without this deployment's `deployment` label is adopted (labels.adopt)."""
         what = f"get secret {secret_id}"
         try:
             current = self._calls.call(what, deadline, self._client.get_secret, name=name)
@@ -306,6 +317,8 @@ class VersionWrites:
                 "managed-by=hyperfleet; refusing to adopt or overwrite it",
                 service=SERVICE,
             )
+        if "deployment" in labels and "deployment" not in current.labels:
+            adopt(self._calls, current, labels, deadline)
 
     def _create(self, *, project: str, secret_id: str, labels: dict[str, str], deadline: Deadline) -> int:
         """CreateSecret; returns the writes accepted (0 when it exists: without versions, or created concurrently)."""
@@ -422,7 +435,13 @@ class VersionWrites:
 def _check_generation(version_name: str, generation: int, current_generation: Callable[[], int | None]) -> None:
     """A3: after our version landed, the cluster must still be at our generation; raises NewerGeneration."""
     current = current_generation()
-    if current is not None and current > generation:
+    if current is None:
+        raise ClusterGone(
+            f"the cluster was gone when read after version {names.version_id(version_name)} landed; "
+            "not applied (its writes are removed before the event answers)",
+            service=SERVICE,
+        )
+    if current > generation:
         raise NewerGeneration(
             f"generation {current} of the cluster appeared while generation {generation} wrote version "
             f"{names.version_id(version_name)}; the redelivery writes the newest generation on top",

@@ -8,10 +8,14 @@ order, and knows nothing else of it:
   needed to start; a source that must ask a service may start its call here (on the shared pool) and answer
   `ready=False`. `first` says our status records no stored version (pullsecret.provision.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
-- `Fetch.pull_secret(act, deadline)`: the source's pull secret for the cluster (None: it has none), its strings
-  registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
-  with the cluster's own `spec.pullSecret`;
+- `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
+  its strings registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
+  with the cluster's own `spec.pullSecret`; `create=False` (`reconcile --dry-run`) reads only, and raises
+  `WouldCreate` where the reconcile would create something at the source (nothing started with `first` creates
+  either: a dry run never asks for the first provisioning's generate-or-retrieve);
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
+- `Fetch.wrote`: whether `pull_secret` created something at the source (then the reconcile reads the cluster
+  again before answering, L1 of pullsecret.finalize);
 - `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):
   the status `data` of what it removed (nothing for a shared platform secret);
 - `doctor_checks()`: what the preflight checks for this source, writing nothing.
@@ -42,9 +46,18 @@ class Fetch(Protocol):
     def ready(self) -> bool:
         """True when `pull_secret` makes no call."""
 
-    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret | None: ...
+    @property
+    def wrote(self) -> bool:
+        """True when `pull_secret` created something at the source (L1 of pullsecret.finalize)."""
+
+    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
+        """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
 
     def status_data(self) -> dict[str, Any]: ...
+
+
+class WouldCreate(Exception):
+    """A dry run's read found nothing at the source, which the reconcile would create (the service's POST)."""
 
 
 class Source(Protocol):

@@ -78,3 +78,28 @@ def test_dry_run_says_what_would_be_written_and_writes_nothing(
     assert "would update Secret" in changed.stdout and "N3w-Rotated" not in changed.stdout
     assert writes(admin.calls()) == {}
     assert len(world.secretmanager.secret("hf-demo-project", f"hyperfleet-{CID}-pull-secret")["versions"]) == 1
+
+
+def test_a_dry_run_in_service_mode_only_reads_at_the_service_and_says_the_credentials_would_be_minted(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    seed_ready_cluster(admin, CID)
+    env = {k: v for k, v in function_env.items() if k != "PULL_SECRET_SOURCE"}
+    env.update(
+        {
+            "PULL_SECRET_SERVICE_URL": world.pullsecretservice.url,
+            "PULL_SECRET_SERVICE_AUTH": "token-file",
+            "PULL_SECRET_SERVICE_TOKEN_FILE": world.service_token_file,
+        }
+    )
+    admin.call("DELETE", "/calls")
+    shown = cli("reconcile", CID, "--dry-run", env=env)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "would be minted" in shown.stdout, shown.stdout
+    assert shown.stdout.rstrip().endswith(
+        "nothing was written (no Secret Manager version, no Kubernetes or IAM change, no status)"
+    )
+    calls = admin.calls()
+    assert calls.get("pullsecretservice") == {"get": 1}, calls.get("pullsecretservice")
+    assert admin.get("/pullsecretservice/state")["clusters"] == {}  # nothing minted
+    assert writes(calls) == {}, calls

@@ -169,3 +169,47 @@ def test_fleet_pages_and_a_fix_cut_short_is_finished_by_a_rerun(
     assert rerun.returncode == 0 and rerun.stdout.count("fixed: removed") == 1, rerun.stdout
     assert not any(has_secret(world, c) or kube(world, c) is not None for c in gone)
     assert has_secret(world, LIVE) and kube(world, LIVE) is not None
+
+
+def test_fleet_keeps_to_the_functions_project_rules_and_prints_hostile_ids_escaped(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    """A tenant's cluster naming a project outside ALLOWED_SECRET_PROJECTS (where another deployment keeps its live
+    secrets, labelled as ours) is reported, never listed or touched; a project id with terminal escapes is printed
+    escaped and does not abort the view of everyone else."""
+    victim = "victim-customer-1"
+    grant_listing(world)
+    world.secretmanager.bind(
+        RUNTIME_SA, "roles/secretmanager.admin", f"projects/{victim}", permissions={"secretmanager.secrets.list"}
+    )
+    theirs = secret_id("cls-theirs")
+    admin.call(
+        "PUT",
+        f"/secretmanager/projects/{victim}/secrets/{theirs}",
+        {"labels": {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": "cls-theirs"}, "versions": []},
+    )
+    # In the shared, allowed project: another deployment's secret of a cluster our API does not know, and one of
+    # ours from before the deployment label (a gone cluster's): neither is removed.
+    other = secret_id("cls-other-deployment")
+    legacy = secret_id("cls-fleet-legacy")
+    for name, extra in ((other, {"deployment": "d-other"}), (legacy, {})):
+        labels = {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": name[len("hyperfleet-") : -12]}
+        admin.call("PUT", f"/secretmanager/projects/{PROJECT_ID}/secrets/{name}", {"labels": {**labels, **extra}})
+    seed_ready_cluster(admin, LIVE)
+    assert cli("reconcile", LIVE).returncode == 0
+    seed_ready_cluster(admin, "cls-fleet-tenant", project=victim)
+    seed_ready_cluster(admin, "cls-fleet-escape", project="bad\x1b[31mred")
+
+    fixed = cli("fleet", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    out = fixed.stdout
+    assert "\x1b" not in out and "\\x1b[31mred" in out, out
+    assert "cls-fleet-tenant: its project is refused, not listed or touched: ForbiddenSecretProject" in out, out
+    assert theirs not in out
+    assert world.secretmanager.secret(victim, theirs) is not None
+    assert other not in out and world.secretmanager.secret(PROJECT_ID, other) is not None
+    assert f"{legacy} (cluster cls-fleet-legacy) carries no deployment label yet: left alone" in out, out
+    assert world.secretmanager.secret(PROJECT_ID, legacy) is not None
+    assert has_secret(world, LIVE) and kube(world, LIVE) is not None
+    calls = admin.calls()["secretmanager"]
+    assert calls.get("DeleteSecret", 0) == 0, calls

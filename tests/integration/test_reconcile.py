@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from typing import Any
 
@@ -79,7 +80,9 @@ def test_first_provisioning_writes_one_version_and_the_kubernetes_secret(
     assert payload["auths"]["quay.io"]["auth"] == PLATFORM_AUTH
     assert stored[0]["created_by"] == world.metadata.service_account  # written as the runtime identity
     secret = world.secretmanager.secret(PROJECT, SECRET_ID)
-    assert secret["labels"] == {
+    labels = dict(secret["labels"])
+    assert re.fullmatch(r"d-[0-9a-f]{12}", labels.pop("deployment"))  # DEPLOYMENT_ID, derived (README)
+    assert labels == {
         "managed-by": "hyperfleet",
         "adapter": "pullsecret",
         "cluster-id": CID,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import time
 from collections.abc import Iterator
 from contextlib import redirect_stdout
 from typing import Any
@@ -340,3 +341,42 @@ def test_a_refused_token_is_transient_and_writes_nothing(
     assert deliver(adapter) == "transient"
     assert world.secretmanager.secret(PROJECT, SECRET_ID) is None
     assert [r for r in admin.reports() if r.get("cluster_id") == CID] == []  # our identity, not the cluster's fault
+
+
+def test_the_doctor_fails_a_service_url_that_reaches_no_route_and_names_the_fix(
+    make_adapter: Any, admin: Admin, world: Any, restored_log: None
+) -> None:
+    """A 404 without HYPERFLEET-NTF-001 (here the service's own NTF-000, no endpoint) is a wrong URL, not "fine"."""
+    make_adapter({**service_env(world, "token-file"), "PULL_SECRET_SERVICE_URL": world.pullsecretservice.url + "/v1"})
+    code, lines = doctor_lines()
+    assert code == 1
+    line = lines["pull-secret-service"]
+    assert line.startswith("FAIL") and "EndpointNotFound" in line and "HYPERFLEET-NTF-000" in line, line
+    out = io.StringIO()
+    with redirect_stdout(out):
+        cli.main(["doctor"])
+    assert "set it to the service's base URL" in out.getvalue()
+
+
+def test_a_retry_after_of_a_minute_is_capped_and_the_event_ends_within_its_deadline(
+    make_adapter: Any, admin: Admin, world: Any
+) -> None:
+    """The service's 429 asks for 60 s (DDR §3.5); the wait is capped as the HyperFleet client's (budget.py)."""
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "token-file"))
+    admin.fault(service="pullsecretservice", method="get", code="429", count=1)
+    started = time.monotonic()
+    assert deliver(adapter) == "applied"
+    assert time.monotonic() - started < 8.0  # RETRY_DEADLINE in function_env; main waited the full minute
+
+
+def test_a_trickled_answer_is_cut_off_at_the_events_deadline(make_adapter: Any, admin: Admin, world: Any) -> None:
+    """The body one byte every half second: no socket read times out, the event's deadline still ends the call."""
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "token-file"))
+    assert deliver(adapter) == "applied"
+    admin.fault(service="pullsecretservice", method="get", code="drip", count=1)  # the held credentials' answer
+    started = time.monotonic()
+    assert deliver(adapter) == "transient"
+    assert time.monotonic() - started < 8.0 + 2.0  # RETRY_DEADLINE, and one half-second gap of the trickle
+    assert len(world.secretmanager.versions(PROJECT, SECRET_ID)) == 1  # nothing written on a cut-off read

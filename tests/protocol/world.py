@@ -163,6 +163,37 @@ class FakeSecretManager:
 
         return self._write(f"destroy {name.rsplit('/', 1)[-1]}", apply)
 
+    def delete_secret(self, *, request: Any, **_: Any) -> Any:
+        self.run.point("delete secret")
+
+        def apply() -> Any:
+            current = self._secret(request.name)
+            if request.etag and request.etag != str(current.etag):
+                raise gexc.FailedPrecondition(f"The etag provided [{request.etag}] does not match the current etag.")
+            del self.secrets[request.name]
+
+        return self._write("delete secret", apply)
+
+    def list_secrets(self, *, request: dict[str, Any], **_: Any) -> Any:
+        """ListSecrets with the label filter listing.label_filter builds (`labels.K=V AND ...`), one page."""
+        self.run.point("list secrets")
+        wanted = dict(term.removeprefix("labels.").split("=", 1) for term in request["filter"].split(" AND "))
+        parent = request["parent"] + "/secrets/"
+        return [
+            pytypes.SimpleNamespace(name=name, labels=dict(secret.labels), create_time=None)
+            for name, secret in sorted(self.secrets.items())
+            if name.startswith(parent) and all(secret.labels.get(k) == v for k, v in wanted.items())
+        ]
+
+    def list_secret_versions(self, *, parent: str, **_: Any) -> Any:
+        self.run.point("list versions")
+        return [
+            pytypes.SimpleNamespace(
+                name=f"{parent}/versions/{v.number}", state=pytypes.SimpleNamespace(name=v.state), create_time=None
+            )
+            for v in self._secret(parent).versions
+        ]
+
     # -- what the checks read (no scheduling point) ---------------------------------------------
     def newest(self, name: str) -> Version | None:
         secret = self.secrets.get(name)

@@ -33,7 +33,11 @@ class PlatformFetch:
     def ready(self) -> bool:
         return self.cached is not None
 
-    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
+    @property
+    def wrote(self) -> bool:
+        return False  # a shared secret: nothing is created for one cluster
+
+    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
         raw = self.cached
         if raw is None:
             with log.step("secretmanager.read_source"):

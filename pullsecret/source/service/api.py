@@ -35,16 +35,18 @@ from urllib.parse import quote, urlsplit
 
 import certifi
 import urllib3
-from urllib3.util.retry import Retry
 
 from pullsecret.bearer import ApiCredential
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.hyperfleet.client import outgoing_traceparent
 from pullsecret.logs import current as current_log_context
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.retrying import Deadline
+from pullsecret.source.service import tries
 
 SERVICE = "pullsecretservice"
 SHOWN = "Pull Secret Service"
@@ -105,38 +107,20 @@ class PullSecretServiceClient:
         self._base = base_url.rstrip("/")
         self.shown_url = shown_url(self._base)
         self._credential = credential
-        retry = Retry(
-            total=3,
-            connect=3,
-            read=1,
-            status=3,
-            backoff_factor=0.2,
-            backoff_max=2.0,
-            backoff_jitter=0.2,
-            status_forcelist=RETRY_STATUSES,
-            # POST is idempotent at the service (generate or retrieve), DELETE too (404 counts as done).
-            allowed_methods=frozenset({"GET", "POST", "DELETE"}),
-            respect_retry_after_header=True,
-            raise_on_status=False,
-        )
+        self._timeout_s = timeout_s
         tls = {"ca_certs": certifi.where()} if self._base.startswith("https:") else {}
-        self._pool = urllib3.connection_from_url(
-            self._base,
-            maxsize=pool_size,
-            retries=retry,
-            timeout=urllib3.Timeout(connect=min(3.05, timeout_s), read=timeout_s),
-            **tls,
-        )
+        # Tries are this client's own loop (`_exchange`): each bounded by what remains of the event's deadline.
+        self._pool = urllib3.connection_from_url(self._base, maxsize=pool_size, retries=False, **tls)
         self._path = urlsplit(self._base).path
 
     def __repr__(self) -> str:
         return f"PullSecretServiceClient({self.shown_url!r})"
 
     # -- the three calls ------------------------------------------------------------------------
-    def get(self, cluster_id: str) -> ServiceAnswer | None:
+    def get(self, cluster_id: str, deadline: Deadline | None = None) -> ServiceAnswer | None:
         """The cluster's pull secret, or None when the service holds none (404 NTF-001)."""
         what = f"get the pull secret of cluster {cluster_id}"
-        answer = self._request("GET", _path(cluster_id) + "?include_metadata=true", what=what)
+        answer = self._request("GET", _path(cluster_id) + "?include_metadata=true", what=what, deadline=deadline)
         if answer.status == 404 and _problem(answer).get("code") == NOT_FOUND:
             return None
         if answer.status == 404:
@@ -145,11 +129,13 @@ class PullSecretServiceClient:
             raise self._failure(answer, what)
         return self._parse(answer, cluster_id, what)
 
-    def generate(self, cluster_id: str, *, region: str, registries: tuple[str, ...]) -> ServiceAnswer:
+    def generate(
+        self, cluster_id: str, *, region: str, registries: tuple[str, ...], deadline: Deadline | None = None
+    ) -> ServiceAnswer:
         """Generate (or retrieve: the service is idempotent) the cluster's credentials."""
         what = f"generate the pull secret of cluster {cluster_id}"
         body = {"cluster_id": cluster_id, "cloud_provider": "gcp", "region": region, "registries": list(registries)}
-        answer = self._request("POST", _path(cluster_id), what=what, json_body=body)
+        answer = self._request("POST", _path(cluster_id), what=what, json_body=body, deadline=deadline)
         if answer.status not in (200, 201):
             raise self._failure(answer, what)
         return self._parse(answer, cluster_id, what)
@@ -172,28 +158,33 @@ class PullSecretServiceClient:
         created = _problem(answer)
         return {"rotation_id": _short(created.get("rotation_id")), "status": _short(created.get("status"))}
 
-    def delete(self, cluster_id: str) -> bool:
+    def delete(self, cluster_id: str, deadline: Deadline | None = None) -> bool:
         """Revoke the cluster's credentials; True when the service confirmed (2xx: none remain), False on a 404."""
         what = f"revoke the credentials of cluster {cluster_id}"
-        answer = self._request("DELETE", _path(cluster_id), what=what)
+        answer = self._request("DELETE", _path(cluster_id), what=what, deadline=deadline)
         if answer.status == 404:
             return False
         if 200 <= answer.status < 300:
             return True
         raise self._failure(answer, what)
 
-    def probe(self, cluster_id: str) -> int:
-        """The doctor's check: GET a cluster id that cannot exist; returns the HTTP status (404 is the good one)."""
+    def probe(self, cluster_id: str) -> tuple[int, str | None]:
+        """The doctor's check: GET a cluster id that cannot exist; (the HTTP status, its HyperFleet error code).
+        The good answer is 404 with NTF-001: any other 404 reaches no route of the service."""
         what = "probe the Pull Secret Service"
-        return self._request("GET", _path(cluster_id), what=what).status
+        answer = self._request("GET", _path(cluster_id), what=what)
+        return answer.status, _code(answer)
 
     # -- one exchange -------------------------------------------------------------------------------
-    def _request(self, method: str, path: str, *, what: str, json_body: Any = None) -> _Answer:
+    def _request(
+        self, method: str, path: str, *, what: str, json_body: Any = None, deadline: Deadline | None = None
+    ) -> _Answer:
+        deadline = deadline or Deadline(self.call_budget_s())
         token = self._credential.current() if self._credential is not None else None
-        answer = self._send(method, path, what=what, token=token, json_body=json_body)
+        answer = self._exchange(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
         if _refused(answer) and self._credential is not None and token is not None and self._credential.refresh(token):
             token = self._credential.current()
-            answer = self._send(method, path, what=what, token=token, json_body=json_body)
+            answer = self._exchange(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
         if answer.status == 403 and not _refused(answer):
             raise TerminalError(
                 f"{what}: the {SHOWN} denied the adapter's identity (403 {_code(answer)}); "
@@ -205,7 +196,34 @@ class PullSecretServiceClient:
             raise self._credentials_refused(answer, what)
         return answer
 
-    def _send(self, method: str, path: str, *, what: str, token: str | None, json_body: Any) -> _Answer:
+    def call_budget_s(self) -> float:
+        """The longest one call takes without an event's deadline (the CLI's): the HyperFleet client's budget."""
+        return budget.call_budget_s(self._timeout_s)
+
+    def _exchange(
+        self, method: str, path: str, *, what: str, token: str | None, json_body: Any, deadline: Deadline
+    ) -> _Answer:
+        """Up to budget.ATTEMPTS tries (connection errors, read timeouts, 429/5xx: POST and DELETE are idempotent
+        at the service), a wait between them capped as the HyperFleet client's (budget.py: Retry-After at most
+        RETRY_AFTER_CAP_S); no try starts, and no wait is slept, past the event's deadline."""
+        for attempt in range(1, budget.ATTEMPTS + 1):
+            last = attempt == budget.ATTEMPTS
+            try:
+                answer = self._send(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
+            except TransientError as exc:
+                if last or exc.reason == "DeadlineExceeded" or not tries.slept(tries.backoff(attempt), deadline):
+                    raise
+                continue
+            if last or answer.status not in RETRY_STATUSES:
+                return answer
+            if not tries.slept(tries.wait(answer.headers, attempt), deadline):
+                return answer
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(
+        self, method: str, path: str, *, what: str, token: str | None, json_body: Any, deadline: Deadline
+    ) -> _Answer:
+        """One try: its connect and read timeouts, and the whole of its body, inside what remains of `deadline`."""
         headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -216,10 +234,18 @@ class PullSecretServiceClient:
         if json_body is not None:
             body = json.dumps(json_body, allow_nan=False).encode()
             headers["Content-Type"] = "application/json"
+        remaining = deadline.remaining()
+        if remaining <= 0:
+            raise _past_deadline(what)
+        timeout = urllib3.Timeout(
+            connect=min(budget.CONNECT_TIMEOUT_S, remaining), read=min(self._timeout_s, remaining)
+        )
         try:
-            response = self._pool.request(method, self._path + path, body=body, headers=headers, preload_content=False)
+            response = self._pool.request(
+                method, self._path + path, body=body, headers=headers, preload_content=False, timeout=timeout
+            )
             try:
-                data = response.read(_MAX_ANSWER + 1)
+                data = _body(response, deadline, what)
             finally:
                 response.release_conn()
         except urllib3.exceptions.HTTPError as exc:
@@ -306,6 +332,34 @@ class PullSecretServiceClient:
             service=SERVICE,
         )
         return TransientError(message, reason="EndpointNotFound", service=SERVICE)
+
+
+def _past_deadline(what: str) -> TransientError:
+    return TransientError(
+        f"{what}: the {SHOWN} did not answer within the event's deadline (RETRY_DEADLINE); redelivered",
+        reason="DeadlineExceeded",
+        service=SERVICE,
+    )
+
+
+def _body(response: urllib3.BaseHTTPResponse, deadline: Deadline, what: str) -> bytes:
+    """The answer's body, at most _MAX_ANSWER + 1 bytes, read a socket read at a time, each bounded by what remains
+    of the deadline: a body trickled a byte at a time is cut off when the deadline passes."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= _MAX_ANSWER:
+        remaining = deadline.remaining()
+        if remaining <= 0:
+            raise _past_deadline(what)
+        sock = getattr(getattr(response, "connection", None), "sock", None)
+        if sock is not None:
+            sock.settimeout(remaining)
+        chunk = response.read1(_MAX_ANSWER + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _path(cluster_id: str) -> str:

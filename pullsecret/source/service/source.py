@@ -33,8 +33,9 @@ from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
-from pullsecret.source.base import Registration, Wiring
+from pullsecret.source.base import Registration, Wiring, WouldCreate
 from pullsecret.source.service.api import (
+    NOT_FOUND,
     ROTATION_IN_PROGRESS,
     SERVICE,
     SHOWN,
@@ -56,37 +57,49 @@ class ServiceFetch:
         self._cluster_id = cluster_id
         self._first = first
         self._answer: ServiceAnswer | None = None
+        self.wrote = False  # a POST was sent (it may have minted even when its answer was lost)
 
-    def pull_secret(self, act: Act, deadline: Deadline) -> PullSecret:
-        """The cluster's credentials; generated when the service holds none. Raises TransientError/TerminalError."""
-        answer = self._first_answer(act) if self._first and act.region else None
+    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
+        """The cluster's credentials; generated when the service holds none (`create=False`, a dry run: raises
+        WouldCreate instead, having sent only a GET, first provisioning or not). Raises TransientError/TerminalError."""
+        answer = self._first_answer(act, deadline) if create and self._first and act.region else None
         if answer is None:
             with log.step(f"{SERVICE}.get"):
-                answer = self._source.client.get(self._cluster_id)
+                answer = self._source.client.get(self._cluster_id, deadline)
+        if answer is None and not create:
+            raise WouldCreate(
+                f"the {SHOWN} holds no credentials for this cluster: the reconcile would have them minted "
+                f"(POST, registries {', '.join(self._source.registries)})"
+            )
         if answer is None:
-            answer = self._generate(act)
+            answer = self._generate(act, deadline)
         self._answer = answer
         return answer.pull_secret
 
-    def _generate(self, act: Act) -> ServiceAnswer:
+    def _generate(self, act: Act, deadline: Deadline) -> ServiceAnswer:
+        """The POST (generate or retrieve); `wrote` is set before it is sent: a lost answer may still have minted,
+        and the reconcile's re-read (L1 of pullsecret.finalize) must cover it."""
         if not act.region:
             raise TerminalError(
                 f"the {SHOWN} needs the cluster's region to generate its credentials: spec.platform.gcp.region "
                 "is missing",
                 reason="InvalidCluster",
             )
+        self.wrote = True
         with log.step(f"{SERVICE}.generate", registries=",".join(self._source.registries)):
-            return self._source.client.generate(self._cluster_id, region=act.region, registries=self._source.registries)
+            return self._source.client.generate(
+                self._cluster_id, region=act.region, registries=self._source.registries, deadline=deadline
+            )
 
-    def _first_answer(self, act: Act) -> ServiceAnswer | None:
+    def _first_answer(self, act: Act, deadline: Deadline) -> ServiceAnswer | None:
         """A first provisioning's POST (generate or retrieve); None after a rotation's 409: ask the GET instead."""
         try:
-            return self._generate(act)
+            return self._generate(act, deadline)
         except TransientError as exc:
             if exc.reason != ROTATION_IN_PROGRESS:
                 raise
             with log.step(f"{SERVICE}.get", after="RotationInProgress"):
-                answer = self._source.client.get(self._cluster_id)
+                answer = self._source.client.get(self._cluster_id, deadline)
             if answer is None:
                 raise
             return answer
@@ -114,7 +127,7 @@ class ServiceSource:
     def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
-            deleted = self.client.delete(cluster_id)
+            deleted = self.client.delete(cluster_id, deadline)
             # The DDR's DELETE answers 204 whether or not it held credentials (§3.2.6): "confirmed" says none remain.
             fields["result"] = "confirmed" if deleted else "absent"
         return {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
@@ -125,12 +138,23 @@ PROBE_CLUSTER = "cls-doctorprobe00"
 
 
 def _answers(source: ServiceSource, ctx: Context) -> list[Line]:
-    """The service answers and accepts the runtime identity, without creating anything (a GET; 404 is fine)."""
+    """The service answers and accepts the runtime identity, without creating anything (a GET; 404 NTF-001 is fine,
+    any other 404 is a URL that reaches no route of the service: the function would need NTF-001 there too)."""
     url = ctx.settings.pull_secret_service_url
     try:
-        code = source.client.probe(PROBE_CLUSTER)
+        code, problem = source.client.probe(PROBE_CLUSTER)
     except AdapterError as exc:
         return [Line("pull-secret-service", False, f"{url}: {exc.reason}", _fix(ctx, exc))]
+    if code == 404 and problem != NOT_FOUND:
+        return [
+            Line(
+                "pull-secret-service",
+                False,
+                f"{url}: EndpointNotFound (GET answered 404 {problem or 'without a HyperFleet code'}, not {NOT_FOUND})",
+                "PULL_SECRET_SERVICE_URL reaches no Pull Secret Service route: set it to the service's base URL, the "
+                "one under which /v1/clusters/{id}/pull-secrets answers (no /v1 or other path of its own)",
+            )
+        ]
     if code in (200, 404):
         return [Line("pull-secret-service", True, f"{url} answers and accepts {ctx.runtime} (GET {code})")]
     return [Line("pull-secret-service", False, f"{url}: GET answered {code}", "check PULL_SECRET_SERVICE_URL")]
