@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.model import status
 from pullsecret.operator import fleet
 from pullsecret.retrying import Deadline
@@ -56,7 +57,10 @@ def _provisioned(world: Lifecycle, cluster_id: str) -> None:
     )
     world.sm.secrets[_secret(cluster_id)] = Secret(labels=labels, versions=[Version(1, content)])
     world.kube.secrets[_kube(cluster_id)] = (1, content)
-    body = status.provisioned(1, changed=True, data={}, delivery="direct", source="service", refresh="5m")
+    words = WORDING  # the direct mode's, for the service's own credentials
+    body = status.provisioned(
+        1, applied=words.applied(changed=True), available=words.available(own_credentials=True), data={}
+    )
     world.hyperfleet.ours[cluster_id] = body.body("pullsecret")
 
 
