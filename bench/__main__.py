@@ -99,8 +99,9 @@ def measure_flow(stack: Emulators, env: dict[str, str], flow: str, plan: Plan) -
     tag = flow[0]
     stack.reset()
     if flow == "seed":
-        env = {**env, "SEED_KUBE_TOKEN": stack.grant_seed_design_rights()}
-        os.environ["SEED_KUBE_TOKEN"] = env["SEED_KUBE_TOKEN"]
+        # The seed design calls GKE's gRPC form (bench/seedflow.py), the adapter its REST form.
+        env = {**env, "SEED_KUBE_TOKEN": stack.grant_seed_design_rights(), "SEED_GKE_GRPC_HOST": stack.endpoints["gke"]}
+        os.environ.update({key: env[key] for key in ("SEED_KUBE_TOKEN", "SEED_GKE_GRPC_HOST")})
     path_ids = names(f"{tag}-path", plan.path_events)
     base_ids = names(f"{tag}-base", plan.path_events)
     cpu_first_ids = names(f"{tag}-cpu1", plan.cpu_first_events)
@@ -298,6 +299,7 @@ def measure_bursts(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[st
     out["rotation"] = run(inproc.product_handler(rotated), 1)
     log("burst: rotation back (seed flow)")
     os.environ["SEED_KUBE_TOKEN"] = stack.grant_seed_design_rights()
+    os.environ["SEED_GKE_GRPC_HOST"] = stack.endpoints["gke"]
     out["seed_rotation"] = run(inproc.seed_handler(env), 1)
     log("duplicates: 50 concurrent deliveries of one change")
     out["duplicates"] = inproc.duplicates(stack, inproc.product_handler(env), "dup-0000", 50)
