@@ -9,8 +9,8 @@ each publish is accepted at once and its event pushed to the function (in this p
 function's trigger would. Afterwards every cluster is checked to hold the service's current credentials
 (`pullsecret.operator.convergence`, what `rekey --watch` reads).
 
-Scale: as the bursts (bench/README.md), the Secret Manager quota is scaled by `speedup` when asked (x4: 40 writes/s for 10/s)
-so the emulators, not the machine, stay the quota's limit; the command's sequential calls (the service's GET and
+Scale: as the bursts (bench/README.md), the Secret Manager quota is scaled by `speedup` when asked (x4: 40 writes/s
+for 10/s) so the emulators, not the machine, stay the quota's limit; the command's sequential calls (the service's GET and
 rotation POST per cluster) must fit in one publish slot, so L is divided by the same factor: the whole run is
 `speedup` times faster than at the real quota, and the ratio to the bound carries over. The seconds at the real
 quota are the measured ones times `speedup`. `make bench` measures at the real quota (`speedup` 1, L = 25 ms):
