@@ -9,13 +9,12 @@ each publish is accepted at once and its event pushed to the function (in this p
 function's trigger would. Afterwards every cluster is checked to hold the service's current credentials
 (`pullsecret.operator.convergence`, what `rekey --watch` reads).
 
-Scale: as the bursts (bench/README.md), the Secret Manager quota is scaled by `speedup` when asked (x4: 40 writes/s
-for 10/s) so the emulators, not the machine, stay the quota's limit; the command's sequential calls (the service's GET and
-rotation POST per cluster) must fit in one publish slot, so L is divided by the same factor: the whole run is
-`speedup` times faster than at the real quota, and the ratio to the bound carries over. The seconds at the real
-quota are the measured ones times `speedup`. `make bench` measures at the real quota (`speedup` 1, L = 25 ms):
-the command's loop is sequential (two service calls per cluster), so under a scaled quota on a loaded machine its
-own CPU, not the pacing, would set the pace.
+Scale: as the bursts (bench/README.md), the Secret Manager quota can be scaled by `speedup` (x4: 40 writes/s for
+10/s); the command's sequential calls (the service's GET and rotation POST per cluster) must then fit in a publish
+slot `speedup` times shorter, so L is divided by the same factor and the ratio to the bound carries over; the
+seconds at the real quota are the measured ones times `speedup`. By default (`speedup` 1, L = 25 ms) the run is at
+the real quota: the command's loop is sequential, so under a scaled quota on a loaded machine its own CPU, not the
+pacing, would set the pace.
 
 Bounds: one Secret Manager write per cluster at the quota's rate (2,000 clusters at 600/min: 200 s); Sentinel's
 periodic events alone re-key a cluster at its next `max_age_ready` event, so the last of a fleet after up to
