@@ -15,10 +15,26 @@ import sys
 import time
 from typing import Any
 
-from bench import instructions
+from bench import inproc, instructions
 from bench import rekey as rekey_bench
 from bench.__main__ import QUICK_RESULTS, Plan, log, machine, mode_envs, names, per_mode, service_mode_path
 from bench.env import Emulators, apply_environment
+
+
+def platform_mode_path(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[str, Any]:
+    """Figures 1-2 in platform mode, the same way as `service_mode_path` (first provisioning, steady, change)."""
+    path_ids, base_ids = names("x-path", plan.path_events), names("x-base", plan.path_events)
+    stack.seed_clusters(["x-warm", *path_ids, *base_ids])
+    handler = inproc.product_handler(env)
+    inproc.provision(handler, ["x-warm"])
+    phases = inproc.calls_and_critical_path(stack, handler, path_ids, base_ids, plan.latency_ms)
+    return {
+        "calls_per_event": {kind: phases[kind].calls_per_event for kind in ("first", "steady", "change")},
+        "critical_path_round_trips": {
+            kind: round((phases[kind].wall_ms - phases[f"{kind}_L0"].wall_ms) / plan.latency_ms, 2)
+            for kind in ("first", "steady", "change")
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         apply_environment(env)
         stack.reset()
         if "service" not in args.skip:
-            log("service mode: calls per event and critical path")
+            log("platform mode, then service mode: calls per event and critical path")
+            out["platform_mode"] = platform_mode_path(stack, env, plan)
             out["service_mode"] = service_mode_path(stack, env, plan)
+            first = (out["service_mode"], out["platform_mode"])
+            out["service_first_beyond_platform"] = round(
+                first[0]["critical_path_round_trips"]["first"] - first[1]["critical_path_round_trips"]["first"], 2
+            )
         if "cold" not in args.skip:
             cold_ids = names("x-cold", 2)
             stack.seed_clusters(cold_ids)
