@@ -63,6 +63,11 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
             Figure("new-cluster burst (s)", ("new_cluster_burst", "seconds")),
             Figure("new-cluster bound (s)", ("new_cluster_burst", "quota_bound_seconds")),
             Figure("new-cluster burst / bound", ("new_cluster_burst", "ratio_to_bound"), "≤ 1.1", _at_most(1.1)),
+            Figure("rekey: start to last cluster re-keyed (s)", ("rekey", "seconds")),
+            Figure("rekey: quota bound, 1 write per cluster (s)", ("rekey", "quota_bound_seconds")),
+            Figure("rekey / quota bound", ("rekey", "ratio_to_bound"), "≤ 1.1", _at_most(1.1)),
+            Figure("rekey: Sentinel's events alone (s, max_age_ready)", ("rekey", "sentinel_alone_seconds")),
+            Figure("rekey: clusters on the new credentials", ("rekey", "holding_new_credentials")),
         ),
     ),
     (
@@ -87,6 +92,12 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
             Figure("service mode: critical path: steady (L)", ("service_mode", "critical_path_L", "steady")),
             Figure(
                 "service mode: round trips: first provisioning", ("service_mode", "critical_path_round_trips", "first")
+            ),
+            Figure(
+                "service mode: round trips: first, beyond platform",
+                ("service_mode", "first_beyond_platform"),
+                "≤ 1",
+                _at_most(1.0),
             ),
         ),
     ),
@@ -176,6 +187,10 @@ def derive(results: dict[str, Any]) -> None:
     for flow in (results, results.get("seed_flow") or {}):
         cpu = dig(flow, ("throughput_detail", "80", "function_cpu_ms_per_event"))
         flow["events_per_function_cpu_second"] = round(1000 / cpu) if isinstance(cpu, (int, float)) and cpu else None
+    service_first = dig(results, ("service_mode", "critical_path_round_trips", "first"))
+    platform_first = dig(results, ("critical_path_round_trips", "first"))
+    if isinstance(service_first, (int, float)) and isinstance(platform_first, (int, float)):
+        results["service_mode"]["first_beyond_platform"] = round(service_first - platform_first, 2)
     counted = results.get("instructions") or {}
     if counted:
         millions = {kind: round(counted[kind] / 1e6, 2) for kind in ("steady", "first") if kind in counted}

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pullsecret import config
-from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
+from pullsecret.clients import RuntimeIdentity, authorized_channel, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
@@ -30,6 +30,16 @@ from pullsecret.secretstore import sm_labels
 KEY = ".dockerconfigjson"
 
 
+def cluster_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
+    """The seed design's GKE client: the generated gRPC one (the emulator's gRPC form, SEED_GKE_GRPC_HOST)."""
+    from google.cloud import container_v1
+    from google.cloud.container_v1.services.cluster_manager.transports import ClusterManagerGrpcTransport
+
+    host = emulator_host or "container.googleapis.com:443"
+    channel = authorized_channel(host, identity, tls=not emulator_host)
+    return container_v1.ClusterManagerClient(transport=ClusterManagerGrpcTransport(channel=channel))
+
+
 class SeedFlow:
     """One per process, like the product's Adapter; `handle` raises TransientError for redelivery."""
 
@@ -38,7 +48,7 @@ class SeedFlow:
         self.identity = RuntimeIdentity()
         self.hyperfleet = HyperFleetClient(settings)
         self.sm = secret_manager_client(self.identity, settings.secret_manager_emulator_host)
-        self.gke = cluster_manager_client(self.identity, settings.gke_emulator_host)
+        self.gke = cluster_manager_client(self.identity, os.environ.get("SEED_GKE_GRPC_HOST"))
         self.ca_dir = tempfile.mkdtemp(prefix="seedflow-ca-")
 
     @classmethod

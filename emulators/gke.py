@@ -1,7 +1,14 @@
-"""GKE emulator: google.container.v1.ClusterManager/GetCluster over real gRPC.
+"""GKE emulator: google.container.v1.ClusterManager/GetCluster over real gRPC, and its REST form.
 
-Answers the official ``ClusterManagerClient`` with what the adapter reads from a management
-cluster: ``endpoint`` (here host:port of the Kubernetes emulator; the real one is a bare IP on
+Answers the official ``ClusterManagerClient`` (gRPC, `address`) and the REST form the adapter calls
+(`rest_address`: ``GET /v1/projects/P/locations/L/clusters/C``, JSON over plain HTTP on loopback, as
+https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters/get serves it over
+HTTPS) with the same answer: the same ``Cluster`` message, printed in proto3 JSON on REST (lowerCamel names,
+fields without presence left out at their default), errors as Google's JSON error body
+(``{"error": {"code", "message", "status"}}``, https://cloud.google.com/apis/design/errors#http_mapping) with the
+HTTP status the gRPC code maps to. Both forms count as the one method ``GetCluster`` (faults and counters): a fault
+given as a gRPC code name answers that code's HTTP status on REST. It carries what the adapter reads from a
+management cluster: ``endpoint`` (here host:port of the Kubernetes emulator; the real one is a bare IP on
 port 443), ``master_auth.cluster_ca_certificate`` (base64 of the CA PEM) and the DNS endpoint in
 ``control_plane_endpoints_config.dns_endpoint_config.endpoint``.  Same fault, authentication and
 IAM model (``emulators.iam``) as the Secret Manager emulator.  A cluster's shape says how its control
@@ -24,16 +31,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import grpc
 from google.cloud.container_v1 import types as t
+from google.protobuf import json_format
 
-from emulators.faults import FaultBook
+from emulators.faults import LOST_RESPONSE, FaultBook
 from emulators.grpcbase import Authenticator, GrpcEmulator, RpcError, fail
+from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.iam import Resource
 from emulators.routes import AdminCall, AdminRouter, Answer, Handler
 
@@ -41,6 +52,27 @@ _CLUSTER_NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+
 _LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")  # region (us-central1) or zone (us-central1-a)
 _CLUSTER_ID = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 MASTER_VERSION = "1.33.5-gke.1000000"
+_REST_ROUTE = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+/clusters/[^/]+)$")
+# google.rpc.Code -> HTTP (https://cloud.google.com/apis/design/errors#handling_errors, the table of codes).
+HTTP_STATUS = {
+    "INVALID_ARGUMENT": 400,
+    "FAILED_PRECONDITION": 400,
+    "OUT_OF_RANGE": 400,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "NOT_FOUND": 404,
+    "ABORTED": 409,
+    "ALREADY_EXISTS": 409,
+    "RESOURCE_EXHAUSTED": 429,
+    "CANCELLED": 499,
+    "INTERNAL": 500,
+    "DATA_LOSS": 500,
+    "UNKNOWN": 500,
+    "UNIMPLEMENTED": 501,
+    "UNAVAILABLE": 503,
+    "DEADLINE_EXCEEDED": 504,
+}
+_NAME_FOR_STATUS = {status: name for name, status in reversed(HTTP_STATUS.items())}  # the first name listed
 
 
 class AdminError(ValueError):
@@ -73,6 +105,7 @@ class GkeEmulator(GrpcEmulator):
         self._lock = threading.Lock()
         self._clusters: dict[tuple[str, str, str], ClusterSpec] = {}
         self._admin = AdminRouter(self._admin_table())
+        self._rest: _Rest | None = None
 
     def handlers(self) -> dict[str, grpc.RpcMethodHandler]:
         return {"GetCluster": self.unary("GetCluster", self._get_cluster, t.GetClusterRequest, t.Cluster)}
@@ -151,22 +184,52 @@ class GkeEmulator(GrpcEmulator):
             "ca_pem": spec.ca_pem.decode(),
         }
 
+    # -- lifecycle: the gRPC server and the REST one --------------------------------------
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().start(host, port)
+        rest = _Rest(self)
+        try:
+            rest.start(host)
+        except BaseException:
+            super().stop()
+            raise
+        self._rest = rest
+
+    def stop(self) -> None:
+        if self._rest is not None:
+            self._rest.stop()
+            self._rest = None
+        super().stop()
+
+    @property
+    def rest_address(self) -> str:
+        """host:port of the REST form (plain HTTP); `address` is the gRPC one."""
+        if self._rest is None:
+            raise RuntimeError("gke emulator not started")
+        return self._rest.address
+
     # -- the RPC ------------------------------------------------------------------------
     def _get_cluster(self, req: t.GetClusterRequest, identity: str | None) -> t.Cluster:
         if req.name:
-            match = _CLUSTER_NAME.match(req.name)
-            if not match:
-                fail(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f'Invalid value for field "name": "{req.name}". '
-                    "Must be in the format projects/*/locations/*/clusters/*.",
-                )
-            project, location, cluster = match.groups()
+            return self.get_cluster(req.name, identity)
         else:  # the deprecated project_id / zone / cluster_id form
             for field_name in ("project_id", "zone", "cluster_id"):
                 if not getattr(req, field_name):
                     fail(grpc.StatusCode.INVALID_ARGUMENT, f'Required field "{field_name}" is missing.')
-            project, location, cluster = req.project_id, req.zone, req.cluster_id
+            return self._lookup(req.project_id, req.zone, req.cluster_id, identity)
+
+    def get_cluster(self, name: str, identity: str | None) -> t.Cluster:
+        """GetCluster by `projects/P/locations/L/clusters/C` (both forms); raises RpcError."""
+        match = _CLUSTER_NAME.match(name)
+        if not match:
+            fail(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f'Invalid value for field "name": "{name}". Must be in the format projects/*/locations/*/clusters/*.',
+            )
+        project, location, cluster = match.groups()
+        return self._lookup(project, location, cluster, identity)
+
+    def _lookup(self, project: str, location: str, cluster: str, identity: str | None) -> t.Cluster:
         number = self.project_number(project)
         path = f"projects/{project}/locations/{location}/clusters/{cluster}"
         # GetCluster needs container.clusters.get on the cluster
@@ -269,6 +332,74 @@ class GkeEmulator(GrpcEmulator):
     def _admin_reset(self, _: AdminCall) -> Answer:
         self.reset()
         return 200, {"reset": True}
+
+
+class _Rest(HTTPEmulator):
+    """The REST form of GetCluster, over the same clusters, IAM, faults and counters as the gRPC form."""
+
+    service = "gke"
+
+    def __init__(self, gke: GkeEmulator) -> None:
+        super().__init__()
+        self.gke = gke
+
+    def handle(self, request: Request) -> Reply:
+        match = _REST_ROUTE.match(unquote(request.path))
+        if request.method != "GET" or match is None:
+            return _error("NOT_FOUND", f"The requested URL {request.path} was not found on this server.", status=404)
+        code = self.gke.control.enter("GetCluster")
+        if code is not None and not code.startswith(LOST_RESPONSE):
+            return _fault(code)
+        try:
+            identity = self._identity(request.header("authorization") or "")
+            cluster = self.gke.get_cluster(match.group(1), identity)
+        except RpcError as err:
+            return _error(err.code.name, err.message)
+        if code is not None:  # GetCluster changes nothing: a lost answer is the fault's answer
+            return _fault(code.removeprefix(LOST_RESPONSE))
+        # System parameter `$alt=json;enum-encoding=int` (https://cloud.google.com/apis/docs/system-parameters)
+        # asks for enums as numbers, as the official REST client does.
+        numbers = "enum-encoding=int" in (request.arg("$alt") or "")
+        body = json_format.MessageToJson(t.Cluster.pb(cluster), use_integers_for_enums=numbers)
+        return Reply(200, body.encode(), {"Content-Type": _JSON})
+
+    def _identity(self, header: str) -> str | None:
+        """As the gRPC form (`GrpcEmulator._identity`): the bearer token the metadata server issued."""
+        if self.gke.authenticate is None:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            fail(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "Request is missing required authentication credential. Expected OAuth 2 access token.",
+            )
+        identity = self.gke.authenticate(token.strip())
+        if identity is None:
+            fail(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "Request had invalid authentication credentials. Expected OAuth 2 access token.",
+            )
+        return identity
+
+
+_JSON = "application/json; charset=UTF-8"
+
+
+def _error(name: str, message: str, *, status: int | None = None) -> Reply:
+    code = status if status is not None else HTTP_STATUS.get(name, 500)
+    body = {"error": {"code": code, "message": message, "status": name}}
+    return Reply(code, json.dumps(body).encode(), {"Content-Type": _JSON})
+
+
+def _fault(code: str) -> Reply:
+    """An injected fault on REST: a transport fault as such, a gRPC code name as its HTTP status, or a status."""
+    if code in ("reset", "timeout"):
+        return Reply.drop(code)
+    name = code.upper()
+    if name in HTTP_STATUS:
+        return _error(name, f"injected fault: {name}")
+    status = int(code) if code.isdigit() else 500
+    return _error(_NAME_FOR_STATUS.get(status, "UNKNOWN"), f"injected fault: HTTP {status}", status=status)
 
 
 _SHAPE_FLAGS = {

@@ -251,7 +251,7 @@ class Stack:
         """Exactly the environment a function process needs to use this stack."""
         env = {
             "SECRET_MANAGER_EMULATOR_HOST": self.secretmanager.address,
-            "GKE_EMULATOR_HOST": self.gke.address,
+            "GKE_EMULATOR_HOST": self.gke.rest_address,  # GetCluster's REST form (the gRPC one: endpoints "gke")
             "RESOURCE_MANAGER_EMULATOR_HOST": self.resourcemanager.address,
             "GCE_METADATA_HOST": self.metadata.address,
             "GCE_METADATA_IP": self.metadata.address,
@@ -272,6 +272,7 @@ class Stack:
             "metadata": self.metadata.url,
             "secretmanager": self.secretmanager.address,
             "gke": self.gke.address,
+            "gke_rest": self.gke.rest_address,
             "kubernetes": f"https://{self.kubernetes.address}",
             "hyperfleet": self.hyperfleet.url,
             "registry": self.registry.hosts(),

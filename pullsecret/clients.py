@@ -1,7 +1,7 @@
 """Google credentials and API clients, created once per process and shared across requests.
 
-Seams (docs/design.md): `SECRET_MANAGER_EMULATOR_HOST` / `GKE_EMULATOR_HOST` point the clients at a local
-gRPC endpoint over a loopback channel that still carries the runtime identity's token per call;
+Seams (docs/design.md): `SECRET_MANAGER_EMULATOR_HOST` points the client at a local gRPC endpoint over a
+loopback channel that still carries the runtime identity's token per call (GKE's is REST: delivery/direct/gke.py);
 `GCE_METADATA_HOST` / `GCE_METADATA_IP` are google-auth's own switches for the metadata server.
 """
 
@@ -135,12 +135,3 @@ def secret_manager_client(identity: RuntimeIdentity, emulator_host: str | None) 
     host = emulator_host or "secretmanager.googleapis.com:443"
     channel = authorized_channel(host, identity, tls=not emulator_host)
     return secretmanager_v1.SecretManagerServiceClient(transport=SecretManagerServiceGrpcTransport(channel=channel))
-
-
-def cluster_manager_client(identity: RuntimeIdentity, emulator_host: str | None) -> Any:
-    from google.cloud import container_v1
-    from google.cloud.container_v1.services.cluster_manager.transports import ClusterManagerGrpcTransport
-
-    host = emulator_host or "container.googleapis.com:443"
-    channel = authorized_channel(host, identity, tls=not emulator_host)
-    return container_v1.ClusterManagerClient(transport=ClusterManagerGrpcTransport(channel=channel))

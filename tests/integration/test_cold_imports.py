@@ -51,6 +51,8 @@ def test_direct_mode_imports_only_the_kubernetes_client_it_calls(function_env: d
     assert "kubernetes.client.api_client" in modules
     assert not modules & set(NEVER), sorted(modules & set(NEVER))
     assert "pullsecret.delivery.external_secrets.mode" not in modules
+    # GetCluster goes over REST: the generated GKE package (proto-plus types, gRPC transport) stays out.
+    assert not {m for m in modules if m.startswith("google.cloud.container")}, "google.cloud.container* imported"
 
 
 def test_external_secrets_mode_imports_no_kubernetes_or_gke_client(

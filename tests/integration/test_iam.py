@@ -15,7 +15,8 @@ from google.api_core import exceptions as gexc
 from google.cloud.secretmanager_v1 import types as smtypes
 
 from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
-from pullsecret.clients import RuntimeIdentity, cluster_manager_client, secret_manager_client
+from pullsecret.clients import RuntimeIdentity, secret_manager_client
+from pullsecret.delivery.direct.gke import GkeClusters
 from pullsecret.handler import Adapter
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event
@@ -35,7 +36,7 @@ def runtime(function_env: dict[str, str]) -> tuple[Any, Any]:
     identity = RuntimeIdentity()
     return (
         secret_manager_client(identity, function_env["SECRET_MANAGER_EMULATOR_HOST"]),
-        cluster_manager_client(identity, function_env["GKE_EMULATOR_HOST"]),
+        GkeClusters(identity, function_env["GKE_EMULATOR_HOST"]),
     )
 
 
@@ -137,14 +138,14 @@ def test_secret_metadata_updates_are_granted_on_the_rotation_progress_record_onl
 
 def test_gke_denies_clusters_outside_the_granted_projects(runtime: tuple[Any, Any], world: Any) -> None:
     _sm, gke = runtime
-    assert gke.get_cluster(name=f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1").endpoint
+    assert gke.get_cluster(f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1", timeout=10).endpoint
     world.gke.add_cluster(
         "projects/other-mgmt/locations/us-central1/clusters/mgmt-9",
         endpoint="127.0.0.1:1",
         ca_pem=world.kubernetes.ca_pem,
     )
     with pytest.raises(gexc.PermissionDenied, match=r"container\.clusters\.get"):
-        gke.get_cluster(name="projects/other-mgmt/locations/us-central1/clusters/mgmt-9", retry=None)
+        gke.get_cluster("projects/other-mgmt/locations/us-central1/clusters/mgmt-9", timeout=10)
 
 
 def test_grants_follow_the_terraform_variables(runtime: tuple[Any, Any], world: Any) -> None:

@@ -1,4 +1,7 @@
-"""choose_endpoint: which control-plane endpoint a GetCluster answer allows, and the fix named when none."""
+"""choose_endpoint: which control-plane endpoint a GetCluster answer allows, and the fix named when none.
+
+Each answer is a `google.container.v1` Cluster printed in proto3 JSON, as the REST form sends it, and read by the
+adapter's own parser (`gke.parse_cluster`)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ from typing import Any
 
 import pytest
 from google.cloud.container_v1 import types as t
+from google.protobuf import json_format
 
+from pullsecret.delivery.direct.gke import ClusterAnswer, parse_cluster
 from pullsecret.delivery.direct.management_clusters import Endpoint, choose_endpoint
 from pullsecret.errors import TerminalError
 
@@ -15,18 +20,19 @@ CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CP = t.ControlPlaneEndpointsConfig
 
 
-def cluster(*, public: bool | None = True, dns: bool | None = True, legacy_private: bool = False) -> t.Cluster:
+def cluster(*, public: bool | None = True, dns: bool | None = True, legacy_private: bool = False) -> ClusterAnswer:
     endpoints = CP()
     if public is not None:
         endpoints.ip_endpoints_config = CP.IPEndpointsConfig(enabled=True, enable_public_endpoint=public)
     if dns is not None:
         endpoints.dns_endpoint_config = CP.DNSEndpointConfig(endpoint="gke-x.goog", allow_external_traffic=dns)
-    return t.Cluster(
+    answer = t.Cluster(
         endpoint="10.0.0.2",
         master_auth=t.MasterAuth(cluster_ca_certificate=base64.b64encode(CA).decode()),
         control_plane_endpoints_config=endpoints,
         private_cluster_config=t.PrivateClusterConfig(enable_private_endpoint=legacy_private),
     )
+    return parse_cluster(json_format.MessageToJson(t.Cluster.pb(answer)).encode())
 
 
 def test_usable_endpoints() -> None:

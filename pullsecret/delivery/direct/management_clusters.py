@@ -1,7 +1,7 @@
 """GKE management cluster → an authenticated Kubernetes API client, cached per cluster.
 
-`get_cluster` gives the endpoint and CA (or the DNS endpoint, trusted through the system store), and
-tells whether this function can reach that endpoint at all (`choose_endpoint`). The CA stays in memory
+GKE's GetCluster (over REST: `gke.GkeClusters`) gives the endpoint and CA (or the DNS endpoint, trusted through the
+system store), and `choose_endpoint` tells whether this function can reach that endpoint at all. The CA stays in memory
 (the client's `ca_cert_data`): nothing is written to the temp folder, which Cloud Run holds in memory.
 The bearer token is the runtime identity's access token, fetched for each request through the client's
 `refresh_api_key_hook`, so an expiring token is refreshed before it is sent.
@@ -19,6 +19,7 @@ from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
 from pullsecret.clients import RuntimeIdentity
+from pullsecret.delivery.direct.gke import ClusterAnswer, GkeClusters
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.errors import TerminalError, from_google, is_retryable_google
 from pullsecret.retrying import Deadline
@@ -39,52 +40,46 @@ class Endpoint:
     ca_pem: bytes | None
 
 
-def choose_endpoint(cluster: Any, *, mode: str, vpc_egress: bool, what: str) -> Endpoint:
+def choose_endpoint(cluster: ClusterAnswer, *, mode: str, vpc_egress: bool, what: str) -> Endpoint:
     """The endpoint this function can use for a GetCluster answer; TerminalError naming the fix when none.
 
     Fields (google.container.v1, https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
-    - `control_plane_endpoints_config.dns_endpoint_config`: `allow_external_traffic` false means the DNS
+    - `controlPlaneEndpointsConfig.dnsEndpointConfig`: `allowExternalTraffic` false means the DNS
       endpoint takes no user traffic at all (only Google-managed services), whatever the caller's network.
-    - `control_plane_endpoints_config.ip_endpoints_config`: `enabled` false turns IP access off;
-      `enable_public_endpoint` false leaves only the private endpoint, which is then `cluster.endpoint`.
-      Older answers say the same with `private_cluster_config.enable_private_endpoint`.
+    - `controlPlaneEndpointsConfig.ipEndpointsConfig`: `enabled` false turns IP access off;
+      `enablePublicEndpoint` false leaves only the private endpoint, which is then `endpoint`.
+      Older answers say the same with `privateClusterConfig.enablePrivateEndpoint`.
     A private endpoint is reachable only from the cluster's VPC, so only with VPC egress (`vpc_egress`).
     """
-    endpoints = cluster.control_plane_endpoints_config
-    dns = endpoints.dns_endpoint_config
-    if mode == "dns" and dns.endpoint:
-        if not dns.allow_external_traffic:
+    dns = cluster.dns_endpoint
+    if mode == "dns" and dns:
+        if not cluster.dns_allow_external_traffic:
             raise TerminalError(
-                f"{what}: its DNS endpoint {dns.endpoint} does not allow external traffic "
+                f"{what}: its DNS endpoint {dns} does not allow external traffic "
                 "(allow_external_traffic=false): enable external traffic on the DNS endpoint (the cluster's "
                 "--enable-dns-access setting), or set MANAGEMENT_ENDPOINT=ip "
                 f"(a private IP endpoint also needs VPC egress: {VPC_EGRESS_FIX})",
                 reason=UNREACHABLE,
                 service="gke",
             )
-        return Endpoint(dns.endpoint, None)
-    ip = endpoints.ip_endpoints_config
+        return Endpoint(dns, None)
     dns_hint = (
-        f", or set MANAGEMENT_ENDPOINT=dns (its DNS endpoint {dns.endpoint} allows external traffic)"
-        if dns.endpoint and dns.allow_external_traffic
+        f", or set MANAGEMENT_ENDPOINT=dns (its DNS endpoint {dns} allows external traffic)"
+        if dns and cluster.dns_allow_external_traffic
         else ", or enable its DNS endpoint with external traffic and set MANAGEMENT_ENDPOINT=dns"
     )
-    if "enabled" in ip and not ip.enabled:
+    if cluster.ip_enabled is False:
         raise TerminalError(
             f"{what}: its IP endpoints are disabled: set MANAGEMENT_ENDPOINT=dns "
             "(its DNS endpoint must allow external traffic)",
             reason=UNREACHABLE,
             service="gke",
         )
-    if not cluster.endpoint or not cluster.master_auth.cluster_ca_certificate:
+    if not cluster.endpoint or not cluster.ca_certificate:
         raise TerminalError(
             f"{what}: the cluster has no endpoint or CA certificate", reason="ManagementClusterNotReady", service="gke"
         )
-    private_only = (
-        not ip.enable_public_endpoint
-        if "enable_public_endpoint" in ip
-        else cluster.private_cluster_config.enable_private_endpoint
-    )
+    private_only = not cluster.ip_public if cluster.ip_public is not None else cluster.legacy_private_endpoint
     if private_only and not vpc_egress:
         raise TerminalError(
             f"{what}: its control plane has only a private endpoint ({cluster.endpoint}), which the function "
@@ -92,7 +87,7 @@ def choose_endpoint(cluster: Any, *, mode: str, vpc_egress: bool, what: str) -> 
             reason=UNREACHABLE,
             service="gke",
         )
-    return Endpoint(cluster.endpoint, base64.b64decode(cluster.master_auth.cluster_ca_certificate))
+    return Endpoint(cluster.endpoint, base64.b64decode(cluster.ca_certificate))
 
 
 @dataclass
@@ -106,14 +101,14 @@ class ManagementClusters:
 
     def __init__(
         self,
-        gke_client: Any,
+        gke: GkeClusters,
         identity: RuntimeIdentity,
         *,
         endpoint: str = "ip",
         vpc_egress: bool = False,
         pool_size: int = 64,
     ) -> None:
-        self._gke = gke_client
+        self._gke = gke
         self._identity = identity
         self._endpoint = endpoint
         self._vpc_egress = vpc_egress
@@ -151,8 +146,8 @@ class ManagementClusters:
 
         what = f"get management cluster {cluster_name}"
 
-        def attempt() -> Any:
-            return self._gke.get_cluster(name=cluster_name, retry=None, timeout=deadline.call_timeout())
+        def attempt() -> ClusterAnswer:
+            return self._gke.get_cluster(cluster_name, timeout=deadline.call_timeout())
 
         try:
             cluster = retrying.call(

@@ -13,10 +13,10 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret.clients import cluster_manager_client
 from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Registration, Where, Wiring, Wording
 from pullsecret.delivery.direct import admission_policy, kubesecret
 from pullsecret.delivery.direct import checks as checks_direct
+from pullsecret.delivery.direct.gke import GkeClusters
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
@@ -183,7 +183,7 @@ def build(wiring: Wiring) -> DirectDelivery:
     settings, identity = wiring.settings, wiring.identity
     return DirectDelivery(
         ManagementClusters(
-            cluster_manager_client(identity, settings.gke_emulator_host),
+            GkeClusters(identity, settings.gke_emulator_host),
             identity,
             endpoint=settings.management_endpoint,
             vpc_egress=settings.vpc_egress,
