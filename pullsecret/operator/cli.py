@@ -46,6 +46,8 @@ EXIT_TERMINAL = 1
 EXIT_USAGE = 2
 EXIT_TRANSIENT = 3
 EXIT_NOTHING_DONE = 4
+EXIT_CONFIG = 5
+EXIT_PIPE = 141  # as a shell reports a process ended by SIGPIPE
 
 _RESULT_EXIT = {
     "applied": EXIT_OK,
@@ -181,28 +183,65 @@ def main(argv: list[str] | None = None) -> int:
         if not preconditions_cluster_id_ok(cluster_id):
             print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
             return EXIT_USAGE
+    try:
+        return _checked(args)
+    except BrokenPipeError:  # stdout's reader stopped (`--json | head`): nothing more to say to it
+        _detach_stdout()
+        return EXIT_PIPE
+
+
+def _detach_stdout() -> None:
     import os
 
-    from pullsecret.handler import Adapter
-    from pullsecret.operator import staleness
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not raise again
 
+
+def _checked(args: argparse.Namespace) -> int:
+    """The environment checked (this shell against a running playground, a stale one, the settings, the
+    credentials, the endpoints), then the command; every failure one line with its fix and exit code."""
+    import os
+
+    import dataclasses
+
+    import google.auth.exceptions
+
+    from pullsecret import config
+    from pullsecret.handler import Adapter
+    from pullsecret.operator import playground, staleness
+
+    if _writes(args):
+        refused = playground.refusal(os.environ)
+        if refused is not None:
+            print(refused, file=sys.stderr)
+            return EXIT_CONFIG
     stale = staleness.hint(os.environ)
     if stale is not None:
         print(f"error: {stale}", file=sys.stderr)
-        return EXIT_USAGE
-
-    try:
-        adapter = Adapter.from_environment()
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_CONFIG
     # stdout is for the person (or the JSON); the function's log lines go to stderr, or nowhere.
     # The doctor's report is its output: the function's log lines would only repeat its failures.
-    # The log lines only on demand (-v): the summary is what a person reads first.
+    # The log lines (the cold start's warnings too) only on demand (-v): the summary is what a person reads first.
     log.configure(stream=sys.stderr, level=None if getattr(args, "verbose", False) else "OFF")
     try:
-        return _command(adapter, args)
+        settings = config.load()
+        quiet = not getattr(args, "verbose", False)
+        adapter = Adapter(dataclasses.replace(settings, log_level="OFF") if quiet else settings)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}{playground.unsourced_hint(os.environ)}", file=sys.stderr)
+        return EXIT_CONFIG
+    warned = None if _writes(args) else playground.warning(os.environ)
+    if warned is not None:
+        print(warned, file=sys.stderr)
+    try:
+        return _reachable(adapter, args)
+    except google.auth.exceptions.DefaultCredentialsError:
+        print(f"no Google credentials: {_credentials_fix(os.environ)}", file=sys.stderr)
+        return EXIT_CONFIG
     except TransientError as exc:
+        if exc.reason == "CredentialsUnavailable":
+            print(f"no usable Google credentials: {exc.message}; {_credentials_fix(os.environ)}", file=sys.stderr)
+            return EXIT_CONFIG
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
         return EXIT_TRANSIENT
     except TerminalError as exc:
@@ -210,15 +249,44 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TERMINAL
 
 
+def _credentials_fix(env: Any) -> str:
+    metadata = (env.get("GCE_METADATA_HOST") or "").strip()
+    if metadata:
+        return (
+            f"the metadata server GCE_METADATA_HOST names ({metadata}) gave none: is the playground running? "
+            "`make up`, then `source .playground/env`"
+        )
+    return (
+        "run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a key file); "
+        "on the playground, `source .playground/env`"
+    )
+
+
+def _reachable(adapter: Adapter, args: argparse.Namespace) -> int:
+    """The command, once the endpoints it calls accept a connection (a bounded wait, naming what it tried)."""
+    from pullsecret.operator import playground, reach
+
+    app = adapter.application()
+    blocked = reach.unreachable(app.settings, playground_running=playground.running() is not None)
+    if blocked is not None:
+        print(blocked, file=sys.stderr)
+        return EXIT_TRANSIENT
+    return _command(adapter, args)
+
+
+def _writes(args: argparse.Namespace) -> bool:
+    """Whether the command writes (a reconcile or rekey that is no dry run, fleet --fix)."""
+    return (args.command in ("reconcile", "rekey") and not args.dry_run) or (args.command == "fleet" and args.fix)
+
+
 def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
     if args.command == "doctor":
         return doctor.main(adapter.application(), args)
-    writes = (args.command in ("reconcile", "rekey") and not args.dry_run) or (args.command == "fleet" and args.fix)
-    refused = _compare_deployed(args) if writes else None
+    refused = _compare_deployed(args) if _writes(args) else None
     if refused is not None:
         print(refused, file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_CONFIG
     if args.command == "fleet":
         from pullsecret.operator import fleet
 

@@ -3,7 +3,9 @@
 `make up` writes its settings to `.playground/env`; a shell that sourced it keeps them after the playground
 stops or restarts (new ports, a new temporary token file). Before the CLI builds anything, `hint` checks the two
 things that give it away, for loopback endpoints only (a production API is never probed here): a token file
-that no longer exists, and an API port nothing listens on.
+that no longer exists, and an API port nothing listens on. A loopback URL is also what `kubectl port-forward` to
+a real API gives: only a shell that holds what the env file exports beside the settings (PLAYGROUND_MARKERS) is
+said to be left from a playground; any other is told that its local URL answers nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from urllib.parse import urlsplit
 
 ENV_FILE = Path(".playground") / "env"
 CONNECT_TIMEOUT_S = 0.5
+# Exported by the playground's env file (emulators/playground_env.py) and by nothing else a shell sets.
+PLAYGROUND_MARKERS = ("EMULATORS_ADMIN", "FUNCTION_URL", "PULLSECRET_OPERATOR_KUBECONFIG")
 
 
 def _loopback(host: str | None) -> bool:
@@ -41,7 +45,8 @@ def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
         return None
     where = Path.cwd() if cwd is None else cwd
     token = (env.get("HYPERFLEET_API_TOKEN_FILE") or "").strip()
-    if token and not os.path.exists(token):
+    playground = any((env.get(name) or "").strip() for name in PLAYGROUND_MARKERS)
+    if playground and token and not os.path.exists(token):
         return (
             f"this shell's settings are left from a playground that stopped: HYPERFLEET_API_TOKEN_FILE names "
             f"{token}, which no longer exists; {_what_to_run(where)}"
@@ -54,7 +59,14 @@ def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
         with socket.create_connection((url.hostname or "127.0.0.1", port), timeout=CONNECT_TIMEOUT_S):
             return None
     except OSError:
+        pass
+    if playground:
         return (
             f"this shell's settings are left from a playground that stopped: nothing listens at "
             f"{url.scheme}://{url.netloc} (HYPERFLEET_API_URL); {_what_to_run(where)}"
         )
+    return (
+        f"nothing listens at {url.scheme}://{url.netloc} (HYPERFLEET_API_URL, no playground's): start what "
+        "should serve it there again (a `kubectl port-forward`, a local API), or set HYPERFLEET_API_URL to the "
+        f"API's address; for the playground, `make up` then `source {ENV_FILE}`"
+    )

@@ -86,12 +86,12 @@ def test_help_lists_the_subcommands_the_exit_codes_and_the_environment(function_
     assert "reconcile" in cli("--help").stdout and "inspect" in cli("--help").stdout
 
 
-def test_usage_and_configuration_errors_exit_2(function_env: dict[str, str]) -> None:
+def test_usage_errors_exit_2_configuration_errors_5(function_env: dict[str, str]) -> None:
     assert cli().returncode == 2
     assert cli("reconcile", "../etc").returncode == 2
     env = {k: v for k, v in os.environ.items() if k != "HYPERFLEET_API_URL"}
     missing = cli("reconcile", CID, env=env)
-    assert missing.returncode == 2 and "HYPERFLEET_API_URL is required" in missing.stderr
+    assert missing.returncode == 5 and "HYPERFLEET_API_URL is required" in missing.stderr
 
 
 OPERATOR = "operator@example.com"

@@ -1,0 +1,86 @@
+"""An operator's second day (issue 43), the CLI's side: a shell that differs from the running playground refused
+before it writes (pullsecret.operator.playground), a dead port-forward told apart from a stopped playground
+(staleness), the endpoint really tried named at once (reach)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+from pullsecret import config
+from pullsecret.operator import playground, reach, staleness
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def _record(cwd: Path, settings: dict[str, str], *, pid: int | None = None) -> None:
+    (cwd / ".playground").mkdir(exist_ok=True)
+    record = {"format": 1, "pid": os.getpid() if pid is None else pid, "settings": settings, "unset": []}
+    (cwd / ".playground" / "settings.json").write_text(json.dumps(record))
+
+
+PLAYED = {"HYPERFLEET_API_URL": "http://127.0.0.1:4711/", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/1"}
+
+
+def test_a_shell_left_from_an_external_secrets_playground_is_refused_naming_each_difference(tmp_path: Path) -> None:
+    _record(tmp_path, PLAYED)
+    stale = {
+        **PLAYED,
+        "HYPERFLEET_API_URL": "http://127.0.0.1:4242/",
+        "KUBERNETES_DELIVERY": "external-secrets",
+        "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": "serviceAccount:p.svc.id.goog[{namespace}/external-secrets]",
+        "LOG_LEVEL": "DEBUG",  # how, not what: never a difference
+    }
+    said = playground.refusal(stale, tmp_path)
+    assert said is not None and said.startswith("refusing to write"), said
+    assert "KUBERNETES_DELIVERY: here 'external-secrets', playground unset" in said
+    assert "HYPERFLEET_API_URL: here 'http://127.0.0.1:4242/', playground 'http://127.0.0.1:4711/'" in said
+    assert "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE" in said and "LOG_LEVEL" not in said
+    assert "source .playground/env" in said and said.endswith("nothing was written")
+    assert playground.refusal(dict(PLAYED), tmp_path) is None  # a sourced shell agrees
+    assert playground.refusal({**PLAYED, "KUBERNETES_DELIVERY": "DIRECT"}, tmp_path) is None  # as the function reads
+
+
+def test_a_shell_aimed_at_a_real_api_or_a_stopped_playground_is_not_compared(tmp_path: Path) -> None:
+    _record(tmp_path, PLAYED)
+    assert playground.refusal({"HYPERFLEET_API_URL": "https://api.example.com/"}, tmp_path) is None
+    _record(tmp_path, PLAYED, pid=2**22 + 17)  # no such process: the playground stopped without its cleanup
+    assert playground.refusal({"HYPERFLEET_API_URL": "http://127.0.0.1:1/"}, tmp_path) is None
+    assert playground.unsourced_hint({}, tmp_path) == ""
+
+
+def test_a_fresh_shell_next_to_a_running_playground_is_told_to_source_its_env_file(tmp_path: Path) -> None:
+    _record(tmp_path, PLAYED)
+    assert "run `source .playground/env` in this shell first" in playground.unsourced_hint({}, tmp_path)
+    assert playground.unsourced_hint({"HYPERFLEET_API_URL": "https://api.example.com"}, tmp_path) == ""
+
+
+def test_a_dead_port_forward_is_not_called_a_stopped_playground(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/"
+    said = staleness.hint({"HYPERFLEET_API_URL": url}, cwd=tmp_path)
+    assert said is not None and "playground that stopped" not in said, said
+    assert "no playground's" in said and "kubectl port-forward" in said and url.rstrip("/") in said
+    gone = {"HYPERFLEET_API_URL": url, "HYPERFLEET_API_TOKEN_FILE": str(tmp_path / "no-such-token")}
+    assert "playground that stopped" not in str(staleness.hint(gone, cwd=tmp_path))
+
+
+def _refused(address: tuple[str, int], timeout: float) -> object:
+    raise OSError(-3, "Temporary failure in name resolution")
+
+
+def test_an_unset_emulator_variable_names_googles_endpoint_at_once() -> None:
+    settings = config.load({"HYPERFLEET_API_URL": "http://127.0.0.1:1/"})
+    said = reach.unreachable(settings, connect=_refused, playground_running=True)
+    assert said is not None and said.startswith("cannot reach Secret Manager at secretmanager.googleapis.com:443")
+    assert "SECRET_MANAGER_EMULATOR_HOST is unset" in said and "source .playground/env" in said
+    emulated = config.load({"HYPERFLEET_API_URL": "http://127.0.0.1:1/", "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9"})
+    said = reach.unreachable(emulated, connect=_refused)
+    assert said is not None and "at 127.0.0.1:9 (the emulator SECRET_MANAGER_EMULATOR_HOST names)" in said
+    assert reach.unreachable(emulated, connect=lambda address, timeout: None) is None
