@@ -263,14 +263,15 @@ def _credentials_fix(env: Any) -> str:
 
 
 def _reachable(adapter: Adapter, args: argparse.Namespace) -> int:
-    """The command, once the endpoints it calls accept a connection (a bounded wait, naming what it tried)."""
+    """The command, once the endpoints it calls accept a connection and Google gave this shell a token (a bounded
+    wait, naming what it tried): a missing or refused credential, an endpoint that answers nothing, said at once."""
     from pullsecret.operator import playground, reach
 
-    app = adapter.application()
-    blocked = reach.unreachable(app.settings, playground_running=playground.running() is not None)
+    blocked = reach.unreachable(adapter.settings, playground_running=playground.running() is not None)
     if blocked is not None:
         print(blocked, file=sys.stderr)
         return EXIT_TRANSIENT
+    adapter.identity.token()  # raises DefaultCredentialsError, or TransientError(CredentialsUnavailable)
     return _command(adapter, args)
 
 

@@ -76,11 +76,11 @@ def _refused(address: tuple[str, int], timeout: float) -> object:
 
 
 def test_an_unset_emulator_variable_names_googles_endpoint_at_once() -> None:
-    settings = config.load({"HYPERFLEET_API_URL": "http://127.0.0.1:1/"})
+    settings = config.load(PLAYED)
     said = reach.unreachable(settings, connect=_refused, playground_running=True)
     assert said is not None and said.startswith("cannot reach Secret Manager at secretmanager.googleapis.com:443")
     assert "SECRET_MANAGER_EMULATOR_HOST is unset" in said and "source .playground/env" in said
-    emulated = config.load({"HYPERFLEET_API_URL": "http://127.0.0.1:1/", "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9"})
+    emulated = config.load({**PLAYED, "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9", "GKE_EMULATOR_HOST": "127.0.0.1:9"})
     said = reach.unreachable(emulated, connect=_refused)
     assert said is not None and "at 127.0.0.1:9 (the emulator SECRET_MANAGER_EMULATOR_HOST names)" in said
     assert reach.unreachable(emulated, connect=lambda address, timeout: None) is None
