@@ -48,6 +48,7 @@ EXIT_TRANSIENT = 3
 EXIT_NOTHING_DONE = 4
 EXIT_CONFIG = 5
 EXIT_PIPE = 141  # as a shell reports a process ended by SIGPIPE
+NOT_APPLICABLE = "not applicable"  # a view's field that has no meaning in this mode
 
 _RESULT_EXIT = {
     "applied": EXIT_OK,
@@ -440,9 +441,10 @@ def _inspect_hyperfleet(cluster: dict[str, Any], ours: dict[str, Any]) -> dict[s
     }
 
 
-def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: dict[str, Any]) -> bool | None:
+def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: dict[str, Any]) -> bool | str | None:
     """Whether the delivered content is what we last reported storing; None when a side could not be read (e.g.
-    the runtime identity may not read Secrets): unknown, not false."""
+    the runtime identity may not read Secrets): unknown, not false; "not applicable" when the delivery shows no
+    content of its own (external-secrets: External Secrets Operator writes the Secret, the adapter reads none)."""
     recorded_fingerprint: str | None = None
     # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
     ours_data = ours.get("data")
@@ -450,6 +452,8 @@ def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: d
         recorded_fingerprint = ours_data["fingerprint"]
     if "error" in kubernetes or "error" in secret_manager:
         return None
+    if kubernetes.get("exists") is None and "content_fingerprint" not in kubernetes:
+        return NOT_APPLICABLE
     live_fp = kubernetes.get("content_fingerprint")
     return bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
 

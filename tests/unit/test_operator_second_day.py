@@ -8,6 +8,7 @@ import json
 import os
 import socket
 from pathlib import Path
+from typing import Any
 
 from pullsecret import config
 from pullsecret.operator import playground, reach, staleness
@@ -84,3 +85,32 @@ def test_an_unset_emulator_variable_names_googles_endpoint_at_once() -> None:
     said = reach.unreachable(emulated, connect=_refused)
     assert said is not None and "at 127.0.0.1:9 (the emulator SECRET_MANAGER_EMULATOR_HOST names)" in said
     assert reach.unreachable(emulated, connect=lambda address, timeout: None) is None
+
+
+def test_fleets_delivery_column_fits_its_longest_cell_and_its_counts_agree() -> None:
+    from types import SimpleNamespace
+
+    from pullsecret.operator import fleet
+
+    long = "no placement: " + "x" * 60
+    view = fleet.View(rows=[fleet.Row("cls-a", 1, "Available=True g1", "v1 ENABLED", "g1", long)])
+    view.rows.append(fleet.Row("cls-b", 2, "Available=True g2", "v2 ENABLED", "g2", "Secret abc g2"))
+    app: Any = SimpleNamespace(settings=SimpleNamespace(adapter_name="pullsecret"), delivery=SimpleNamespace(mode="direct"))
+    lines = fleet.render(view, app)
+    header, first, second = lines[1], lines[2], lines[3]
+    column = header.index("DISAGREES")
+    assert first[column - 1 :] == " -" and second[column - 1 :] == " -", lines  # each row's DISAGREES under its head
+    assert fleet.fix_hint(1, 2) == (
+        "run again with --fix to remove the 1 of these 2 that is ours; the other 1 is not the adapter's and stays"
+    )
+    assert fleet.fix_hint(2, 2) == "run again with --fix to remove these 2 (ours)"
+
+
+def test_inspect_says_not_applicable_for_a_delivery_that_shows_no_content() -> None:
+    from pullsecret.operator import cli
+
+    ours = {"data": {"fingerprint": "199aa65c12c1ffff"}}
+    external = {"delivery": "external-secrets", "access_member": "serviceAccount:p.svc.id.goog[ns/eso]"}
+    assert cli._in_sync(ours, external, {"name": "projects/p/secrets/s"}) == "not applicable"
+    assert cli._in_sync(ours, {"exists": True, "content_fingerprint": "199aa65c12c1"}, {}) is True
+    assert cli._in_sync(ours, {"exists": False}, {}) is False
