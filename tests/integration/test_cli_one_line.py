@@ -97,14 +97,18 @@ def test_credentials_google_refuses_are_one_line_with_the_fix(
 
 def test_an_emulator_nothing_listens_at_is_named_at_once(tmp_path: Path) -> None:
     adc = tmp_path / "adc.json"
-    adc.write_text(json.dumps({"type": "authorized_user", "client_id": "c", "client_secret": "s", "refresh_token": "r"}))
+    adc.write_text(
+        json.dumps({"type": "authorized_user", "client_id": "c", "client_secret": "s", "refresh_token": "r"})
+    )
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = _shell(tmp_path, GOOGLE_APPLICATION_CREDENTIALS=str(adc), SECRET_MANAGER_EMULATOR_HOST=f"127.0.0.1:{port}")
     done = cli("reconcile", "cls-x1", "--dry-run", env=env)
     said = _one_line(done)
-    assert done.returncode == 3 and said.startswith(f"cannot reach Secret Manager at 127.0.0.1:{port} (the emulator"), said
+    assert done.returncode == 3 and said.startswith(f"cannot reach Secret Manager at 127.0.0.1:{port} (the emulator"), (
+        said
+    )
 
 
 def test_a_fresh_shell_next_to_a_running_playground_is_told_to_source_it(tmp_path: Path) -> None:
@@ -129,7 +133,11 @@ def test_a_fresh_shell_next_to_a_running_playground_is_told_to_source_it(tmp_pat
 def test_json_into_a_reader_that_stops_ends_without_a_traceback(function_env: dict[str, str], admin: Any) -> None:
     seed_ready_cluster(admin, "cls-pipe01")
     done = subprocess.run(
-        ["bash", "-c", f'"{sys.executable}" -m pullsecret reconcile cls-pipe01 --json | head -c 0; echo "${{PIPESTATUS[0]}}"'],
+        [
+            "bash",
+            "-c",
+            f'"{sys.executable}" -m pullsecret reconcile cls-pipe01 --json | head -c 0; echo "${{PIPESTATUS[0]}}"',
+        ],
         cwd=ROOT,
         env=dict(os.environ),
         capture_output=True,

@@ -36,7 +36,7 @@ def test_a_shell_left_from_an_external_secrets_playground_is_refused_naming_each
         **PLAYED,
         "HYPERFLEET_API_URL": "http://127.0.0.1:4242/",
         "KUBERNETES_DELIVERY": "external-secrets",
-        "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": "serviceAccount:p.svc.id.goog[{namespace}/external-secrets]",
+        "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": "principal://x/{namespace}",
         "LOG_LEVEL": "DEBUG",  # how, not what: never a difference
     }
     said = playground.refusal(stale, tmp_path)
@@ -81,7 +81,9 @@ def test_an_unset_emulator_variable_names_googles_endpoint_at_once() -> None:
     said = reach.unreachable(settings, connect=_refused, playground_running=True)
     assert said is not None and said.startswith("cannot reach Secret Manager at secretmanager.googleapis.com:443")
     assert "SECRET_MANAGER_EMULATOR_HOST is unset" in said and "source .playground/env" in said
-    emulated = config.load({**PLAYED, "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9", "GKE_EMULATOR_HOST": "127.0.0.1:9"})
+    emulated = config.load(
+        {**PLAYED, "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9", "GKE_EMULATOR_HOST": "127.0.0.1:9"}
+    )
     said = reach.unreachable(emulated, connect=_refused)
     assert said is not None and "at 127.0.0.1:9 (the emulator SECRET_MANAGER_EMULATOR_HOST names)" in said
     assert reach.unreachable(emulated, connect=lambda address, timeout: None) is None
@@ -95,7 +97,9 @@ def test_fleets_delivery_column_fits_its_longest_cell_and_its_counts_agree() -> 
     long = "no placement: " + "x" * 60
     view = fleet.View(rows=[fleet.Row("cls-a", 1, "Available=True g1", "v1 ENABLED", "g1", long)])
     view.rows.append(fleet.Row("cls-b", 2, "Available=True g2", "v2 ENABLED", "g2", "Secret abc g2"))
-    app: Any = SimpleNamespace(settings=SimpleNamespace(adapter_name="pullsecret"), delivery=SimpleNamespace(mode="direct"))
+    app: Any = SimpleNamespace(
+        settings=SimpleNamespace(adapter_name="pullsecret"), delivery=SimpleNamespace(mode="direct")
+    )
     lines = fleet.render(view, app)
     header, first, second = lines[1], lines[2], lines[3]
     column = header.index("DISAGREES")
@@ -114,3 +118,45 @@ def test_inspect_says_not_applicable_for_a_delivery_that_shows_no_content() -> N
     assert cli._in_sync(ours, external, {"name": "projects/p/secrets/s"}) == "not applicable"
     assert cli._in_sync(ours, {"exists": True, "content_fingerprint": "199aa65c12c1"}, {}) is True
     assert cli._in_sync(ours, {"exists": False}, {}) is False
+
+
+def test_counts_are_whole_numbers_and_mode_names_are_compared_one_way() -> None:
+    import pytest
+
+    from pullsecret.errors import ConfigError
+
+    for bad in ("zero", "2.7", "-1", "0"):
+        with pytest.raises(ConfigError) as raised:
+            config.load({**PLAYED, "RETAIN_VERSIONS": bad})
+        assert "RETAIN_VERSIONS must be a whole number from 1 to 100" in str(raised.value), bad
+        assert "seconds" not in str(raised.value)
+    assert config.load({**PLAYED, "RETAIN_VERSIONS": " 5 "}).retain_versions == 5
+    template = (
+        "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
+        "mgmt.svc.id.goog/subject/ns/{namespace}/sa/hyperfleet-pull-secret-reader"
+    )
+    mixed = {**PLAYED, "KUBERNETES_DELIVERY": "External-Secrets", "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": template}
+    assert config.load(mixed).kubernetes_delivery == "external-secrets"
+
+
+def test_the_playgrounds_source_is_case_insensitive_and_its_error_names_the_make_variable() -> None:
+    import subprocess
+    import sys
+
+    from emulators import __main__ as emulators_main
+    from tests.support import ROOT, clean_env
+
+    assert emulators_main._source("Service") == "service" and emulators_main._source(None) in emulators_main.SOURCES
+    done = subprocess.run(
+        [sys.executable, "-m", "emulators", "playground", "--state-dir", "/nonexistent/h43"],
+        cwd=ROOT,
+        env=clean_env(SOURCE="Servce"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stderr == "", done.stderr
+    assert done.stdout == "configuration error: SOURCE must be platform or service, got 'Servce'; nothing was started\n"
+    make = subprocess.run(["make", "-n", "up", "SOURCE=service"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert "--source" not in make.stdout, make.stdout  # SOURCE reaches it as a variable: its error names SOURCE
