@@ -125,7 +125,8 @@ def _main(argv: list[str] | None) -> int:
     play.add_argument(
         "--source",
         metavar="{platform,service}",
-        help="the pull secret's source: the platform secret, or the Pull Secret Service emulator (SOURCE=service); default: $SOURCE, else platform",
+        help="the pull secret's source: the platform secret, or the Pull Secret Service emulator (default: $SOURCE, "
+        "else platform)",
     )
     stop = sub.add_parser("down", help="`make down`: stop the playground running from --state-dir")
     stop.add_argument("--state-dir", type=Path, default=STATE_DIR)
@@ -135,7 +136,8 @@ def _main(argv: list[str] | None) -> int:
     demo_parser.add_argument(
         "--source",
         metavar="{platform,service}",
-        help="where the pull secret comes from: the platform secret, or the Pull Secret Service (SOURCE=service); default: $SOURCE, else platform",
+        help="where the pull secret comes from: the platform secret, or the Pull Secret Service (default: $SOURCE, "
+        "else platform)",
     )
     logs = sub.add_parser("logs", help="`make logs`: the function's log, one readable line per record")
     logs.add_argument("--state-dir", type=Path, default=STATE_DIR)

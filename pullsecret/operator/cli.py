@@ -201,9 +201,8 @@ def _detach_stdout() -> None:
 def _checked(args: argparse.Namespace) -> int:
     """The environment checked (this shell against a running playground, a stale one, the settings, the
     credentials, the endpoints), then the command; every failure one line with its fix and exit code."""
-    import os
-
     import dataclasses
+    import os
 
     import google.auth.exceptions
 

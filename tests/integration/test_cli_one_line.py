@@ -62,7 +62,7 @@ def test_no_application_default_credentials_is_one_line_with_the_fix(
 
 
 class _Refusing(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         body = json.dumps({"error": "invalid_grant", "error_description": "Token has been expired or revoked."})
         self.send_response(400)
         self.send_header("Content-Type", "application/json")
