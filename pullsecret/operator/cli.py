@@ -62,24 +62,38 @@ _RESULT_EXIT = {
 }
 
 _EPILOG = """\
+commands: reconcile, inspect, fleet (--fix), rekey, doctor (python -m pullsecret COMMAND --help)
+
 exit codes:
-  0  done: applied, unchanged or finalized (inspect: the cluster was found; doctor: no check failed)
-  1  terminal failure, reported in the cluster's status (fix the input, then run again); doctor: a check failed
-  2  usage or configuration error (the message names the variable)
-  3  transient failure (a service was unavailable or refused our token): try again
-  4  nothing done: preconditions not met, a stale generation, or a cluster the API does not know
+  0    done: applied, unchanged or finalized (inspect: the cluster was found; doctor: no check failed)
+  1    terminal failure, reported in the cluster's status (fix the input, then run again); doctor: a check failed
+  2    usage error (a flag, an argument, a cluster id)
+  3    transient failure (a service was unavailable, an endpoint answered nothing): try again
+  4    nothing done: preconditions not met, a stale generation, or a cluster the API does not know
+  5    configuration error, nothing done: a setting, Google credentials missing or refused, this shell's settings
+       differing from the running playground's or the deployed function's, a shell left from a stopped
+       playground (the message names what and the fix)
+  141  stdout's reader stopped reading (`--json | head`), as a shell reports SIGPIPE
 
 environment (the function's own; README.md, Configuration, lists them all):
   HYPERFLEET_API_URL           required: the HyperFleet API base URL
   HYPERFLEET_API_TOKEN_FILE    file holding the HyperFleet bearer token
-  PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N)
+  PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N); or
+  PULL_SECRET_SERVICE_URL      the HyperFleet Pull Secret Service (per-cluster credentials; exactly one of the two)
+  PULL_SECRET_SERVICE_TOKEN_FILE  file holding the service's bearer token
+  KUBERNETES_DELIVERY          direct (default) or external-secrets (with EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE)
   MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
   SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
   LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines (-v); seconds of in-process retries
   PULLSECRET_DEPLOYED_FUNCTION projects/P/locations/L/functions/F: as --deployed (compare before writing)
-  SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, GCE_METADATA_HOST   local emulators (make up prints them)
+  PULLSECRET_OPERATOR_KUBECONFIG  a kubeconfig inspect and fleet read the management cluster with (your own
+                               read-only identity; the playground's env file names one): direct mode's Secret
+  SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, RESOURCE_MANAGER_EMULATOR_HOST, GCE_METADATA_HOST
+                               local emulators (`source .playground/env` sets them); unset: Google's endpoints
   Google credentials come from Application Default Credentials (gcloud auth application-default login,
   or GOOGLE_APPLICATION_CREDENTIALS), or the metadata server.
+  Next to a running playground (.playground/settings.json), a command that writes first compares this shell's
+  settings with its function's and refuses when they differ in what changes the result.
 """
 
 
@@ -98,7 +112,8 @@ def _page_size(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pullsecret",
-        description="Run the pull-secret adapter's code by hand: one reconcile, or a cluster's lineage.",
+        description="Run the pull-secret adapter's code by hand: one reconcile, a cluster's lineage, the fleet's "
+        "state, a re-key, the doctor's checks.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -284,6 +299,12 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
     if args.command == "doctor":
         return doctor.main(adapter.application(), args)
+    if args.command == "inspect" or (args.command == "fleet" and not args.fix):  # views only: it reads
+        import os
+
+        from pullsecret.operator import operator_kube
+
+        operator_kube.use(adapter.application().delivery, os.environ)  # read with the operator's own identity
     refused = _compare_deployed(args) if _writes(args) else None
     if refused is not None:
         print(refused, file=sys.stderr)

@@ -215,3 +215,19 @@ def test_a_shell_left_from_an_earlier_playground_is_refused_before_any_write(
     assert "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE: here" in said and "HYPERFLEET_API_URL: here" in said, said
     assert "run `source .playground/env` in this shell" in said and "Traceback" not in said, said
     assert len(admin.reports()) == reported  # nothing reported to HyperFleet
+
+    # Sourced again, it agrees: the reconcile applies, and inspect reads the Secret with the operator's identity.
+    fixed = _sourced(state / "env", before=shell)
+    for command in (["reconcile", "cls-demo01"], ["inspect", "cls-demo01"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pullsecret", *command],
+            cwd=tmp_path,
+            env={**fixed, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["in_sync"] is True and shown["kubernetes"]["exists"] is True, shown  # direct mode's delivery shows
