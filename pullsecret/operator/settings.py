@@ -90,7 +90,7 @@ AMBIENT_VARIABLES = frozenset(
         "GOOGLE_APPLICATION_CREDENTIALS",  # google-auth's; pullsecret/bearer.py only asks whether it is set
         "PUBSUB_EMULATOR_HOST",  # the Pub/Sub client library's (pullsecret/source/publishing.py)
         "PULLSECRET_DEPLOYED_FUNCTION",  # the operator CLI's --deployed default (pullsecret/operator/deployed.py)
-        "PULLSECRET_OPERATOR_KUBECONFIG",  # the operator's own kubeconfig, inspect and fleet (operator/operator_kube.py)
+        "PULLSECRET_OPERATOR_KUBECONFIG",  # inspect and fleet read with it (pullsecret/operator/operator_kube.py)
     }
 )
 
