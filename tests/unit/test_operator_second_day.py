@@ -160,3 +160,13 @@ def test_the_playgrounds_source_is_case_insensitive_and_its_error_names_the_make
     assert done.stdout == "configuration error: SOURCE must be platform or service, got 'Servce'; nothing was started\n"
     make = subprocess.run(["make", "-n", "up", "SOURCE=service"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert "--source" not in make.stdout, make.stdout  # SOURCE reaches it as a variable: its error names SOURCE
+
+
+def test_a_cluster_waiting_on_its_dependencies_reads_as_waiting_within_the_frameworks_health() -> None:
+    from pullsecret.model import status
+
+    report = status.preconditions_not_met(3, "waiting for adapters: dns (no status)")
+    health = next(c for c in report.conditions if c.type == "Health")
+    assert (health.status, health.reason) == ("False", "ResourcesSkipped")  # the framework's pairing, unchanged
+    assert health.message.startswith("Resources skipped: waiting for adapters: dns (no status)")
+    assert "waiting, nothing failed" in health.message
