@@ -57,8 +57,8 @@ def use(delivery: Any, env: Mapping[str, str]) -> None:
     from pullsecret.delivery.direct.kubeapi import SecretsApi
 
     try:
-        _, active = list_kube_config_contexts(config_file=path)
-        client = new_client_from_config(config_file=path)
+        _, active = list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+        client = new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
     except (OSError, ConfigException, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{ENV_NAME} names no usable kubeconfig ({path}): {type(exc).__name__}") from None
     client.configuration.retries = False

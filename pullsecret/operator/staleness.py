@@ -45,7 +45,8 @@ def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
         return None
     where = Path.cwd() if cwd is None else cwd
     token = (env.get("HYPERFLEET_API_TOKEN_FILE") or "").strip()
-    playground = any((env.get(name) or "").strip() for name in PLAYGROUND_MARKERS)
+    marks = (env.get("EMULATORS_ADMIN"), env.get("FUNCTION_URL"), env.get("PULLSECRET_OPERATOR_KUBECONFIG"))
+    playground = any((value or "").strip() for value in marks)  # PLAYGROUND_MARKERS
     if playground and token and not os.path.exists(token):
         return (
             f"this shell's settings are left from a playground that stopped: HYPERFLEET_API_TOKEN_FILE names "
