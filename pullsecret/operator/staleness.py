@@ -38,15 +38,29 @@ def _what_to_run(cwd: Path) -> str:
     return f"start the playground with `make up`, then `source {ENV_FILE}` in this shell"
 
 
+def _from_playground(env: Mapping[str, str]) -> bool:
+    """Whether the shell holds what only the playground's env file exports (PLAYGROUND_MARKERS)."""
+    marks = (env.get("EMULATORS_ADMIN"), env.get("FUNCTION_URL"), env.get("PULLSECRET_OPERATOR_KUBECONFIG"))
+    return any((value or "").strip() for value in marks)
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
 def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
-    """A person's sentence when the environment points at a local playground that is gone, else None."""
+    """A person's sentence when the environment points at a local playground that is gone, or at a local URL
+    nothing serves, else None."""
     url = urlsplit((env.get("HYPERFLEET_API_URL") or "").strip())
     if not _loopback(url.hostname):
         return None
     where = Path.cwd() if cwd is None else cwd
     token = (env.get("HYPERFLEET_API_TOKEN_FILE") or "").strip()
-    marks = (env.get("EMULATORS_ADMIN"), env.get("FUNCTION_URL"), env.get("PULLSECRET_OPERATOR_KUBECONFIG"))
-    playground = any((value or "").strip() for value in marks)  # PLAYGROUND_MARKERS
+    playground = _from_playground(env)
     if playground and token and not os.path.exists(token):
         return (
             f"this shell's settings are left from a playground that stopped: HYPERFLEET_API_TOKEN_FILE names "
@@ -56,11 +70,8 @@ def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
         port = url.port or (443 if url.scheme == "https" else 80)
     except ValueError:
         return None
-    try:
-        with socket.create_connection((url.hostname or "127.0.0.1", port), timeout=CONNECT_TIMEOUT_S):
-            return None
-    except OSError:
-        pass
+    if _listening(url.hostname or "127.0.0.1", port):
+        return None
     if playground:
         return (
             f"this shell's settings are left from a playground that stopped: nothing listens at "
