@@ -216,8 +216,24 @@ def test_a_shell_left_from_an_earlier_playground_is_refused_before_any_write(
     assert "run `source .playground/env` in this shell" in said and "Traceback" not in said, said
     assert len(admin.reports()) == reported  # nothing reported to HyperFleet
 
-    # Sourced again, it agrees: the reconcile applies, and inspect reads the Secret with the operator's identity.
+    # Sourced, then the earlier playground's `export` lines pasted again from the scrollback: the URL and token
+    # are live, so nothing looks stale; the delivery is not the function's. Refused before any write too.
     fixed = _sourced(state / "env", before=shell)
+    pasted = {k: shell[k] for k in ("KUBERNETES_DELIVERY", "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pullsecret", "reconcile", "cls-demo01"],
+        cwd=tmp_path,
+        env={**fixed, **pasted, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 5 and "KUBERNETES_DELIVERY: here 'external-secrets', playground unset" in said, said
+    assert "HYPERFLEET_API_URL" not in said and len(admin.reports()) == reported, said  # nothing reported
+
+    # Sourced again, it agrees: the reconcile applies, and inspect reads the Secret with the operator's identity.
     for command in (["reconcile", "cls-demo01"], ["inspect", "cls-demo01"]):
         done = subprocess.run(
             [sys.executable, "-m", "pullsecret", *command],
