@@ -62,16 +62,17 @@ provider-schema: $(SCHEMA_STAMP)
 # SOURCE=service: the pull secret comes from the Pull Secret Service emulator (each cluster's own credentials,
 # rotated and revoked), not from the platform secret in Secret Manager.
 demo: $(RUN_STAMP)
-	$(PY) -m emulators demo --source $(or $(SOURCE),platform)
+	$(PY) -m emulators demo
 
 emulators: $(RUN_STAMP)
 	@$(PY) -m emulators up
 
 # The local playground: emulators, the function, a ready cluster, a push subscription; prints `export` lines.
 # One per checkout; `make down` stops it from another shell. Settings pass through: LOG_LEVEL=DEBUG make up,
-# KUBERNETES_DELIVERY=external-secrets make up; SOURCE=service: the Pull Secret Service emulator is the source.
+# KUBERNETES_DELIVERY=external-secrets make up; SOURCE=service: the Pull Secret Service emulator is the source
+# (SOURCE reaches the playground as a variable, compared as KUBERNETES_DELIVERY is: case-insensitive).
 up: $(RUN_STAMP)
-	@$(PY) -m emulators playground --source $(or $(SOURCE),platform)
+	@$(PY) -m emulators playground
 
 down: $(RUN_STAMP)
 	@$(PY) -m emulators down

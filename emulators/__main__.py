@@ -54,6 +54,21 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+SOURCES = ("platform", "service")
+
+
+def _source(flag: str | None) -> str | None:
+    """The pull secret's source, compared as KUBERNETES_DELIVERY is (trimmed, case-folded): --source, else the
+    SOURCE variable (`make up SOURCE=service` hands it over so), else platform. A bad value is one line naming where
+    it came from; None then."""
+    named, raw = ("--source", flag) if flag is not None else ("SOURCE", os.environ.get("SOURCE") or "platform")
+    value = raw.strip().lower() or "platform"
+    if value in SOURCES:
+        return value
+    print(f"configuration error: {named} must be platform or service, got {raw[:40]!r}; nothing was started")
+    return None
+
+
 def _logs(args: argparse.Namespace) -> int:
     from emulators import logview
     from emulators.playground_lock import holder
@@ -109,9 +124,9 @@ def _main(argv: list[str] | None) -> int:
     play.add_argument("--port", type=int, default=0, help="the function's port (default: a free one)")
     play.add_argument(
         "--source",
-        choices=("platform", "service"),
-        default="platform",
-        help="the pull secret's source: the platform secret, or the Pull Secret Service emulator (SOURCE=service)",
+        metavar="{platform,service}",
+        help="the pull secret's source: the platform secret, or the Pull Secret Service emulator (default: $SOURCE, "
+        "else platform)",
     )
     stop = sub.add_parser("down", help="`make down`: stop the playground running from --state-dir")
     stop.add_argument("--state-dir", type=Path, default=STATE_DIR)
@@ -120,9 +135,9 @@ def _main(argv: list[str] | None) -> int:
     )
     demo_parser.add_argument(
         "--source",
-        choices=("platform", "service"),
-        default="platform",
-        help="where the pull secret comes from: the platform secret, or the Pull Secret Service (SOURCE=service)",
+        metavar="{platform,service}",
+        help="where the pull secret comes from: the platform secret, or the Pull Secret Service (default: $SOURCE, "
+        "else platform)",
     )
     logs = sub.add_parser("logs", help="`make logs`: the function's log, one readable line per record")
     logs.add_argument("--state-dir", type=Path, default=STATE_DIR)
@@ -142,6 +157,11 @@ def _main(argv: list[str] | None) -> int:
     event.add_argument("cluster_id")
     event.add_argument("--generation", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.command in ("playground", "demo"):
+        source = _source(args.source)
+        if source is None:
+            return 2
+        args.source = source
 
     if args.command == "up":
         return _up(args)

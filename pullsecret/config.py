@@ -368,7 +368,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         max_event_age_s=envvars.number(env, "MAX_EVENT_AGE", 3600.0, minimum=0, maximum=7 * 86400),
         retry_deadline_s=envvars.number(env, "RETRY_DEADLINE", 60.0, minimum=0.1, maximum=3600),
         deletion_policy=envvars.choice(env, "DELETION_POLICY", "DELETE", DELETION_POLICIES, upper=True),
-        retain_versions=int(envvars.number(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100)),
+        retain_versions=envvars.count(env, "RETAIN_VERSIONS", 3, minimum=1, maximum=100),
         # Rotation: the fan-out's topic and its pace against the Secret Manager write quota.
         adapter_topic=envvars.matching(env, "ADAPTER_TOPIC", TOPIC_RE, "projects/P/topics/T"),
         rotation_publish_rate=_publish_rate(env),
@@ -384,7 +384,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         registry_timeout_s=envvars.number(env, "REGISTRY_TIMEOUT", 5.0, minimum=0.1, maximum=60),
         registry_deadline_s=envvars.number(env, "REGISTRY_DEADLINE", 15.0, minimum=0.1, maximum=300),
         registry_cache_ttl_s=envvars.number(env, "REGISTRY_CACHE_TTL", 3600.0, minimum=0, maximum=7 * 86400),
-        registry_concurrency=int(envvars.number(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128)),
+        registry_concurrency=envvars.count(env, "REGISTRY_CONCURRENCY", 16, minimum=1, maximum=128),
         registry_ca_bundle=envvars.readable_file(env, "REGISTRY_CA_BUNDLE"),
         registry_allowed_hosts=_allowed_hosts(env),
         registry_trusted_realms=_trusted_realms(env),

@@ -35,6 +35,19 @@ def number(env: Mapping[str, str], name: str, default: float, *, minimum: float,
     return value
 
 
+def count(env: Mapping[str, str], name: str, default: int, *, minimum: int, maximum: int) -> int:
+    """A whole number (a count, not seconds): `2.7` or `zero` refused, never rounded."""
+    raw = get(env, name)
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()):
+        raise ConfigError(f"{name} must be a whole number from {minimum} to {maximum}, got {raw[:40]!r}")
+    value = int(raw)
+    if not minimum <= value <= maximum:
+        raise ConfigError(f"{name} must be a whole number from {minimum} to {maximum}, got {raw!r}")
+    return value
+
+
 def items(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
     raw = env.get(name)
     if raw is None:

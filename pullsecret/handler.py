@@ -20,7 +20,7 @@ from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.logs import log
-from pullsecret.model import events, status
+from pullsecret.model import events, preconditions, status
 from pullsecret.reconcile import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.source.platform import rotation
@@ -63,6 +63,9 @@ class Adapter:
                 "reach it (docs/trust.md)",
                 operation="config",
             )
+        strange = preconditions.unknown_adapters(settings.precondition_adapters)
+        if strange is not None:
+            log.warning(strange, operation="config")
         self.identity = identity or RuntimeIdentity()
         self._lock = threading.Lock()
         self._application: Application | None = None

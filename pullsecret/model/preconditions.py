@@ -349,3 +349,26 @@ def _waiting_for(statuses: list[dict[str, Any]], *, settings: Settings, generati
         elif available.get("status") != "True":
             waiting.append(f"{adapter} (Available={available.get('status')})")
     return waiting
+
+
+# The HyperFleet adapters a cluster's pull secret waits for by default (PRECONDITION_ADAPTERS' default).
+KNOWN_ADAPTERS = ("validation", "dns", "placement")
+
+
+def unknown_adapters(adapters: tuple[str, ...], known: tuple[str, ...] = KNOWN_ADAPTERS) -> str | None:
+    """A sentence naming each adapter of `adapters` outside `known`, with the known name it is closest to (a typo
+    such as `placment` would have every cluster wait forever, reported as normal waiting); None when all are known."""
+    import difflib
+
+    strange = [name for name in adapters if name not in known]
+    if not strange:
+        return None
+    shown = []
+    for name in strange:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        shown.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return (
+        f"PRECONDITION_ADAPTERS names {', '.join(shown)}, not one of the adapters HyperFleet runs by default "
+        f"({', '.join(known)}): a misspelt name is waited for forever; the doctor checks them against the statuses "
+        "HyperFleet holds"
+    )

@@ -88,6 +88,8 @@ def shows_detail(reason: str) -> bool:
 
 HEALTHY = "Healthy"
 RESOURCES_SKIPPED = "ResourcesSkipped"
+# The framework pairs a skipped run with Health=False; the words say it is a wait, not a failure.
+WAITING = " (waiting, nothing failed: the work runs on the first event after that)"
 # Where a runtime failure happened, as the adapter framework names its phases (`ExecutionFailed:<phase>`).
 PHASE_PRECONDITIONS = "preconditions"  # reading and judging the cluster (HyperFleet API)
 PHASE_RESOURCES = "resources"  # Secret Manager, GKE, the Kubernetes Secret
@@ -170,7 +172,7 @@ def preconditions_not_met(generation: int, message: str) -> Report:
         (
             Condition("Applied", "False", "PreconditionsNotMet", message),
             Condition("Available", "False", "PreconditionsNotMet", available_message("PreconditionsNotMet", message)),
-            Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message}"),
+            Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message}{WAITING}"),
         ),
     )
 

@@ -46,6 +46,9 @@ EXIT_TERMINAL = 1
 EXIT_USAGE = 2
 EXIT_TRANSIENT = 3
 EXIT_NOTHING_DONE = 4
+EXIT_CONFIG = 5
+EXIT_PIPE = 141  # as a shell reports a process ended by SIGPIPE
+NOT_APPLICABLE = "not applicable"  # a view's field that has no meaning in this mode
 
 _RESULT_EXIT = {
     "applied": EXIT_OK,
@@ -59,24 +62,38 @@ _RESULT_EXIT = {
 }
 
 _EPILOG = """\
+commands: reconcile, inspect, fleet (--fix), rekey, doctor (python -m pullsecret COMMAND --help)
+
 exit codes:
-  0  done: applied, unchanged or finalized (inspect: the cluster was found; doctor: no check failed)
-  1  terminal failure, reported in the cluster's status (fix the input, then run again); doctor: a check failed
-  2  usage or configuration error (the message names the variable)
-  3  transient failure (a service was unavailable or refused our token): try again
-  4  nothing done: preconditions not met, a stale generation, or a cluster the API does not know
+  0    done: applied, unchanged or finalized (inspect: the cluster was found; doctor: no check failed)
+  1    terminal failure, reported in the cluster's status (fix the input, then run again); doctor: a check failed
+  2    usage error (a flag, an argument, a cluster id)
+  3    transient failure (a service was unavailable, an endpoint answered nothing): try again
+  4    nothing done: preconditions not met, a stale generation, or a cluster the API does not know
+  5    configuration error, nothing done: a setting, Google credentials missing or refused, this shell's settings
+       differing from the running playground's or the deployed function's, a shell left from a stopped
+       playground (the message names what and the fix)
+  141  stdout's reader stopped reading (`--json | head`), as a shell reports SIGPIPE
 
 environment (the function's own; README.md, Configuration, lists them all):
   HYPERFLEET_API_URL           required: the HyperFleet API base URL
   HYPERFLEET_API_TOKEN_FILE    file holding the HyperFleet bearer token
-  PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N)
+  PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N); or
+  PULL_SECRET_SERVICE_URL      the HyperFleet Pull Secret Service (per-cluster credentials; exactly one of the two)
+  PULL_SECRET_SERVICE_TOKEN_FILE  file holding the service's bearer token
+  KUBERNETES_DELIVERY          direct (default) or external-secrets (with EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE)
   MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
   SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
   LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines (-v); seconds of in-process retries
   PULLSECRET_DEPLOYED_FUNCTION projects/P/locations/L/functions/F: as --deployed (compare before writing)
-  SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, GCE_METADATA_HOST   local emulators (make up prints them)
+  PULLSECRET_OPERATOR_KUBECONFIG  a kubeconfig inspect and fleet read the management cluster with (your own
+                               read-only identity; the playground's env file names one): direct mode's Secret
+  SECRET_MANAGER_EMULATOR_HOST, GKE_EMULATOR_HOST, RESOURCE_MANAGER_EMULATOR_HOST, GCE_METADATA_HOST
+                               local emulators (`source .playground/env` sets them); unset: Google's endpoints
   Google credentials come from Application Default Credentials (gcloud auth application-default login,
   or GOOGLE_APPLICATION_CREDENTIALS), or the metadata server.
+  Next to a running playground (.playground/settings.json), a command that writes first compares this shell's
+  settings with its function's and refuses when they differ in what changes the result.
 """
 
 
@@ -95,7 +112,8 @@ def _page_size(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pullsecret",
-        description="Run the pull-secret adapter's code by hand: one reconcile, or a cluster's lineage.",
+        description="Run the pull-secret adapter's code by hand: one reconcile, a cluster's lineage, the fleet's "
+        "state, a re-key, the doctor's checks.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -181,28 +199,64 @@ def main(argv: list[str] | None = None) -> int:
         if not preconditions_cluster_id_ok(cluster_id):
             print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
             return EXIT_USAGE
+    try:
+        return _checked(args)
+    except BrokenPipeError:  # stdout's reader stopped (`--json | head`): nothing more to say to it
+        _detach_stdout()
+        return EXIT_PIPE
+
+
+def _detach_stdout() -> None:
     import os
 
-    from pullsecret.handler import Adapter
-    from pullsecret.operator import staleness
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not raise again
 
+
+def _checked(args: argparse.Namespace) -> int:
+    """The environment checked (this shell against a running playground, a stale one, the settings, the
+    credentials, the endpoints), then the command; every failure one line with its fix and exit code."""
+    import dataclasses
+    import os
+
+    import google.auth.exceptions
+
+    from pullsecret import config
+    from pullsecret.handler import Adapter
+    from pullsecret.operator import playground, staleness
+
+    if _writes(args):
+        refused = playground.refusal(os.environ)
+        if refused is not None:
+            print(refused, file=sys.stderr)
+            return EXIT_CONFIG
     stale = staleness.hint(os.environ)
     if stale is not None:
         print(f"error: {stale}", file=sys.stderr)
-        return EXIT_USAGE
-
-    try:
-        adapter = Adapter.from_environment()
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_CONFIG
     # stdout is for the person (or the JSON); the function's log lines go to stderr, or nowhere.
     # The doctor's report is its output: the function's log lines would only repeat its failures.
-    # The log lines only on demand (-v): the summary is what a person reads first.
+    # The log lines (the cold start's warnings too) only on demand (-v): the summary is what a person reads first.
     log.configure(stream=sys.stderr, level=None if getattr(args, "verbose", False) else "OFF")
     try:
-        return _command(adapter, args)
+        settings = config.load()
+        quiet = not getattr(args, "verbose", False)
+        adapter = Adapter(dataclasses.replace(settings, log_level="OFF") if quiet else settings)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}{playground.unsourced_hint(os.environ)}", file=sys.stderr)
+        return EXIT_CONFIG
+    warned = None if _writes(args) else playground.warning(os.environ)
+    if warned is not None:
+        print(warned, file=sys.stderr)
+    try:
+        return _reachable(adapter, args)
+    except google.auth.exceptions.DefaultCredentialsError:
+        print(f"no Google credentials: {_credentials_fix(os.environ)}", file=sys.stderr)
+        return EXIT_CONFIG
     except TransientError as exc:
+        if exc.reason == "CredentialsUnavailable":
+            print(f"no usable Google credentials: {exc.message}; {_credentials_fix(os.environ)}", file=sys.stderr)
+            return EXIT_CONFIG
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
         return EXIT_TRANSIENT
     except TerminalError as exc:
@@ -210,15 +264,51 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TERMINAL
 
 
+def _credentials_fix(env: Any) -> str:
+    metadata = (env.get("GCE_METADATA_HOST") or "").strip()
+    if metadata:
+        return (
+            f"the metadata server GCE_METADATA_HOST names ({metadata}) gave none: is the playground running? "
+            "`make up`, then `source .playground/env`"
+        )
+    return (
+        "run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS to a key file); "
+        "on the playground, `source .playground/env`"
+    )
+
+
+def _reachable(adapter: Adapter, args: argparse.Namespace) -> int:
+    """The command, once the endpoints it calls accept a connection and Google gave this shell a token (a bounded
+    wait, naming what it tried): a missing or refused credential, an endpoint that answers nothing, said at once."""
+    from pullsecret.operator import playground, reach
+
+    blocked = reach.unreachable(adapter.settings, playground_running=playground.running() is not None)
+    if blocked is not None:
+        print(blocked, file=sys.stderr)
+        return EXIT_TRANSIENT
+    adapter.identity.token()  # raises DefaultCredentialsError, or TransientError(CredentialsUnavailable)
+    return _command(adapter, args)
+
+
+def _writes(args: argparse.Namespace) -> bool:
+    """Whether the command writes (a reconcile or rekey that is no dry run, fleet --fix)."""
+    return (args.command in ("reconcile", "rekey") and not args.dry_run) or (args.command == "fleet" and args.fix)
+
+
 def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
     if args.command == "doctor":
         return doctor.main(adapter.application(), args)
-    writes = (args.command in ("reconcile", "rekey") and not args.dry_run) or (args.command == "fleet" and args.fix)
-    refused = _compare_deployed(args) if writes else None
+    if args.command == "inspect" or (args.command == "fleet" and not args.fix):  # views only: it reads
+        import os
+
+        from pullsecret.operator import operator_kube
+
+        operator_kube.use(adapter.application().delivery, os.environ)  # read with the operator's own identity
+    refused = _compare_deployed(args) if _writes(args) else None
     if refused is not None:
         print(refused, file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_CONFIG
     if args.command == "fleet":
         from pullsecret.operator import fleet
 
@@ -371,9 +461,10 @@ def _inspect_hyperfleet(cluster: dict[str, Any], ours: dict[str, Any]) -> dict[s
     }
 
 
-def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: dict[str, Any]) -> bool | None:
+def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: dict[str, Any]) -> bool | str | None:
     """Whether the delivered content is what we last reported storing; None when a side could not be read (e.g.
-    the runtime identity may not read Secrets): unknown, not false."""
+    the runtime identity may not read Secrets): unknown, not false; "not applicable" when the delivery shows no
+    content of its own (external-secrets: External Secrets Operator writes the Secret, the adapter reads none)."""
     recorded_fingerprint: str | None = None
     # What the adapter last reported storing (Secret Manager records nothing per write: one write per change).
     ours_data = ours.get("data")
@@ -381,6 +472,8 @@ def _in_sync(ours: dict[str, Any], kubernetes: dict[str, Any], secret_manager: d
         recorded_fingerprint = ours_data["fingerprint"]
     if "error" in kubernetes or "error" in secret_manager:
         return None
+    if kubernetes.get("exists") is None and "content_fingerprint" not in kubernetes:
+        return NOT_APPLICABLE
     live_fp = kubernetes.get("content_fingerprint")
     return bool(recorded_fingerprint) and live_fp == (recorded_fingerprint or "")[:12]
 

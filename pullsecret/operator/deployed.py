@@ -98,9 +98,10 @@ def _shown(env: Mapping[str, str], name: str) -> str:
     return "unset" if value is None or not value.strip() else repr(value.strip())
 
 
-def differences(local: Mapping[str, str], deployed: Mapping[str, str]) -> list[str]:
-    """Each setting that changes the result and differs, as `NAME: here X, deployed Y` (values, never secrets: the
-    function's environment holds names and paths; its credentials are Secret Manager references)."""
+def differences(local: Mapping[str, str], deployed: Mapping[str, str], *, there: str = "deployed") -> list[str]:
+    """Each setting that changes the result and differs, as `NAME: here X, deployed Y` (`there` names the other side;
+    values, never secrets: the function's environment holds names and paths; its credentials are Secret Manager
+    references)."""
     mine, theirs = _effective(local), _effective(deployed)
     if mine is None or theirs is None:  # one side does not even load: compare what is written
         names = sorted(n for n in RESULT_VARIABLES if _shown(local, n) != _shown(deployed, n))
@@ -109,7 +110,7 @@ def differences(local: Mapping[str, str], deployed: Mapping[str, str]) -> list[s
             {f.upper() for f in mine if mine[f] != theirs[f] and f.upper() in RESULT_VARIABLES}
             | {n for f in mine if mine[f] != theirs[f] and f.upper() not in RESULT_VARIABLES for n in _named(f)}
         )
-    return [f"{name}: here {_shown(local, name)}, deployed {_shown(deployed, name)}" for name in names]
+    return [f"{name}: here {_shown(local, name)}, {there} {_shown(deployed, name)}" for name in names]
 
 
 def _named(field: str) -> set[str]:

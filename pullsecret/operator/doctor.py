@@ -26,6 +26,7 @@ from werkzeug.wrappers import Response
 
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
+from pullsecret.operator import doctor_adapters
 from pullsecret.operator import doctor_checks as checks
 from pullsecret.preflight import RESOURCE_MANAGER, Context, Line, guarded
 
@@ -59,6 +60,7 @@ def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
             ),
         )
         lines = guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
+        lines += guarded(doctor_adapters.precondition_adapters, ctx, doctor_adapters.NAME)
         for check in app.source.doctor_checks():
             lines += guarded(check.run, ctx, check.name)
         lines += guarded(checks.secret_manager, ctx, "secret-manager")

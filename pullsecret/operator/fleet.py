@@ -370,16 +370,17 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
 
 
 def render(view: View, app: Application) -> list[str]:
+    wide = max([len("DELIVERY"), *(len(r.delivery) for r in view.rows)])  # the column fits its longest cell
     lines = [
         f"{len(view.rows)} cluster{'' if len(view.rows) == 1 else 's'} "
         f"(adapter {app.settings.adapter_name}, delivery {app.delivery.mode}):",
         f"  {'CLUSTER':<16} {'GEN':>4}  {'STATUS':<42} {'SECRET MANAGER':<16} {'HOLDS':<6} {'CREDS':<7} "
-        f"{'DELIVERY':<28} DISAGREES",
+        f"{'DELIVERY':<{wide}} DISAGREES",
     ]
     for r in view.rows:
         lines.append(
             f"  {r.cluster_id:<16} {r.generation if r.generation is not None else '-':>4}  {r.status:<42} "
-            f"{r.stored:<16} {r.holds:<6} {r.creds:<7} {r.delivery:<28} {'; '.join(r.disagrees) or '-'}"
+            f"{r.stored:<16} {r.holds:<6} {r.creds:<7} {r.delivery:<{wide}} {'; '.join(r.disagrees) or '-'}"
         )
     if view.orphans:
         lines.append(f"{len(view.orphans)} outlived their cluster:")
@@ -392,6 +393,17 @@ def render(view: View, app: Application) -> list[str]:
     return lines
 
 
+def fix_hint(fixable: int, outlived: int) -> str:
+    """What --fix would remove, counted as the list above counts (what is not ours stays)."""
+    if fixable == outlived:
+        return f"run again with --fix to remove {'it' if fixable == 1 else f'these {fixable}'} (ours)"
+    kept = outlived - fixable
+    return (
+        f"run again with --fix to remove the {fixable} of these {outlived} that {'is' if fixable == 1 else 'are'} "
+        f"ours; the other {kept} {'is' if kept == 1 else 'are'} not the adapter's and stay{'s' if kept == 1 else ''}"
+    )
+
+
 def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callable[[str], None] = print) -> int:
     """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed."""
     view = build(app, page_size=page_size)
@@ -400,7 +412,7 @@ def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callab
     fixable = [o for o in view.orphans if o.fix is not None]
     if not fix:
         if fixable:
-            out(f"run again with --fix to remove the {len(fixable)} item(s) above that are ours")
+            out(fix_hint(len(fixable), len(view.orphans)))
         return 0
     failed = 0
     for orphan in fixable:

@@ -91,6 +91,10 @@ AMBIENT_VARIABLES = frozenset(
         "GOOGLE_APPLICATION_CREDENTIALS",  # google-auth's; pullsecret/bearer.py only asks whether it is set
         "PUBSUB_EMULATOR_HOST",  # the Pub/Sub client library's (pullsecret/source/publishing.py)
         "PULLSECRET_DEPLOYED_FUNCTION",  # the operator CLI's --deployed default (pullsecret/operator/deployed.py)
+        "GCE_METADATA_HOST",  # google-auth's metadata server; the CLI names it when it gave no token (operator/cli.py)
+        "EMULATORS_ADMIN",  # the playground's env file exports it: a shell left from one (operator/staleness.py)
+        "FUNCTION_URL",  # likewise
+        "PULLSECRET_OPERATOR_KUBECONFIG",  # inspect and fleet read with it (pullsecret/operator/operator_kube.py)
     }
 )
 

@@ -17,7 +17,7 @@ import pytest
 
 from emulators.pubsub import PubSubEmulator
 from tests.emulators.test_playground_lifecycle import READY_S, Playground, emulators_cli, playgrounds  # noqa: F401
-from tests.support import ROOT, clean_env
+from tests.support import ROOT, Admin, clean_env
 
 KUBECTL = shutil.which("kubectl")
 MGMT_2 = "projects/hf-demo-project/locations/us-central1/clusters/mgmt-2"
@@ -180,3 +180,70 @@ def test_a_ctrl_c_in_the_first_moment_of_a_background_make_up_is_not_lost(
     assert played.wait_exit(timeout=60) == 130, played.output()
     assert "Interrupted" in played.output() and "Traceback" not in played.output(), played.output()
     played.assert_nothing_left()
+
+
+def test_a_shell_left_from_an_earlier_playground_is_refused_before_any_write(
+    tmp_path: Path,
+    playgrounds: list[Playground],  # noqa: F811
+) -> None:
+    """The stale shell: it sourced an external-secrets playground, which stopped; a direct one runs now and the
+    shell never sourced its file. `reconcile` refuses before it writes, naming each difference and the fix."""
+    state = tmp_path / ".playground"  # the checkout's own state folder: the CLI runs from tmp_path
+    earlier = Playground(tmp_path, state, "--no-pubsub", env={"KUBERNETES_DELIVERY": "external-secrets"})
+    playgrounds.append(earlier)
+    earlier.wait_ready()
+    shell = _sourced(state / "env", before={})
+    assert emulators_cli("down", "--state-dir", str(state)).returncode == 0
+    now = Playground(tmp_path, state, "--no-pubsub")
+    playgrounds.append(now)
+    played = now.wait_ready()
+    admin = Admin(played["EMULATORS_ADMIN"], played["HYPERFLEET_API_URL"])
+    reported = len(admin.reports())
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pullsecret", "reconcile", "cls-demo01"],
+        cwd=tmp_path,
+        env={**shell, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 5 and done.stderr.startswith("refusing to write: this shell's settings differ"), said
+    assert "KUBERNETES_DELIVERY: here 'external-secrets', playground unset" in said, said
+    assert "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE: here" in said and "HYPERFLEET_API_URL: here" in said, said
+    assert "run `source .playground/env` in this shell" in said and "Traceback" not in said, said
+    assert len(admin.reports()) == reported  # nothing reported to HyperFleet
+
+    # Sourced, then the earlier playground's `export` lines pasted again from the scrollback: the URL and token
+    # are live, so nothing looks stale; the delivery is not the function's. Refused before any write too.
+    fixed = _sourced(state / "env", before=shell)
+    pasted = {k: shell[k] for k in ("KUBERNETES_DELIVERY", "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pullsecret", "reconcile", "cls-demo01"],
+        cwd=tmp_path,
+        env={**fixed, **pasted, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 5 and "KUBERNETES_DELIVERY: here 'external-secrets', playground unset" in said, said
+    assert "HYPERFLEET_API_URL" not in said and len(admin.reports()) == reported, said  # nothing reported
+
+    # Sourced again, it agrees: the reconcile applies, and inspect reads the Secret with the operator's identity.
+    for command in (["reconcile", "cls-demo01"], ["inspect", "cls-demo01"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pullsecret", *command],
+            cwd=tmp_path,
+            env={**fixed, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["in_sync"] is True and shown["kubernetes"]["exists"] is True, shown  # direct mode's delivery shows

@@ -81,17 +81,26 @@ def test_help_lists_the_subcommands_the_exit_codes_and_the_environment(function_
     for args in (["--help"], ["reconcile", "--help"]):
         shown = cli(*args)
         assert shown.returncode == 0
-        for expected in ("exit codes:", "  3  transient failure", "  4  nothing done", "HYPERFLEET_API_URL"):
+        for expected in ("exit codes:", "  3    transient failure", "  4    nothing done", "HYPERFLEET_API_URL"):
             assert expected in shown.stdout, (args, expected)
+        for expected in (
+            "  5    configuration error",
+            "  141  ",
+            "PULL_SECRET_SERVICE_URL",
+            "PULLSECRET_OPERATOR_KUBECONFIG",
+        ):
+            assert expected in shown.stdout, (args, expected)  # issue 43: --help complete
+    for command in ("fleet", "doctor", "rekey"):
+        assert command in cli("--help").stdout.split("exit codes:")[0].split("commands:")[1], command
     assert "reconcile" in cli("--help").stdout and "inspect" in cli("--help").stdout
 
 
-def test_usage_and_configuration_errors_exit_2(function_env: dict[str, str]) -> None:
+def test_usage_errors_exit_2_configuration_errors_5(function_env: dict[str, str]) -> None:
     assert cli().returncode == 2
     assert cli("reconcile", "../etc").returncode == 2
     env = {k: v for k, v in os.environ.items() if k != "HYPERFLEET_API_URL"}
     missing = cli("reconcile", CID, env=env)
-    assert missing.returncode == 2 and "HYPERFLEET_API_URL is required" in missing.stderr
+    assert missing.returncode == 5 and "HYPERFLEET_API_URL is required" in missing.stderr
 
 
 OPERATOR = "operator@example.com"

@@ -73,7 +73,7 @@ def test_a_configuration_that_differs_from_the_deployed_functions_is_refused_nam
     # The recorded production function: another API, another source; and this shell enforces verification.
     functions_api.described = DESCRIBED
     refused = cli("reconcile", CID, "--deployed", FUNCTION, env={**env, "REGISTRY_VERIFICATION": "enforce"})
-    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.returncode == 5, refused.stdout + refused.stderr
     assert refused.stderr.startswith(
         f"refusing to write: this shell's configuration differs from the deployed function {FUNCTION}"
     )

@@ -469,3 +469,25 @@ def test_each_dependency_that_does_not_answer_names_its_fix(
     assert code == 1 and list(failed) == [check], text
     for words in named:
         assert words in failed[check], text
+
+
+def test_a_misspelt_precondition_adapter_fails_the_doctor_and_is_warned_at_cold_start(
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: `placment` was reported as normal waiting, forever, and the doctor passed."""
+    seed_ready_cluster(admin, CID)
+    monkeypatch.setenv("PRECONDITION_ADAPTERS", "validation,dns,placment")
+    code, text = doctor()
+    failed = _failed(text)
+    assert code == 1 and list(failed) == ["precondition-adapters"], text
+    assert "placment (did you mean placement?)" in failed["precondition-adapters"], text
+    from pullsecret import config
+    from pullsecret.handler import Adapter
+    from pullsecret.logs import log
+
+    said = io.StringIO()
+    log.configure(stream=said, level="INFO")
+    Adapter(config.load())
+    warned = [json.loads(line) for line in said.getvalue().splitlines() if "PRECONDITION_ADAPTERS" in line]
+    assert len(warned) == 1 and warned[0]["severity"] == "WARNING", said.getvalue()
+    assert "placment (did you mean placement?)" in warned[0]["message"]

@@ -124,8 +124,8 @@ def test_the_readme_local_walkthrough_runs_as_written(playground: Playground) ->
     if has_pubsub:
         assert "the emulator pushes it to the function" in output and "messageIds:" in output
     assert f"cluster cls-demo01: {'unchanged'}" in output  # the operator CLI's summary
-    # inspect as the runtime identity: Secret Manager read, the Kubernetes Secret refused (no get on Secrets).
-    assert '"in_sync": null' in output and "your own" in output, output
+    # inspect reads the Kubernetes Secret with the operator's read-only identity (PULLSECRET_OPERATOR_KUBECONFIG).
+    assert '"in_sync": true' in output and '"content_fingerprint"' in output, output
     # The sample output the README shows for `make trigger` is what it prints: every sample line is a line of
     # the real output (ports, timings and spaces aside; "…" stands for the rest of a value).
     missing = [line for line in sample_output(readme, "### Trigger a reconcile") if not printed_line(line, output)]

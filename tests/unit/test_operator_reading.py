@@ -19,7 +19,11 @@ def _closed_port() -> int:
 
 
 def test_a_token_file_that_no_longer_exists_is_a_stale_shell(tmp_path: Path) -> None:
-    env = {"HYPERFLEET_API_URL": "http://127.0.0.1:1/", "HYPERFLEET_API_TOKEN_FILE": str(tmp_path / "gone")}
+    env = {
+        "HYPERFLEET_API_URL": "http://127.0.0.1:1/",
+        "HYPERFLEET_API_TOKEN_FILE": str(tmp_path / "gone"),
+        "EMULATORS_ADMIN": "http://127.0.0.1:2",
+    }
     said = staleness.hint(env, cwd=tmp_path)
     assert said is not None and "no longer exists" in said and "make up" in said
     (tmp_path / ".playground").mkdir()
@@ -28,8 +32,9 @@ def test_a_token_file_that_no_longer_exists_is_a_stale_shell(tmp_path: Path) -> 
 
 
 def test_a_port_nothing_listens_on_is_a_stale_shell_and_production_is_never_probed(tmp_path: Path) -> None:
-    said = staleness.hint({"HYPERFLEET_API_URL": f"http://127.0.0.1:{_closed_port()}/"}, cwd=tmp_path)
-    assert said is not None and "nothing listens at http://127.0.0.1:" in said
+    url = f"http://127.0.0.1:{_closed_port()}/"
+    said = staleness.hint({"HYPERFLEET_API_URL": url, "FUNCTION_URL": "http://127.0.0.1:3/"}, cwd=tmp_path)
+    assert said is not None and "nothing listens at http://127.0.0.1:" in said and "playground that stopped" in said
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))
         listening.listen()

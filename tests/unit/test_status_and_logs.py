@@ -40,7 +40,7 @@ def test_not_met_follows_the_framework_health_condition() -> None:
     assert conditions["Applied"].status == "False" and conditions["Applied"].reason == "PreconditionsNotMet"
     assert conditions["Available"].status == "False"
     assert (conditions["Health"].status, conditions["Health"].reason) == ("False", "ResourcesSkipped")
-    assert conditions["Health"].message == "Resources skipped: waiting for dns"
+    assert conditions["Health"].message == "Resources skipped: waiting for dns" + status.WAITING
     stale = {c.type: c for c in status.stale(2, 3, {}).conditions}
     assert (stale["Health"].status, stale["Health"].reason) == ("False", "ResourcesSkipped")
 

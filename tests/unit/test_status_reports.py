@@ -119,7 +119,12 @@ def test_preconditions_not_met() -> None:
             "PreconditionsNotMet",
             "Waiting for the cluster's other setup steps: waiting for adapters: dns (no status). No action needed yet.",
         ),
-        ("Health", "False", "ResourcesSkipped", "Resources skipped: waiting for adapters: dns (no status)"),
+        (
+            "Health",
+            "False",
+            "ResourcesSkipped",
+            "Resources skipped: waiting for adapters: dns (no status)" + status.WAITING,
+        ),
     ]
 
 
