@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import config, logs
+from pullsecret import configured, logs
 from pullsecret.app import Application
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
@@ -70,7 +70,7 @@ class Adapter:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Adapter:
-        return cls(config.load(env))
+        return cls(configured.load(env))
 
     def application(self) -> Application:
         """Clients are built on first use (not at import: cold start stays short), once, under a lock."""

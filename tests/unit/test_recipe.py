@@ -1,6 +1,7 @@
 """The recipe of docs/design.md ("Adding a delivery mode or a source"): a throwaway mode and a throwaway source,
 each one package written here into a temporary directory plus one registration line, pass the conformance story
-(tests/unit/conformance.py) with every registered source and mode, reading no other implementation."""
+(tests/unit/conformance.py) with every registered source and mode, reading no other implementation; the
+configuration accepts the mode, and its own settings (its package's settings module), with nothing else changed."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.config import Settings
 from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery
+from pullsecret.errors import ConfigError
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Source
@@ -78,6 +81,22 @@ class MemoryDelivery:
 REGISTRATION = Registration("memory", WORDING, lambda wiring: MemoryDelivery())
 '''
 
+MODE_SETTINGS = '''
+"""The memory mode's settings: MEMORY_SLOTS, 1 to 9, only with KUBERNETES_DELIVERY=memory."""
+from pullsecret.errors import ConfigError
+
+
+def read(env, mode):
+    slots = env.get("MEMORY_SLOTS")
+    if mode != "memory":
+        if slots is not None:
+            raise ConfigError(f"MEMORY_SLOTS must be unset with KUBERNETES_DELIVERY={mode}")
+        return {}
+    if slots is not None and slots not in tuple("123456789"):
+        raise ConfigError(f"MEMORY_SLOTS must be 1 to 9, got {slots!r}")
+    return {"memory_slots": int(slots or 1)}
+'''
+
 SOURCE_PACKAGE = '''
 """A throwaway source made by the recipe: a pull secret per cluster, minted on first use."""
 import base64, json
@@ -127,15 +146,21 @@ REGISTRATION = Registration("mint", True, lambda wiring: MintSource())
 @pytest.fixture
 def recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
     """The two packages on sys.path, each registered by its one line."""
-    for package, text in (("throwaway_memory_mode", MODE_PACKAGE), ("throwaway_mint_source", SOURCE_PACKAGE)):
-        (tmp_path / package).mkdir()
-        (tmp_path / package / "__init__.py").write_text(textwrap.dedent(text))
+    files = {
+        "throwaway_memory/__init__.py": '"""A throwaway delivery mode."""',
+        "throwaway_memory/mode.py": MODE_PACKAGE,
+        "throwaway_memory/settings.py": MODE_SETTINGS,
+        "throwaway_mint/__init__.py": SOURCE_PACKAGE,
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
-    mode, source = importlib.import_module("throwaway_memory_mode"), importlib.import_module("throwaway_mint_source")
-    monkeypatch.setitem(modes.MODES, "memory", "throwaway_memory_mode")  # the mode's one line
+    mode, source = importlib.import_module("throwaway_memory.mode"), importlib.import_module("throwaway_mint")
+    monkeypatch.setitem(modes.MODES, "memory", "throwaway_memory.mode")  # the mode's one line
     monkeypatch.setattr(sources, "SOURCES", (*sources.SOURCES, source.REGISTRATION))  # the source's one line
     yield mode, source
-    for package in ("throwaway_memory_mode", "throwaway_mint_source"):
+    for package in ("throwaway_memory", "throwaway_memory.mode", "throwaway_memory.settings", "throwaway_mint"):
         sys.modules.pop(package, None)
 
 
@@ -194,3 +219,13 @@ def test_a_source_made_by_the_recipe_passes_the_conformance_story(recipe: tuple[
 def test_a_mode_and_a_source_made_by_the_recipe_pass_together(recipe: tuple[Any, Any]) -> None:
     mode, source = recipe
     conformance.story(MemoryKit(mode), MintKit(source))
+
+
+def test_the_configuration_accepts_a_mode_made_by_the_recipe_and_its_own_settings(recipe: tuple[Any, Any]) -> None:
+    env = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/1"}
+    settings = configured.load({**env, "KUBERNETES_DELIVERY": "memory", "MEMORY_SLOTS": "3"})
+    assert settings.kubernetes_delivery == "memory" and settings.options["memory_slots"] == 3
+    with pytest.raises(ConfigError, match="MEMORY_SLOTS must be 1 to 9"):
+        configured.load({**env, "KUBERNETES_DELIVERY": "memory", "MEMORY_SLOTS": "12"})
+    with pytest.raises(ConfigError, match="MEMORY_SLOTS must be unset with KUBERNETES_DELIVERY=direct"):
+        configured.load({**env, "MEMORY_SLOTS": "3"})

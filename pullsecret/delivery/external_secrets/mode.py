@@ -360,7 +360,7 @@ class ExternalSecretsDelivery:
 def build(wiring: Wiring) -> ExternalSecretsDelivery:
     """The external-secrets delivery of `wiring`'s settings, on the shared Secret Manager client."""
     settings = wiring.settings
-    if settings.external_secrets_principal_template is None:  # config.load refuses that: a Settings built by hand
+    if settings.external_secrets_principal_template is None:  # configured.load refuses that: a Settings built by hand
         raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE is required with KUBERNETES_DELIVERY=external-secrets")
     client: IamPolicyClient = wiring.secret_manager  # the shared SecretManagerServiceClient
     return ExternalSecretsDelivery(
