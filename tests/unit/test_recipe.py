@@ -77,6 +77,15 @@ class MemoryDelivery:
     def doctor_checks(self):
         return []
 
+    def strays(self, where, deadline):
+        return []
+
+    def left_behind(self, cluster_id, leaving, deadline):
+        return []
+
+    def fleet_notes(self):
+        return []
+
 
 REGISTRATION = Registration("memory", WORDING, lambda wiring: MemoryDelivery())
 '''
