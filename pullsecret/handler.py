@@ -110,7 +110,7 @@ class Adapter:
                     reason="EventIgnored",
                     **framework_fields("ignored", None, time.perf_counter() - start),
                     event_type=parsed.event_type[:200],
-                    delivery=parsed.delivery,
+                    delivery=parsed.transport,
                 )
                 return Outcome("ignored", reason="EventIgnored", detail=parsed.reason)
             if isinstance(parsed, events.SecretVersionAdded):
@@ -121,7 +121,7 @@ class Adapter:
                 f"event for cluster {parsed.cluster_id} parsed",
                 operation="event",
                 event_type=parsed.event_type[:200],
-                delivery=parsed.delivery,
+                delivery=parsed.transport,
                 generation=parsed.generation,
                 age_s=round(age, 3) if age is not None else None,
             )
@@ -130,7 +130,7 @@ class Adapter:
                     f"the event's generation {parsed.unusable_generation} is not a positive integer; ignored "
                     "(the cluster's generation as the HyperFleet API holds it is used)",
                     operation="event",
-                    delivery=parsed.delivery,
+                    delivery=parsed.transport,
                 )
             if self.settings.max_event_age_s and age is not None and age > self.settings.max_event_age_s:
                 log.warning(
@@ -140,7 +140,7 @@ class Adapter:
                     result="expired",
                     reason="EventExpired",
                     **framework_fields("expired", None, time.perf_counter() - start),
-                    delivery=parsed.delivery,
+                    delivery=parsed.transport,
                 )
                 return Outcome("expired", reason="EventExpired")
             return self._run_and_log(parsed, start)
@@ -183,7 +183,7 @@ class Adapter:
     def reconcile_cluster(self, cluster_id: str, *, event_id: str = "cli") -> Outcome:
         """One reconcile of `cluster_id` outside any event (the operator CLI); raises TransientError."""
         request = events.ReconcileRequest(
-            cluster_id=cluster_id, generation=None, event_id=event_id, event_type="manual", delivery="cli"
+            cluster_id=cluster_id, generation=None, event_id=event_id, event_type="manual", transport="cli"
         )
         labels = {"adapter": self.settings.adapter_name, "event_id": event_id}
         with logs.event_context(labels=labels, trace=None):
@@ -215,7 +215,8 @@ class Adapter:
             message += f": {detail}"
         if outcome.result == "transient":
             # Only an event is redelivered; the CLI's caller decides whether to try again.
-            message += "; the CLI exits 3, try again" if request.delivery == "cli" else "; Pub/Sub redelivers the event"
+            cli = request.transport == "cli"
+            message += "; the CLI exits 3, try again" if cli else "; Pub/Sub redelivers the event"
         severity = _SEVERITY.get(outcome.result, "INFO")
         seconds = time.perf_counter() - start
         log.log(
@@ -228,7 +229,7 @@ class Adapter:
             duration_ms=round(seconds * 1000, 2),
             **framework_fields(outcome.result, outcome.service, seconds),
             generation=outcome.report.generation if outcome.report else None,
-            delivery=request.delivery,
+            delivery=request.transport,
         )
 
     def _run(self, request: events.ReconcileRequest) -> Outcome:
