@@ -1,5 +1,6 @@
-"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every transport of docs/contract.md §1 (how
-the event arrived: `transport`, never to be confused with the delivery mode, KUBERNETES_DELIVERY).
+"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every transport of docs/contract.md §1.
+
+An event's `transport` is how it arrived (pubsub, direct, cli), not the delivery mode (KUBERNETES_DELIVERY).
 
 1. Eventarc `google.cloud.pubsub.topic.v1.messagePublished` (binary mode), and 2. a plain Pub/Sub push
    envelope (functions-framework converts it to the same CloudEvent type): the Sentinel event is a
