@@ -36,9 +36,9 @@ def product_handler(env: Mapping[str, str]) -> Handler:
 
 def seed_handler(env: Mapping[str, str]) -> Handler:
     from bench.seedflow import SeedFlow
-    from pullsecret import config
+    from pullsecret import configured
 
-    return SeedFlow(config.load(env)).handle
+    return SeedFlow(configured.load(env)).handle
 
 
 FACTORIES: dict[str, Callable[[Mapping[str, str]], Handler]] = {"product": product_handler, "seed": seed_handler}

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import config
+from pullsecret import configured
 from pullsecret.clients import RuntimeIdentity, authorized_channel, secret_manager_client
 from pullsecret.config import Settings
 from pullsecret.delivery.direct.mode import WORDING
@@ -53,7 +53,7 @@ class SeedFlow:
 
     @classmethod
     def from_environment(cls) -> SeedFlow:
-        return cls(config.load())
+        return cls(configured.load())
 
     def handle(self, attributes: Mapping[str, Any], data: Any) -> str:
         parsed = events.parse_event(attributes, data)

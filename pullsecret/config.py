@@ -11,9 +11,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
-from pullsecret import envvars, secret_projects, service_settings
+from pullsecret import envvars, secret_projects
 from pullsecret.errors import ConfigError
 from pullsecret.hostnames import allowed_entry, trusted_realm_entry
 from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
@@ -25,8 +26,6 @@ ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
 API_AUTH_MODES = ("token-file", "google-id-token")
-DELIVERY_MODES = ("direct", "external-secrets")
-PRINCIPAL_PREFIX = "principal://iam.googleapis.com/"
 MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
@@ -110,6 +109,8 @@ class Settings:
     # (registry, realm) host names whose token realm lies on another registrable domain (REGISTRY_TRUSTED_REALMS).
     registry_trusted_realms: tuple[tuple[str, str], ...] = (("registry.redhat.io", "sso.redhat.com"),)
     registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
+    # A mode's or a source's own settings without a field here, by name (pullsecret.configured: each reads its own).
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def publish_rate(self) -> float:
         """Rotation events per second: ROTATION_PUBLISH_RATE, else 90 % of the write quota's pace per cluster."""
@@ -161,32 +162,6 @@ def _cluster_template(env: Mapping[str, str]) -> str | None:
             f"placement's short cluster name), got {template!r}"
         )
     return template
-
-
-def _delivery(env: Mapping[str, str]) -> tuple[str, str | None]:
-    """(KUBERNETES_DELIVERY, EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE): the template with external-secrets only."""
-    mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", DELIVERY_MODES, upper=False)
-    template = envvars.get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
-    if mode != "external-secrets":  # its setting, checked for it alone: another mode is not sent through it
-        if template is not None:
-            raise ConfigError(f"EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY={mode}")
-        return mode, None
-    try:
-        rendered = (template or "").format(namespace="x")
-    except (KeyError, IndexError, ValueError):
-        rendered = ""
-    if (
-        template is None
-        or template.count("{namespace}") != 1
-        or not rendered.startswith(PRINCIPAL_PREFIX)
-        or any(ch.isspace() for ch in template)
-    ):
-        raise ConfigError(
-            "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be a principal://iam.googleapis.com/... identifier with "
-            "{namespace} once and no other placeholder (KUBERNETES_DELIVERY=external-secrets), got "
-            f"{template!r}"
-        )
-    return mode, template
 
 
 def _adapter_names(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -294,13 +269,12 @@ def _deployment_id(env: Mapping[str, str], api_url: str) -> str:
 
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate settings; raises ConfigError naming the first bad variable (in the order below)."""
+    """The common settings (each delivery mode's and source's own: pullsecret.configured.load, which calls this
+    first); raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_url = _api_url(env)  # the first bad variable named is the API's: nothing works without it
     api_auth, audience = _api_auth(env)
-    delivery, principal_template = _delivery(env)
-    service = service_settings.read(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=api_url,
@@ -321,11 +295,6 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
             env, "PULL_SECRET_SOURCE", SOURCE_VERSION_RE, "projects/P/secrets/S/versions/(latest|N)"
         ),
         pull_secret_source_ttl_s=envvars.number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
-        pull_secret_service_url=service.url,
-        pull_secret_service_auth=service.auth,
-        pull_secret_service_audience=service.audience,
-        pull_secret_service_token_file=service.token_file,
-        pull_secret_service_registries=service.registries,
         pull_secret_service_timeout_s=envvars.number(env, "PULL_SECRET_SERVICE_TIMEOUT", 10.0, minimum=0.1, maximum=60),
         merge_precedence=envvars.choice(env, "MERGE_PRECEDENCE", "platform", MERGE_PRECEDENCES, upper=False),
         merge_canonical_registries=envvars.flag(env, "MERGE_CANONICAL_REGISTRIES"),
@@ -348,9 +317,6 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         management_namespace_template=envvars.template(env, "MANAGEMENT_NAMESPACE_TEMPLATE", "clusters-{cluster_id}"),
         management_namespace_pattern=_namespace_pattern(env),
         kubernetes_secret_template=envvars.template(env, "KUBERNETES_SECRET_TEMPLATE", "{cluster_id}-pull-secret"),
-        kubernetes_delivery=delivery,
-        external_secrets_principal_template=principal_template,
-        external_secrets_refresh_interval=envvars.duration(env, "EXTERNAL_SECRETS_REFRESH_INTERVAL") or "5m",
         field_manager=envvars.get(env, "FIELD_MANAGER") or "hyperfleet-pullsecret",
         # Local emulators in place of Google's endpoints.
         secret_manager_emulator_host=envvars.loopback_address(env, "SECRET_MANAGER_EMULATOR_HOST"),

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import config, logs
+from pullsecret import configured, logs
 from pullsecret.app import Application
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
@@ -73,7 +73,7 @@ class Adapter:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Adapter:
-        return cls(config.load(env))
+        return cls(configured.load(env))
 
     def application(self) -> Application:
         """Clients are built on first use (not at import: cold start stays short), once, under a lock."""
@@ -113,7 +113,7 @@ class Adapter:
                     reason="EventIgnored",
                     **framework_fields("ignored", None, time.perf_counter() - start),
                     event_type=parsed.event_type[:200],
-                    delivery=parsed.delivery,
+                    delivery=parsed.transport,
                 )
                 return Outcome("ignored", reason="EventIgnored", detail=parsed.reason)
             if isinstance(parsed, events.SecretVersionAdded):
@@ -124,7 +124,7 @@ class Adapter:
                 f"event for cluster {parsed.cluster_id} parsed",
                 operation="event",
                 event_type=parsed.event_type[:200],
-                delivery=parsed.delivery,
+                delivery=parsed.transport,
                 generation=parsed.generation,
                 age_s=round(age, 3) if age is not None else None,
             )
@@ -133,7 +133,7 @@ class Adapter:
                     f"the event's generation {parsed.unusable_generation} is not a positive integer; ignored "
                     "(the cluster's generation as the HyperFleet API holds it is used)",
                     operation="event",
-                    delivery=parsed.delivery,
+                    delivery=parsed.transport,
                 )
             if self.settings.max_event_age_s and age is not None and age > self.settings.max_event_age_s:
                 log.warning(
@@ -143,7 +143,7 @@ class Adapter:
                     result="expired",
                     reason="EventExpired",
                     **framework_fields("expired", None, time.perf_counter() - start),
-                    delivery=parsed.delivery,
+                    delivery=parsed.transport,
                 )
                 return Outcome("expired", reason="EventExpired")
             return self._run_and_log(parsed, start)
@@ -186,7 +186,7 @@ class Adapter:
     def reconcile_cluster(self, cluster_id: str, *, event_id: str = "cli") -> Outcome:
         """One reconcile of `cluster_id` outside any event (the operator CLI); raises TransientError."""
         request = events.ReconcileRequest(
-            cluster_id=cluster_id, generation=None, event_id=event_id, event_type="manual", delivery="cli"
+            cluster_id=cluster_id, generation=None, event_id=event_id, event_type="manual", transport="cli"
         )
         labels = {"adapter": self.settings.adapter_name, "event_id": event_id}
         with logs.event_context(labels=labels, trace=None):
@@ -218,7 +218,8 @@ class Adapter:
             message += f": {detail}"
         if outcome.result == "transient":
             # Only an event is redelivered; the CLI's caller decides whether to try again.
-            message += "; the CLI exits 3, try again" if request.delivery == "cli" else "; Pub/Sub redelivers the event"
+            cli = request.transport == "cli"
+            message += "; the CLI exits 3, try again" if cli else "; Pub/Sub redelivers the event"
         severity = _SEVERITY.get(outcome.result, "INFO")
         seconds = time.perf_counter() - start
         log.log(
@@ -231,7 +232,7 @@ class Adapter:
             duration_ms=round(seconds * 1000, 2),
             **framework_fields(outcome.result, outcome.service, seconds),
             generation=outcome.report.generation if outcome.report else None,
-            delivery=request.delivery,
+            delivery=request.transport,
         )
 
     def _run(self, request: events.ReconcileRequest) -> Outcome:

@@ -17,8 +17,10 @@ of it, and calls it in this order:
 - `cleanup(leaving, deadline)`, on deletion and before the Secret Manager secret is deleted: what it removed, as
   a `Cleaned` (the status `data`, and the words the Finalized message says it with).
 
-The operator tools ask it too: `inspect` (what `python -m pullsecret inspect` shows of the delivered Secret) and
-`doctor_checks` (the preflight checks the mode needs, pullsecret.operator.doctor).
+The operator tools ask it too: `inspect` (what `python -m pullsecret inspect` shows of the delivered Secret),
+`doctor_checks` (the preflight checks the mode needs, pullsecret.operator.doctor), and for `fleet`: `strays` (what
+of ours it finds on a live cluster's delivery that should not be there), `left_behind` (what a gone cluster left
+in this mode) and `fleet_notes` (what fleet cannot look for in this mode).
 """
 
 from __future__ import annotations
@@ -117,6 +119,17 @@ class Cleaned:
     said: str  # e.g. "Kubernetes Secret deleted"
 
 
+@dataclass(frozen=True)
+class Stray:
+    """Something of ours the delivery finds where it should not be (a fleet orphan): its kind, where, why, and its
+    fix (None: removed with the cluster's secret), which takes the deadline of the fix."""
+
+    kind: str
+    what: str
+    why: str
+    fix: Callable[[Deadline], str] | None = None
+
+
 class Probed(Protocol):
     """The live state before writing, and the handle to write there (only the delivery that probed knows it)."""
 
@@ -156,6 +169,12 @@ class Delivery(Protocol):
     def inspect(self, placement: Placement, kube_name: str, deadline: Deadline) -> dict[str, Any]: ...
 
     def doctor_checks(self) -> list[DoctorCheck]: ...
+
+    def strays(self, where: Where, deadline: Deadline) -> list[Stray]: ...
+
+    def left_behind(self, cluster_id: str, leaving: Leaving, deadline: Deadline) -> list[Stray]: ...
+
+    def fleet_notes(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every delivery path of docs/contract.md §1.
+"""CloudEvent / Pub/Sub envelope → `ReconcileRequest`, for every transport of docs/contract.md §1.
+
+An event's `transport` is how it arrived (pubsub, direct, cli), not the delivery mode (KUBERNETES_DELIVERY).
 
 1. Eventarc `google.cloud.pubsub.topic.v1.messagePublished` (binary mode), and 2. a plain Pub/Sub push
    envelope (functions-framework converts it to the same CloudEvent type): the Sentinel event is a
@@ -42,7 +44,7 @@ class ReconcileRequest:
     generation: int | None
     event_id: str
     event_type: str
-    delivery: str
+    transport: str
     trace: TraceContext | None = None
     published_at: datetime | None = None
     # The event's `generation` as sent, when it was there but no positive integer (dropped; a warning says so).
@@ -56,7 +58,7 @@ class SkippedEvent:
     reason: str
     event_id: str
     event_type: str
-    delivery: str
+    transport: str
     trace: TraceContext | None = None
 
 
@@ -93,7 +95,7 @@ def parse_event(attributes: Mapping[str, Any], data: Any, *, cloud_trace_context
     return _from_sentinel(
         attributes,
         data,
-        delivery="direct",
+        transport="direct",
         trace=outer_trace,
         published_at=_parse_time(attributes.get("time")),
     )
@@ -105,10 +107,10 @@ def _str_or_none(value: Any) -> str | None:
 
 def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext | None) -> ParsedEvent:
     event_id = str(attributes.get("id") or "")
-    delivery = "pubsub"
+    transport = "pubsub"
 
     def skip(reason: str) -> SkippedEvent:
-        return SkippedEvent(reason, event_id, PUBSUB_MESSAGE_PUBLISHED, delivery, trace)
+        return SkippedEvent(reason, event_id, PUBSUB_MESSAGE_PUBLISHED, transport, trace)
 
     try:
         envelope = _as_object(data)
@@ -129,7 +131,7 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
     if isinstance(message_attributes.get("ce-type"), str):
         inner_attributes = {k[3:]: v for k, v in message_attributes.items() if k.startswith("ce-")}
         inner_attributes.setdefault("id", message_id)
-        return _from_sentinel(inner_attributes, payload, delivery=delivery, trace=trace, published_at=published)
+        return _from_sentinel(inner_attributes, payload, transport=transport, trace=trace, published_at=published)
     return _from_structured(payload, message_id, trace, published)
 
 
@@ -150,7 +152,7 @@ def _from_structured(
     payload: bytes, message_id: str, trace: TraceContext | None, published: datetime | None
 ) -> ParsedEvent:
     """Pub/Sub message data that is a structured-mode CloudEvent (JSON): the Sentinel event inside it."""
-    delivery = "pubsub"
+    transport = "pubsub"
     try:
         structured = json.loads(payload)
         if not isinstance(structured, dict):
@@ -158,7 +160,7 @@ def _from_structured(
         inner = cloudevent_from_dict(structured)
     except (ce_exceptions.GenericException, UnicodeDecodeError, ValueError, TypeError, AttributeError, RecursionError):
         return SkippedEvent(
-            "the Pub/Sub message data is not a structured-mode CloudEvent", message_id, "", delivery, trace
+            "the Pub/Sub message data is not a structured-mode CloudEvent", message_id, "", transport, trace
         )
     inner_attributes = dict(inner.get_attributes())
     inner_trace = parse_trace(_str_or_none(inner_attributes.get("traceparent"))) or trace
@@ -167,7 +169,7 @@ def _from_structured(
     return _from_sentinel(
         inner_attributes,
         inner.get_data(),
-        delivery=delivery,
+        transport=transport,
         trace=inner_trace,
         published_at=sent_time or published,
     )
@@ -177,7 +179,7 @@ def _from_sentinel(
     attributes: Mapping[str, Any],
     data: Any,
     *,
-    delivery: str,
+    transport: str,
     trace: TraceContext | None,
     published_at: datetime | None,
 ) -> ParsedEvent:
@@ -185,7 +187,7 @@ def _from_sentinel(
     event_type = str(attributes.get("type") or "")
 
     def skip(reason: str) -> SkippedEvent:
-        return SkippedEvent(reason, event_id, event_type, delivery, trace)
+        return SkippedEvent(reason, event_id, event_type, transport, trace)
 
     match = _SENTINEL_TYPE.fullmatch(event_type)
     if match is None:
@@ -212,7 +214,7 @@ def _from_sentinel(
         generation=generation,
         event_id=event_id,
         event_type=event_type,
-        delivery=delivery,
+        transport=transport,
         trace=trace,
         published_at=published_at,
         unusable_generation=unusable,
@@ -243,7 +245,7 @@ def _generation_of(generation: Any) -> tuple[int | None, str | None]:
 
 
 def event_age_s(request: ReconcileRequest, now: datetime | None = None) -> float | None:
-    """Seconds since the event was published, when the delivery path says."""
+    """Seconds since the event was published, when the transport says."""
     if request.published_at is None:
         return None
     now = now or datetime.now(UTC)
@@ -261,7 +263,7 @@ class SecretVersionAdded:
     secret: str
     version: str
     event_id: str
-    delivery: str
+    transport: str
     trace: TraceContext | None = None
     continuation: str | None = None  # a handed-on fan-out's nonce (pullsecret.source.platform.rotation)
 
@@ -285,7 +287,7 @@ def _message_of(data: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
 def parse_notification(
     attributes: Mapping[str, Any], data: Any, *, cloud_trace_context: str | None = None
 ) -> SecretVersionAdded | SkippedEvent | None:
-    """A Secret Manager notification inside a Pub/Sub delivery, or None when this is not one; never raises.
+    """A Secret Manager notification inside a Pub/Sub message, or None when this is not one; never raises.
 
     Notifications carry the message attributes `eventType` and `secretId` (data is the Secret resource).
     """
@@ -312,7 +314,7 @@ def parse_notification(
         secret=secret,
         version=version if isinstance(version, str) else "",
         event_id=event_id,
-        delivery="pubsub",
+        transport="pubsub",
         trace=trace,
         continuation=None if continuation is None else str(continuation)[:200],
     )

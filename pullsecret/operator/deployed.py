@@ -6,7 +6,7 @@ from the workstation and the next event's would disagree and undo each other. `-
 projects/P/locations/L/functions/F` (or PULLSECRET_DEPLOYED_FUNCTION) asks gcloud for the deployed environment
 (2nd gen: serviceConfig.environmentVariables; 1st gen: environmentVariables) and the CLI refuses to write when
 the effective settings differ, naming each variable and both values. Settings are compared as the function reads
-them (config.load: trimmed, case-folded, defaults applied), so `REGISTRY_VERIFICATION=report` and unset agree.
+them (configured.load: trimmed, case-folded, defaults applied), so `REGISTRY_VERIFICATION=report` and unset agree.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pullsecret import config
+from pullsecret import configured
 from pullsecret.errors import ConfigError
 from pullsecret.operator.settings import RESULT_VARIABLES
 
@@ -83,7 +83,7 @@ def _effective(env: Mapping[str, str]) -> dict[str, Any] | None:
     """The settings the result depends on, as the function reads them; None when they do not load."""
     chosen = {k: v for k, v in env.items() if k in RESULT_VARIABLES}
     try:
-        settings = config.load(chosen)
+        settings = configured.load(chosen)
     except ConfigError:
         return None
     fields = dataclasses.asdict(settings)

@@ -35,8 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pullsecret.delivery.base import Leaving
-from pullsecret.delivery.external_secrets.mode import ExternalSecretsDelivery
+from pullsecret.delivery.base import Leaving, Stray, Where
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name
@@ -50,11 +49,6 @@ if TYPE_CHECKING:
     from pullsecret.app import Application
 
 PAGE_SIZE = 100
-NOT_LISTABLE = (
-    "Kubernetes Secrets whose Secret Manager secret is gone too are not looked for: the runtime identity may not "
-    "get, list or watch Secrets (terraform/kubernetes/rbac.yaml grants create, patch and delete); with your own "
-    "credentials: kubectl get secrets -A -l hyperfleet.io/resource-type=pull-secret"
-)
 
 
 @dataclass
@@ -150,8 +144,9 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
         row.delivery = f"no placement: {exc.message[:60]}"
     else:
         _delivered(app, row, ours, placement, kube_name)
-        if project is not None and isinstance(app.delivery, ExternalSecretsDelivery):
-            _stale_members(app, app.delivery, secret_name(project, secret_id), placement, view)
+        if project is not None:
+            where = Where(cluster_id, secret_name(project, secret_id), placement, kube_name)
+            view.orphans += [_orphan(app, stray) for stray in app.delivery.strays(where, _deadline(app))]
     if not cluster.get("deleted_time"):
         row.disagrees += _disagreements(row, ours, generation, newest)
         row.creds = convergence.held(app, cluster_id, raw).state
@@ -208,25 +203,10 @@ def _disagreements(row: Row, ours: _Ours, generation: int | None, newest: dict[s
     return found
 
 
-def _stale_members(
-    app: Application, delivery: ExternalSecretsDelivery, name: str, placement: preconditions.Placement, view: View
-) -> None:
-    own = delivery.principal(placement.namespace)
-    for member in delivery.members(name, _deadline(app)):
-        if member != own:
-
-            def fix(namespace: str = placement.namespace, member: str = member) -> str:
-                delivery.grant(name, namespace, _deadline(app))
-                return f"removed accessor {member} from {name} (kept the cluster's own, {namespace})"
-
-            view.orphans.append(
-                Orphan(
-                    "accessor",
-                    f"accessor {member} on {name}",
-                    f"not the cluster's namespace {placement.namespace}",
-                    fix,
-                )
-            )
+def _orphan(app: Application, stray: Stray) -> Orphan:
+    """A delivery's stray as fleet lists it (its fix given the deadline of the moment it runs)."""
+    fix = stray.fix
+    return Orphan(stray.kind, stray.what, stray.why, None if fix is None else lambda: fix(_deadline(app)))
 
 
 def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project: str) -> Callable[[], str]:
@@ -324,28 +304,13 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
 
 
 def _left_behind(app: Application, cluster_id: str, view: View) -> None:
-    """A gone cluster's Kubernetes Secret (direct): looked up by name; its removal is the gone secret's fix."""
-    if app.delivery.mode != "direct" or app.settings.management_cluster is None:
-        return
+    """What a gone cluster left in the delivery (the delivery says; direct: its Kubernetes Secret, by name)."""
+    settings = app.settings
     _secret_id, kube_name = _names(app, cluster_id)
-    namespace = app.settings.management_namespace_template.format(cluster_id=cluster_id)
-    placement = preconditions.Placement(app.settings.management_cluster, namespace)
-    shown = app.delivery.inspect(placement, kube_name, _deadline(app))
-    where = f"Kubernetes Secret {namespace}/{kube_name}"
-    if shown.get("exists") is True:
-        view.orphans.append(
-            Orphan("kubernetes-secret", where, f"cluster {cluster_id} is gone; removed with its secret", None)
-        )
-    elif "error" in shown:
-        view.orphans.append(
-            Orphan(
-                "kubernetes-secret",
-                where,
-                f"cluster {cluster_id} is gone; cannot tell whether it is there with these credentials "
-                "(the runtime identity may not read Secrets); --fix deletes it by name if it is ours",
-                None,
-            )
-        )
+    namespace = settings.management_namespace_template.format(cluster_id=cluster_id)
+    placement = preconditions.Placement(settings.management_cluster, namespace) if settings.management_cluster else None
+    leaving = Leaving(None, placement, kube_name)
+    view.orphans += [_orphan(app, stray) for stray in app.delivery.left_behind(cluster_id, leaving, _deadline(app))]
 
 
 def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
@@ -364,8 +329,7 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
             projects.add(project)
     for project in sorted(projects):
         orphans_of(app, project, known, view, page_size=page_size)
-    if app.delivery.mode == "direct":
-        view.notes.append(NOT_LISTABLE)
+    view.notes += app.delivery.fleet_notes()
     return view
 
 

@@ -39,7 +39,7 @@ def fan_out(app: Application, publisher: rotation.Publisher, out: Out) -> int:
         return 3
     out(f"rekey (platform): fanning out {newest} at {settings.publish_rate():g} events/s to {settings.adapter_topic}")
     notification = SecretVersionAdded(
-        secret=names.secret_of(newest), version=newest, event_id="cli-rekey", delivery="cli"
+        secret=names.secret_of(newest), version=newest, event_id="cli-rekey", transport="cli"
     )
     try:
         result, published = rotation.fan_out(

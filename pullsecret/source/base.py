@@ -26,7 +26,7 @@ reconcile then reads the newest Secret Manager version on its own thread instead
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -84,6 +84,7 @@ class Wiring:
 
 
 Factory = Callable[[Wiring], Source | None]  # None: this source is not configured
+SettingsReader = Callable[[Mapping[str, str]], dict[str, Any]]  # Settings fields by name; raises ConfigError
 
 
 @dataclass(frozen=True)
@@ -94,3 +95,4 @@ class Registration:
     name: str
     own_credentials: bool
     build: Factory
+    settings: SettingsReader | None = None  # its own settings, checked at cold start (pullsecret.configured)

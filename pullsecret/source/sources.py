@@ -12,7 +12,7 @@ SOURCES: tuple[Registration, ...] = (service.REGISTRATION, platform.REGISTRATION
 
 
 def build(wiring: Wiring) -> Source:
-    """The configured source (config.load requires exactly one: PULL_SECRET_SOURCE or PULL_SECRET_SERVICE_URL)."""
+    """The configured source (configured.load requires one: PULL_SECRET_SOURCE or PULL_SECRET_SERVICE_URL)."""
     for registered in SOURCES:
         source = registered.build(wiring)
         if source is not None:

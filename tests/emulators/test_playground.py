@@ -22,11 +22,11 @@ def test_one_admin_call_seeds_a_cluster_whose_preconditions_are_met(stack: Any, 
         "type": "gcp",
         "gcp": {"projectID": "hf-demo-project", "region": "us-central1"},
     }
-    from pullsecret import config
+    from pullsecret import configured
     from pullsecret.model import preconditions
 
     statuses = stack.hyperfleet.state()["statuses"]["cls-ready1"]
-    settings = config.load(
+    settings = configured.load(
         {"HYPERFLEET_API_URL": "http://hf.invalid", "PULL_SECRET_SOURCE": seeded["platform_pull_secret"]}
     )
     decision = preconditions.evaluate(cluster, list(statuses.values()), settings, cluster_id="cls-ready1")

@@ -17,7 +17,7 @@ import yaml
 
 from emulators.iam_terraform import Grant, Module, service_account_grants
 from emulators.stack import TERRAFORM_VARIABLES
-from pullsecret.config import load
+from pullsecret.configured import load
 from pullsecret.delivery.direct.kubesecret import DOCKERCONFIGJSON, KEY
 
 NUMBER = "123456789012"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.operator import doctor
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -138,7 +139,6 @@ def test_every_mode_renders_a_script_the_configuration_accepts(
 ) -> None:
     """Issue 32, item 5: no empty `--secret= --project=`, a token file only where one is mounted, and the
     environment the script exports loads as the function's configuration (the doctor's first step)."""
-    from pullsecret import config
 
     script = rendered_modes[mode]
     subprocess.run(["bash", "-n"], input=script.encode(), check=True)
@@ -158,7 +158,7 @@ def test_every_mode_renders_a_script_the_configuration_accepts(
     token = tmp_path / "token"
     token.write_text("opaque-token\n")
     env = {**exports, **{name: str(token) for name in fetched}}
-    settings = config.load(env)
+    settings = configured.load(env)
     assert settings.hyperfleet_api_auth == auth
 
 
@@ -220,7 +220,6 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     from emulators.grpcbase import Projects
     from emulators.iam_terraform import service_account_grants
     from emulators.stack import TERRAFORM_VARIABLES
-    from pullsecret import config
     from pullsecret.operator.doctor_checks import required_permissions
     from pullsecret.preflight import MANAGED_ROLE
 
@@ -228,7 +227,7 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
         {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
     )
     (managed,) = [g for g in grants if g.role.endswith(f"/roles/{MANAGED_ROLE}")]
-    settings = config.load(
+    settings = configured.load(
         {
             "HYPERFLEET_API_URL": "https://hf.example.com",
             "DELETION_POLICY": policy,
@@ -240,13 +239,13 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
 
 def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
-    from pullsecret import config, preflight
+    from pullsecret import preflight
     from pullsecret.delivery.direct import checks as checks_direct
     from pullsecret.errors import TerminalError, TransientError
     from pullsecret.operator import doctor_checks
     from pullsecret.source.platform import checks as platform_checks
 
-    settings = config.load(
+    settings = configured.load(
         {
             "HYPERFLEET_API_URL": "https://hf.example.com",
             "PULL_SECRET_SOURCE": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret/versions/latest",

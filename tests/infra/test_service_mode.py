@@ -19,7 +19,8 @@ from hcl2 import SerializationOptions
 
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.stack import PROJECT_ID, TERRAFORM_VARIABLES
-from pullsecret import config, service_settings
+from pullsecret import config, configured
+from pullsecret.source.service import settings as service_settings
 from tests.infra import reality
 
 TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
@@ -140,7 +141,7 @@ def load(environment: dict[str, str], token_file: Path | None = None) -> config.
     if token_file is not None:
         token_file.write_text("token\n")
         env["PULL_SECRET_SERVICE_TOKEN_FILE"] = str(token_file)
-    return config.load(env)
+    return configured.load(env)
 
 
 def test_platform_mode_sets_only_the_platform_source(tmp_path: Path) -> None:
@@ -199,7 +200,7 @@ def test_the_registries_default_is_the_functions() -> None:
     with (TERRAFORM_DIR / "variables.tf").open() as handle:
         for block in hcl2.load(handle, serialization_options=OPTIONS)["variable"]:
             variables.update(block)
-    defaults = config.load(
+    defaults = configured.load(
         {"HYPERFLEET_API_URL": "https://hf.example.com", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     )
     assert tuple(variables["pull_secret_service_registries"]["default"]) == defaults.pull_secret_service_registries

@@ -231,9 +231,9 @@ def test_a_missing_namespace_goes_back_to_pubsub_without_in_process_retries(
 
 
 def test_the_effective_configuration_never_shows_credentials_in_the_api_url(function_env: dict[str, str]) -> None:
-    from pullsecret import config, web
+    from pullsecret import configured, web
 
-    settings = config.load({**function_env, "HYPERFLEET_API_URL": "https://robot:s3cret@hf.example.com:8443/base"})
+    settings = configured.load({**function_env, "HYPERFLEET_API_URL": "https://robot:s3cret@hf.example.com:8443/base"})
     shown = web.effective_configuration(settings)
     assert shown["hyperfleet_api_url"] == "https://hf.example.com:8443/base"
     assert "s3cret" not in json.dumps(shown)

@@ -15,6 +15,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.secretmanager_v1 import types as smtypes
 
 from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
+from pullsecret import configured
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.delivery.direct.gke import GkeClusters
 from pullsecret.handler import Adapter
@@ -115,11 +116,10 @@ def test_secret_metadata_updates_are_granted_on_the_rotation_progress_record_onl
     function_env: dict[str, str], runtime: tuple[Any, Any], world: Any
 ) -> None:
     """secretmanager.secrets.update (labels, annotations, topics, ...) is the record keeper's, on one name."""
-    from pullsecret import config
     from pullsecret.source.platform.rotation import progress_secret_id
 
     sm, _gke = runtime
-    record = f"projects/{PROJECT_ID}/secrets/{progress_secret_id(config.load(function_env))}"
+    record = f"projects/{PROJECT_ID}/secrets/{progress_secret_id(configured.load(function_env))}"
     world.secretmanager.seed_secret(PROJECT_ID, record.rsplit("/", 1)[-1], payloads=[])
     world.secretmanager.seed_secret(PROJECT_ID, SECRET_ID, payloads=[b"x"])
     mask = {"paths": ["annotations"]}

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_REFRESH_TOKEN, DEFAULT_USER
+from pullsecret import configured
 from pullsecret.handler import Adapter
 from tests.support import (
     Admin,
@@ -353,10 +354,9 @@ def test_a_realm_on_another_domain_gets_the_credential_only_when_paired_and_vett
 
 
 def _verifier(world: Any, clock: Callable[[], float], **env: str) -> Any:
-    from pullsecret import config
     from pullsecret.registry.verification import RegistryVerifier
 
-    settings = config.load(
+    settings = configured.load(
         {
             "HYPERFLEET_API_URL": "http://hf.example",
             "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",

@@ -21,7 +21,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Where, Wording
+from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Stray, Where, Wording
 from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import TerminalError
 from pullsecret.model import dockerconfig
@@ -212,6 +212,18 @@ class Kube:
 
     def after_transient(self, placement: Placement, error: Any) -> None:
         return None
+
+    def doctor_checks(self) -> list[Any]:
+        return []
+
+    def strays(self, where: Where, deadline: Any) -> list[Stray]:
+        return []
+
+    def left_behind(self, cluster_id: str, leaving: Leaving, deadline: Any) -> list[Stray]:
+        return []
+
+    def fleet_notes(self) -> list[str]:
+        return []
 
     def holds(self, namespace: str, name: str) -> str:
         held = self.secrets.get((namespace, name))

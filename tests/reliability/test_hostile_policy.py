@@ -15,7 +15,7 @@ from kubernetes.client import ApiException, CoreV1Api
 from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
-from pullsecret import config
+from pullsecret import configured
 from tests.emulators.test_kubernetes_admission import NAME, OURS, SA, TOKEN, apply, make_api, secret
 from tests.reliability import harness
 
@@ -38,7 +38,7 @@ def test_a_namespace_pattern_with_alternatives_is_matched_whole_by_the_policy_an
     emu: KubernetesEmulator, tmp_path: Path
 ) -> None:
     api: Any = CoreV1Api(make_api(emu, tmp_path, TOKEN))
-    function = config.load(
+    function = configured.load(
         {
             "HYPERFLEET_API_URL": "http://hf.example",
             "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from emulators.registry import DEFAULT_USER
-from pullsecret import config
+from pullsecret import configured
 from pullsecret.model.dockerconfig import parse
 from pullsecret.registry.egress import Egress, Unresolvable
 from pullsecret.registry.verification import MAX_PER_HOST, RegistryVerifier
@@ -42,7 +42,7 @@ def _checks(auths: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         asked.append(hostname)
         raise Unresolvable(hostname)
 
-    verifier = RegistryVerifier(config.load(BASE), egress=Egress(resolver=resolver))
+    verifier = RegistryVerifier(configured.load(BASE), egress=Egress(resolver=resolver))
     pending = verifier.start(parse({"auths": auths}, source="cluster"), Deadline(10))
     assert pending is not None
     return dict(pending.result().checks), asked

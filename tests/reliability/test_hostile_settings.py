@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret.config import load
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
 from pullsecret.handler import Adapter
 from tests.reliability import campaign, harness

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pullsecret.config import load
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}

@@ -8,7 +8,7 @@ import re
 import pytest
 from google.iam.v1 import policy_pb2  # type: ignore[import-untyped]
 
-from pullsecret.config import load
+from pullsecret.configured import load
 from pullsecret.delivery.external_secrets.mode import (
     ACCESSOR,
     RefusedPrincipal,

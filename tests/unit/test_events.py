@@ -26,7 +26,7 @@ def test_pubsub_envelope_yields_the_sentinel_event() -> None:
     body = load("pubsub-push.json")["body"]
     parsed = parse_event(pubsub_attributes(), {"message": body["message"]})
     assert isinstance(parsed, ReconcileRequest)
-    assert (parsed.cluster_id, parsed.generation, parsed.delivery) == ("cls-abc123", 5, "pubsub")
+    assert (parsed.cluster_id, parsed.generation, parsed.transport) == ("cls-abc123", 5, "pubsub")
     assert parsed.event_id == "0192f0c2-7b1e-7cc4-9a51-2f1e7d8f0b11"
     assert parsed.published_at is not None and parsed.published_at.year == 2026
 

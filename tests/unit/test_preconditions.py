@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret.config import load
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
 from pullsecret.model import preconditions
 from pullsecret.model.dockerconfig import InvalidPullSecret

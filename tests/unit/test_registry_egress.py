@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from pullsecret import config
+from pullsecret import configured
 from pullsecret.errors import ConfigError
 from pullsecret.hostnames import allowed_entry, split_host, trusted_realm_entry
 from pullsecret.registry.egress import (
@@ -102,12 +102,12 @@ def test_a_trusted_realm_entry_is_two_host_names(entry: str) -> None:
 
 def test_trusted_realms_setting() -> None:
     base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
-    assert config.load(base).registry_trusted_realms == REDHAT  # the documented default
-    assert config.load({**base, "REGISTRY_TRUSTED_REALMS": ""}).registry_trusted_realms == ()
-    both = config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io=sso.redhat.com, r.example=a.other"})
+    assert configured.load(base).registry_trusted_realms == REDHAT  # the documented default
+    assert configured.load({**base, "REGISTRY_TRUSTED_REALMS": ""}).registry_trusted_realms == ()
+    both = configured.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io=sso.redhat.com, r.example=a.other"})
     assert both.registry_trusted_realms == (*REDHAT, ("r.example", "a.other"))
     with pytest.raises(ConfigError, match="REGISTRY_TRUSTED_REALMS"):
-        config.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io"})
+        configured.load({**base, "REGISTRY_TRUSTED_REALMS": "registry.redhat.io"})
     assert Egress(trusted_realms=REDHAT).realm_trusted("registry.redhat.io", "sso.redhat.com")
     assert not Egress().realm_trusted("registry.redhat.io", "sso.redhat.com")
 
@@ -208,12 +208,12 @@ def test_an_unresolvable_name_is_unresolvable_not_refused() -> None:
 
 def test_allowed_hosts_configuration() -> None:
     base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
-    assert config.load(base).registry_allowed_hosts == ()
-    loaded = config.load({**base, "REGISTRY_ALLOWED_HOSTS": "127.0.0.1:5000, Registry.Corp:8443,[::1]:5000,onprem"})
+    assert configured.load(base).registry_allowed_hosts == ()
+    loaded = configured.load({**base, "REGISTRY_ALLOWED_HOSTS": "127.0.0.1:5000, Registry.Corp:8443,[::1]:5000,onprem"})
     assert loaded.registry_allowed_hosts == ("127.0.0.1:5000", "registry.corp:8443", "::1:5000", "onprem:443")
     for bad in ("https://x.example", "user@x.example", "x.example:99999", "::1"):
         with pytest.raises(ConfigError, match="REGISTRY_ALLOWED_HOSTS"):
-            config.load({**base, "REGISTRY_ALLOWED_HOSTS": bad})
+            configured.load({**base, "REGISTRY_ALLOWED_HOSTS": bad})
     assert allowed_entry("[::1]:5000") == "::1:5000"
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret import config
+from pullsecret import configured
 from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
@@ -150,12 +150,12 @@ def test_status_data_keys_are_not_masked_by_the_condition_mapping() -> None:
 
 def test_configuration_of_registry_verification(tmp_path: Any) -> None:
     base = {"HYPERFLEET_API_URL": "http://hf.example", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
-    default = config.load(base)
+    default = configured.load(base)
     assert default.registry_verification == "report"
     assert default.registry_skip_hosts == ("cloud.openshift.com",)
     bundle = tmp_path / "ca.pem"
     bundle.write_text("pem")
-    tuned = config.load(
+    tuned = configured.load(
         {
             **base,
             "REGISTRY_VERIFICATION": "Enforce",
@@ -175,7 +175,7 @@ def test_configuration_of_registry_verification(tmp_path: Any) -> None:
         ("REGISTRY_TIMEOUT", "0"),
     ):
         with pytest.raises(ConfigError, match=name):
-            config.load({**base, name: value})
+            configured.load({**base, name: value})
 
 
 def test_enforce_details_name_long_or_unprintable_registries_safely() -> None:

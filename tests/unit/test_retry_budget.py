@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pullsecret.config import load
+from pullsecret.configured import load
 from pullsecret.errors import TransientError
 from pullsecret.hyperfleet import budget as client
 from pullsecret.hyperfleet.client import HyperFleetClient

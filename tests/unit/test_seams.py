@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from pullsecret import config
+from pullsecret import configured
 from pullsecret.delivery import modes
 from pullsecret.errors import ConfigError
 from pullsecret.model.preconditions import Act, Placement
@@ -41,19 +42,22 @@ class _Store:
 
 
 def _wiring(env: dict[str, str], store: Any) -> base.Wiring:
-    return base.Wiring(settings=config.load({**BASE, **env}), store=store, pool=ThreadPoolExecutor(max_workers=1))
+    return base.Wiring(settings=configured.load({**BASE, **env}), store=store, pool=ThreadPoolExecutor(max_workers=1))
 
 
-def test_every_delivery_mode_the_configuration_accepts_has_a_factory() -> None:
-    assert set(modes.MODES) == set(config.DELIVERY_MODES)
-    for mode in config.DELIVERY_MODES:
+def test_every_registered_delivery_mode_is_accepted_and_has_a_factory() -> None:
+    for mode in modes.MODES:
         factory = modes.factory(mode)
         assert mode == sys.modules[factory.__module__].MODE
+        with contextlib.suppress(ConfigError):  # a mode's own settings may be required: not KUBERNETES_DELIVERY
+            assert configured.load({**BASE, "KUBERNETES_DELIVERY": mode}).kubernetes_delivery == mode
+    with pytest.raises(ConfigError, match="KUBERNETES_DELIVERY"):
+        configured.load({**BASE, "KUBERNETES_DELIVERY": "carrier-pigeon"})
 
 
 def test_no_source_configured_is_a_configuration_error_naming_both() -> None:
     with pytest.raises(ConfigError, match=r"PULL_SECRET_SOURCE.*PULL_SECRET_SERVICE_URL.*neither"):
-        config.load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"})
+        configured.load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"})
 
 
 def test_the_platform_source_reads_only_when_the_cache_misses_and_parses_once_per_content() -> None:

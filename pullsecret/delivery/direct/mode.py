@@ -13,7 +13,18 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Registration, Where, Wiring, Wording
+from pullsecret.delivery.base import (
+    Cleaned,
+    Delivered,
+    Desired,
+    DryRun,
+    Leaving,
+    Registration,
+    Stray,
+    Where,
+    Wiring,
+    Wording,
+)
 from pullsecret.delivery.direct import admission_policy, kubesecret
 from pullsecret.delivery.direct import checks as checks_direct
 from pullsecret.delivery.direct.gke import GkeClusters
@@ -37,6 +48,13 @@ WORDING = Wording(
     ),
     applied_changed="pull secret stored in Secret Manager and applied to the management cluster",
     applied_unchanged="pull secret already up to date in Secret Manager and on the management cluster",
+)
+
+# What fleet cannot look for in this mode.
+NOT_LISTABLE = (
+    "Kubernetes Secrets whose Secret Manager secret is gone too are not looked for: the runtime identity may not "
+    "get, list or watch Secrets (terraform/kubernetes/rbac.yaml grants create, patch and delete); with your own "
+    "credentials: kubectl get secrets -A -l hyperfleet.io/resource-type=pull-secret"
 )
 
 
@@ -149,6 +167,29 @@ class DirectDelivery:
         if live is None:
             return {"exists": False}
         return _shown(live)
+
+    def strays(self, where: Where, deadline: Deadline) -> list[Stray]:
+        """Nothing but our Secret is written in this mode, and it is the delivery itself."""
+        return []
+
+    def left_behind(self, cluster_id: str, leaving: Leaving, deadline: Deadline) -> list[Stray]:
+        """A gone cluster's Kubernetes Secret: looked up by name; its removal is the gone secret's fix."""
+        if leaving.placement is None:
+            return []
+        shown = self.inspect(leaving.placement, leaving.kube_name, deadline)
+        where = f"Kubernetes Secret {leaving.placement.namespace}/{leaving.kube_name}"
+        if shown.get("exists") is True:
+            return [Stray("kubernetes-secret", where, f"cluster {cluster_id} is gone; removed with its secret")]
+        if "error" in shown:
+            why = (
+                f"cluster {cluster_id} is gone; cannot tell whether it is there with these credentials "
+                "(the runtime identity may not read Secrets); --fix deletes it by name if it is ours"
+            )
+            return [Stray("kubernetes-secret", where, why)]
+        return []
+
+    def fleet_notes(self) -> list[str]:
+        return [NOT_LISTABLE]
 
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("gke", functools.partial(checks_direct.management_clusters, clusters=self.clusters))]

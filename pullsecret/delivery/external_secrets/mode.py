@@ -49,6 +49,7 @@ from pullsecret.delivery.base import (
     DryRun,
     Leaving,
     Registration,
+    Stray,
     Where,
     Wiring,
     Wording,
@@ -299,6 +300,33 @@ class ExternalSecretsDelivery:
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("secret-manager.iam-policy", checks_external_secrets.policy_permissions)]
 
+    def strays(self, where: Where, deadline: Deadline) -> list[Stray]:
+        """Our accessors on the cluster's secret other than its namespace's; the fix grants the namespace's again
+        (which removes every other member of ours)."""
+        own, name, namespace = self.principal(where.placement.namespace), where.secret_name, where.placement.namespace
+
+        def fixing(member: str) -> Callable[[Deadline], str]:
+            def fix(deadline: Deadline) -> str:
+                self.grant(name, namespace, deadline)
+                return f"removed accessor {member} from {name} (kept the cluster's own, {namespace})"
+
+            return fix
+
+        return [
+            Stray(
+                "accessor", f"accessor {member} on {name}", f"not the cluster's namespace {namespace}", fixing(member)
+            )
+            for member in self.members(name, deadline)
+            if member != own
+        ]
+
+    def left_behind(self, cluster_id: str, leaving: Leaving, deadline: Deadline) -> list[Stray]:
+        """Nothing outside Secret Manager: External Secrets Operator removes what it synced."""
+        return []
+
+    def fleet_notes(self) -> list[str]:
+        return []
+
     def members(self, secret_name: str, deadline: Deadline) -> list[str]:
         """Our principals among the secret's unconditional accessors (the fleet view's read); [] when it is gone."""
         try:
@@ -360,7 +388,7 @@ class ExternalSecretsDelivery:
 def build(wiring: Wiring) -> ExternalSecretsDelivery:
     """The external-secrets delivery of `wiring`'s settings, on the shared Secret Manager client."""
     settings = wiring.settings
-    if settings.external_secrets_principal_template is None:  # config.load refuses that: a Settings built by hand
+    if settings.external_secrets_principal_template is None:  # configured.load refuses that: a Settings built by hand
         raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE is required with KUBERNETES_DELIVERY=external-secrets")
     client: IamPolicyClient = wiring.secret_manager  # the shared SecretManagerServiceClient
     return ExternalSecretsDelivery(

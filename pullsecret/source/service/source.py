@@ -34,6 +34,7 @@ from pullsecret.model.preconditions import Act
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Registration, Wiring, WouldCreate
+from pullsecret.source.service import settings as service_settings
 from pullsecret.source.service.api import (
     NOT_FOUND,
     ROTATION_IN_PROGRESS,
@@ -204,4 +205,4 @@ def build(wiring: Wiring) -> ServiceSource | None:
     return ServiceSource(client, settings.pull_secret_service_registries)
 
 
-REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build)
+REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build, service_settings.fields)

@@ -1,4 +1,4 @@
-"""The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked for config.load.
+"""The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked at cold start (pullsecret.configured).
 
 Exactly one pull-secret source is configured: PULL_SECRET_SOURCE (the platform secret) or PULL_SECRET_SERVICE_URL.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pullsecret import envvars
 from pullsecret.errors import ConfigError
@@ -45,6 +46,18 @@ def read(env: Mapping[str, str]) -> ServiceSettings:
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
     return ServiceSettings(base, auth, audience, token_file, _service_registries(env))
+
+
+def fields(env: Mapping[str, str]) -> dict[str, Any]:
+    """The Settings fields this source owns (its registration's settings reader); raises ConfigError."""
+    service = read(env)
+    return {
+        "pull_secret_service_url": service.url,
+        "pull_secret_service_auth": service.auth,
+        "pull_secret_service_audience": service.audience,
+        "pull_secret_service_token_file": service.token_file,
+        "pull_secret_service_registries": service.registries,
+    }
 
 
 def _service_url(url: str) -> str:

@@ -1,0 +1,49 @@
+"""External Secrets mode's settings (EXTERNAL_SECRETS_*), read and checked at cold start whichever mode is chosen.
+
+pullsecret.configured calls `read` for every registered mode's package that has a settings module: the chosen mode
+validates its own settings, another mode refuses what only this one reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pullsecret import envvars
+from pullsecret.errors import ConfigError
+
+MODE = "external-secrets"
+PRINCIPAL_PREFIX = "principal://iam.googleapis.com/"
+
+
+def read(env: Mapping[str, str], mode: str) -> dict[str, Any]:
+    """The Settings fields this mode owns, with KUBERNETES_DELIVERY=`mode`; raises ConfigError naming the variable."""
+    return {
+        "external_secrets_principal_template": _principal_template(env, mode),
+        "external_secrets_refresh_interval": envvars.duration(env, "EXTERNAL_SECRETS_REFRESH_INTERVAL") or "5m",
+    }
+
+
+def _principal_template(env: Mapping[str, str], mode: str) -> str | None:
+    """EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE: required in this mode, unset in every other."""
+    template = envvars.get(env, "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE")
+    if mode != MODE:
+        if template is not None:
+            raise ConfigError(f"EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be unset with KUBERNETES_DELIVERY={mode}")
+        return None
+    try:
+        rendered = (template or "").format(namespace="x")
+    except (KeyError, IndexError, ValueError):
+        rendered = ""
+    if (
+        template is None
+        or template.count("{namespace}") != 1
+        or not rendered.startswith(PRINCIPAL_PREFIX)
+        or any(ch.isspace() for ch in template)
+    ):
+        raise ConfigError(
+            "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE must be a principal://iam.googleapis.com/... identifier with "
+            "{namespace} once and no other placeholder (KUBERNETES_DELIVERY=external-secrets), got "
+            f"{template!r}"
+        )
+    return template
