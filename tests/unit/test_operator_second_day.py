@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from pullsecret import config
+from pullsecret import config, configured
 from pullsecret.operator import playground, reach, staleness
 
 
@@ -136,7 +136,7 @@ def test_counts_are_whole_numbers_and_mode_names_are_compared_one_way() -> None:
         "mgmt.svc.id.goog/subject/ns/{namespace}/sa/hyperfleet-pull-secret-reader"
     )
     mixed = {**PLAYED, "KUBERNETES_DELIVERY": "External-Secrets", "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": template}
-    assert config.load(mixed).kubernetes_delivery == "external-secrets"
+    assert configured.load(mixed).kubernetes_delivery == "external-secrets"
 
 
 def test_the_playgrounds_source_is_case_insensitive_and_its_error_names_the_make_variable() -> None:
