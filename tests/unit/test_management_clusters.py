@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from google.cloud.container_v1 import types as t
 
-from pullsecret.delivery.direct.management_clusters import Endpoint, choose_endpoint
+from pullsecret.gke_endpoints import Endpoint, choose_endpoint
 from pullsecret.errors import TerminalError
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
