@@ -48,6 +48,7 @@ REMINT_AFTER_S = 60.0  # invariant 3
 ENDPOINT_TTL_S = 3600.0  # as a management cluster's
 MINT_DEADLINE_S = 10.0
 MINT_FAILED = "CredentialsUnavailable"
+FAILED_MINT_KEPT_S = 5.0  # a failed TokenRequest answers the calls of the next 5 s (one ERROR line, not one per call)
 
 
 class ServiceAccountToken:
@@ -86,6 +87,7 @@ class ServiceAccountToken:
         self._renew_at = 0.0
         self._from_refresh: tuple[str, float] | None = None  # (token, minted at) of the last refresh's mint
         self._endpoint: tuple[Endpoint, float] | None = None
+        self._failed: tuple[TransientError, float] | None = None
         self._pools: dict[str, urllib3.HTTPSConnectionPool] = {}
 
     def __repr__(self) -> str:
@@ -115,6 +117,17 @@ class ServiceAccountToken:
     # -- minting (lock held) ------------------------------------------------------------------------
     def _mint(self) -> None:
         started = self._clock()
+        failed = self._failed
+        if failed is not None and started - failed[1] < FAILED_MINT_KEPT_S:
+            raise failed[0]
+        try:
+            self._mint_now(started)
+        except TransientError as exc:
+            self._failed = (exc, started)
+            raise
+        self._failed = None
+
+    def _mint_now(self, started: float) -> None:
         endpoint = self._endpoint_now()
         answer = self._request(endpoint)
         if answer.status != 201:
