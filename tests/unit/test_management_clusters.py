@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from google.cloud.container_v1 import types as t
 
-from pullsecret.gke_endpoints import Endpoint, choose_endpoint
 from pullsecret.errors import TerminalError
+from pullsecret.gke_endpoints import Endpoint, choose_endpoint
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CP = t.ControlPlaneEndpointsConfig
