@@ -37,7 +37,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import certifi
 import urllib3
 
-from pullsecret.bearer import hyperfleet_credential
+from pullsecret.bearer import ApiCredential, hyperfleet_credential
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
@@ -92,6 +92,11 @@ class HyperFleetClient:
         if settings.hyperfleet_system_header:
             # hyperfleet-api pkg/tenant/middleware.go: exactly "true" makes the caller the system identity.
             self._headers[settings.hyperfleet_system_header] = "true"
+
+    @property
+    def credential(self) -> ApiCredential | None:
+        """The credential the calls carry (the doctor mints and inspects it)."""
+        return self._token
 
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> Answer:
         """One call; a refused token is re-read from its file and the call made again with a new one."""
