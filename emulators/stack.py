@@ -304,13 +304,14 @@ class Stack:
             "GCE_METADATA_HOST": self.metadata.address,
             "GCE_METADATA_IP": self.metadata.address,
             "HYPERFLEET_API_URL": self.hyperfleet.url,
-            "HYPERFLEET_API_TOKEN_FILE": self.token_file,
             # The registry emulator's CA: pull-secret keys naming its hosts (`registry` below) verify over HTTPS.
             "REGISTRY_CA_BUNDLE": self.registry_ca_file,
             # The emulator's hosts are loopback addresses, which the function contacts only when listed here
             # (production leaves it empty); the emulator's `internal` host stays off the list.
             "REGISTRY_ALLOWED_HOSTS": ",".join(self.registry.allowed_hosts()),
         }
+        if not self._gateway:  # behind the gateway the token file is refused: the function mints its own token
+            env["HYPERFLEET_API_TOKEN_FILE"] = self.token_file
         if self.pubsub is not None:
             env["PUBSUB_EMULATOR_HOST"] = self.pubsub.address
         return env
