@@ -8,6 +8,7 @@ Pull Secret Service (PULL_SECRET_SERVICE_AUTH=service-account-token). Emulators:
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -148,3 +149,27 @@ def test_the_pull_secret_service_takes_the_same_account_for_its_own_audience(
     assert deliver(Adapter.from_environment()).result == "applied"
     assert minted(world) == 2  # one token per audience: hyperfleet-api, the service's URL
     assert world.pullsecretservice.state()["clusters"][CID]["credentials"]  # the service generated them
+
+
+def test_the_token_is_reused_until_eighty_percent_of_its_600_seconds_then_minted_again(
+    sa_env: dict[str, str], world: Any
+) -> None:
+    from pullsecret import config
+    from pullsecret.bearer import hyperfleet_credential
+    from pullsecret.satoken import ServiceAccountToken
+
+    now = [1000.0]
+    credential = hyperfleet_credential(config.load())
+    assert isinstance(credential, ServiceAccountToken)
+    credential._clock = lambda: now[0]  # the renewal rule on a clock of the test's; the minting is the real one
+    first = credential.current()
+    now[0] += 479
+    assert credential.current() == first and minted(world) == 1
+    now[0] += 2
+    assert credential.current() != first and minted(world) == 2
+    assert first not in repr(credential) and credential.scheme == "ServiceAccount"
+    # The regional cluster issued it for 600 s, the shortest the API server allows, for the gateway's audience.
+    payload = first.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["exp"] - claims["iat"] == 600 and claims["aud"] == ["hyperfleet-api"]
+    assert claims["sub"] == ADAPTER_USER
