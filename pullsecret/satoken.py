@@ -189,11 +189,12 @@ class ServiceAccountToken:
             return pool.request("POST", path, body=json.dumps(body).encode(), headers=headers)
         except urllib3.exceptions.HTTPError as exc:
             self._endpoint = None  # it may have moved (a new IP, a rotated CA): ask GKE again next time
-            tls = isinstance(exc, urllib3.exceptions.SSLError) or "SSL" in type(getattr(exc, "reason", None)).__name__
+            cause = type(getattr(exc, "reason", None)).__name__
+            bad_tls = isinstance(exc, urllib3.exceptions.SSLError) or "SSL" in cause
             detail = f"the token cluster's API server is unreachable ({type(exc).__name__})"
-            if tls:
+            if bad_tls:
                 detail += "; its certificate does not chain to the CA GKE gives for it"
-            raise self._failure(detail, alert=tls, reason="DependencyUnavailable") from None
+            raise self._failure(detail, alert=bad_tls, reason="DependencyUnavailable") from None
 
     def _refused(self, status: int) -> TransientError:
         account, cluster = self.source.account, self.source.cluster

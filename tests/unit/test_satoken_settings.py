@@ -24,8 +24,8 @@ def load(**env: Any) -> config.Settings:
 
 def test_the_mode_reads_its_cluster_and_account_and_sends_the_service_account_scheme() -> None:
     caller = load(**SA).caller
-    assert caller.hyperfleet_token is not None
-    assert (caller.hyperfleet_token.cluster, caller.hyperfleet_token.account) == (CLUSTER, "hyperfleet/pullsecret-adapter")
+    source = caller.hyperfleet_token
+    assert source is not None and (source.cluster, source.account) == (CLUSTER, "hyperfleet/pullsecret-adapter")
     assert caller.hyperfleet_scheme == "ServiceAccount"
     assert load(**SA, HYPERFLEET_API_AUTH_SCHEME="Bearer").caller.hyperfleet_scheme == "Bearer"
     assert load().caller.hyperfleet_scheme == "Bearer" and load().caller.hyperfleet_token is None
