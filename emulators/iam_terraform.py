@@ -299,15 +299,18 @@ class Module:
             return {"email": email, "member": f"serviceAccount:{email}", "name": f"projects/-/serviceAccounts/{email}"}
         if kind == "google_project_iam_custom_role":
             out: dict[str, Any] = {}
+            counted: list[Any] = []  # `count` instances, read as role[0]
             for _index, each in self.instances(body):
                 project, role_id = self._attribute(body, "project", each), self._attribute(body, "role_id", each)
-                key = each["key"] if each else None
                 permissions = self._attribute(body, "permissions", each)
                 role = {"id": f"projects/{project}/roles/{role_id}", "permissions": permissions}
-                if key is None:
+                if each is None:
                     return role
-                out[key] = role
-            return out
+                if "index" in each:
+                    counted.append(role)
+                else:
+                    out[each["key"]] = role
+            return counted if "count" in body else out
         raise TerraformEvalError(f"the evaluator does not model attributes of {kind}.{name}")
 
     def _data_values(self, text: str) -> dict[str, Any]:
@@ -337,7 +340,8 @@ class Module:
         roles: dict[str, frozenset[str]] = {}
         for name in self.resources.get("google_project_iam_custom_role", {}):
             value = self._resource_value("google_project_iam_custom_role", name)
-            for role in [value] if "id" in value else value.values():
+            roles_of = value if isinstance(value, list) else [value] if "id" in value else list(value.values())
+            for role in roles_of:
                 roles[role["id"]] = frozenset(role["permissions"])
         return roles
 

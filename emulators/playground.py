@@ -42,7 +42,7 @@ from emulators.playground_lock import DOWN_FILE, AlreadyRunning, down, holder, h
 from emulators.pubsub import PubSubEmulator
 from emulators.signals import interruptible, signals_ignored
 from emulators.stack import Stack
-from emulators.world import PROJECT_ID, PROJECT_NUMBER
+from emulators.world import PROJECT_ID, PROJECT_NUMBER, TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
 
 __all__ = ["down", "holder", "read_env_file", "up"]  # down, holder, read_env_file: re-exported for callers
 
@@ -74,10 +74,26 @@ def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
     from pullsecret.operator.settings import FUNCTION_VARIABLES, SOURCE_VARIABLES
 
     given = {k: environ[k] for k in FUNCTION_VARIABLES if k in environ and k not in SOURCE_VARIABLES}
+    if behind_gateway(given):
+        # HYPERFLEET_API_AUTH=service-account-token make up: the regional cluster's account, through the gateway.
+        given.pop("HYPERFLEET_API_TOKEN_FILE", None)  # an earlier playground's, from a sourced env file
+        given = {**GATEWAY_SETTINGS, **given}
     mode = given.get("KUBERNETES_DELIVERY", "").strip().lower()
     if mode == "external-secrets" and not given.get("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE", "").strip():
         given["EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE"] = ESO_PRINCIPAL_TEMPLATE
     return given
+
+
+# HYPERFLEET_API_AUTH=service-account-token: the stack puts hyperfleet-gateway in front of the API, and the function
+# mints the ServiceAccount token on the regional cluster (emulators/world.py) unless the shell names another.
+GATEWAY_SETTINGS = {
+    "HYPERFLEET_API_TOKEN_CLUSTER": TOKEN_CLUSTER,
+    "HYPERFLEET_API_SERVICE_ACCOUNT": f"{TOKEN_NAMESPACE}/{TOKEN_ACCOUNT}",
+}
+
+
+def behind_gateway(given: Mapping[str, str]) -> bool:
+    return given.get("HYPERFLEET_API_AUTH", "").strip() == "service-account-token"
 
 
 # The playground's own defaults (a shell's setting wins): the platform pull secret cached 2 s, not 30, so that a
@@ -249,7 +265,7 @@ def _serve(
     ready = False
     code = 130
     try:
-        stack = Stack(pubsub=reason is None)
+        stack = Stack(pubsub=reason is None, gateway=behind_gateway(given))
         stack.start()
         settings = function_settings(stack, state_dir, source=source, given=given)
         if settings.get("KUBERNETES_DELIVERY", "").strip().lower() == "external-secrets":

@@ -32,9 +32,12 @@ from emulators.admin import AdminServer
 from emulators.faults import FaultBook
 from emulators.gke import GkeEmulator
 from emulators.hyperfleet import HyperFleetEmulator
+from emulators.hyperfleet.gateway import GatewayConfig
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.kubernetes import KubernetesEmulator
+from emulators.kubernetes.delegated import TokenReviewer
 from emulators.kubernetes.manifests import render as render_manifests
+from emulators.kubernetes.manifests import render_token_cluster
 from emulators.metadata import MetadataEmulator
 from emulators.pubsub import PubSubEmulator
 from emulators.pullsecretservice import PullSecretServiceEmulator
@@ -42,7 +45,17 @@ from emulators.registry import RegistryEmulator
 from emulators.resourcemanager import ResourceManagerEmulator
 from emulators.secretmanager import SecretManagerEmulator
 from emulators.signals import signals_ignored
-from emulators.world import API_AUDIENCE, MANAGEMENT_CLUSTER, MANAGEMENT_DNS, PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
+from emulators.world import (
+    API_AUDIENCE,
+    MANAGEMENT_CLUSTER,
+    MANAGEMENT_DNS,
+    PROJECT_ID,
+    PROJECT_NUMBER,
+    RUNTIME_SA,
+    TOKEN_ACCOUNT,
+    TOKEN_CLUSTER,
+    TOKEN_NAMESPACE,
+)
 
 # What terraform/ would be applied with for the function environment the tests use (tests/conftest.py
 # function_env): this project holds the per-cluster secrets and the platform pull secret, and the
@@ -70,6 +83,7 @@ class Stack:
         grant_all_namespaces: bool = True,
         validate_contract: bool = True,
         terraform_iam: bool = True,
+        gateway: bool = False,
     ) -> None:
         self.book = FaultBook()
         self.workdir = tempfile.mkdtemp(prefix="hf-emulators-")
@@ -81,6 +95,7 @@ class Stack:
         self._want_pubsub = pubsub
         self._grant_all = grant_all_namespaces
         self._terraform_iam = terraform_iam
+        self._gateway = gateway  # hyperfleet-gateway in front of the API after every reset (the playground's mode)
         self._terraform_variables: dict[str, Any] = dict(TERRAFORM_VARIABLES)
         self.grants: list[Grant] = []
         self._grant_cache: dict[str, list[Grant]] = {}
@@ -99,6 +114,9 @@ class Stack:
         self.secretmanager = SecretManagerEmulator(self.book, authenticate=authenticate)
         self.gke = GkeEmulator(self.book, authenticate=authenticate)
         self.kubernetes = KubernetesEmulator(self.book, authenticate=authenticate)
+        # The regional cluster that runs HyperFleet: its TokenRequest mints the adapter's ServiceAccount tokens, its
+        # TokenReview is how the gateway and the Pull Secret Service check them.
+        self.regional = KubernetesEmulator(self.book, authenticate=authenticate)
         # Contract validation (openapi-core) costs the emulator tens of CPU ms per call: the tests keep it on,
         # the benchmark turns it off so that it measures the function, not the emulator.
         self.hyperfleet = HyperFleetEmulator(
@@ -138,6 +156,7 @@ class Stack:
             "secretmanager": self.secretmanager,
             "gke": self.gke,
             "kubernetes": self.kubernetes,
+            "regional": self.regional,
             "hyperfleet": self.hyperfleet,
             "registry": self.registry,
             "pullsecretservice": self.pullsecretservice,
@@ -162,6 +181,7 @@ class Stack:
         self.secretmanager.start()
         self.gke.start()
         self.kubernetes.start()
+        self.regional.start()
         self.hyperfleet.start()
         self.registry.start()
         self.pullsecretservice.start()
@@ -192,6 +212,34 @@ class Stack:
             self.kubernetes.apply_manifests(render_manifests(RUNTIME_SA))
         if self._terraform_iam:
             self.apply_terraform_iam()
+        self._seed_token_cluster()
+
+    def _seed_token_cluster(self) -> None:
+        """The regional cluster in GKE, the adapter's ServiceAccount and its Role as Terraform renders them, the
+        reviewers' accounts; the Pull Secret Service reviews ServiceAccount tokens for its own URL (harmless to the
+        other modes: an opaque or Google token is never sent to TokenReview); the gateway when the stack has it."""
+        self.gke.add_cluster(TOKEN_CLUSTER, endpoint=self.regional.address, ca_pem=self.regional.ca_pem)
+        self.regional.add_namespace(TOKEN_NAMESPACE)
+        self.regional.apply_manifests(render_token_cluster(RUNTIME_SA, TOKEN_NAMESPACE, TOKEN_ACCOUNT))
+        self.pullsecretservice.review_service_account_tokens(
+            TokenReviewer(self.regional.reviewer(TOKEN_NAMESPACE, "pull-secret-service")),
+            audience=self.pullsecretservice.url,
+            accounts=[f"system:serviceaccount:{TOKEN_NAMESPACE}:{TOKEN_ACCOUNT}"],
+        )
+        if self._gateway:
+            self.hyperfleet.set_gateway(self.gateway_config())
+
+    def gateway_config(self, **changes: Any) -> GatewayConfig:
+        """hyperfleet-gateway as the HyperFleet deployment configures it for this adapter (EDGE; `changes` apply):
+        TokenReview at the regional cluster, audience hyperfleet-api, the adapter's account on the allow-list."""
+        values: dict[str, Any] = {
+            "namespace": TOKEN_NAMESPACE,
+            "allowed_service_accounts": (TOKEN_ACCOUNT,),
+            "audience": API_AUDIENCE,
+            "mode": "EDGE",
+            **changes,
+        }
+        return GatewayConfig(TokenReviewer(self.regional.reviewer(TOKEN_NAMESPACE, "hyperfleet-gateway")), **values)
 
     def apply_terraform_iam(self, **variables: Any) -> list[Grant]:
         """Grant the runtime identity what terraform/ grants google_service_account.runtime, evaluated for
@@ -256,13 +304,14 @@ class Stack:
             "GCE_METADATA_HOST": self.metadata.address,
             "GCE_METADATA_IP": self.metadata.address,
             "HYPERFLEET_API_URL": self.hyperfleet.url,
-            "HYPERFLEET_API_TOKEN_FILE": self.token_file,
             # The registry emulator's CA: pull-secret keys naming its hosts (`registry` below) verify over HTTPS.
             "REGISTRY_CA_BUNDLE": self.registry_ca_file,
             # The emulator's hosts are loopback addresses, which the function contacts only when listed here
             # (production leaves it empty); the emulator's `internal` host stays off the list.
             "REGISTRY_ALLOWED_HOSTS": ",".join(self.registry.allowed_hosts()),
         }
+        if not self._gateway:  # behind the gateway the token file is refused: the function mints its own token
+            env["HYPERFLEET_API_TOKEN_FILE"] = self.token_file
         if self.pubsub is not None:
             env["PUBSUB_EMULATOR_HOST"] = self.pubsub.address
         return env
@@ -281,6 +330,8 @@ class Stack:
             "pubsub": self.pubsub.address if self.pubsub is not None else None,
             "admin": self.admin.url,
             "management_cluster": MANAGEMENT_CLUSTER,
+            "token_cluster": TOKEN_CLUSTER,
+            "regional_kubernetes": f"https://{self.regional.address}",
             "project_id": PROJECT_ID,
             "runtime_service_account": RUNTIME_SA,
             "iam": "terraform" if self._terraform_iam else "open",

@@ -10,3 +10,8 @@ RUNTIME_SA = f"pullsecret-runtime@{PROJECT_ID}.iam.gserviceaccount.com"
 MANAGEMENT_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/mgmt-1"
 MANAGEMENT_DNS = "gke-mgmt-1.us-central1.gke.goog"
 API_AUDIENCE = "hyperfleet-api"
+# The regional cluster that runs HyperFleet (the gateway and the Pull Secret Service review tokens there), where the
+# adapter mints its ServiceAccount token (HYPERFLEET_API_AUTH=service-account-token).
+TOKEN_CLUSTER = f"projects/{PROJECT_ID}/locations/us-central1/clusters/hyperfleet-regional"
+TOKEN_NAMESPACE = "hyperfleet"
+TOKEN_ACCOUNT = "pullsecret-adapter"

@@ -49,7 +49,7 @@ class Application:
         log.configure(project_id=identity.project_id)
         pool = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="pullsecret")
         secrets = secret_manager_client(identity, settings.secret_manager_emulator_host)
-        hyperfleet = HyperFleetClient(settings)
+        hyperfleet = HyperFleetClient(settings, identity=identity)
         store = SecretStore(
             secrets,
             replication_locations=settings.secret_replication_locations,
@@ -57,7 +57,7 @@ class Application:
             source_ttl_s=settings.pull_secret_source_ttl_s,
         )
         delivery = modes.build(delivery_base.Wiring(settings=settings, identity=identity, secret_manager=secrets))
-        source = sources.build(source_base.Wiring(settings=settings, store=store, pool=pool))
+        source = sources.build(source_base.Wiring(settings=settings, store=store, pool=pool, identity=identity))
         registries = RegistryVerifier(settings)
         reconciler = Reconciler(
             settings,

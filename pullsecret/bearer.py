@@ -1,6 +1,6 @@
 """The bearer credentials the function presents to the services it calls, as `Authorization: Bearer`.
 
-The HyperFleet API (HYPERFLEET_API_AUTH) and the Pull Secret Service (PULL_SECRET_SERVICE_AUTH) take the same two:
+The HyperFleet API (HYPERFLEET_API_AUTH) and the Pull Secret Service (PULL_SECRET_SERVICE_AUTH) take the same three:
 
 - `token-file` (`BearerToken`): an opaque token held in a file (a mounted Secret Manager secret), read by
   content on a short timer and at once after the service refuses it: a mounted secret rotates in place and gives
@@ -14,8 +14,12 @@ The HyperFleet API (HYPERFLEET_API_AUTH) and the Pull Secret Service (PULL_SECRE
   secret is stored anywhere. Cached, minted again when google-auth considers it expired (3 min 45 s before
   `exp`), and once more when the service refuses it.
 
-Both: thread-safe, `refresh(refused)` after a refusal says whether another token is there to try, and neither
-the token nor any part of it reaches a repr, a message or a log line.
+- `service-account-token` (satoken.ServiceAccountToken): a Kubernetes ServiceAccount token minted by TokenRequest
+  on the cluster that runs HyperFleet, sent as `Authorization: ServiceAccount` to hyperfleet-gateway
+  (HYPERFLEET_API_AUTH_SCHEME).
+
+All: thread-safe, `scheme` is the Authorization header's scheme, `refresh(refused)` after a refusal says whether
+another token is there to try, and no token nor any part of one reaches a repr, a message or a log line.
 """
 
 from __future__ import annotations
@@ -35,14 +39,19 @@ import google.oauth2.id_token
 import google.oauth2.service_account
 from google.auth.credentials import Credentials
 
+from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import TransientError
+from pullsecret.gke import GkeClusters
+from pullsecret.satoken import ServiceAccountToken
+from pullsecret.satoken_settings import TokenSource
 
 
 class ApiCredential(Protocol):
     """A bearer credential for one service."""
 
     remedy: str  # what a person does when the API keeps refusing it
+    scheme: str  # the Authorization header's scheme: Bearer, or ServiceAccount (hyperfleet-gateway)
 
     def current(self) -> str: ...
 
@@ -65,8 +74,10 @@ class BearerToken:
         service: str = "hyperfleet",
         max_age_s: float = TOKEN_REREAD_S,
         clock: Callable[[], float] = time.monotonic,
+        scheme: str = "Bearer",
     ):
         self.path = path
+        self.scheme = scheme
         self.setting = setting
         self.service = service
         self.remedy = f"put a valid token in {setting}"
@@ -188,6 +199,7 @@ class GoogleIdToken:
     ) -> None:
         self.audience = audience
         self.setting = setting
+        self.scheme = "Bearer"
         self.remedy = remedy or (
             f"the API (or its gateway) must admit Google ID tokens with audience {audience!r} and this service "
             "account's email (docs/contract.md, Authentication)"
@@ -237,10 +249,30 @@ class GoogleIdToken:
             return self._mint() != refused
 
 
-def hyperfleet_credential(settings: Settings) -> ApiCredential | None:
+def hyperfleet_credential(settings: Settings, identity: RuntimeIdentity | None = None) -> ApiCredential | None:
     """The HyperFleet API's credential; None: no Authorization header (token-file mode without a file)."""
     if settings.hyperfleet_api_auth == "google-id-token":
         return GoogleIdToken(settings.hyperfleet_api_audience)
+    source = settings.caller.hyperfleet_token
+    if source is not None:  # service-account-token
+        return service_account_token(settings, source, settings.hyperfleet_api_audience, identity, "hyperfleet")
     if settings.hyperfleet_api_token_file:
-        return BearerToken(settings.hyperfleet_api_token_file)
+        return BearerToken(settings.hyperfleet_api_token_file, scheme=settings.caller.hyperfleet_scheme)
     return None
+
+
+def service_account_token(
+    settings: Settings, source: TokenSource, audience: str, identity: RuntimeIdentity | None, service: str
+) -> ServiceAccountToken:
+    """A ServiceAccount token of `source` for `audience`, minted through the runtime identity's GKE access."""
+    identity = identity or RuntimeIdentity()
+    return ServiceAccountToken(
+        source,
+        audience,
+        gke=GkeClusters(identity, settings.gke_emulator_host),
+        identity=identity,
+        scheme=settings.caller.hyperfleet_scheme if service == "hyperfleet" else "Bearer",
+        service=service,
+        endpoint_mode=settings.management_endpoint,
+        vpc_egress=settings.vpc_egress,
+    )

@@ -1,7 +1,7 @@
 """Google credentials and API clients, created once per process and shared across requests.
 
 Seams (docs/design.md): `SECRET_MANAGER_EMULATOR_HOST` points the client at a local gRPC endpoint over a
-loopback channel that still carries the runtime identity's token per call (GKE's is REST: delivery/direct/gke.py);
+loopback channel that still carries the runtime identity's token per call (GKE's is REST: gke.py);
 `GCE_METADATA_HOST` / `GCE_METADATA_IP` are google-auth's own switches for the metadata server.
 """
 

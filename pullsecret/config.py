@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from pullsecret import envvars, secret_projects
+from pullsecret import envvars, satoken_settings, secret_projects
 from pullsecret.errors import ConfigError
 from pullsecret.hostnames import allowed_entry, trusted_realm_entry
 from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
@@ -25,7 +25,7 @@ TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
-API_AUTH_MODES = ("token-file", "google-id-token")
+API_AUTH_MODES = ("token-file", "google-id-token", satoken_settings.MODE)
 MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
@@ -40,6 +40,8 @@ class Settings:
     hyperfleet_api_token_file: str | None = None
     hyperfleet_api_auth: str = "token-file"
     hyperfleet_api_audience: str = "hyperfleet-api"
+    # The ServiceAccount token's source, the Authorization scheme and private CAs (pullsecret/satoken_settings.py).
+    caller: satoken_settings.CallerIdentity = field(default_factory=satoken_settings.CallerIdentity)
     hyperfleet_status_method: str = "PUT"
     hyperfleet_timeout_s: float = 6.0
     # A header sent as `true` on every API call: the API's tenant middleware's system header (tenancy on, no gateway).
@@ -135,7 +137,7 @@ def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
     if api_auth == "google-id-token" and token_file is not None:
         raise ConfigError("HYPERFLEET_API_TOKEN_FILE must be unset with HYPERFLEET_API_AUTH=google-id-token")
     url = urlparse(envvars.get(env, "HYPERFLEET_API_URL") or "")
-    sends_token = api_auth == "google-id-token" or token_file is not None
+    sends_token = api_auth != "token-file" or token_file is not None
     if sends_token and url.scheme == "http" and not envvars.is_loopback(url.hostname):
         raise ConfigError(
             f"HYPERFLEET_API_URL is plain http to {url.hostname!r}, and HYPERFLEET_API_AUTH={api_auth} sends a token "
@@ -275,12 +277,14 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_url = _api_url(env)  # the first bad variable named is the API's: nothing works without it
     api_auth, audience = _api_auth(env)
+    caller = satoken_settings.read(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=api_url,
         hyperfleet_api_token_file=envvars.readable_file(env, "HYPERFLEET_API_TOKEN_FILE"),
         hyperfleet_api_auth=api_auth,
         hyperfleet_api_audience=audience,
+        caller=caller,
         hyperfleet_status_method=envvars.choice(
             env, "HYPERFLEET_STATUS_METHOD", "PUT", ("PUT", "POST"), upper=True, say="PUT or POST"
         ),

@@ -18,10 +18,16 @@ locals {
     HYPERFLEET_API_TOKEN_FILE = var.hyperfleet_api_auth == "token-file" ? "${local.hyperfleet_token_mount_path}/${local.hyperfleet_token_file_name}" : ""
     HYPERFLEET_API_AUTH       = var.hyperfleet_api_auth
     HYPERFLEET_API_AUDIENCE   = var.hyperfleet_api_audience
-    HYPERFLEET_STATUS_METHOD  = var.hyperfleet_status_method
-    HYPERFLEET_SYSTEM_HEADER  = var.hyperfleet_system_header
-    ADAPTER_NAME              = var.adapter_name
-    PRECONDITION_ADAPTERS     = join(",", var.precondition_adapters)
+    # service-account-token (docs/trust.md): the token cluster and the account; the service takes the same ones.
+    HYPERFLEET_API_TOKEN_CLUSTER        = local.hyperfleet_service_account_token ? var.hyperfleet_token_cluster : ""
+    HYPERFLEET_API_SERVICE_ACCOUNT      = local.hyperfleet_service_account_token ? var.hyperfleet_service_account : ""
+    HYPERFLEET_API_AUTH_SCHEME          = local.hyperfleet_service_account_token ? var.hyperfleet_api_auth_scheme : ""
+    PULL_SECRET_SERVICE_TOKEN_CLUSTER   = local.pull_secret_service_account_token ? var.hyperfleet_token_cluster : ""
+    PULL_SECRET_SERVICE_SERVICE_ACCOUNT = local.pull_secret_service_account_token ? var.hyperfleet_service_account : ""
+    HYPERFLEET_STATUS_METHOD            = var.hyperfleet_status_method
+    HYPERFLEET_SYSTEM_HEADER            = var.hyperfleet_system_header
+    ADAPTER_NAME                        = var.adapter_name
+    PRECONDITION_ADAPTERS               = join(",", var.precondition_adapters)
     # Exactly one source (variables.tf): the platform pull secret, or the Pull Secret Service. An empty value is
     # unset for the function (pullsecret/config.py), so each mode's variables are set in that mode only.
     PULL_SECRET_SOURCE             = local.pull_secret_service ? "" : "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"

@@ -279,6 +279,31 @@ resource "google_project_iam_member" "runtime_cluster_connect" {
   member  = google_service_account.runtime.member
 }
 
+# The token cluster (service-account-token): the runtime account reads the cluster's endpoint and CA
+# (container.clusters.get) and, for the DNS endpoint, passes its IAM check (container.clusters.connect); in
+# the cluster, the Role of output token_cluster_manifests lets it create tokens for its one ServiceAccount.
+# Nothing more: no clusterViewer (list), no Kubernetes access through IAM (container.* developer roles).
+resource "google_project_iam_custom_role" "token_cluster" {
+  count = local.token_cluster_project == "" ? 0 : 1
+
+  project     = local.token_cluster_project
+  role_id     = "hyperfleetPullSecretTokenCluster${local.role_suffix}"
+  title       = "HyperFleet pull-secret adapter: reach the token cluster"
+  description = "Read the GKE endpoint and CA of the cluster that mints the adapter's ServiceAccount token."
+  permissions = concat(["container.clusters.get"], var.management_endpoint == "dns" ? ["container.clusters.connect"] : [])
+  stage       = "GA"
+
+  depends_on = [time_sleep.api_propagation]
+}
+
+resource "google_project_iam_member" "runtime_token_cluster" {
+  count = local.token_cluster_project == "" ? 0 : 1
+
+  project = local.token_cluster_project
+  role    = google_project_iam_custom_role.token_cluster[0].id
+  member  = google_service_account.runtime.member
+}
+
 # ---------------------------------------------------------------------------
 # Trigger: the trigger account may invoke this function's Cloud Run service and nothing else.
 # ---------------------------------------------------------------------------

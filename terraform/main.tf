@@ -64,6 +64,12 @@ locals {
     local.pull_secret_service && var.pull_secret_service_auth == "google-id-token" ? "the Pull Secret Service" : "",
   ])
 
+  # service-account-token (variables.tf hyperfleet_token_cluster): the cluster whose TokenRequest mints the token.
+  hyperfleet_service_account_token = var.hyperfleet_api_auth == "service-account-token"
+  # The service's own token settings only when HyperFleet's are not there to default to (satoken_settings.py).
+  pull_secret_service_account_token = local.pull_secret_service && var.pull_secret_service_auth == "service-account-token" && var.hyperfleet_api_auth != "service-account-token"
+  token_cluster_project             = var.hyperfleet_token_cluster == "" ? "" : split("/", var.hyperfleet_token_cluster)[1]
+
   management_cluster_project  = split("/", var.management_cluster)[1]
   management_cluster_projects = toset(distinct(concat([local.management_cluster_project], var.management_cluster_project_ids)))
   # The clusters a placement may name: those of the projects iam.tf grants clusterViewer in, and no other.

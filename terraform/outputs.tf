@@ -123,6 +123,25 @@ output "kubernetes_manifests" {
   ])
 }
 
+output "token_cluster_manifests" {
+  description = "service-account-token: the adapter's ServiceAccount, the Role (create on serviceaccounts/token for that one name) and the RoleBinding to the runtime account's Kubernetes user, for hyperfleet_token_cluster: terraform output -raw token_cluster_manifests | kubectl apply --server-side -f -. Empty in the other modes."
+  value = var.hyperfleet_token_cluster == "" ? "" : templatefile("${path.module}/kubernetes/token-cluster.yaml", {
+    runtime_sa_email = google_service_account.runtime.email
+    namespace        = split("/", var.hyperfleet_service_account)[0]
+    service_account  = split("/", var.hyperfleet_service_account)[1]
+  })
+}
+
+output "gateway_allowed_service_accounts" {
+  description = "service-account-token: what the HyperFleet deployment adds to hyperfleet-gateway's auth.machineIdentity.allowedServiceAccounts (in the gateway's namespace, which must be the account's) so that the gateway admits the adapter. Empty in the other modes."
+  value = var.hyperfleet_token_cluster == "" ? null : {
+    namespace              = split("/", var.hyperfleet_service_account)[0]
+    allowedServiceAccounts = [split("/", var.hyperfleet_service_account)[1]]
+    audience               = var.hyperfleet_api_audience
+    kubernetes_user        = "system:serviceaccount:${replace(var.hyperfleet_service_account, "/", ":")}"
+  }
+}
+
 output "trigger_ack_deadline_seconds" {
   description = "Ack deadline set on the triggers' Pub/Sub subscriptions (timeout_seconds + 60; see README.md)."
   value       = local.trigger_ack_deadline_seconds

@@ -284,13 +284,13 @@ variable "pull_secret_service_url" {
 }
 
 variable "pull_secret_service_auth" {
-  description = "PULL_SECRET_SERVICE_AUTH: google-id-token (an ID token of the runtime account, audience pull_secret_service_audience; the service must accept Google-signed ID tokens, docs/trust.md) or token-file (a bearer token from pull_secret_service_token_secret, mounted as a file: the mode that works with the service as its design record describes it, which authenticates Kubernetes ServiceAccount tokens). Used only with pull_secret_service_url."
+  description = "PULL_SECRET_SERVICE_AUTH: google-id-token (an ID token of the runtime account, audience pull_secret_service_audience; the service must accept Google-signed ID tokens, docs/trust.md) token-file (a bearer token from pull_secret_service_token_secret, mounted as a file) or service-account-token (the adapter's ServiceAccount token minted on hyperfleet_token_cluster for audience pull_secret_service_audience: the design record's TokenReview). Used only with pull_secret_service_url."
   type        = string
   default     = "google-id-token"
 
   validation {
-    condition     = contains(["google-id-token", "token-file"], var.pull_secret_service_auth)
-    error_message = "The pull_secret_service_auth must be google-id-token or token-file."
+    condition     = contains(["google-id-token", "token-file", "service-account-token"], var.pull_secret_service_auth)
+    error_message = "The pull_secret_service_auth must be google-id-token, token-file or service-account-token."
   }
 }
 
@@ -417,20 +417,57 @@ variable "hyperfleet_api_token_secret" {
   default     = ""
 
   validation {
-    condition = (var.hyperfleet_api_auth == "google-id-token" ? var.hyperfleet_api_token_secret == "" :
+    condition = (var.hyperfleet_api_auth != "token-file" ? var.hyperfleet_api_token_secret == "" :
     can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.hyperfleet_api_token_secret)))
-    error_message = "The hyperfleet_api_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID with hyperfleet_api_auth = token-file, and empty with google-id-token (no token exists to mount)."
+    error_message = "The hyperfleet_api_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID with hyperfleet_api_auth = token-file, and empty with google-id-token or service-account-token (no token exists to mount)."
   }
 }
 
 variable "hyperfleet_api_auth" {
-  description = "HYPERFLEET_API_AUTH: token-file (a bearer token from hyperfleet_api_token_secret) or google-id-token (an ID token of the runtime account, minted by the metadata server; README.md \"API-side configuration for google-id-token\")."
+  description = "HYPERFLEET_API_AUTH: token-file (a bearer token from hyperfleet_api_token_secret), google-id-token (an ID token of the runtime account, minted by the metadata server; README.md \"API-side configuration for google-id-token\") or service-account-token (a Kubernetes ServiceAccount token minted by TokenRequest on hyperfleet_token_cluster, for HyperFleet behind hyperfleet-gateway; docs/trust.md)."
   type        = string
   default     = "token-file"
 
   validation {
-    condition     = contains(["token-file", "google-id-token"], var.hyperfleet_api_auth)
-    error_message = "The hyperfleet_api_auth must be token-file or google-id-token."
+    condition     = contains(["token-file", "google-id-token", "service-account-token"], var.hyperfleet_api_auth)
+    error_message = "The hyperfleet_api_auth must be token-file, google-id-token or service-account-token."
+  }
+}
+
+variable "hyperfleet_token_cluster" {
+  description = "HYPERFLEET_API_TOKEN_CLUSTER: the GKE cluster that runs HyperFleet (projects/P/locations/L/clusters/C), whose TokenRequest mints the adapter's ServiceAccount token. Required with hyperfleet_api_auth or pull_secret_service_auth = service-account-token, empty otherwise. The runtime account gets container.clusters.get (and connect with management_endpoint = dns) in its project, nothing more; apply output token_cluster_manifests on it."
+  type        = string
+  default     = ""
+
+  validation {
+    condition = (
+      var.hyperfleet_api_auth == "service-account-token" || var.pull_secret_service_auth == "service-account-token" ?
+      can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z0-9-]+/clusters/[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", var.hyperfleet_token_cluster)) :
+      var.hyperfleet_token_cluster == ""
+    )
+    error_message = "The hyperfleet_token_cluster must be projects/PROJECT_ID/locations/LOCATION/clusters/NAME with a service-account-token mode, and empty otherwise."
+  }
+}
+
+variable "hyperfleet_service_account" {
+  description = "HYPERFLEET_API_SERVICE_ACCOUNT: the adapter's Kubernetes ServiceAccount (namespace/name) on hyperfleet_token_cluster; the namespace is the gateway's, and the name goes on its allow-list (output gateway_allowed_service_accounts)."
+  type        = string
+  default     = "hyperfleet/pullsecret-adapter"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", var.hyperfleet_service_account))
+    error_message = "The hyperfleet_service_account must be namespace/name of a Kubernetes ServiceAccount."
+  }
+}
+
+variable "hyperfleet_api_auth_scheme" {
+  description = "HYPERFLEET_API_AUTH_SCHEME: the Authorization scheme with a ServiceAccount token, ServiceAccount (hyperfleet-gateway's machine identity, the default) or Bearer. Empty: the function's default."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = contains(["", "ServiceAccount", "Bearer"], var.hyperfleet_api_auth_scheme)
+    error_message = "The hyperfleet_api_auth_scheme must be empty, ServiceAccount or Bearer."
   }
 }
 

@@ -23,7 +23,8 @@ DEFAULT_NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
 DEFAULT_ADAPTER_NAME = "pullsecret"
 # terraform/variables.tf, variable "kubernetes_secret_template": its default (KUBERNETES_SECRET_TEMPLATE's).
 DEFAULT_SECRET_TEMPLATE = "{cluster_id}-pull-secret"
-__all__ = ["render", "render_template"]
+TOKEN_CLUSTER_TEMPLATE = "token-cluster.yaml"  # terraform/outputs.tf, output "token_cluster_manifests"
+__all__ = ["render", "render_template", "render_token_cluster"]
 
 
 def render(
@@ -44,3 +45,10 @@ def render(
         text = render_template((MANIFEST_DIR / name).read_text(), values)
         docs += [doc for doc in yaml.safe_load_all(text) if doc]
     return docs
+
+
+def render_token_cluster(runtime_sa_email: str, namespace: str, service_account: str) -> list[dict[str, Any]]:
+    """The token cluster's ServiceAccount, Role and RoleBinding, as terraform output token_cluster_manifests."""
+    values = {"runtime_sa_email": runtime_sa_email, "namespace": namespace, "service_account": service_account}
+    text = render_template((MANIFEST_DIR / TOKEN_CLUSTER_TEMPLATE).read_text(), values)
+    return [doc for doc in yaml.safe_load_all(text) if doc]

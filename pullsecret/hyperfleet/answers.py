@@ -118,8 +118,10 @@ def no_tenant(response: Answer, what: str, *, base_url: str) -> TransientError:
 
 
 def failure(response: Answer, what: str) -> Exception:
+    """An answer no call expects: 429 and 5xx (e.g. 503 HYPERFLEET-SVC-001, the API lost its database) transient."""
     code = response.status_code
-    text = f"{what}: HyperFleet API answered {code}" + problem_title(response)
+    problem = problem_code(response)
+    text = f"{what}: HyperFleet API answered {code}{f' {problem}' if problem else ''}" + problem_title(response)
     if code in RETRY_STATUSES or code >= 500:
         return TransientError(text, reason="DependencyUnavailable", service="hyperfleet")
     return TerminalError(text, reason="RequestRejected", service="hyperfleet")

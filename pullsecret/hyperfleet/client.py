@@ -3,8 +3,9 @@
 One urllib3 pool per process (it retries connection errors and 429/5xx with jittered backoff,
 honouring Retry-After up to a cap). urllib3 directly, not `requests` over it: three calls per event, and `requests`'
 per-call preparation (merging settings, hooks, cookies, URL re-parsing) was the largest share of the
-function's own CPU (bench/results/profile-inproc.txt). The bearer credential comes from `auth` (a token
-file, or a Google ID token); after a refusal it is re-read or re-minted and the call made again. A refusal
+function's own CPU (bench/results/profile-inproc.txt). The credential comes from `bearer` (a token file, a Google
+ID token, or a ServiceAccount token sent with its own scheme); after a refusal it is re-read or re-minted and the
+call made again. A refusal
 of our own token (401, or a 403 without an authorization code) is never the cluster's fault: when no new
 token comes of it, it is a TransientError (the event is redelivered, never acknowledged), logged at error
 level. A 403 carrying an authorization code (`HYPERFLEET-AUZ-*`, the API's
@@ -36,7 +37,8 @@ from urllib.parse import quote, urlencode, urlsplit
 import certifi
 import urllib3
 
-from pullsecret.bearer import hyperfleet_credential
+from pullsecret.bearer import ApiCredential, hyperfleet_credential
+from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import answers, budget, jsonsplit
@@ -50,7 +52,7 @@ _PAGE_SIZE = 100
 class HyperFleetClient:
     """Thread-safe; one instance per process."""
 
-    def __init__(self, settings: Settings, *, pool_size: int = 64) -> None:
+    def __init__(self, settings: Settings, *, pool_size: int = 64, identity: RuntimeIdentity | None = None) -> None:
         self._base = settings.hyperfleet_api_url + "/api/hyperfleet/v1"
         self._base_url = shown_url(settings.hyperfleet_api_url)
         read_timeout = min(settings.hyperfleet_timeout_s, budget.MAX_TRY_TIMEOUT_S)
@@ -58,7 +60,7 @@ class HyperFleetClient:
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
-        self._token = hyperfleet_credential(settings)
+        self._token = hyperfleet_credential(settings, identity)
         retry = budget.BoundedRetry(
             total=budget.ATTEMPTS - 1,
             connect=budget.ATTEMPTS - 1,
@@ -75,8 +77,9 @@ class HyperFleetClient:
         )
         # One connection pool to the one API host, used directly (no per-call URL parsing and pool lookup as
         # in a PoolManager); no proxy or .netrc lookups: the API URL is configuration. The CA bundle is
-        # certifi's, as requests used.
-        tls = {"ca_certs": certifi.where()} if self._base.startswith("https:") else {}
+        # certifi's, as requests used, or HYPERFLEET_API_CA_BUNDLE's (a gateway's private root CA).
+        ca_bundle = settings.caller.hyperfleet_ca_bundle or certifi.where()
+        tls = {"ca_certs": ca_bundle} if self._base.startswith("https:") else {}
         self._pool = urllib3.connection_from_url(
             self._base,
             maxsize=pool_size,
@@ -89,6 +92,11 @@ class HyperFleetClient:
         if settings.hyperfleet_system_header:
             # hyperfleet-api pkg/tenant/middleware.go: exactly "true" makes the caller the system identity.
             self._headers[settings.hyperfleet_system_header] = "true"
+
+    @property
+    def credential(self) -> ApiCredential | None:
+        """The credential the calls carry (the doctor mints and inspects it)."""
+        return self._token
 
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> Answer:
         """One call; a refused token is re-read from its file and the call made again with a new one."""
@@ -145,7 +153,7 @@ class HyperFleetClient:
     ) -> Answer:
         headers = dict(self._headers)
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = f"{self._token.scheme if self._token else 'Bearer'} {token}"
         trace = current_log_context().trace
         if trace is not None:
             headers["traceparent"] = outgoing_traceparent(trace)

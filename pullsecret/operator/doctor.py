@@ -26,7 +26,7 @@ from werkzeug.wrappers import Response
 
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
-from pullsecret.operator import doctor_adapters
+from pullsecret.operator import doctor_adapters, doctor_identity
 from pullsecret.operator import doctor_checks as checks
 from pullsecret.preflight import RESOURCE_MANAGER, Context, Line, guarded
 
@@ -59,7 +59,10 @@ def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
                 else RESOURCE_MANAGER
             ),
         )
-        lines = guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
+        lines: list[Line] = []
+        if settings.caller.hyperfleet_token is not None:  # HYPERFLEET_API_AUTH=service-account-token
+            lines += guarded(doctor_identity.minted_token, ctx, doctor_identity.CHECK)
+        lines += guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
         lines += guarded(doctor_adapters.precondition_adapters, ctx, doctor_adapters.NAME)
         for check in app.source.doctor_checks():
             lines += guarded(check.run, ctx, check.name)

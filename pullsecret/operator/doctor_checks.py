@@ -19,6 +19,7 @@ from pullsecret.config import Settings
 from pullsecret.errors import AdapterError
 from pullsecret.hyperfleet.answers import shown_url
 from pullsecret.model import names, preconditions
+from pullsecret.operator import doctor_identity
 from pullsecret.preflight import (
     MANAGED_ROLE,
     PROBE_CLUSTER,
@@ -73,6 +74,9 @@ def hyperfleet_api(ctx: Context) -> list[Line]:
 
 def _api_fix(ctx: Context, exc: AdapterError) -> str:
     settings = ctx.settings
+    fix = doctor_identity.api_fix(ctx, exc)
+    if fix is not None:
+        return fix
     if exc.reason == "CredentialsRefused" and settings.hyperfleet_api_auth == "google-id-token":
         return (
             f"the API (or its gateway) must admit Google ID tokens of {ctx.runtime} with audience "

@@ -32,6 +32,9 @@ HOW_VARIABLES = frozenset(
         "RESOURCE_MANAGER_EMULATOR_HOST",
         "MANAGEMENT_ENDPOINT",  # how the control plane is reached
         "HYPERFLEET_SYSTEM_HEADER",  # how the API admits the calls
+        "HYPERFLEET_API_AUTH_SCHEME",
+        "HYPERFLEET_API_CA_BUNDLE",
+        "PULL_SECRET_SERVICE_CA_BUNDLE",
         "VPC_EGRESS",
         # The rotation fan-out's pace: one reconcile writes the same whatever they say.
         "ADAPTER_TOPIC",
@@ -54,6 +57,8 @@ RESULT_VARIABLES = frozenset(
         "FIELD_MANAGER",
         "HYPERFLEET_API_AUDIENCE",
         "HYPERFLEET_API_AUTH",
+        "HYPERFLEET_API_SERVICE_ACCOUNT",  # who the adapter is at HyperFleet (satoken_settings)
+        "HYPERFLEET_API_TOKEN_CLUSTER",
         "HYPERFLEET_API_URL",
         "HYPERFLEET_STATUS_METHOD",
         "KUBERNETES_DELIVERY",
@@ -69,6 +74,8 @@ RESULT_VARIABLES = frozenset(
         "PULL_SECRET_SERVICE_AUDIENCE",
         "PULL_SECRET_SERVICE_AUTH",
         "PULL_SECRET_SERVICE_REGISTRIES",
+        "PULL_SECRET_SERVICE_SERVICE_ACCOUNT",
+        "PULL_SECRET_SERVICE_TOKEN_CLUSTER",
         "PULL_SECRET_SERVICE_URL",
         "PULL_SECRET_SOURCE",
         "REGISTRY_ALLOWED_HOSTS",

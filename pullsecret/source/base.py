@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
@@ -76,11 +77,12 @@ class Source(Protocol):
 
 @dataclass(frozen=True)
 class Wiring:
-    """What a source's factory may build from: the settings, the secret store, the shared pool."""
+    """What a source's factory may build from: the settings, the secret store, the shared pool, the runtime identity."""
 
     settings: Settings
     store: SecretStore
     pool: ThreadPoolExecutor
+    identity: RuntimeIdentity | None = None  # a ServiceAccount token is minted with its GKE access
 
 
 Factory = Callable[[Wiring], Source | None]  # None: this source is not configured

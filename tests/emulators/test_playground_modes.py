@@ -75,6 +75,29 @@ def test_external_secrets_mode_needs_one_setting(tmp_path: Path, playgrounds: li
     assert "ns/clusters-cls-demo01/sa/" in inspected["kubernetes"]["access_member"]
 
 
+def test_service_account_token_mode_needs_one_setting_and_the_doctor_is_green(
+    tmp_path: Path,
+    playgrounds: list[Playground],  # noqa: F811
+) -> None:
+    """`HYPERFLEET_API_AUTH=service-account-token make up`: the gateway in front of the API, the token minted on the
+    regional cluster; the function reconciles through it and the doctor, from the sourced shell, is green."""
+    root = bare_copy(tmp_path / "repo", venv=True)
+    state = root / ".playground"
+    played = Playground(tmp_path, state, root=root, env={"HYPERFLEET_API_AUTH": "service-account-token"}, make=())
+    playgrounds.append(played)
+    env = played.wait_ready()
+    assert env["HYPERFLEET_API_AUTH"] == "service-account-token" and "HYPERFLEET_API_TOKEN_FILE" not in env
+    assert env["HYPERFLEET_API_TOKEN_CLUSTER"].endswith("/clusters/hyperfleet-regional")
+    done = emulators_cli("trigger", "cls-demo01", "--state-dir", str(state))
+    assert done.returncode == 0 and "Available  True" in done.stdout, done.stdout
+    doctor = pullsecret_cli("doctor", env=env)
+    lines = doctor.stdout.splitlines()
+    assert sum(line.split()[:2] == ["ok", "service-account-token"] for line in lines) == 2, doctor.stdout
+    assert any(line.split()[:2] == ["ok", "hyperfleet-api"] for line in lines), doctor.stdout
+    # Red only where the demo's pull secret is meant to be (a registry that refuses its credential).
+    assert {line.split()[1] for line in lines if line.startswith("FAIL")} <= {"registries"}, doctor.stdout
+
+
 def test_an_invalid_setting_is_one_line_and_starts_nothing(tmp_path: Path, playgrounds: list[Playground]) -> None:  # noqa: F811
     state = tmp_path / "state"
     played = Playground(tmp_path, state, "--no-pubsub", env={"REGISTRY_VERIFICATION": "enforced"})

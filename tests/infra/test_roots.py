@@ -49,6 +49,7 @@ NAMING_LOCALS = (
     "secret_project_ids",
     "management_cluster_project",
     "management_cluster_projects",
+    "token_cluster_project",
     "secret_id_prefix",
     "secret_id_suffix",
     "rotation_record_secret_id",
@@ -85,6 +86,8 @@ def _scope(body: dict[str, Any]) -> str:
         if "management_cluster_projects" in loop or "operator_cluster_grants" in loop:
             return "management_cluster_projects"
         raise AssertionError(f"a named resource in an unknown set of projects: {body}")
+    if project == "${local.token_cluster_project}":
+        return "token_cluster_project"  # one project or none (the resource's count is 0 without a token cluster)
     assert project == "${var.project_id}", project
     return "project_id"
 
@@ -101,7 +104,13 @@ def render(root: Path, work: Path) -> dict[str, Any]:
     lines = ["locals {", *(_local(n) for n in NAMING_LOCALS), "}"]
     for address, (name, _where, _kind) in named_resources().items():
         lines.append(f'output "{address.replace(".", "__")}" {{\n  value = "{name}"\n}}')
-    for name in ("secret_project_ids", "management_cluster_projects", "secret_id_prefix", "secret_id_suffix"):
+    for name in (
+        "secret_project_ids",
+        "management_cluster_projects",
+        "token_cluster_project",
+        "secret_id_prefix",
+        "secret_id_suffix",
+    ):
         lines.append(f'output "{name}" {{\n  value = local.{name}\n}}')
     lines.append('output "project_id" {\n  value = var.project_id\n}')
     (work / "names.tf").write_text("\n".join(lines) + "\n")
@@ -113,7 +122,12 @@ def scoped_names(outputs: dict[str, Any]) -> set[tuple[str, str, str]]:
     names = set()
     for address, (_name, where, kind) in named_resources().items():
         value = outputs[address.replace(".", "__")]
-        projects = ["global"] if where == "global" else ([outputs[where]] if where == "project_id" else outputs[where])
+        if where == "global":
+            projects = ["global"]
+        elif where in ("project_id", "token_cluster_project"):
+            projects = [outputs[where]] if outputs[where] else []
+        else:
+            projects = outputs[where]
         names.update((project, kind, value) for project in projects)
     return names
 

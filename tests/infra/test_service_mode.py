@@ -112,6 +112,8 @@ def environment_module(folder: Path, overrides: dict[str, Any]) -> None:
         "PULL_SECRET_SERVICE_AUDIENCE",
         "PULL_SECRET_SERVICE_TOKEN_FILE",
         "PULL_SECRET_SERVICE_REGISTRIES",
+        "PULL_SECRET_SERVICE_TOKEN_CLUSTER",
+        "PULL_SECRET_SERVICE_SERVICE_ACCOUNT",
     }
     service_locals = _SERVICE_LOCAL.findall((TERRAFORM_DIR / "main.tf").read_text())
     assert service_locals, "main.tf has no pull_secret_service locals"
@@ -167,6 +169,8 @@ def test_service_mode_with_google_id_tokens(tmp_path: Path) -> None:
         "PULL_SECRET_SERVICE_AUDIENCE": "",  # unset: the function takes the base URL
         "PULL_SECRET_SERVICE_TOKEN_FILE": "",
         "PULL_SECRET_SERVICE_REGISTRIES": "quay",
+        "PULL_SECRET_SERVICE_TOKEN_CLUSTER": "",
+        "PULL_SECRET_SERVICE_SERVICE_ACCOUNT": "",
     }
     settings = load(environment)
     assert settings.pull_secret_source is None
@@ -207,3 +211,22 @@ def test_the_registries_default_is_the_functions() -> None:
     assert variables["pull_secret_service_auth"]["default"] == defaults.pull_secret_service_auth
     condition = variables["pull_secret_service_registries"]["validation"][0]["condition"]
     assert service_settings.REGISTRY_ID_RE.pattern in condition.replace("\\\\", "\\")
+
+
+def test_service_mode_with_a_service_account_token(tmp_path: Path) -> None:
+    """The service alone in service-account-token mode: its own token cluster and account reach the function."""
+    cluster = "projects/hyperfleet-regional-prod/locations/us-central1/clusters/regional-1"
+    environment = terraform_environment(
+        tmp_path,
+        {
+            "pull_secret_source_secret": "",
+            "pull_secret_service_url": "https://pull-secrets.example.com",
+            "pull_secret_service_auth": "service-account-token",
+            "hyperfleet_token_cluster": cluster,
+            "enable_source_rotation": False,
+        },
+    )
+    assert environment["PULL_SECRET_SERVICE_TOKEN_CLUSTER"] == cluster
+    assert environment["PULL_SECRET_SERVICE_TOKEN_FILE"] == ""
+    source = load(environment).caller.service_token
+    assert source is not None and (source.cluster, source.account) == (cluster, "hyperfleet/pullsecret-adapter")

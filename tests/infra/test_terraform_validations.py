@@ -53,6 +53,12 @@ GOOD: dict[str, dict[str, Any]] = {
     # HYPERFLEET_API_AUTH=google-id-token: no token secret to name, mount or grant (issue 19).
     "google_id_token_without_a_token": {"hyperfleet_api_auth": "google-id-token", "hyperfleet_api_token_secret": ""},
     "external_secrets_delivery": {"kubernetes_delivery": "external-secrets"},
+    # HYPERFLEET_API_AUTH=service-account-token behind hyperfleet-gateway (issue 39), the service the same way.
+    "service_account_token": {
+        "hyperfleet_api_auth": "service-account-token",
+        "hyperfleet_api_token_secret": "",
+        "hyperfleet_token_cluster": "projects/hyperfleet-regional-prod/locations/us-central1/clusters/regional-1",
+    },
     "on_premises_registries": {"registry_allowed_hosts": ["registry.corp.example:5000", "10.1.2.3", "[fd00::5]:443"]},
     "no_trusted_realms": {"registry_trusted_realms": []},
     # Service mode (issue 29): the Pull Secret Service in place of the platform pull secret, both auth modes.
@@ -115,6 +121,14 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ),
     ("pull_secret_service_url", 1, {"pull_secret_source_secret": ""}),
     ("pull_secret_service_auth", 0, {**SERVICE, "pull_secret_service_auth": "oidc"}),
+    ("hyperfleet_token_cluster", 0, {"hyperfleet_token_cluster": "projects/p-1234/locations/l/clusters/c"}),  # unused
+    (
+        "hyperfleet_token_cluster",
+        0,
+        {"hyperfleet_api_auth": "service-account-token", "hyperfleet_api_token_secret": ""},  # required
+    ),
+    ("hyperfleet_service_account", 0, {"hyperfleet_service_account": "pullsecret-adapter"}),
+    ("hyperfleet_api_auth_scheme", 0, {"hyperfleet_api_auth_scheme": "Basic"}),
     ("pull_secret_service_audience", 0, {**SERVICE, "pull_secret_service_audience": "pull secrets"}),
     ("pull_secret_service_audience", 0, {"pull_secret_service_audience": "pull-secret-service"}),  # platform mode
     # token-file needs a token secret, google-id-token none, platform mode none.

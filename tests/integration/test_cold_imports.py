@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from emulators.world import TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
 from tests.integration.test_external_secrets import TEMPLATE
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
@@ -52,6 +53,22 @@ def test_direct_mode_imports_only_the_kubernetes_client_it_calls(function_env: d
     assert not modules & set(NEVER), sorted(modules & set(NEVER))
     assert "pullsecret.delivery.external_secrets.mode" not in modules
     # GetCluster goes over REST: the generated GKE package (proto-plus types, gRPC transport) stays out.
+    assert not {m for m in modules if m.startswith("google.cloud.container")}, "google.cloud.container* imported"
+
+
+def test_service_account_token_mode_mints_through_gke_rest_without_the_generated_client(
+    function_env: dict[str, str], admin: Admin, world: Any
+) -> None:
+    env = {k: v for k, v in function_env.items() if k != "HYPERFLEET_API_TOKEN_FILE"}
+    env["HYPERFLEET_API_AUTH"] = "service-account-token"
+    env["HYPERFLEET_API_TOKEN_CLUSTER"] = TOKEN_CLUSTER
+    env["HYPERFLEET_API_SERVICE_ACCOUNT"] = f"{TOKEN_NAMESPACE}/{TOKEN_ACCOUNT}"
+    world.hyperfleet.set_gateway(world.gateway_config())  # the stack's reset takes it away again
+    seed_ready_cluster(admin, "cls-cold-satoken")
+    result, modules = first_event(env, "cls-cold-satoken")
+    assert result == "applied"
+    assert int(world.regional.service_accounts.minted) == 1  # the token cluster's GetCluster answered over REST
+    # The token cluster's endpoint comes from the same REST GetCluster as a management cluster's (gke_endpoints).
     assert not {m for m in modules if m.startswith("google.cloud.container")}, "google.cloud.container* imported"
 
 

@@ -17,7 +17,7 @@ from google.cloud.secretmanager_v1 import types as smtypes
 from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
 from pullsecret import configured
 from pullsecret.clients import RuntimeIdentity, secret_manager_client
-from pullsecret.delivery.direct.gke import GkeClusters
+from pullsecret.gke import GkeClusters
 from pullsecret.handler import Adapter
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event

@@ -12,9 +12,9 @@ import pytest
 from google.cloud.container_v1 import types as t
 from google.protobuf import json_format
 
-from pullsecret.delivery.direct.gke import ClusterAnswer, parse_cluster
-from pullsecret.delivery.direct.management_clusters import Endpoint, choose_endpoint
 from pullsecret.errors import TerminalError
+from pullsecret.gke import ClusterAnswer, parse_cluster
+from pullsecret.gke_endpoints import Endpoint, choose_endpoint
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CP = t.ControlPlaneEndpointsConfig

@@ -1,7 +1,8 @@
 """GKE management cluster → an authenticated Kubernetes API client, cached per cluster.
 
-GKE's GetCluster (over REST: `gke.GkeClusters`) gives the endpoint and CA (or the DNS endpoint, trusted through the
-system store), and `choose_endpoint` tells whether this function can reach that endpoint at all. The CA stays in memory
+GKE's GetCluster (over REST: `gke.GkeClusters`, retried by `get_cluster`) gives the endpoint and CA (or the DNS
+endpoint, trusted through the system store), and `choose_endpoint` tells whether this function can reach that endpoint
+at all (both in pullsecret/gke_endpoints.py, shared with the ServiceAccount token's cluster). The CA stays in memory
 (the client's `ca_cert_data`): nothing is written to the temp folder, which Cloud Run holds in memory.
 The bearer token is the runtime identity's access token, fetched for each request through the client's
 `refresh_api_key_hook`, so an expiring token is refreshed before it is sent.
@@ -9,85 +10,18 @@ The bearer token is the runtime identity's access token, fetched for each reques
 
 from __future__ import annotations
 
-import base64
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from google.api_core import exceptions as gexc
-
-from pullsecret import retrying
 from pullsecret.clients import RuntimeIdentity
-from pullsecret.delivery.direct.gke import ClusterAnswer, GkeClusters
 from pullsecret.delivery.direct.kubeapi import SecretsApi
-from pullsecret.errors import TerminalError, from_google, is_retryable_google
+from pullsecret.gke import GkeClusters
+from pullsecret.gke_endpoints import choose_endpoint, get_cluster
 from pullsecret.retrying import Deadline
 
 ENDPOINT_TTL_S = 3600.0
-UNREACHABLE = "ManagementClusterUnreachable"
-VPC_EGRESS_FIX = (
-    "configure Direct VPC egress for the function (terraform variables vpc_network/vpc_subnetwork, which also "
-    "set VPC_EGRESS=true)"
-)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where to reach a control plane: https://host, with the cluster CA (PEM) or the system trust store."""
-
-    host: str
-    ca_pem: bytes | None
-
-
-def choose_endpoint(cluster: ClusterAnswer, *, mode: str, vpc_egress: bool, what: str) -> Endpoint:
-    """The endpoint this function can use for a GetCluster answer; TerminalError naming the fix when none.
-
-    Fields (google.container.v1, https://cloud.google.com/kubernetes-engine/docs/concepts/network-isolation):
-    - `controlPlaneEndpointsConfig.dnsEndpointConfig`: `allowExternalTraffic` false means the DNS
-      endpoint takes no user traffic at all (only Google-managed services), whatever the caller's network.
-    - `controlPlaneEndpointsConfig.ipEndpointsConfig`: `enabled` false turns IP access off;
-      `enablePublicEndpoint` false leaves only the private endpoint, which is then `endpoint`.
-      Older answers say the same with `privateClusterConfig.enablePrivateEndpoint`.
-    A private endpoint is reachable only from the cluster's VPC, so only with VPC egress (`vpc_egress`).
-    """
-    dns = cluster.dns_endpoint
-    if mode == "dns" and dns:
-        if not cluster.dns_allow_external_traffic:
-            raise TerminalError(
-                f"{what}: its DNS endpoint {dns} does not allow external traffic "
-                "(allow_external_traffic=false): enable external traffic on the DNS endpoint (the cluster's "
-                "--enable-dns-access setting), or set MANAGEMENT_ENDPOINT=ip "
-                f"(a private IP endpoint also needs VPC egress: {VPC_EGRESS_FIX})",
-                reason=UNREACHABLE,
-                service="gke",
-            )
-        return Endpoint(dns, None)
-    dns_hint = (
-        f", or set MANAGEMENT_ENDPOINT=dns (its DNS endpoint {dns} allows external traffic)"
-        if dns and cluster.dns_allow_external_traffic
-        else ", or enable its DNS endpoint with external traffic and set MANAGEMENT_ENDPOINT=dns"
-    )
-    if cluster.ip_enabled is False:
-        raise TerminalError(
-            f"{what}: its IP endpoints are disabled: set MANAGEMENT_ENDPOINT=dns "
-            "(its DNS endpoint must allow external traffic)",
-            reason=UNREACHABLE,
-            service="gke",
-        )
-    if not cluster.endpoint or not cluster.ca_certificate:
-        raise TerminalError(
-            f"{what}: the cluster has no endpoint or CA certificate", reason="ManagementClusterNotReady", service="gke"
-        )
-    private_only = not cluster.ip_public if cluster.ip_public is not None else cluster.legacy_private_endpoint
-    if private_only and not vpc_egress:
-        raise TerminalError(
-            f"{what}: its control plane has only a private endpoint ({cluster.endpoint}), which the function "
-            f"reaches only from the cluster's VPC: {VPC_EGRESS_FIX}{dns_hint}",
-            reason=UNREACHABLE,
-            service="gke",
-        )
-    return Endpoint(cluster.endpoint, base64.b64decode(cluster.ca_certificate))
 
 
 @dataclass
@@ -146,23 +80,7 @@ class ManagementClusters:
 
         what = f"get management cluster {cluster_name}"
 
-        def attempt() -> ClusterAnswer:
-            return self._gke.get_cluster(cluster_name, timeout=deadline.call_timeout())
-
-        try:
-            cluster = retrying.call(
-                attempt,
-                predicate=is_retryable_google,
-                deadline=deadline,
-                on_give_up=lambda cause: from_google(cause, service="gke", what=what),
-            )
-        except gexc.NotFound:
-            raise TerminalError(
-                f"{what}: no such GKE cluster", reason="ManagementClusterNotFound", service="gke"
-            ) from None
-        except gexc.GoogleAPICallError as exc:
-            raise from_google(exc, service="gke", what=what) from None
-
+        cluster = get_cluster(self._gke, cluster_name, deadline, what=what, not_found="ManagementClusterNotFound")
         endpoint = choose_endpoint(cluster, mode=self._endpoint, vpc_egress=self._vpc_egress, what=what)
         config = Configuration()
         config.host = f"https://{endpoint.host}"

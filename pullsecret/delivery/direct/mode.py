@@ -27,11 +27,11 @@ from pullsecret.delivery.base import (
 )
 from pullsecret.delivery.direct import admission_policy, kubesecret
 from pullsecret.delivery.direct import checks as checks_direct
-from pullsecret.delivery.direct.gke import GkeClusters
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
+from pullsecret.gke import GkeClusters
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement

@@ -102,13 +102,19 @@ class PullSecretServiceClient:
     """Thread-safe; one instance per process, one connection pool to the service's one host."""
 
     def __init__(
-        self, base_url: str, *, credential: ApiCredential | None, timeout_s: float = 10.0, pool_size: int = 64
+        self,
+        base_url: str,
+        *,
+        credential: ApiCredential | None,
+        timeout_s: float = 10.0,
+        pool_size: int = 64,
+        ca_bundle: str | None = None,  # PULL_SECRET_SERVICE_CA_BUNDLE: a private root CA
     ) -> None:
         self._base = base_url.rstrip("/")
         self.shown_url = shown_url(self._base)
         self._credential = credential
         self._timeout_s = timeout_s
-        tls = {"ca_certs": certifi.where()} if self._base.startswith("https:") else {}
+        tls = {"ca_certs": ca_bundle or certifi.where()} if self._base.startswith("https:") else {}
         # Tries are this client's own loop (`_exchange`): each bounded by what remains of the event's deadline.
         self._pool = urllib3.connection_from_url(self._base, maxsize=pool_size, retries=False, **tls)
         self._path = urlsplit(self._base).path
@@ -226,7 +232,7 @@ class PullSecretServiceClient:
         """One try: its connect and read timeouts, and the whole of its body, inside what remains of `deadline`."""
         headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = f"{self._credential.scheme if self._credential else 'Bearer'} {token}"
         trace = current_log_context().trace
         if trace is not None:
             headers["traceparent"] = outgoing_traceparent(trace)

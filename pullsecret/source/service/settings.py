@@ -13,7 +13,7 @@ from typing import Any
 from pullsecret import envvars
 from pullsecret.errors import ConfigError
 
-API_AUTH_MODES = ("token-file", "google-id-token")
+API_AUTH_MODES = ("token-file", "google-id-token", "service-account-token")
 REGISTRY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 
 

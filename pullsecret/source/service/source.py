@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken
+from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
+from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.logs import log
@@ -178,8 +179,13 @@ def _fix(ctx: Context, exc: AdapterError) -> str:
     return "make PULL_SECRET_SERVICE_URL reachable from where this runs (DNS, firewall, the function's VPC egress)"
 
 
-def credential(settings: Settings) -> ApiCredential:
-    """The bearer credential PULL_SECRET_SERVICE_AUTH names: an ID token of the runtime identity, or a token file."""
+def credential(settings: Settings, identity: RuntimeIdentity | None = None) -> ApiCredential:
+    """The credential PULL_SECRET_SERVICE_AUTH names: an ID token of the runtime identity, a token file, or a
+    ServiceAccount token minted on the token cluster (sent as Bearer, the design record's scheme)."""
+    source = settings.caller.service_token
+    if source is not None:
+        audience = settings.pull_secret_service_audience or settings.pull_secret_service_url or ""
+        return service_account_token(settings, source, audience, identity, SERVICE)
     token_file = settings.pull_secret_service_token_file  # config: set exactly in token-file mode
     if token_file is not None:
         return BearerToken(token_file, setting="PULL_SECRET_SERVICE_TOKEN_FILE", service=SERVICE)
@@ -199,8 +205,9 @@ def build(wiring: Wiring) -> ServiceSource | None:
         return None
     client = PullSecretServiceClient(
         settings.pull_secret_service_url,
-        credential=credential(settings),
+        credential=credential(settings, wiring.identity),
         timeout_s=settings.pull_secret_service_timeout_s,
+        ca_bundle=settings.caller.service_ca_bundle,
     )
     return ServiceSource(client, settings.pull_secret_service_registries)
 

@@ -368,6 +368,18 @@ moved {
   to   = module.adapter.terraform_data.source_rotation_topic
 }
 
+# New with service-account-token (issue 39): absent from the old state, so these moves are no-ops there; listed
+# so that a state that already has them (applied before this root existed) keeps them.
+moved {
+  from = google_project_iam_custom_role.token_cluster
+  to   = module.adapter.google_project_iam_custom_role.token_cluster
+}
+
+moved {
+  from = google_project_iam_member.runtime_token_cluster
+  to   = module.adapter.google_project_iam_member.runtime_token_cluster
+}
+
 # The Eventarc agent's role belonged to this state; it is the project's now (README.md, Deployment, step 1):
 # forgotten here without being removed from the project.
 removed {

@@ -88,6 +88,14 @@ output "kubernetes_manifests" {
   value = module.adapter.kubernetes_manifests
 }
 
+output "token_cluster_manifests" {
+  value = module.adapter.token_cluster_manifests
+}
+
+output "gateway_allowed_service_accounts" {
+  value = module.adapter.gateway_allowed_service_accounts
+}
+
 output "trigger_ack_deadline_seconds" {
   value = module.adapter.trigger_ack_deadline_seconds
 }

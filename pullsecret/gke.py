@@ -1,5 +1,8 @@
 """GKE's GetCluster over REST: one authorised GET, the answer read into what the endpoint choice needs.
 
+Used through gke_endpoints (the endpoint choice) by every caller of a GKE cluster's Kubernetes API: the direct
+delivery's management clusters and the regional cluster that mints the adapter's ServiceAccount tokens (satoken).
+
 `GET https://container.googleapis.com/v1/projects/P/locations/L/clusters/C`
 (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters/get), with the
 runtime identity's access token as bearer, answers the `Cluster` in proto3 JSON (lowerCamel names, a field with
@@ -38,7 +41,7 @@ _NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 
 @dataclass(frozen=True)
 class ClusterAnswer:
-    """The fields of a GetCluster answer the endpoint choice reads (`management_clusters.choose_endpoint`).
+    """The fields of a GetCluster answer the endpoint choice reads (`gke_endpoints.choose_endpoint`).
 
     `ip_enabled` and `ip_public` are None when the answer leaves them out (fields with presence in
     `ControlPlaneEndpointsConfig.IPEndpointsConfig`; older answers have no such block).
