@@ -12,10 +12,13 @@ that context's cluster is the management cluster whose last name segment equals 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from pullsecret.errors import ConfigError
 from pullsecret.retrying import Deadline
+
+if TYPE_CHECKING:
+    from pullsecret.delivery.direct.kubeapi import SecretsApi
 
 ENV_NAME = "PULLSECRET_OPERATOR_KUBECONFIG"
 
@@ -27,15 +30,29 @@ def _matches(kube_cluster: str, management_cluster: str) -> bool:
     return kube_cluster in (parts[5], f"gke_{parts[1]}_{parts[3]}_{parts[5]}")
 
 
+class ClusterApis(Protocol):
+    """What direct mode asks of its management clusters (pullsecret.delivery.direct.management_clusters)."""
+
+    def api_for(self, cluster_name: str, deadline: Deadline) -> SecretsApi: ...
+
+    def invalidate(self, cluster_name: str) -> None: ...
+
+
+class _ReadsClusters(Protocol):
+    """A delivery that reads management clusters through `clusters` (direct mode's DirectDelivery)."""
+
+    clusters: ClusterApis
+
+
 class OperatorClusters:
     """ManagementClusters' `api_for` and `invalidate`: the kubeconfig's cluster with its identity, else `fallback`."""
 
-    def __init__(self, kube_cluster: str, api: Any, fallback: Any) -> None:
+    def __init__(self, kube_cluster: str, api: SecretsApi, fallback: ClusterApis) -> None:
         self._kube_cluster = kube_cluster
         self._api = api
         self._fallback = fallback
 
-    def api_for(self, cluster_name: str, deadline: Deadline) -> Any:
+    def api_for(self, cluster_name: str, deadline: Deadline) -> SecretsApi:
         if _matches(self._kube_cluster, cluster_name):
             return self._api
         return self._fallback.api_for(cluster_name, deadline)
@@ -44,7 +61,7 @@ class OperatorClusters:
         self._fallback.invalidate(cluster_name)
 
 
-def use(delivery: Any, env: Mapping[str, str]) -> None:
+def use(delivery: object, env: Mapping[str, str]) -> None:
     """Have a direct delivery read with the operator's kubeconfig, when one is named; raises ConfigError when it
     cannot be read. Other deliveries read no cluster: nothing to do."""
     path = (env.get(ENV_NAME) or "").strip()
@@ -62,4 +79,6 @@ def use(delivery: Any, env: Mapping[str, str]) -> None:
     except (OSError, ConfigException, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{ENV_NAME} names no usable kubeconfig ({path}): {type(exc).__name__}") from None
     client.configuration.retries = False
-    delivery.clusters = OperatorClusters(str(active["context"]["cluster"]), SecretsApi(client), clusters)
+    cast(_ReadsClusters, delivery).clusters = OperatorClusters(
+        str(active["context"]["cluster"]), SecretsApi(client), clusters
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pullsecret import config, configured
-from pullsecret.operator import playground, reach, staleness
+from pullsecret.operator import inspect, playground, reach, staleness
 
 
 def _closed_port() -> int:
@@ -111,13 +111,12 @@ def test_fleets_delivery_column_fits_its_longest_cell_and_its_counts_agree() -> 
 
 
 def test_inspect_says_not_applicable_for_a_delivery_that_shows_no_content() -> None:
-    from pullsecret.operator import cli
 
     ours = {"data": {"fingerprint": "199aa65c12c1ffff"}}
     external = {"delivery": "external-secrets", "access_member": "serviceAccount:p.svc.id.goog[ns/eso]"}
-    assert cli._in_sync(ours, external, {"name": "projects/p/secrets/s"}) == "not applicable"
-    assert cli._in_sync(ours, {"exists": True, "content_fingerprint": "199aa65c12c1"}, {}) is True
-    assert cli._in_sync(ours, {"exists": False}, {}) is False
+    assert inspect.in_sync(ours, external, {"name": "projects/p/secrets/s"}) == "not applicable"
+    assert inspect.in_sync(ours, {"exists": True, "content_fingerprint": "199aa65c12c1"}, {}) is True
+    assert inspect.in_sync(ours, {"exists": False}, {}) is False
 
 
 def test_counts_are_whole_numbers_and_mode_names_are_compared_one_way() -> None:
