@@ -216,7 +216,7 @@ def _checked(args: argparse.Namespace) -> int:
 
     import google.auth.exceptions
 
-    from pullsecret import config
+    from pullsecret import configured
     from pullsecret.handler import Adapter
     from pullsecret.operator import playground, staleness
 
@@ -234,7 +234,7 @@ def _checked(args: argparse.Namespace) -> int:
     # The log lines (the cold start's warnings too) only on demand (-v): the summary is what a person reads first.
     log.configure(stream=sys.stderr, level=None if getattr(args, "verbose", False) else "OFF")
     try:
-        settings = config.load()
+        settings = configured.load()
         quiet = not getattr(args, "verbose", False)
         adapter = Adapter(dataclasses.replace(settings, log_level="OFF") if quiet else settings)
     except ConfigError as exc:
