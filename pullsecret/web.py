@@ -65,6 +65,8 @@ def effective_configuration(settings: Settings) -> dict[str, Any]:
             value = value.pattern
         elif isinstance(value, tuple):
             value = list(value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)  # the caller identity: cluster, account, CA paths; no token
         shown[item.name] = value
     url = urlsplit(settings.hyperfleet_api_url)
     if url.username or url.password:
