@@ -182,10 +182,7 @@ class HyperFleetClient:
             body = response.json()
         except RecursionError:
             # The cluster is nested deeper than the decoder goes: its content, not the API, is at fault.
-            generation = jsonsplit.int_member(response.body.decode("utf-8", "replace"), "generation")
-            raise UnparseableCluster(
-                f"{what}: the cluster is nested too deep to decode (its spec or labels)", generation=generation
-            ) from None
+            raise _unparseable(what, response.body) from None
         except ValueError:
             body = answers.json_of(response, what)
         if not isinstance(body, dict):
@@ -307,6 +304,22 @@ class HyperFleetClient:
             else:
                 kept.append(item)
         return kept, total
+
+
+def _unparseable(what: str, body: bytes) -> UnparseableCluster:
+    """A cluster too deep to decode: its generation read by the walk when its Budget allows, else none (the
+    caller reports at the event's); the message names the cause, never the content."""
+    too_deep = f"{what}: the cluster is nested too deep to decode (its spec or labels)"
+    try:
+        return UnparseableCluster(
+            too_deep, generation=jsonsplit.int_member(body.decode("utf-8", "replace"), "generation")
+        )
+    except jsonsplit.OverBudget:
+        return UnparseableCluster(
+            f"{too_deep}, and reading past that depth takes more than the walk's budget "
+            f"({jsonsplit.WALK_BYTES // 1024} KiB of text or {jsonsplit.WALK_SECONDS} s of CPU per event)",
+            generation=None,
+        )
 
 
 def outgoing_traceparent(trace: TraceContext) -> str:

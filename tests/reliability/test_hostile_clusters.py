@@ -4,12 +4,14 @@ every delivery and stops the platform rotation's fan-out for the whole fleet."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from emulators.pubsub import PubSubEmulator
+from pullsecret.hyperfleet import jsonsplit
 from pullsecret.operator import doctor
 from tests.reliability import campaign, harness
 from tests.reliability.test_rotation_resume import SUB, TOPIC, drain, notification, source_with_versions
@@ -75,3 +77,46 @@ def test_a_deeply_nested_cluster_neither_stops_the_rotation_nor_escapes_its_own_
     assert (mine["observed_generation"], available["status"], available["reason"]) == (2, "False", "InvalidCluster")
     calls = world.book.calls()
     assert not SECRET_MANAGER_WRITES & set(calls.get("secretmanager", {})) and not calls.get("kubernetes"), calls
+
+
+# A cluster the Go API serves (10,000 levels at most) that is too deep to decode, whatever recursion limit a
+# library set (celpy raises it in this process), and too costly to walk: 9,000 levels, each with a member of
+# bulk, 330 KB of spec past the walk's 128 KiB budget (jsonsplit.WALK_BYTES).
+MARK = "HOSTILE-CONTENT-7f3a"
+COSTLY_DEPTH = 9000
+
+
+def _costly_spec() -> str:
+    level = '{"p": "' + MARK + '", "a": '
+    return level * COSTLY_DEPTH + "{}" + "}" * COSTLY_DEPTH
+
+
+def test_a_cluster_too_costly_to_read_is_terminal_and_reported_at_the_events_generation(
+    adapter_factory: Any, world: Any, capfd: Any
+) -> None:
+    """Its generation follows the spec (the emulator's member order), past where the walk stops: the status is
+    reported at the event's generation, names the budget and echoes none of the content; nothing is written."""
+    cid = "cls-costly-own"
+    campaign.seed_generation(world, cid, 3)
+    served = world.hyperfleet.state()["clusters"][cid]
+    served["spec"] = "\u0000spec"
+    text = json.dumps(served).replace(json.dumps("\u0000spec"), _costly_spec())
+    assert text.index('"spec"') < text.index('"generation"') and len(text) > jsonsplit.WALK_BYTES
+    world.hyperfleet.seed_cluster(cid, {"_raw": {"body": text}})  # what GET /clusters/{id} answers
+    adapter = adapter_factory()
+    capfd.readouterr()
+    world.book.reset_counters()
+
+    own = campaign.deliver_until_acknowledged(adapter, *campaign.envelope(cid, 3), max_attempts=3)
+
+    assert own.result == "terminal", own
+    mine = world.hyperfleet.state()["statuses"][cid]["pullsecret"]
+    conditions = {c["type"]: c for c in mine["conditions"]}
+    applied, available = conditions["Applied"], conditions["Available"]
+    assert (mine["observed_generation"], applied["status"], applied["reason"]) == (3, "False", "InvalidCluster")
+    assert (available["status"], available["reason"]) == ("False", "InvalidCluster")
+    assert f"{jsonsplit.WALK_BYTES // 1024} KiB" in applied["message"] and "budget" in applied["message"], applied
+    assert MARK not in json.dumps(mine) and MARK not in capfd.readouterr().out
+    calls = world.book.calls()
+    assert not SECRET_MANAGER_WRITES & set(calls.get("secretmanager", {})) and not calls.get("kubernetes"), calls
+    harness.count("cases tried")
