@@ -268,14 +268,15 @@ class HyperFleetClient:
     ) -> tuple[list[object], object]:
         """A page whose too-deep values cost more than the walk's budget (jsonsplit.Budget), served without the
         costly cluster: asked again in smaller pages, down to the one page of that one cluster, which is left out
-        (logged; its own events are terminal, InvalidCluster)."""
+        (logged; its own events are terminal, InvalidCluster). Its place stays, as an empty item: callers that
+        take a short page for the last (the rotation's keyset paging, rekey) page on past it."""
         if size <= 1:
             log.warning(
                 f"list clusters: a cluster too costly to read (nested too deep, over the {jsonsplit.WALK_BYTES} bytes "
                 f"or {jsonsplit.WALK_SECONDS} s budget) at page {page}; left out of the listing",
                 operation="hyperfleet.list_clusters",
             )
-            return [], total
+            return [{}], total
         items: list[object] = []
         for sub_page, sub_size in jsonsplit.sub_pages(page, size):
             part, part_total = self.list_clusters(page=sub_page, size=sub_size, search=search, order=order)
