@@ -101,15 +101,13 @@ class Reconciler:
 
     # -- entry -----------------------------------------------------------------------------
     def run(self, cluster_id: str, deadline: Deadline, *, event_generation: int | None = None) -> Outcome:
-        """Reconcile one cluster; raises TransientError for redelivery, reports terminal failures itself.
-        `event_generation`: the event's, for the report of a cluster too costly to read its own."""
+        """Reconcile one cluster; raises TransientError for redelivery, reports terminal failures itself."""
         statuses_future = self._submit(self.hyperfleet.list_statuses, cluster_id)
         try:
             with log.step("hyperfleet.get_cluster"):
                 cluster = self.hyperfleet.get_cluster(cluster_id)
         except UnparseableCluster as exc:
             _settle([statuses_future], deadline)
-            # Its own generation when readable, else the event's (the API discards one above the cluster's).
             generation = exc.generation if exc.generation is not None else event_generation
             if generation is None or generation < 1:
                 return Outcome("terminal", reason=exc.reason, detail=f"{exc.message}; cannot report a status")
