@@ -239,7 +239,7 @@ class Adapter:
         """One reconcile; TransientError propagates (the caller logs it), everything else becomes an Outcome."""
         deadline = Deadline(self.settings.retry_deadline_s)
         try:
-            return self.application().reconciler.run(request.cluster_id, deadline)
+            return self.application().reconciler.run(request.cluster_id, deadline, event_generation=request.generation)
         except TransientError as exc:
             if exc.reason == "Unauthenticated":
                 self.identity.invalidate()

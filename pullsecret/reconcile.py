@@ -102,7 +102,7 @@ class Reconciler:
         return self.pool.submit(context.run, fn, *args)
 
     # -- entry -----------------------------------------------------------------------------
-    def run(self, cluster_id: str, deadline: Deadline) -> Outcome:
+    def run(self, cluster_id: str, deadline: Deadline, *, event_generation: int | None = None) -> Outcome:
         """Reconcile one cluster; raises TransientError for redelivery, reports terminal failures itself."""
         statuses_future = self._submit(self.hyperfleet.list_statuses, cluster_id)
         try:
@@ -110,9 +110,10 @@ class Reconciler:
                 cluster = self.hyperfleet.get_cluster(cluster_id)
         except UnparseableCluster as exc:
             _settle([statuses_future], deadline)
-            if exc.generation is None or exc.generation < 1:
+            generation = exc.generation if exc.generation is not None else event_generation
+            if generation is None or generation < 1:
                 return Outcome("terminal", reason=exc.reason, detail=f"{exc.message}; cannot report a status")
-            outcome = self._report(cluster_id, "terminal", _terminal_report(exc.generation, None, exc))
+            outcome = self._report(cluster_id, "terminal", _terminal_report(generation, None, exc))
             return dataclasses.replace(outcome, reason=exc.reason, service=exc.service, detail=exc.message)
         except BaseException:
             _settle([statuses_future], deadline)

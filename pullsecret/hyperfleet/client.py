@@ -190,10 +190,7 @@ class HyperFleetClient:
             body = response.json()
         except RecursionError:
             # The cluster is nested deeper than the decoder goes: its content, not the API, is at fault.
-            generation = jsonsplit.int_member(response.body.decode("utf-8", "replace"), "generation")
-            raise UnparseableCluster(
-                f"{what}: the cluster is nested too deep to decode (its spec or labels)", generation=generation
-            ) from None
+            raise _unparseable(what, response.body) from None
         except ValueError:
             body = answers.json_of(response, what)
         if not isinstance(body, dict):
@@ -279,14 +276,15 @@ class HyperFleetClient:
     ) -> tuple[list[object], object]:
         """A page whose too-deep values cost more than the walk's budget (jsonsplit.Budget), served without the
         costly cluster: asked again in smaller pages, down to the one page of that one cluster, which is left out
-        (logged; its own events are terminal, InvalidCluster)."""
+        (logged; its own events are terminal, InvalidCluster). Its place stays, as an empty item: callers that
+        take a short page for the last (the rotation's keyset paging, rekey) page on past it."""
         if size <= 1:
             log.warning(
                 f"list clusters: a cluster too costly to read (nested too deep, over the {jsonsplit.WALK_BYTES} bytes "
                 f"or {jsonsplit.WALK_SECONDS} s budget) at page {page}; left out of the listing",
                 operation="hyperfleet.list_clusters",
             )
-            return [], total
+            return [{}], total
         items: list[object] = []
         for sub_page, sub_size in jsonsplit.sub_pages(page, size):
             part, part_total = self.list_clusters(page=sub_page, size=sub_size, search=search, order=order)
@@ -315,6 +313,22 @@ class HyperFleetClient:
             else:
                 kept.append(item)
         return kept, total
+
+
+def _unparseable(what: str, body: bytes) -> UnparseableCluster:
+    """A cluster too deep to decode: its generation read by the walk when its Budget allows, else none (the
+    caller reports at the event's); the message names the cause, never the content."""
+    too_deep = f"{what}: the cluster is nested too deep to decode (its spec or labels)"
+    try:
+        return UnparseableCluster(
+            too_deep, generation=jsonsplit.int_member(body.decode("utf-8", "replace"), "generation")
+        )
+    except jsonsplit.OverBudget:
+        return UnparseableCluster(
+            f"{too_deep}, and reading past that depth takes more than the walk's budget "
+            f"({jsonsplit.WALK_BYTES // 1024} KiB of text or {jsonsplit.WALK_SECONDS} s of CPU per event)",
+            generation=None,
+        )
 
 
 def outgoing_traceparent(trace: TraceContext) -> str:

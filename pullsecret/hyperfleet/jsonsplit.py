@@ -11,9 +11,9 @@ brackets, member syntax); anything else wrong is a ValueError, as from the decod
 Cost: every member and element is first handed to the decoder (C, `raw_decode`); only a value it refuses for its
 depth is walked by hand, a run of brackets at a time. That hand walk has a `Budget`: WALK_BYTES of text and
 WALK_SECONDS of CPU time per event (one cluster's answer) and per list page; past either the walk stops with
-`OverBudget` (a ValueError): the cluster is terminal without its generation, and the caller serves the page
-without it (pullsecret.hyperfleet.client). Duplicate member names are answered as `json` answers them: the last
-one wins.
+`OverBudget` (a ValueError): the cluster is terminal (reported at the event's generation when its own cannot be
+read), and the caller serves the page without it (pullsecret.hyperfleet.client). Duplicate member names are
+answered as `json` answers them: the last one wins.
 """
 
 from __future__ import annotations
@@ -213,7 +213,8 @@ def string_member(text: str, name: str, budget: Budget | None = None) -> str | N
 
 def int_member(text: str, name: str, budget: Budget | None = None) -> int | None:
     """The top-level member `name` of the object `text` when it is an integer (the last of that name, as `json`
-    takes it); None otherwise, if unreadable or past `budget`."""
+    takes it); None otherwise or if unreadable. OverBudget past `budget`: the member may follow where the walk
+    stopped, and the caller says the cluster is too costly to read rather than that it names no such member."""
     found: int | None = None
     budget = budget or Budget()
     try:
@@ -221,6 +222,8 @@ def int_member(text: str, name: str, budget: Budget | None = None) -> int | None
             if key == name:
                 value = _decode(text[start:end]) if end - start <= 20 else None
                 found = value if isinstance(value, int) and not isinstance(value, bool) else None
+    except OverBudget:
+        raise
     except ValueError:
         return None
     return found

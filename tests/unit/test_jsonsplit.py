@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
 from pullsecret.hyperfleet import jsonsplit
+
+
+class CpuClock:
+    """The walk's CPU clock (jsonsplit's `time.thread_time`), moved by the test alone: the cases hold the bytes
+    budget and the time budget apart, whatever the machine's speed or a tracer's (mutmut's) cost."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def thread_time(self) -> float:
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def cpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[CpuClock]:
+    clock = CpuClock()
+    monkeypatch.setattr(jsonsplit, "time", SimpleNamespace(thread_time=clock.thread_time))
+    yield clock
 
 
 def deep(depth: int) -> str:
@@ -92,15 +112,46 @@ def test_the_hand_walk_stops_at_its_budget_and_says_the_total_read_before() -> N
     with pytest.raises(jsonsplit.OverBudget) as over:
         jsonsplit.page_items(f'{{"total": 3, "items": [{{"id": "c1"}}, {costly}]}}'.encode())
     assert over.value.total == 3
-    assert jsonsplit.int_member(f'{{"spec": {costly}, "generation": 2}}', "generation") is None
+    with pytest.raises(jsonsplit.OverBudget):  # the generation may follow: the caller says it could not read it
+        jsonsplit.int_member(f'{{"spec": {costly}, "generation": 2}}', "generation")
+    assert jsonsplit.string_member(f'{{"spec": {costly}, "id": "c"}}', "id") is None
     # Under the budget the same shape is walked, and a budget is shared by every value of one page.
     cheap = "[" * 20_000 + "]" * 20_000  # deeper than any recursion limit a test run may have set
     items, _ = jsonsplit.page_items(f'{{"items": [{cheap}, {cheap}, 5]}}'.encode())
     assert [type(i).__name__ for i in items] == ["Unparseable", "Unparseable", "int"]
     with pytest.raises(jsonsplit.OverBudget):
         jsonsplit.page_items(f'{{"items": [{cheap}, {cheap}]}}'.encode(), jsonsplit.Budget(walk_bytes=60_000))
+
+
+def test_the_hand_walk_stops_when_its_cpu_time_is_spent(cpu: CpuClock) -> None:
+    """WALK_SECONDS of the thread's CPU per event or page, from the Budget's creation; bytes well within theirs."""
+    cheap = "[" * 2_000 + "]" * 2_000
+    budget = jsonsplit.Budget()
+    cpu.now += jsonsplit.WALK_SECONDS  # exactly spent: still within
+    assert jsonsplit.value_end(cheap, 0, budget) == len(cheap)
+    cpu.now += 0.001
+    with pytest.raises(jsonsplit.OverBudget, match=f"{jsonsplit.WALK_BYTES} bytes or {jsonsplit.WALK_SECONDS} s"):
+        jsonsplit.value_end(cheap, 0, budget)
+    later = jsonsplit.Budget(seconds=0.5)
+    cpu.now += 0.5
+    later.check(0)
+    cpu.now += 0.001
     with pytest.raises(jsonsplit.OverBudget):
-        jsonsplit.value_end(cheap * 20, 0, jsonsplit.Budget(seconds=0))
+        later.check(0)
+
+
+def test_the_bytes_budget_is_spent_value_by_value_up_to_its_last_byte() -> None:
+    budget = jsonsplit.Budget(walk_bytes=10)
+    budget.check(10)
+    with pytest.raises(jsonsplit.OverBudget):
+        budget.check(11)
+    budget.spend(4)
+    assert budget.bytes_left == 6
+    budget.spend(6)
+    with pytest.raises(jsonsplit.OverBudget):
+        budget.spend(1)
+    # The documented budget (jsonsplit, docs): 128 KiB and 0.05 s of CPU per event or page.
+    assert (jsonsplit.Budget().bytes_left, jsonsplit.WALK_BYTES, jsonsplit.WALK_SECONDS) == (128 * 1024,) * 2 + (0.05,)
 
 
 @pytest.mark.parametrize(
