@@ -228,7 +228,7 @@ def build(
 
 
 # Three actors at preemption bound 2 replay the real reconcile ~8,000-10,000 times each (minutes on two cores):
-# `make test` explores them at bound 1; `RELIABILITY_FULL=1 .venv/bin/python -m pytest tests/protocol` at 2 (690 s there).
+# `make test` explores them at bound 1; `RELIABILITY_FULL=1 pytest tests/protocol` at 2 (690 s on this machine).
 THREE = 2 if os.environ.get("RELIABILITY_FULL") == "1" else 1
 
 # (name, actors, tags by generation (the first: provisioned before), preemption bound, fault bound)
