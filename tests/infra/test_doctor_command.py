@@ -46,6 +46,8 @@ REAL_LOCALS = (
     "hyperfleet_token_mount_path",
     "hyperfleet_token_file_name",
     "secret_project_ids",
+    "hyperfleet_service_account_token",
+    "pull_secret_service_account_token",
 )
 SERVICE = {"pull_secret_source_secret": "", "enable_source_rotation": False}
 # Every source mode x every authentication mode of each service it calls (overrides of example.tfvars).
