@@ -333,6 +333,10 @@ SCOPES: dict[str, str] = {
     "google_project_iam_member.runtime_cluster_viewer": MANAGEMENT_PROJECT,
     "google_project_iam_custom_role.cluster_connect": MANAGEMENT_PROJECT,
     "google_project_iam_member.runtime_cluster_connect": MANAGEMENT_PROJECT,
+    # The ServiceAccount token's cluster (HyperFleet's regional cluster): its project takes the deployer's grants of a
+    # management project (a custom role and a binding of the runtime account).
+    "google_project_iam_custom_role.token_cluster": MANAGEMENT_PROJECT,
+    "google_project_iam_member.runtime_token_cluster": MANAGEMENT_PROJECT,
     # var.operators (operators.tf): the operator CLI's roles beside the runtime account's.
     "google_project_iam_custom_role.operator_secrets": SECRET_PROJECT,
     "google_project_iam_member.operator_secrets": SECRET_PROJECT,

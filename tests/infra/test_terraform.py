@@ -313,6 +313,7 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
             "roles/secretmanager.secretAccessor",  # the Pull Secret Service token (service mode, token-file)
             "roles/container.clusterViewer",
             "${google_project_iam_custom_role.cluster_connect[each.value].id}",  # DNS endpoint only
+            "${google_project_iam_custom_role.token_cluster[0].id}",  # service-account-token: the token's cluster
             "roles/pubsub.publisher",
         ]
     )
@@ -860,8 +861,13 @@ def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(co
     )
     assert record_id == progress_secret_id(settings)  # the name the function writes
     condition = hcl_unescape(config.locals["rotation_record_condition"]).replace("PROJECT_NUMBER", "123")
+    rekey_id = hcl_unescape(config.locals["rekey_record_secret_id"])  # rekey's own record (operator/rekey_record.py)
+    rekey_id = rekey_id.replace("${local.secret_id_prefix}", prefix).replace("${local.secret_id_suffix}", suffix)
+    rekey_id = rekey_id.replace("${var.adapter_name}", adapter)
     expression = condition.replace("${local.rotation_record_secret_id}", record_id)
+    expression = expression.replace("${local.rekey_record_secret_id}", rekey_id)
     assert evaluate_condition(expression, f"projects/123/secrets/{record_id}")
+    assert evaluate_condition(expression, f"projects/123/secrets/{rekey_id}")
     for name in (
         "projects/123/secrets/" + template.format(cluster_id="2abc9def"),  # a cluster's secret
         f"projects/123/secrets/{record_id}/versions/1",
