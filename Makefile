@@ -16,7 +16,9 @@ MUTATION_VENV := .venv-mutation
 MUTATION_STAMP := $(MUTATION_VENV)/.installed
 SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
-PYTEST_FLAGS ?=
+# The suite runs on three workers (pytest-xdist): most of its time is waiting on emulators and subprocesses, and one
+# worker takes longer than CI's 20 minutes allow. PYTEST_FLAGS= (empty) runs it in one process.
+PYTEST_FLAGS ?= -n 3
 
 .PHONY: venv demo up down trigger rotate logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
