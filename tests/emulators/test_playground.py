@@ -88,7 +88,7 @@ def test_the_cli_from_a_shell_left_from_a_stopped_playground_says_so_in_one_line
     # With the playground's token file the shell is one left from a stopped playground; without it, a dead local
     # URL is not called a playground's (a `kubectl port-forward` that stopped): both one line, exit 5 (configuration).
     for env, says in (
-        (stale, ""),  # a token path alone: either wording (tests/integration/test_cli_one_line.py tells them apart)
+        (stale, "nothing listens at"),  # a token path alone is no playground (test_cli_one_line.py: the full env is)
         ({k: v for k, v in stale.items() if k != "HYPERFLEET_API_TOKEN_FILE"}, "nothing listens at"),
     ):
         done = subprocess.run(
