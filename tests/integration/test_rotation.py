@@ -145,3 +145,26 @@ def _reconcile_envelope(cluster_id: str) -> dict[str, Any]:
     from tests.support import pubsub_envelope, sentinel_event
 
     return pubsub_envelope(sentinel_event(cluster_id))
+
+
+def test_a_source_that_follows_no_secret_ignores_a_notification(
+    rotation_env: dict[str, str],
+    pubsub: PubSubEmulator,
+    admin: Admin,
+    world: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Service mode: the platform secret's notification (a stray subscription) is acknowledged, nothing published.
+    monkeypatch.delenv("PULL_SECRET_SOURCE", raising=False)
+    monkeypatch.setenv("PULL_SECRET_SERVICE_URL", world.pullsecretservice.url)
+    monkeypatch.setenv("PULL_SECRET_SERVICE_AUTH", "google-id-token")
+    adapter = Adapter.from_environment()
+    seed_ready_cluster(admin, "cls-rot1")
+    new_platform_version(admin)
+    capsys.readouterr()
+    assert adapter.handle(eventarc_attributes(), notification()).result == "ignored"
+    assert pubsub.pull(SUB, 10) == []
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    final = [line for line in lines if line.get("operation") == "rotation" and "result" in line]
+    assert [(line["result"], line["published"], line["severity"]) for line in final] == [("ignored", 0, "INFO")]
