@@ -1,5 +1,4 @@
-"""The Pull Secret Service's part of `rekey` and of `fleet`'s CREDS: rotate a cluster's credentials at the service,
-and compare the ones a cluster holds with the service's current ones.
+"""The Pull Secret Service's part of `rekey` and `fleet`'s CREDS: rotate a cluster's credentials, compare its own.
 
 Rotate: the service's credentials are read (`GET`, with metadata); when they were created before the run's cutoff,
 the service is asked to rotate them (`POST .../rotations`, DDR §3.2.3: a compromise sends reason `compromise` with
