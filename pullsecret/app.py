@@ -54,7 +54,6 @@ class Application:
             secrets,
             replication_locations=settings.secret_replication_locations,
             kms_key=settings.secret_kms_key,
-            source_ttl_s=settings.pull_secret_source_ttl_s,
         )
         delivery = modes.build(delivery_base.Wiring(settings=settings, identity=identity, secret_manager=secrets))
         source = sources.build(source_base.Wiring(settings=settings, store=store, pool=pool, identity=identity))

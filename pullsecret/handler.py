@@ -23,7 +23,6 @@ from pullsecret.logs import log
 from pullsecret.model import events, preconditions, status
 from pullsecret.reconcile import Outcome
 from pullsecret.retrying import Deadline
-from pullsecret.source.platform import rotation
 
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
 _SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
@@ -69,7 +68,6 @@ class Adapter:
         self.identity = identity or RuntimeIdentity()
         self._lock = threading.Lock()
         self._application: Application | None = None
-        self._publisher: rotation.Publisher | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Adapter:
@@ -149,20 +147,11 @@ class Adapter:
             return self._run_and_log(parsed, start)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
-        """A new platform pull secret version: fan out reconcile events (pullsecret.source.platform.rotation)."""
+        """A Secret Manager notification: the configured source's to act on (pullsecret.source.base `notified`)."""
         app = self.application()
-        with self._lock:
-            if self._publisher is None:
-                self._publisher = rotation.Publisher(self.identity.credentials)
         try:
-            result, published = rotation.fan_out(
-                self.settings,
-                notification,
-                hyperfleet=app.hyperfleet,
-                store=app.store,
-                publisher=self._publisher,
-                deadline=Deadline(self.settings.rotation_slice_s),
-                state_project=self.identity.project_id,
+            notified = app.source.notified(
+                notification, hyperfleet=app.hyperfleet, deadline=Deadline(self.settings.rotation_slice_s)
             )
         except TransientError as exc:
             # One structured line for the redelivered notification, as for a reconcile (main.py answers 503).
@@ -176,12 +165,12 @@ class Adapter:
             )
             raise
         log.info(
-            f"Secret Manager notification for {notification.secret[:200]}: {result}",
+            f"Secret Manager notification for {notification.secret[:200]}: {notified.result}",
             operation="rotation",
-            result=result,
-            published=published,
+            result=notified.result,
+            published=notified.published,
         )
-        return Outcome(result)
+        return Outcome(notified.result)
 
     def reconcile_cluster(self, cluster_id: str, *, event_id: str = "cli") -> Outcome:
         """One reconcile of `cluster_id` outside any event (the operator CLI); raises TransientError."""

@@ -1,24 +1,22 @@
 """`python -m pullsecret rekey`: re-key the fleet (or some clusters) now, at the Secret Manager write quota's pace.
 
-Service mode, per selected cluster in id order: the service's credentials are read (`GET`, with metadata); when
-they were created before the run's cutoff, the service is asked to rotate them (`POST .../rotations`, DDR
-§3.2.3: `--compromise` sends reason `compromise` with `force_immediate`, which revokes the old set at once;
-otherwise reason `manual`, which keeps the dual-credential period until the cluster confirms), then the
-cluster's reconcile event (Sentinel's shape) is published on ADAPTER_TOPIC, so the function delivers the new set
-now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret Manager version and one
-Kubernetes write (none with external-secrets), so events go out at `Settings.publish_rate()`: the budget the
-platform rotation fan-out uses (pullsecret.source.rotation), 90 % of SECRET_WRITE_QUOTA per
-ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says.
+Per selected cluster in id order, the source does its part (pullsecret.source.base `Rekeying`): a source that holds
+each cluster's own credentials is asked to rotate them when they were created before the run's cutoff
+(`--compromise` revokes the old set at once; the Pull Secret Service's part: pullsecret.source.service.rekey);
+then the cluster's reconcile event (Sentinel's shape, pullsecret.publishing) is published on ADAPTER_TOPIC, so the
+function delivers the new set now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret
+Manager version and one delivery write, so events go out at `Settings.publish_rate()`: 90 % of SECRET_WRITE_QUOTA
+per ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says (the budget a source's fan-out uses too).
 
-Platform mode: every cluster shares PULL_SECRET_SOURCE. Without a selection the command drives the rotation
-fan-out (its record, lease and pace) for the source's newest version, in this process: add the new version
-first. With cluster ids it publishes their reconcile events at the same pace.
+Without a selection, a source with a way of its own to reach every cluster takes the whole run (`whole_fleet`: the
+platform pull secret's rotation fan-out of its newest version, its record, lease and pace; add the new version
+first); with cluster ids, their reconcile events are published at the same pace.
 
 Resumable and safe to run twice (pullsecret.operator.rekey_record): progress is saved after every page; an
 interrupted run resumes from its last save, and a cluster handled since is found re-keyed (credentials newer
 than the cutoff) and only gets its event again; a finished run asked again does nothing new. Progress lines
 (done / remaining / failed, ETA) go to stdout while it runs, then a summary; `--watch` then follows the clusters
-until each holds the service's current credentials, and names the stragglers with why.
+until each holds the source's current credentials (pullsecret.operator.convergence), and names the stragglers.
 """
 
 from __future__ import annotations
@@ -31,12 +29,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.errors import AdapterError, TransientError
 from pullsecret.model import names, preconditions
 from pullsecret.operator import convergence
 from pullsecret.operator.rekey_record import RekeyLedger, RekeyRecord, record_secret_id
-from pullsecret.source.platform.publishing import Publisher, sentinel_event
-from pullsecret.source.service.source import ServiceSource
+from pullsecret.publishing import Publisher, sentinel_event
+from pullsecret.source.base import Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -135,41 +133,6 @@ def _total(app: Application, request: Request) -> int | None:
     return total
 
 
-def _created_before(answer: Any, cutoff: float) -> bool:
-    """Any of the service's credentials created before `cutoff` (unknown times count as before)."""
-    for credential in answer.credentials or ():
-        try:
-            if credential.created_at is None or parse_time(credential.created_at) < cutoff:
-                return True
-        except ValueError:
-            return True
-    return not answer.credentials
-
-
-def _service_step(source: ServiceSource, cluster_id: str, record: RekeyRecord, request: Request) -> str | None:
-    """Rotate one cluster at the service when its credentials predate the cutoff; what to count ("rotated",
-    "current"), or None after recording a failure. Raises TransientError when the service is unavailable."""
-    answer = source.client.get(cluster_id)
-    if answer is None:
-        return "current"  # nothing held: its first provisioning mints fresh credentials
-    if not _created_before(answer, record.cutoff):
-        return "current"  # re-keyed after the cutoff (by this run before an interruption, or since)
-    reason = "compromise" if request.compromise else "manual"
-    try:
-        started = source.client.rotate(cluster_id, reason=reason, force_immediate=request.compromise)
-    except TerminalError as exc:
-        record.fail(cluster_id, f"the service refused the rotation: {exc.message}")
-        return None
-    if "open" in started and request.compromise:
-        record.fail(
-            cluster_id,
-            f"rotation {started['open']} was already {started['status']} at the service: its old credentials stay "
-            "valid until the service completes it; its event is published anyway",
-        )
-        return None
-    return "rotated"
-
-
 def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str) -> RekeyRecord | str:
     """This run's record (resumed or new, held by `me`), or why not to run."""
     found = ledger.load()
@@ -184,15 +147,16 @@ def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str)
     return found if ledger.save(found) else "another rekey run changed the record meanwhile; try again"
 
 
-def _refusal(app: Application, request: Request, service: ServiceSource | None) -> str | None:
+def _refusal(app: Application, request: Request, rekeying: Rekeying) -> str | None:
     """Why this request cannot run here (a usage error), or None."""
-    if service is None and request.created_before is not None:
-        return "--created-before needs service mode: in platform mode every cluster shares PULL_SECRET_SOURCE"
-    if service is None and request.compromise:
-        return "--compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE"
+    refused = rekeying.refusal(created_before=request.created_before is not None, compromise=request.compromise)
+    if refused is not None:
+        return refused
     if not app.settings.adapter_topic:
         return "ADAPTER_TOPIC is not set: the reconcile events have no topic to go to"
-    if service is not None and not (app.settings.secret_project_id or app.identity.project_id):
+    # The run's record (cluster by cluster): a source's own way through the whole fleet keeps its own.
+    recorded = bool(request.ids) or app.source.own_credentials
+    if recorded and not (app.settings.secret_project_id or app.identity.project_id):
         return "no project for the progress record: set SECRET_PROJECT_ID"
     return None
 
@@ -207,22 +171,20 @@ def run(
     clock: Callable[[], float] = time.time,
 ) -> int:
     """Run (or resume) a rekey; returns the exit code."""
-    service = app.source if isinstance(app.source, ServiceSource) else None
-    refused = _refusal(app, request, service)
+    rekeying = app.source.rekeying()
+    refused = _refusal(app, request, rekeying)
     if refused is not None:
         out(f"error: {refused}")
         return EXIT_USAGE
     if request.dry_run:
-        return _dry_run(app, request, service, out)
+        return _dry_run(app, request, rekeying, out)
     publisher = publisher or Publisher(app.identity.credentials)
-    if service is None and not request.ids:
-        from pullsecret.operator import rekey_platform
-
-        code = rekey_platform.fan_out(app, publisher, out)
-        if code != EXIT_OK or not request.watch:
+    if not request.ids:
+        watch_s = request.watch_timeout_s if request.watch else None
+        code = rekeying.whole_fleet(app.hyperfleet, publisher, out=out, sleep=sleep, watch_s=watch_s)
+        if code is not None:
             return code
-        return rekey_platform.watch(app, request.watch_timeout_s, out, sleep)
-    code = _recorded(app, request, service=service, publisher=publisher, out=out, sleep=sleep, clock=clock)
+    code = _recorded(app, request, rekeying=rekeying, publisher=publisher, out=out, sleep=sleep, clock=clock)
     if code == EXIT_OK and request.watch:
         return watch(app, request, out, sleep)
     return code
@@ -232,7 +194,7 @@ def _recorded(
     app: Application,
     request: Request,
     *,
-    service: ServiceSource | None,
+    rekeying: Rekeying,
     publisher: Publisher,
     out: Out,
     sleep: Callable[[float], None],
@@ -241,14 +203,14 @@ def _recorded(
     """Claim (or resume) the request's record, then work through its clusters."""
     settings = app.settings
     project = settings.secret_project_id or app.identity.project_id
-    assert project is not None  # _refusal
+    assert project is not None  # _refusal: a recorded run has a project
     ledger = RekeyLedger(
         app.store,
         name=names.secret_name(project, record_secret_id(settings)),
         adapter=settings.adapter_name,
         deadline_s=settings.retry_deadline_s,
     )
-    claimed = _claim(ledger, request.key("service" if service else "platform"), request, clock(), uuid.uuid4().hex)
+    claimed = _claim(ledger, request.key(app.source.name), request, clock(), uuid.uuid4().hex)
     if claimed == "done":
         out("rekey: this request already finished; nothing new to do (a new --created-before asks again)")
         return EXIT_OK
@@ -261,7 +223,7 @@ def _recorded(
         f"{settings.publish_rate():g} events/s to {settings.adapter_topic}"
     )
     return _work(
-        app, request, record=claimed, ledger=ledger, service=service, publisher=publisher, out=out, sleep=sleep
+        app, request, record=claimed, ledger=ledger, rekeying=rekeying, publisher=publisher, out=out, sleep=sleep
     )
 
 
@@ -271,7 +233,7 @@ def _work(
     *,
     record: RekeyRecord,
     ledger: RekeyLedger,
-    service: ServiceSource | None,
+    rekeying: Rekeying,
     publisher: Publisher,
     out: Out,
     sleep: Callable[[float], None],
@@ -289,7 +251,10 @@ def _work(
             if cluster.get("_gone") or cluster.get("deleted_time"):
                 record.current += 1  # nothing to re-key: gone, or being deleted (deletion revokes)
             else:
-                _count(record, _service_step(service, cluster_id, record, request) if service else "current")
+                rekeyed = rekeying.rotate(cluster_id, cutoff=record.cutoff, compromise=request.compromise)
+                if rekeyed.counted is None:
+                    record.fail(cluster_id, rekeyed.why)
+                _count(record, rekeyed.counted)
                 next_at = _pace(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster)))
             last = cluster_id
@@ -358,7 +323,7 @@ def _summary(record: RekeyRecord, out: Out) -> int:
     return EXIT_FAILED if record.failed else EXIT_OK
 
 
-def _dry_run(app: Application, request: Request, service: ServiceSource | None, out: Out) -> int:
+def _dry_run(app: Application, request: Request, rekeying: Rekeying, out: Out) -> int:
     """What a run would do, per cluster, writing and rotating nothing."""
     cutoff = request.created_before if request.created_before is not None else time.time()
     count = 0
@@ -368,19 +333,7 @@ def _dry_run(app: Application, request: Request, service: ServiceSource | None, 
         if cluster.get("_gone") or cluster.get("deleted_time"):
             out(f"  {cluster_id}: skipped ({'not found' if cluster.get('_gone') else 'being deleted'})")
             continue
-        if service is None:
-            out(f"  {cluster_id}: reconcile event")
-            continue
-        try:
-            answer = service.client.get(cluster_id)
-        except AdapterError as exc:
-            out(f"  {cluster_id}: the service did not answer ({exc.reason})")
-            continue
-        if answer is None or not _created_before(answer, cutoff):
-            out(f"  {cluster_id}: nothing to rotate ({'none held' if answer is None else 'newer than the cutoff'})")
-        else:
-            how = "compromise rotation, old credentials revoked at once" if request.compromise else "rotation"
-            out(f"  {cluster_id}: {how}, then its reconcile event (one Secret Manager version, one delivery write)")
+        out(f"  {cluster_id}: {rekeying.preview(cluster_id, cutoff=cutoff, compromise=request.compromise)}")
     seconds = count / app.settings.publish_rate()
     out(
         f"dry run: {count} cluster(s), about {seconds:.0f} s at {app.settings.publish_rate():g} events/s; "
@@ -390,7 +343,7 @@ def _dry_run(app: Application, request: Request, service: ServiceSource | None, 
 
 
 def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
-    """Follow the selected clusters until each holds the service's current credentials; name the stragglers."""
+    """Follow the selected clusters until each holds the source's current credentials; name the stragglers."""
     began = time.monotonic()
     while True:
         behind: dict[str, str] = {}

@@ -1,7 +1,7 @@
 """Secret Manager: one module per job, one object (`SecretStore`) callers hold, composed of parts sharing one client.
 
 - `versions`: the per-cluster secret's write protocol and its invariants (read it first); `reads`: its reads;
-- `source`: the platform pull secret; `records`: the rotation progress record;
+- `records`: progress records (one annotation, compare-and-swap on the etag: a fan-out's, a rekey's);
 - `retention`: old versions and DELETION_POLICY; `describe`: the operator CLI's view;
 - `calls`: the one client object every part holds (paced writes, failure classes); `payload`: the checksum;
 - `labels`: ownership labels.
@@ -21,7 +21,6 @@ from pullsecret.secretstore.pacing import PACER, WritePacer
 from pullsecret.secretstore.reads import Latest, VersionReads
 from pullsecret.secretstore.records import Records
 from pullsecret.secretstore.retention import Retention, RetentionResult
-from pullsecret.secretstore.source import SourceReads
 from pullsecret.secretstore.versions import StoreResult, VersionWrites
 
 __all__ = [
@@ -36,7 +35,8 @@ __all__ = [
 
 
 class SecretStore:
-    """Per-cluster secrets and the platform source, through one shared SecretManagerServiceClient.
+    """Per-cluster secrets and progress records, through one shared SecretManagerServiceClient (a source that reads
+    Secret Manager holds its own reads over the same `calls`).
 
     Its parts (public attributes) each hold the one `calls` object and their own state; the methods below
     are theirs, kept here so callers hold one object.
@@ -48,13 +48,11 @@ class SecretStore:
         *,
         replication_locations: tuple[str, ...] = (),
         kms_key: str | None = None,
-        source_ttl_s: float = 30.0,
         pacer: WritePacer = PACER,
     ) -> None:
         self.calls = Calls(client, replication_locations=replication_locations, kms_key=kms_key, pacer=pacer)
         self.reads = VersionReads(self.calls)
         self.versions = VersionWrites(self.calls, self.reads)
-        self.source = SourceReads(self.calls, ttl_s=source_ttl_s)
         self.records = Records(self.calls)
         self.retention = Retention(self.calls)
         self.description = Description(self.calls)
@@ -93,19 +91,6 @@ class SecretStore:
 
     def verify(self, version_name: str, expected: bytes, deadline: Deadline) -> None:
         self.reads.verify(version_name, expected, deadline)
-
-    # -- the platform pull secret (source) -----------------------------------------------------------
-    def cached_source(self, version_name: str) -> bytes | None:
-        return self.source.cached_source(version_name)
-
-    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
-        return self.source.read_source(version_name, deadline)
-
-    def invalidate_source(self) -> None:
-        self.source.invalidate_source()
-
-    def newest_source_version(self, source: str, deadline: Deadline) -> str | None:
-        return self.source.newest_source_version(source, deadline)
 
     # -- rotation progress records -------------------------------------------------------------------
     def read_record(self, name: str, deadline: Deadline) -> tuple[dict[str, str], str] | None:

@@ -111,7 +111,7 @@ class World:
     platform_serial: int = 0
 
     def store(self) -> SecretStore:
-        return SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None), source_ttl_s=0.0)  # type: ignore[arg-type]
+        return SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None))  # type: ignore[arg-type]
 
 
 class DeliveryKit(Protocol):

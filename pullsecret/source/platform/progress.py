@@ -1,4 +1,4 @@
-"""A fan-out's progress record, saved by compare-and-swap (the invariants it serves: source/rotation.py)."""
+"""A fan-out's progress record, saved by compare-and-swap (the invariants it serves: rotation.py beside it)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ A_PROGRESS = "hyperfleet-rotation"
 
 @dataclass(frozen=True)
 class Progress:
-    """How far the fan-out of one source version got, and who publishes it now (see source/rotation.py)."""
+    """How far the fan-out of one source version got, and who publishes it now (see rotation.py beside it)."""
 
     source: str  # projects/NUMBER/secrets/ID
     version: int
