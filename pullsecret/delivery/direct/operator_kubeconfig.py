@@ -14,11 +14,10 @@ to the commands that read (`inspect`, `fleet` without `--fix`): writes and the d
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from pullsecret.delivery.direct.kubeapi import SecretsApi
-from pullsecret.delivery.direct.settings import OPERATOR_KUBECONFIG
-from pullsecret.errors import ConfigError
+from pullsecret.delivery.direct.settings import load
 from pullsecret.retrying import Deadline
 
 
@@ -36,23 +35,6 @@ def matches(kube_cluster: str, management_cluster: str) -> bool:
     if len(parts) != 6:
         return False
     return kube_cluster in (parts[5], f"gke_{parts[1]}_{parts[3]}_{parts[5]}")
-
-
-def load(path: str) -> tuple[str, Any]:
-    """The kubeconfig's current context's cluster name and an API client with its identity (no retries: ours);
-    raises ConfigError naming the setting when the file is no usable kubeconfig."""
-    import yaml
-    from kubernetes.config import list_kube_config_contexts, new_client_from_config
-    from kubernetes.config.config_exception import ConfigException
-
-    try:
-        _, active = list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
-        client = new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
-        cluster = str(active["context"]["cluster"])
-    except (OSError, ConfigException, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{OPERATOR_KUBECONFIG} names no usable kubeconfig ({path}): {type(exc).__name__}") from None
-    client.configuration.retries = False
-    return cluster, client
 
 
 class OperatorClusters:
