@@ -30,6 +30,7 @@ from pullsecret.delivery.direct import checks as checks_direct
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
+from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis, OperatorClusters
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
 from pullsecret.gke import GkeClusters
 from pullsecret.logs import bind, log
@@ -102,7 +103,7 @@ class DirectDelivery:
     mode = MODE
     wording = WORDING
 
-    def __init__(self, clusters: ManagementClusters, kube: KubeSecrets) -> None:
+    def __init__(self, clusters: ClusterApis, kube: KubeSecrets) -> None:
         self.clusters = clusters
         self.kube = kube
 
@@ -220,15 +221,21 @@ def _shown(live: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(wiring: Wiring) -> DirectDelivery:
-    """The direct delivery of `wiring`'s settings: a GKE client, the admission policy this release renders."""
+    """The direct delivery of `wiring`'s settings: a GKE client (reading the cluster the operator's kubeconfig names
+    with it, when its setting is given: pullsecret.delivery.direct.settings), the admission policy this release
+    renders. Raises ConfigError when that kubeconfig is no longer usable."""
     settings, identity = wiring.settings, wiring.identity
+    clusters: ClusterApis = ManagementClusters(
+        GkeClusters(identity, settings.gke_emulator_host),
+        identity,
+        endpoint=settings.management_endpoint,
+        vpc_egress=settings.vpc_egress,
+    )
+    kubeconfig = settings.options.get("operator_kubeconfig")
+    if kubeconfig:
+        clusters = OperatorClusters.from_kubeconfig(kubeconfig, clusters)
     return DirectDelivery(
-        ManagementClusters(
-            GkeClusters(identity, settings.gke_emulator_host),
-            identity,
-            endpoint=settings.management_endpoint,
-            vpc_egress=settings.vpc_egress,
-        ),
+        clusters,
         KubeSecrets(
             settings.field_manager,
             admission_policy.expected(
