@@ -90,7 +90,7 @@ def _deadline(app: Application) -> Deadline:
 
 
 def _names(app: Application, cluster_id: str) -> tuple[str, str]:
-    from pullsecret.provision import names
+    from pullsecret.target import names
 
     return names(app.settings, cluster_id)
 
@@ -293,7 +293,9 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
         else:
 
             def finalize(cluster_id: str = labelled) -> str:
-                outcome = app.reconciler.run(cluster_id, _deadline(app))
+                from pullsecret import reconcile
+
+                outcome = reconcile.run(app, cluster_id, _deadline(app))
                 return f"cluster {cluster_id}: {outcome.result} (the finalizer ran and reported)"
 
             view.orphans.append(

@@ -42,7 +42,7 @@ def test_retention_whose_second_page_fails_leaves_the_event_applied(
     adapter = Adapter.from_environment()
     seed_ready_cluster(admin, CID)
     seed_many_versions(admin)
-    store = adapter.application().store
+    store = adapter.store
     secret_name = f"projects/{PROJECT_NUMBER}/secrets/{SECRET_ID}"
     admin.fault(**SECOND_PAGE_FAILS, skip=1)
     with pytest.raises(TransientError) as failed:

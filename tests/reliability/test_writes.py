@@ -152,7 +152,7 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
     from pullsecret.retrying import Deadline
 
     cid = "cls-gen-race"
-    store = adapter_factory().application().store
+    store = adapter_factory().store
     contents = {g: dockerconfig.parse(campaign.own_secret(cid, g), source="test") for g in (1, 2, 3)}
     name = f"projects/{campaign.PROJECT}/secrets/{_secret(cid)}"
 

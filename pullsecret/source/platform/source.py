@@ -7,12 +7,12 @@ version's notification clears it, pullsecret.source.platform.rotation), and are 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
@@ -50,7 +50,7 @@ class PlatformFetch:
         protect(platform.sensitive_strings())
         return platform
 
-    def status_data(self) -> dict[str, Any]:
+    def status_data(self) -> StatusData:
         return {}
 
 
@@ -77,7 +77,7 @@ class PlatformSource:
             self._parsed = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
         """Shared by every cluster: nothing to remove for one."""
         return {}
 
