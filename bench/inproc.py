@@ -354,7 +354,7 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     calls: dict[str, Callable[[], Any]] = {
         "hyperfleet get_cluster": lambda: app.hyperfleet.get_cluster(cluster_id),
         "hyperfleet list_statuses": lambda: app.hyperfleet.list_statuses(cluster_id),
-        "secretmanager newest version": lambda: app.store.latest(
+        "secretmanager newest version": lambda: app.store.reads.latest(
             f"projects/{act.project_id}/secrets/{secret_id}", Deadline(8)
         ),
         "kubernetes probe (dry-run apply)": lambda: delivery.kube.probe(

@@ -139,7 +139,7 @@ def _delete_secret(app: Application, project: str, secret_id: str, deadline: Dea
     settings = app.settings
     with log.step("secretmanager.delete_secret", secret_id=secret_id, policy=settings.deletion_policy) as fields:
         try:
-            result = app.store.delete_secret(
+            result = app.store.retention.delete_secret(
                 project=project,
                 secret_id=secret_id,
                 policy=settings.deletion_policy,

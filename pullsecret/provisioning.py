@@ -150,11 +150,15 @@ class Provisioning:
         app, target, deadline = self.app, self.target, self.deadline
         fetch = app.source.start(target.cluster_id, deadline, first=status_data.first_provisioning(self.own))
         live_future = app.submit(app.delivery.probe, target.where, deadline)
-        latest_future = None if fetch.ready else app.submit(app.store.latest, target.secret_name, deadline)
+        latest_future = None if fetch.ready else app.submit(app.store.reads.latest, target.secret_name, deadline)
         try:
             merged, own_registries = merge.merged(fetch.pull_secret(self.act, deadline), self.act, app.settings)
             checks = app.registries.start(merged.secret, deadline, own=own_registries)
-            latest = app.store.latest(target.secret_name, deadline) if latest_future is None else latest_future.result()
+            latest = (
+                app.store.reads.latest(target.secret_name, deadline)
+                if latest_future is None
+                else latest_future.result()
+            )
             probed = live_future.result()
         except BaseException:
             settle([f for f in (live_future, latest_future) if f is not None], deadline)

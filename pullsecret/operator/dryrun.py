@@ -92,7 +92,7 @@ def plan(app: Application, cluster_id: str) -> Plan:
                 "status: would report applied",
             ],
         )
-    latest = app.store.latest(target.secret_name, deadline)
+    latest = app.store.reads.latest(target.secret_name, deadline)
     probed = app.delivery.probe(target.where, deadline)
     secret = merged.secret
     lines = [f"cluster {cluster_id} generation {generation}, pull secret fingerprint {secret.short_fingerprint}"]

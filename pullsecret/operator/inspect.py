@@ -93,7 +93,7 @@ def _inspect_secret_manager(
     if project is None:
         return {"error": "no GCP project known for this cluster"}
     try:
-        described = store.describe(project=project, secret_id=secret_id, deadline=deadline)
+        described = store.description.describe(project=project, secret_id=secret_id, deadline=deadline)
     except AdapterError as exc:
         return {"error": exc.message}
     if described is None:

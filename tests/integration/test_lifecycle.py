@@ -426,7 +426,9 @@ def test_retention_never_destroys_a_protected_version(function_env: dict[str, st
         deliver(adapter, generation)
     store = adapter.store
     secret_name = f"projects/{PROJECT_NUMBER}/secrets/{SECRET_ID}"
-    result = store.apply_retention(secret_name, keep=1, protected={f"{secret_name}/versions/1"}, deadline=Deadline(10))
+    result = store.retention.apply_retention(
+        secret_name, keep=1, protected={f"{secret_name}/versions/1"}, deadline=Deadline(10)
+    )
     assert result.destroyed == ("2",)
     assert states(world) == {1: "ENABLED", 2: "DESTROYED", 3: "ENABLED"}
 
