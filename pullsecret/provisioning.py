@@ -54,7 +54,7 @@ def provision(
 ) -> Outcome:
     """Provision one cluster in five steps, and report it (the Finalized report, or `gone`, when the cluster was
     deleted while this event wrote)."""
-    where = target_of(app.settings, cluster_id, cluster, act)
+    goes_to = target_of(app.settings, cluster_id, cluster, act)
     bind(management_cluster=act.placement.management_cluster)
     reported = status_data.observed_generation(own)
     if reported > act.generation:
@@ -68,7 +68,7 @@ def provision(
         )
         own = None
     try:
-        return Provisioning(app, where, act, own, deadline).run()
+        return Provisioning(app, goes_to, act, own, deadline).run()
     except AdapterError:
         # L2: a failure after a write may have begun (the source's POST included) leaves nothing of a cluster
         # deleted meanwhile; a live cluster's failure goes on as it was (redelivered or reported).
