@@ -37,7 +37,7 @@ from pullsecret.operator.settings import VIEW_VARIABLES
 if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
     from pullsecret.app import Application
     from pullsecret.handler import Adapter
-    from pullsecret.reconcile import Outcome
+    from pullsecret.outcome import Outcome
 
 EXIT_OK = 0
 EXIT_TERMINAL = 1
@@ -307,7 +307,7 @@ def _writes(args: argparse.Namespace) -> bool:
 def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
     if args.command == "doctor":
-        return doctor.main(adapter.application(), args)
+        return doctor.main(adapter, args)
     refused = _compare_deployed(args) if _writes(args) else None
     if refused is not None:
         print(refused, file=sys.stderr)
@@ -315,7 +315,7 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     if args.command == "fleet":
         from pullsecret.operator import fleet
 
-        return fleet.main(adapter.application(), fix=args.fix, page_size=args.page_size)
+        return fleet.main(adapter, fix=args.fix, page_size=args.page_size)
     if args.command == "rekey":
         from pullsecret.operator import rekey
 
@@ -328,14 +328,14 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
             watch_timeout_s=args.watch_timeout,
             page_size=args.page_size,
         )
-        return rekey.run(adapter.application(), request)
+        return rekey.run(adapter, request)
     if args.command == "reconcile" and args.dry_run:
-        return _dry_run(adapter.application(), args.cluster_id)
+        return _dry_run(adapter, args.cluster_id)
     if args.command == "reconcile":
         return _reconcile(adapter, args.cluster_id, as_json=args.json)
     from pullsecret.operator import inspect
 
-    return inspect.run(adapter.application(), args.cluster_id)
+    return inspect.run(adapter, args.cluster_id)
 
 
 def _compare_deployed(args: argparse.Namespace) -> str | None:
@@ -367,7 +367,7 @@ def preconditions_cluster_id_ok(cluster_id: str) -> bool:
 
 
 def _reconcile(adapter: Adapter, cluster_id: str, *, as_json: bool = False) -> int:
-    from pullsecret.reconcile import Outcome
+    from pullsecret.outcome import Outcome
 
     try:
         outcome = adapter.reconcile_cluster(cluster_id)

@@ -6,7 +6,7 @@ order, and knows nothing else of it:
 
 - `start(cluster_id, deadline, first=...)` at the read step, before the other reads are waited for: no call is
   needed to start; a source that must ask a service may start its call here (on the shared pool) and answer
-  `ready=False`. `first` says our status records no stored version (pullsecret.provision.first_provisioning):
+  `ready=False`. `first` says our status records no stored version (pullsecret.model.status_data.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
 - `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
   its strings registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
@@ -46,6 +46,7 @@ from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
@@ -68,7 +69,7 @@ class Fetch(Protocol):
     def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
         """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
 
-    def status_data(self) -> dict[str, Any]: ...
+    def status_data(self) -> StatusData: ...
 
 
 class WouldCreate(Exception):
@@ -179,7 +180,7 @@ class Source(Protocol):
 
     def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> Fetch: ...
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]: ...
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData: ...
 
     def doctor_checks(self) -> list[DoctorCheck]:
         """The preflight checks this source needs (pullsecret.operator.doctor), reading only."""

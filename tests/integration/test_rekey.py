@@ -84,7 +84,7 @@ def deliver_published(adapter: Adapter, pubsub: PubSubEmulator) -> list[str]:
 
 def run(adapter: Adapter, lines: list[str], **asked: Any) -> int:
     seams = asked.pop("_seams", {})
-    return rekey.run(adapter.application(), rekey.Request(**asked), out=lines.append, **seams)
+    return rekey.run(adapter, rekey.Request(**asked), out=lines.append, **seams)
 
 
 def test_a_compromise_rekey_revokes_the_old_credentials_at_once_and_each_cluster_gets_the_new_set(
@@ -98,7 +98,7 @@ def test_a_compromise_rekey_revokes_the_old_credentials_at_once_and_each_cluster
         assert [r["reason"] for r in rotations(admin, cid)] == ["compromise"]
         assert not registry_accepts(world, old[cid])  # revoked at once, before the cluster has the new set
     assert sorted(deliver_published(adapter, pubsub)) == CLUSTERS
-    app = adapter.application()
+    app = adapter
     for cid in CLUSTERS:
         new = auth_of(world, cid)
         assert new != old[cid] and registry_accepts(world, new)

@@ -179,7 +179,7 @@ def test_rekey_in_platform_mode_fans_out_the_newest_version_and_refuses_a_compro
     clusters = ["cls-rk1", "cls-rk2"]
     for cid in clusters:
         seed_ready_cluster(admin, cid)
-    app = adapter.application()
+    app = adapter
     lines: list[str] = []
     assert rekey.run(app, rekey.Request(compromise=True), out=lines.append) == rekey.EXIT_USAGE
     assert lines == ["error: --compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE"]

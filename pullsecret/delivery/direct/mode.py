@@ -36,6 +36,7 @@ from pullsecret.gke import GkeClusters
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
@@ -118,7 +119,7 @@ class DirectDelivery:
             probed = self.kube.probe(api, where.placement.namespace, where.kube_name, deadline)
         return DirectProbed(secret=probed, api=api, kube=self.kube, placement=where.placement)
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData:
         return {"kubernetes_resource_version": applied.revision}
 
     def after_transient(self, placement: Placement, error: TransientError) -> None:
@@ -130,12 +131,12 @@ class DirectDelivery:
         data = self._delete(leaving, deadline)
         return Cleaned(data, f"Kubernetes Secret {data['kubernetes_cleanup']}")
 
-    def _delete(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
+    def _delete(self, leaving: Leaving, deadline: Deadline) -> StatusData:
         placement = leaving.placement
         if placement is None:
             return {"kubernetes_cleanup": "placement unknown; nothing to delete"}
         bind(management_cluster=placement.management_cluster)
-        data: dict[str, Any] = {
+        data: StatusData = {
             "management_cluster": placement.management_cluster,
             "kubernetes_namespace": placement.namespace,
             "kubernetes_name": leaving.kube_name,

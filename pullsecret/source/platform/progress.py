@@ -62,13 +62,13 @@ class Ledger:
         self.etag: str | None = None
 
     def load(self) -> Progress | None:
-        found = self.store.read_record(self.name, self.deadline)
+        found = self.store.records.read_record(self.name, self.deadline)
         self.etag = None if found is None else found[1]
         return None if found is None else Progress.decode(found[0])
 
     def save(self, progress: Progress) -> bool:
         """Record `progress` if nobody changed the record since we read or wrote it; False when someone did."""
-        etag = self.store.write_record(
+        etag = self.store.records.write_record(
             self.name, progress.encode(), etag=self.etag, labels=self.labels, deadline=self.deadline
         )
         if etag is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
@@ -20,6 +19,7 @@ from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
@@ -60,7 +60,7 @@ class PlatformFetch:
         protect(platform.sensitive_strings())
         return platform
 
-    def status_data(self) -> dict[str, Any]:
+    def status_data(self) -> StatusData:
         return {}
 
 
@@ -95,7 +95,7 @@ class PlatformSource(Source):
             self._parsed = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
         """Shared by every cluster: nothing to remove for one."""
         return {}
 

@@ -24,8 +24,6 @@ pullsecret.source.service.rekey: ask the service to rotate, compare what a clust
 
 from __future__ import annotations
 
-from typing import Any
-
 from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
@@ -33,6 +31,7 @@ from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
 from pullsecret.source.base import Registration, Source, Wiring, WouldCreate
@@ -108,7 +107,7 @@ class ServiceFetch:
                 raise
             return answer
 
-    def status_data(self) -> dict[str, Any]:
+    def status_data(self) -> StatusData:
         return self._answer.status_data() if self._answer is not None else {"source": SOURCE_NAME}
 
 
@@ -128,7 +127,7 @@ class ServiceSource(Source):
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
             deleted = self.client.delete(cluster_id, deadline)
