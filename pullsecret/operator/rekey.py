@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.errors import AdapterError, TransientError
-from pullsecret.model import names, preconditions
+from pullsecret.model import events, names, preconditions
 from pullsecret.operator import convergence
 from pullsecret.operator.rekey_record import RekeyLedger, RekeyRecord, record_secret_id
 from pullsecret.publishing import Publisher, sentinel_event
@@ -66,8 +66,10 @@ class Request:
 
 def parse_time(text: str) -> float:
     """An RFC 3339 time (a date alone means its midnight UTC) as unix seconds; ValueError when not one."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    moment = events.parse_time(text)
+    if moment is None:
+        raise ValueError(f"not an RFC 3339 time: {text[:40]!r}")
+    return moment.timestamp()
 
 
 def _rfc3339(seconds: float) -> str:

@@ -14,29 +14,21 @@ it is not True: the cluster's reconcile is failing or waiting, not just not yet 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.model import events
 from pullsecret.publishing import Publisher
 from pullsecret.source.base import Held, Out, Rekeyed
 from pullsecret.source.service.api import PullSecretServiceClient, ServiceAnswer
 
 
-def parse_time(text: str) -> float:
-    """An RFC 3339 time (a date alone means its midnight UTC) as unix seconds; ValueError when not one."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
-
-
 def created_before(answer: ServiceAnswer, cutoff: float) -> bool:
     """Any of the service's credentials created before `cutoff` (unknown times count as before)."""
     for credential in answer.credentials or ():
-        try:
-            if credential.created_at is None or parse_time(credential.created_at) < cutoff:
-                return True
-        except ValueError:
+        created = events.parse_time(credential.created_at)
+        if created is None or created.timestamp() < cutoff:
             return True
     return not answer.credentials
 
