@@ -149,8 +149,13 @@ def test_many_clusters_on_one_management_cluster_fetch_credentials_once(
 
     def deliver(cid: str) -> str:
         barrier.wait()
-        harness.count("deliveries")
-        return adapter.handle(*campaign.envelope(cid, 1)).result
+        for _ in range(3):  # at-least-once: a transient answer (a deadline passed on a loaded machine) is redelivered
+            harness.count("deliveries")
+            try:
+                return adapter.handle(*campaign.envelope(cid, 1)).result
+            except TransientError as exc:
+                last = exc.reason
+        return f"transient ({last}) three times"
 
     with ThreadPoolExecutor(max_workers=count) as pool:
         results = list(pool.map(deliver, clusters))
