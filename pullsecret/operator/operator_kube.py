@@ -80,5 +80,5 @@ def use(delivery: object, env: Mapping[str, str]) -> None:
         raise ConfigError(f"{ENV_NAME} names no usable kubeconfig ({path}): {type(exc).__name__}") from None
     client.configuration.retries = False
     cast(_ReadsClusters, delivery).clusters = OperatorClusters(
-        str(active["context"]["cluster"]), SecretsApi(client), clusters
+        str(active["context"]["cluster"]), SecretsApi(client.configuration), clusters
     )
