@@ -26,7 +26,9 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -44,6 +46,9 @@ if TYPE_CHECKING:
 PAGE_SIZE = 100
 LEASE_S = 600.0  # a run's hold on the record; each save renews it
 REPORT_EVERY_S = 5.0
+# Service steps (GET, rotation POST) started ahead of their cluster's publish slot; an interruption leaves at most
+# this many clusters rotated without their event, which the resume publishes (their credentials are then newer).
+LOOKAHEAD = 4
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TRANSIENT = 0, 1, 2, 3
 Out = Callable[[str], None]
 
@@ -146,28 +151,47 @@ def _created_before(answer: Any, cutoff: float) -> bool:
     return not answer.credentials
 
 
-def _service_step(source: ServiceSource, cluster_id: str, record: RekeyRecord, request: Request) -> str | None:
-    """Rotate one cluster at the service when its credentials predate the cutoff; what to count ("rotated",
-    "current"), or None after recording a failure. Raises TransientError when the service is unavailable."""
+def _service_step(source: ServiceSource, cluster_id: str, cutoff: float, request: Request) -> tuple[str, str]:
+    """Rotate one cluster at the service when its credentials predate the cutoff: ("rotated" or "current", ""), or
+    ("failed", why). Touches no record (it runs on the lookahead's threads). Raises TransientError when the
+    service is unavailable."""
     answer = source.client.get(cluster_id)
     if answer is None:
-        return "current"  # nothing held: its first provisioning mints fresh credentials
-    if not _created_before(answer, record.cutoff):
-        return "current"  # re-keyed after the cutoff (by this run before an interruption, or since)
+        return "current", ""  # nothing held: its first provisioning mints fresh credentials
+    if not _created_before(answer, cutoff):
+        return "current", ""  # re-keyed after the cutoff (by this run before an interruption, or since)
     reason = "compromise" if request.compromise else "manual"
     try:
         started = source.client.rotate(cluster_id, reason=reason, force_immediate=request.compromise)
     except TerminalError as exc:
-        record.fail(cluster_id, f"the service refused the rotation: {exc.message}")
-        return None
+        return "failed", f"the service refused the rotation: {exc.message}"
     if "open" in started and request.compromise:
-        record.fail(
-            cluster_id,
+        return "failed", (
             f"rotation {started['open']} was already {started['status']} at the service: its old credentials stay "
-            "valid until the service completes it; its event is published anyway",
+            "valid until the service completes it; its event is published anyway"
         )
-        return None
-    return "rotated"
+    return "rotated", ""
+
+
+def _step(service: ServiceSource | None, cluster: dict[str, Any], cutoff: float, request: Request) -> tuple[str, str]:
+    """One cluster's outcome before its event: "gone" (gone or being deleted: deletion revokes; no event), else
+    the service's rotation (service mode) or "current" (platform mode: the event alone re-keys it)."""
+    if cluster.get("_gone") or cluster.get("deleted_time"):
+        return "gone", ""
+    return _service_step(service, str(cluster["id"]), cutoff, request) if service else ("current", "")
+
+
+def _lookahead(
+    pool: ThreadPoolExecutor, clusters: Iterator[dict[str, Any]], step: Callable[[dict[str, Any]], tuple[str, str]]
+) -> Iterator[tuple[dict[str, Any], Future[tuple[str, str]]]]:
+    """The clusters in order, each with its step started on `pool` up to LOOKAHEAD clusters ahead: the service's
+    calls of the next clusters run while this one waits for its publish slot, so they do not set the pace."""
+    ahead: deque[tuple[dict[str, Any], Future[tuple[str, str]]]] = deque()
+    for cluster in clusters:
+        ahead.append((cluster, pool.submit(step, cluster)))
+        if len(ahead) >= LOOKAHEAD:
+            yield ahead.popleft()
+    yield from ahead
 
 
 def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str) -> RekeyRecord | str:
@@ -283,13 +307,19 @@ def _work(
     progress = Progress(out, _total(app, request), app.settings.publish_rate(), time.time)
     progress.line(record, force=True)
     next_at, pending, last = time.monotonic(), [], record.after
+    pool = ThreadPoolExecutor(max_workers=LOOKAHEAD, thread_name_prefix="rekey-step")
     try:
-        for cluster in selected(app, request, record.after):
+        clusters = selected(app, request, record.after)
+        for cluster, step in _lookahead(pool, clusters, lambda c: _step(service, c, record.cutoff, request)):
             cluster_id = str(cluster["id"])
-            if cluster.get("_gone") or cluster.get("deleted_time"):
-                record.current += 1  # nothing to re-key: gone, or being deleted (deletion revokes)
-            else:
-                _count(record, _service_step(service, cluster_id, record, request) if service else "current")
+            counted, why = step.result()
+            if counted == "failed":
+                record.fail(cluster_id, why)
+            if counted in ("current", "gone"):
+                record.current += 1
+            elif counted == "rotated":
+                record.rotated += 1
+            if counted != "gone":
                 next_at = _pace(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster)))
             last = cluster_id
@@ -309,20 +339,14 @@ def _work(
             "run the same command again to resume"
         )
         return EXIT_TRANSIENT
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a step begun finishes; an unpublished cluster is resumed
     record.done = True
     if not _save(ledger, record, pending, last, holder_done=True):
         out("error: another rekey run took the record over; stopping")
         return EXIT_TRANSIENT
     progress.line(record, force=True)
     return _summary(record, out)
-
-
-def _count(record: RekeyRecord, counted: str | None) -> None:
-    """Count one cluster's outcome (a failure was counted when it was recorded)."""
-    if counted == "rotated":
-        record.rotated += 1
-    elif counted == "current":
-        record.current += 1
 
 
 def _save(
