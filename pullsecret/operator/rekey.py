@@ -7,8 +7,9 @@ otherwise reason `manual`, which keeps the dual-credential period until the clus
 cluster's reconcile event (Sentinel's shape) is published on ADAPTER_TOPIC, so the function delivers the new set
 now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret Manager version and one
 Kubernetes write (none with external-secrets), so events go out at `Settings.publish_rate()`: the budget the
-platform rotation fan-out uses (pullsecret.source.rotation), 90 % of SECRET_WRITE_QUOTA per
-ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says.
+platform rotation fan-out uses (pullsecret.source.rotation), 95 % of SECRET_WRITE_QUOTA per
+ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says. The service's calls of the next clusters run
+ahead of their publish slots (LOOKAHEAD), so a service slower than the slot does not set the pace.
 
 Platform mode: every cluster shares PULL_SECRET_SOURCE. Without a selection the command drives the rotation
 fan-out (its record, lease and pace) for the source's newest version, in this process: add the new version
@@ -106,11 +107,13 @@ class Progress:
 
 
 def _pace(next_at: float, interval: float, sleep: Callable[[float], None]) -> float:
-    """Wait for the next publish slot (the fan-out's rule: one event per interval); the slot after it."""
+    """Wait for the next publish slot (one event per interval); the slot after it. A slot taken late by less than
+    an interval (a thread woken late on a busy machine) keeps the schedule, so the next comes sooner and the rate
+    holds; later than that, the schedule restarts from now: at most two events ever go out back to back."""
     delay = next_at - time.monotonic()
     if delay > 0:
         sleep(delay)
-    return max(next_at, time.monotonic()) + interval
+    return max(next_at + interval, time.monotonic())
 
 
 def selected(app: Application, request: Request, after: str) -> Iterator[dict[str, Any]]:
