@@ -184,6 +184,17 @@ def _step(service: ServiceSource | None, cluster: dict[str, Any], cutoff: float,
     return _service_step(service, str(cluster["id"]), cutoff, request) if service else ("current", "")
 
 
+def _tally(record: RekeyRecord, cluster_id: str, counted: str, why: str) -> str:
+    """Count one cluster's outcome in the record (on the loop's thread: the steps touch no record); `counted`."""
+    if counted == "failed":
+        record.fail(cluster_id, why)
+    elif counted == "rotated":
+        record.rotated += 1
+    else:
+        record.current += 1  # current, or gone (nothing to re-key: deletion revokes)
+    return counted
+
+
 def _lookahead(
     pool: ThreadPoolExecutor, clusters: Iterator[dict[str, Any]], step: Callable[[dict[str, Any]], tuple[str, str]]
 ) -> Iterator[tuple[dict[str, Any], Future[tuple[str, str]]]]:
@@ -315,13 +326,7 @@ def _work(
         clusters = selected(app, request, record.after)
         for cluster, step in _lookahead(pool, clusters, lambda c: _step(service, c, record.cutoff, request)):
             cluster_id = str(cluster["id"])
-            counted, why = step.result()
-            if counted == "failed":
-                record.fail(cluster_id, why)
-            if counted in ("current", "gone"):
-                record.current += 1
-            elif counted == "rotated":
-                record.rotated += 1
+            counted = _tally(record, cluster_id, *step.result())
             if counted != "gone":
                 next_at = _pace(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster)))

@@ -82,6 +82,17 @@ _OPTIONS = {"_content_type", "_preload_content", "_request_timeout", "_headers"}
 USER_AGENT = f"OpenAPI-Generator/{_CLIENT_VERSION}/python"  # what ApiClient sends
 
 
+def _headers(method: str, body: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The request's headers before its credential: what the generated methods send."""
+    headers: dict[str, Any] = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    headers.update(options.get("_headers") or {})
+    if body is not None:
+        headers["Content-Type"] = options.get("_content_type") or (
+            "application/json-patch+json" if method == "PATCH" and isinstance(body, list) else "application/json"
+        )
+    return headers
+
+
 def _query_value(value: Any) -> str:
     """A query value as ApiClient.parameters_to_url_query formats a scalar (booleans lower-case), quoted."""
     return quote(str(value).lower() if isinstance(value, bool) else str(value))
@@ -131,15 +142,7 @@ class SecretsApi:
             raise TypeError("SecretsApi answers raw responses only (_preload_content=False)")
         asked = [(_QUERY[key], value) for key, value in options.items() if key in _QUERY and value is not None]
         query = "&".join(f"{key}={_query_value(value)}" for key, value in asked)
-        headers: dict[str, Any] = {
-            "Accept": "application/json",
-            "User-Agent": USER_AGENT,
-            **(options.get("_headers") or {}),
-        }
-        if body is not None:
-            headers["Content-Type"] = options.get("_content_type") or (
-                "application/json-patch+json" if method == "PATCH" and isinstance(body, list) else "application/json"
-            )
+        headers = _headers(method, body, options)
         for auth in self.configuration.auth_settings().values():  # BearerToken: runs the refresh hook
             headers[auth["key"]] = auth["value"]
         safe = self.configuration.safe_chars_for_path_param
