@@ -19,7 +19,7 @@ ADAPTER = web.start()
 def handle_cluster_event(event: CloudEvent) -> None:
     """Reconcile the cluster named by `event`; a transient failure answers 503 so that Pub/Sub redelivers."""
     if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.operator.doctor)
-        raise doctor.answer(ADAPTER.application())
+        raise doctor.answer(ADAPTER)
     headers = flask.request.headers if flask.has_request_context() else None
     try:
         ADAPTER.handle(

@@ -328,8 +328,8 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     from pullsecret.delivery.direct.mode import DirectDelivery
     from pullsecret.handler import Adapter
     from pullsecret.model.preconditions import Act, evaluate
-    from pullsecret.provision import names
     from pullsecret.retrying import Deadline
+    from pullsecret.target import names
 
     adapter = Adapter.from_environment(env)
 
@@ -339,7 +339,7 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     with quiet():
         for _ in range(3):
             deliver(handle, cluster_id)
-    app = adapter.application()
+    app = adapter
     act = evaluate(
         app.hyperfleet.get_cluster(cluster_id) or {},
         app.hyperfleet.list_statuses(cluster_id),
@@ -354,7 +354,7 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     calls: dict[str, Callable[[], Any]] = {
         "hyperfleet get_cluster": lambda: app.hyperfleet.get_cluster(cluster_id),
         "hyperfleet list_statuses": lambda: app.hyperfleet.list_statuses(cluster_id),
-        "secretmanager newest version": lambda: app.store.latest(
+        "secretmanager newest version": lambda: app.store.reads.latest(
             f"projects/{act.project_id}/secrets/{secret_id}", Deadline(8)
         ),
         "kubernetes probe (dry-run apply)": lambda: delivery.kube.probe(

@@ -69,8 +69,7 @@ def phase(
                 if cold:
                     from pullsecret.registry.verification import RegistryVerifier
 
-                    reconciler = adapter.application().reconciler
-                    reconciler.registries = RegistryVerifier(reconciler.settings)
+                    adapter.collaborators.registries = RegistryVerifier(adapter.settings)
                 before = registry_calls(stack)
                 start = time.perf_counter()
                 result = inproc.deliver(handle, clusters[mode][i])

@@ -94,7 +94,7 @@ def measure(
 
     with inproc.quiet():
         inproc.provision(handler, clusters)  # each holds its first credentials (no quota, L = 0)
-    app = adapter.application()
+    app = adapter
     deadline_s = float(env.get("RETRY_DEADLINE", "60"))
     push = PushedInProcess(handler, concurrency, deadline_s)
     lines: list[str] = []

@@ -260,7 +260,7 @@ def _publish_rate(env: Mapping[str, str]) -> float | None:
     """ROTATION_PUBLISH_RATE, or None to derive it from the write quota."""
     if envvars.get(env, "ROTATION_PUBLISH_RATE") is None:
         return None
-    return envvars.number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000)
+    return envvars.number(env, "ROTATION_PUBLISH_RATE", 0.0, minimum=0.1, maximum=1000, unit="events per second")
 
 
 _DEPLOYMENT_RE = re.compile(r"^[a-z0-9_-]{1,63}$")
@@ -348,8 +348,12 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         # Rotation: the fan-out's topic and its pace against the Secret Manager write quota.
         adapter_topic=envvars.matching(env, "ADAPTER_TOPIC", TOPIC_RE, "projects/P/topics/T"),
         rotation_publish_rate=_publish_rate(env),
-        secret_write_quota=envvars.number(env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000),
-        rotation_writes_per_cluster=envvars.number(env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10),
+        secret_write_quota=envvars.number(
+            env, "SECRET_WRITE_QUOTA", 600.0, minimum=1, maximum=1_000_000, unit="Secret Manager writes per minute"
+        ),
+        rotation_writes_per_cluster=envvars.number(
+            env, "ROTATION_WRITES_PER_CLUSTER", 1.0, minimum=0.1, maximum=10, unit="Secret Manager writes per cluster"
+        ),
         rotation_slice_s=envvars.number(env, "ROTATION_SLICE", 480.0, minimum=1, maximum=3600),
         # Registry verification: whether and how each registry's credential is checked.
         registry_verification=envvars.choice(

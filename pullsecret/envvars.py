@@ -22,14 +22,17 @@ def get(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def number(env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float) -> float:
+def number(
+    env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float, unit: str = "seconds"
+) -> float:
+    """A number in [minimum, maximum]; `unit` is what it counts, said when it is no number (a rate says its own)."""
     raw = get(env, name)
     if raw is None:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+        raise ConfigError(f"{name} must be a number of {unit}, got {raw!r}") from None
     if not minimum <= value <= maximum:
         raise ConfigError(f"{name} must lie in [{minimum:g}, {maximum:g}], got {raw!r}")
     return value

@@ -13,7 +13,7 @@ instances; tests/protocol/test_lifecycle_protocol.py checks them over every inte
 tests/reliability/test_revocation_race.py across two function processes):
 
   L1. An event that wrote anything (the source's POST, a Secret Manager version or secret, the delivery's write)
-      reads the cluster again after its last write and before it answers (`Reconciler._undo_if_left`). Gone
+      reads the cluster again after its last write and before it answers (`provisioning.Provisioning.run`). Gone
       or deleted: it runs this finalizer itself over where it wrote (`left_behind`), and answers with the
       Finalized report (deleted) or `gone`. Still live: the deletion comes after that read, so the deletion's
       own finalizer runs after every write of this event and removes them.
@@ -36,39 +36,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret.config import Settings
-from pullsecret.delivery.base import Delivery, Leaving
+from pullsecret.app import Application
+from pullsecret.delivery.base import Leaving
 from pullsecret.errors import OwnershipConflict
-from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
 from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
-from pullsecret.provision import names
+from pullsecret.model.status_data import StatusData
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import SecretStore
-from pullsecret.source.base import Source
+from pullsecret.target import names
 
 
 def finalize(
-    cluster_id: str,
-    deleting: preconditions.Deleting,
-    *,
-    settings: Settings,
-    store: SecretStore,
-    delivery: Delivery,
-    source: Source,
-    deadline: Deadline,
-) -> tuple[str, dict[str, Any]]:
+    app: Application, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline
+) -> tuple[str, StatusData]:
     """Clean up a deleted cluster's pull secret everywhere; (the report's message, its `data`)."""
+    settings = app.settings
     secret_id, kube_name = names(settings, cluster_id)
     project = deleting.project_id
-    data: dict[str, Any] = {"deletion_policy": settings.deletion_policy}
+    data: StatusData = {"deletion_policy": settings.deletion_policy}
     leaving = Leaving(
         secret_name=secret_name(project, secret_id) if project is not None else None,
         placement=deleting.placement,
         kube_name=kube_name,
     )
-    cleaned = delivery.cleanup(leaving, deadline)
+    cleaned = app.delivery.cleanup(leaving, deadline)
     data.update(cleaned.data)
     if deleting.project_refused is not None:
         # The spec names a project the function may not use: nothing was written there by this adapter while it is
@@ -83,8 +75,8 @@ def finalize(
         data["sm_cleanup"] = "no GCP project known; nothing to delete"
     else:
         data["sm_name"] = secret_name(project, secret_id)
-        data["sm_cleanup"] = _delete_secret(settings, store, project, secret_id, deadline)
-    revoked = source.revoke(cluster_id, deadline)
+        data["sm_cleanup"] = _delete_secret(app, project, secret_id, deadline)
+    revoked = app.source.revoke(cluster_id, deadline)
     data.update(revoked)
     message = (
         f"cleanup confirmed: {cleaned.said}; "
@@ -102,54 +94,32 @@ class Undone:
     report: status.Report | None
 
 
-@dataclass(frozen=True)
-class Finalizer:
-    """The deletion with one process's collaborators (the reconcile holds one): a deletion event's, an event's
-    own undo (L1/L2) and a gone cluster's revocation (L3)."""
+def undo_if_left(app: Application, cluster_id: str, act: preconditions.Act, deadline: Deadline) -> Undone | None:
+    """L1/L2: the cluster read again after a provisioning's writes; gone or deleted, the finalizer runs where
+    the provisioning wrote. None: the cluster is live."""
+    with log.step("hyperfleet.get_cluster", why="after writing"):
+        cluster = app.hyperfleet.get_cluster(cluster_id)
+    deleting = left_behind(act, cluster)
+    if deleting is None:
+        return None
+    log.warning(
+        "the cluster was deleted while this event wrote; removing what it wrote (the finalizer)",
+        operation="finalize",
+        generation=deleting.generation,
+    )
+    message, data = finalize(app, cluster_id, deleting, deadline)
+    if cluster is None:
+        return Undone(f"the cluster was deleted while this event wrote; {message}", None)
+    return Undone(message, finalized_report(deleting, message, data))
 
-    settings: Settings
-    store: SecretStore
-    delivery: Delivery
-    source: Source
 
-    def run(self, cluster_id: str, deleting: preconditions.Deleting, deadline: Deadline) -> tuple[str, dict[str, Any]]:
-        return finalize(
-            cluster_id,
-            deleting,
-            settings=self.settings,
-            store=self.store,
-            delivery=self.delivery,
-            source=self.source,
-            deadline=deadline,
-        )
-
-    def undo_if_left(
-        self, hyperfleet: HyperFleetClient, cluster_id: str, act: preconditions.Act, deadline: Deadline
-    ) -> Undone | None:
-        """L1/L2: the cluster read again after a provisioning's writes; gone or deleted, the finalizer runs where
-        the provisioning wrote. None: the cluster is live."""
-        with log.step("hyperfleet.get_cluster", why="after writing"):
-            cluster = hyperfleet.get_cluster(cluster_id)
-        deleting = left_behind(act, cluster)
-        if deleting is None:
-            return None
-        log.warning(
-            "the cluster was deleted while this event wrote; removing what it wrote (the finalizer)",
-            operation="finalize",
-            generation=deleting.generation,
-        )
-        message, data = self.run(cluster_id, deleting, deadline)
-        if cluster is None:
-            return Undone(f"the cluster was deleted while this event wrote; {message}", None)
-        return Undone(message, finalized_report(deleting, message, data))
-
-    def gone(self, cluster_id: str, deadline: Deadline) -> str:
-        """L3: a cluster the API no longer knows: its own credentials revoked at their source (idempotent; no
-        call for the shared platform secret). The sentence for the event's final log line."""
-        revoked = self.source.revoke(cluster_id, deadline)
-        held = f"; its credentials at their source: {revoked['revoked']}" if "revoked" in revoked else ""
-        log.info(f"cluster {cluster_id} no longer exists{held}", operation="hyperfleet.get_cluster")
-        return f"the cluster no longer exists{held}"
+def gone(app: Application, cluster_id: str, deadline: Deadline) -> str:
+    """L3: a cluster the API no longer knows: its own credentials revoked at their source (idempotent; no
+    call for the shared platform secret). The sentence for the event's final log line."""
+    revoked = app.source.revoke(cluster_id, deadline)
+    held = f"; its credentials at their source: {revoked['revoked']}" if "revoked" in revoked else ""
+    log.info(f"cluster {cluster_id} no longer exists{held}", operation="hyperfleet.get_cluster")
+    return f"the cluster no longer exists{held}"
 
 
 def left_behind(act: preconditions.Act, cluster: dict[str, Any] | None) -> preconditions.Deleting | None:
@@ -165,10 +135,11 @@ def left_behind(act: preconditions.Act, cluster: dict[str, Any] | None) -> preco
     )
 
 
-def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_id: str, deadline: Deadline) -> str:
+def _delete_secret(app: Application, project: str, secret_id: str, deadline: Deadline) -> str:
+    settings = app.settings
     with log.step("secretmanager.delete_secret", secret_id=secret_id, policy=settings.deletion_policy) as fields:
         try:
-            result = store.delete_secret(
+            result = app.store.retention.delete_secret(
                 project=project,
                 secret_id=secret_id,
                 policy=settings.deletion_policy,
@@ -181,7 +152,7 @@ def _delete_secret(settings: Settings, store: SecretStore, project: str, secret_
     return result
 
 
-def finalized_report(deleting: preconditions.Deleting, message: str, data: dict[str, Any]) -> status.Report:
+def finalized_report(deleting: preconditions.Deleting, message: str, data: StatusData) -> status.Report:
     """The Finalized report of a cleanup; Health False when the cluster's project was refused (left untouched)."""
     refused = deleting.project_refused
     unhealthy = None if refused is None else f"{refused.reason}: Secret Manager not touched: {refused.message}"

@@ -1,4 +1,4 @@
-"""Event intake and the error policy around one reconcile.
+"""Event intake and the error policy around one reconcile: `Adapter`, the process object with its intake.
 
 Transient → TransientError out of `handle` (main.py answers 503, Pub/Sub redelivers). Terminal → reported inside
 the reconcile, logged, acknowledged. Unexpected exceptions that look like I/O are transient; anything else is a
@@ -14,16 +14,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import configured, logs
+from pullsecret import logs, reconcile
 from pullsecret.app import Application
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.logs import log
 from pullsecret.model import events, preconditions, status
-from pullsecret.reconcile import Outcome
+from pullsecret.outcome import Outcome
 from pullsecret.retrying import Deadline
-from pullsecret.source.platform import rotation
 
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
 _SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
@@ -43,12 +42,13 @@ def framework_fields(result: str, service: str | None, seconds: float) -> dict[s
     return fields
 
 
-class Adapter:
-    """Per-process state: the settings, the runtime identity, the application built from them on first use.
-    Build with `Adapter.from_environment()`."""
+class Adapter(Application):
+    """The process object (pullsecret.app.Application: settings, identity, collaborators built on first use) with
+    the event intake and the error policy on top; one per process (`adapter()`). Build with
+    `Adapter.from_environment()`."""
 
     def __init__(self, settings: Settings, identity: RuntimeIdentity | None = None) -> None:
-        self.settings = settings
+        super().__init__(settings, identity)
         log.configure(level=settings.log_level)
         if not settings.allowed_management_clusters:
             log.warning(
@@ -66,21 +66,6 @@ class Adapter:
         strange = preconditions.unknown_adapters(settings.precondition_adapters)
         if strange is not None:
             log.warning(strange, operation="config")
-        self.identity = identity or RuntimeIdentity()
-        self._lock = threading.Lock()
-        self._application: Application | None = None
-        self._publisher: rotation.Publisher | None = None
-
-    @classmethod
-    def from_environment(cls, env: Mapping[str, str] | None = None) -> Adapter:
-        return cls(configured.load(env))
-
-    def application(self) -> Application:
-        """Clients are built on first use (not at import: cold start stays short), once, under a lock."""
-        with self._lock:
-            if self._application is None:
-                self._application = Application.build(self.settings, self.identity)
-            return self._application
 
     def handle(
         self,
@@ -149,20 +134,10 @@ class Adapter:
             return self._run_and_log(parsed, start)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
-        """A new platform pull secret version: fan out reconcile events (pullsecret.source.platform.rotation)."""
-        app = self.application()
-        with self._lock:
-            if self._publisher is None:
-                self._publisher = rotation.Publisher(self.identity.credentials)
+        """A Secret Manager notification: the configured source's to act on (pullsecret.source.base `notified`)."""
         try:
-            result, published = rotation.fan_out(
-                self.settings,
-                notification,
-                hyperfleet=app.hyperfleet,
-                store=app.store,
-                publisher=self._publisher,
-                deadline=Deadline(self.settings.rotation_slice_s),
-                state_project=self.identity.project_id,
+            notified = self.source.notified(
+                notification, hyperfleet=self.hyperfleet, deadline=Deadline(self.settings.rotation_slice_s)
             )
         except TransientError as exc:
             # One structured line for the redelivered notification, as for a reconcile (main.py answers 503).
@@ -176,12 +151,12 @@ class Adapter:
             )
             raise
         log.info(
-            f"Secret Manager notification for {notification.secret[:200]}: {result}",
+            f"Secret Manager notification for {notification.secret[:200]}: {notified.result}",
             operation="rotation",
-            result=result,
-            published=published,
+            result=notified.result,
+            published=notified.published,
         )
-        return Outcome(result)
+        return Outcome(notified.result)
 
     def reconcile_cluster(self, cluster_id: str, *, event_id: str = "cli") -> Outcome:
         """One reconcile of `cluster_id` outside any event (the operator CLI); raises TransientError."""
@@ -239,7 +214,7 @@ class Adapter:
         """One reconcile; TransientError propagates (the caller logs it), everything else becomes an Outcome."""
         deadline = Deadline(self.settings.retry_deadline_s)
         try:
-            return self.application().reconciler.run(request.cluster_id, deadline, event_generation=request.generation)
+            return reconcile.run(self, request.cluster_id, deadline, event_generation=request.generation)
         except TransientError as exc:
             if exc.reason == "Unauthenticated":
                 self.identity.invalidate()
@@ -263,10 +238,10 @@ class Adapter:
 
     def _report_unexpected(self, cluster_id: str, exc: Exception) -> None:
         """The bug net's report (Health=False, terminal): best effort, and never raising itself, whatever fails in
-        it (building the application included: the bug may be that it cannot be built), so a bug is acknowledged
+        it (building the collaborators included: the bug may be that they cannot be built), so a bug is acknowledged
         once, never answered 500 on every delivery."""
         try:
-            hyperfleet = self.application().hyperfleet
+            hyperfleet = self.hyperfleet
             cluster = hyperfleet.get_cluster(cluster_id)
             generation = cluster.get("generation") if cluster else None
             if isinstance(generation, int) and generation >= 1:

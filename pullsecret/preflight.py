@@ -53,7 +53,7 @@ class Context:
     settings: Settings
     runtime: str  # the runtime service account's e-mail (or a description when unknown)
     hyperfleet: HyperFleetClient
-    store: SecretStore  # read_source
+    store: SecretStore
     secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
     registries: RegistryVerifier
     extra_clusters: tuple[str, ...] = ()

@@ -24,10 +24,14 @@ locals {
     HYPERFLEET_API_AUTH_SCHEME          = local.hyperfleet_service_account_token ? var.hyperfleet_api_auth_scheme : ""
     PULL_SECRET_SERVICE_TOKEN_CLUSTER   = local.pull_secret_service_account_token ? var.hyperfleet_token_cluster : ""
     PULL_SECRET_SERVICE_SERVICE_ACCOUNT = local.pull_secret_service_account_token ? var.hyperfleet_service_account : ""
-    HYPERFLEET_STATUS_METHOD            = var.hyperfleet_status_method
-    HYPERFLEET_SYSTEM_HEADER            = var.hyperfleet_system_header
-    ADAPTER_NAME                        = var.adapter_name
-    PRECONDITION_ADAPTERS               = join(",", var.precondition_adapters)
+    # Private root CAs (ca_bundles.tf): the mounted PEM file, or unset.
+    HYPERFLEET_API_CA_BUNDLE      = local.ca_bundle_environment["HYPERFLEET_API_CA_BUNDLE"]
+    PULL_SECRET_SERVICE_CA_BUNDLE = local.ca_bundle_environment["PULL_SECRET_SERVICE_CA_BUNDLE"]
+    REGISTRY_CA_BUNDLE            = local.ca_bundle_environment["REGISTRY_CA_BUNDLE"]
+    HYPERFLEET_STATUS_METHOD      = var.hyperfleet_status_method
+    HYPERFLEET_SYSTEM_HEADER      = var.hyperfleet_system_header
+    ADAPTER_NAME                  = var.adapter_name
+    PRECONDITION_ADAPTERS         = join(",", var.precondition_adapters)
     # Exactly one source (variables.tf): the platform pull secret, or the Pull Secret Service. An empty value is
     # unset for the function (pullsecret/config.py), so each mode's variables are set in that mode only.
     PULL_SECRET_SOURCE             = local.pull_secret_service ? "" : "${var.pull_secret_source_secret}/versions/${var.pull_secret_source_version}"
@@ -218,6 +222,20 @@ resource "google_cloudfunctions2_function" "adapter" {
         versions {
           version = "latest"
           path    = local.pull_secret_service_token_name
+        }
+      }
+    }
+
+    # Private root CAs (ca_bundles.tf): each PEM secret's latest version as ca.pem, in a volume of its own.
+    dynamic "secret_volumes" {
+      for_each = local.ca_bundle_volumes
+      content {
+        mount_path = secret_volumes.value.mount_path
+        project_id = secret_volumes.value.project_id
+        secret     = secret_volumes.value.secret
+        versions {
+          version = "latest"
+          path    = local.ca_bundle_file_name
         }
       }
     }

@@ -239,6 +239,16 @@ resource "google_secret_manager_secret_iam_member" "runtime_pull_secret_service_
   member    = google_service_account.runtime.member
 }
 
+# Each private root CA's PEM (ca_bundles.tf), mounted into the function as a file: that secret only.
+resource "google_secret_manager_secret_iam_member" "runtime_ca_bundle" {
+  for_each = local.ca_bundle_secret_names
+
+  project   = split("/", each.value)[1]
+  secret_id = split("/", each.value)[3]
+  role      = "roles/secretmanager.secretAccessor"
+  member    = google_service_account.runtime.member
+}
+
 # ---------------------------------------------------------------------------
 # GKE: read the management clusters' endpoint and CA (container.clusters.get) and reach the
 # Kubernetes API as the runtime account. IAM Conditions are not supported on GKE clusters,

@@ -58,6 +58,8 @@ locals {
     HYPERFLEET_API_TOKEN_FILE      = var.hyperfleet_api_auth == "token-file" ? var.hyperfleet_api_token_secret : ""
     PULL_SECRET_SERVICE_TOKEN_FILE = local.pull_secret_service_token_file ? var.pull_secret_service_token_secret : ""
   } : name => secret if secret != "" }
+  # What doctor_command fetches to temporary files on a workstation: those token files and the CA bundles.
+  doctor_file_secrets = merge(local.token_file_secrets, local.ca_bundle_secrets)
   # The services the function calls with a Google ID token of its own (doctor_command says how the doctor mints it).
   id_token_services = compact([
     var.hyperfleet_api_auth == "google-id-token" ? "the HyperFleet API" : "",
@@ -199,6 +201,7 @@ resource "time_sleep" "iam_propagation" {
       [for g in google_kms_crypto_key_iam_member.secret_cmek : g.id],
       google_secret_manager_secret_iam_member.runtime_hyperfleet_token[*].id,
       google_secret_manager_secret_iam_member.runtime_pull_secret_service_token[*].id,
+      [for g in google_secret_manager_secret_iam_member.runtime_ca_bundle : g.id],
       [google_service_account_iam_member.pubsub_agent_trigger_token.id],
       google_pubsub_topic_iam_member.runtime_fan_out_publisher[*].id,
     )))
@@ -211,6 +214,7 @@ resource "time_sleep" "iam_propagation" {
     google_kms_crypto_key_iam_member.secret_cmek,
     google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
     google_secret_manager_secret_iam_member.runtime_pull_secret_service_token,
+    google_secret_manager_secret_iam_member.runtime_ca_bundle,
     google_service_account_iam_member.pubsub_agent_trigger_token,
     google_pubsub_topic_iam_member.runtime_fan_out_publisher,
   ]

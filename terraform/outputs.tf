@@ -148,7 +148,7 @@ output "trigger_ack_deadline_seconds" {
 }
 
 output "doctor_command" {
-  description = "The preflight (python -m pullsecret doctor; README.md, Deployment): run it after apply, before the first event. It reads only and prints one line per check with its fix. Rendered for this configuration's modes: each token the function reads from a mounted file (token-file) is fetched to a temporary file as the runtime identity; with google-id-token the doctor mints the runtime identity's ID token through the impersonated login."
+  description = "The preflight (python -m pullsecret doctor; README.md, Deployment): run it after apply, before the first event. It reads only and prints one line per check with its fix. Rendered for this configuration's modes: each token the function reads from a mounted file (token-file) and each mounted CA bundle (ca_bundles.tf) is fetched to a temporary file as the runtime identity; with google-id-token the doctor mints the runtime identity's ID token through the impersonated login."
   value = join("\n", compact(concat(
     [
       "# Inside the deployed function (needs roles/run.invoker on its service, i.e. manual_invokers, and an ingress that admits you):",
@@ -157,15 +157,15 @@ output "doctor_command" {
       "# Or from a workstation, in a checkout of this release, as the runtime identity (needs roles/iam.serviceAccountTokenCreator on it):",
       "gcloud auth application-default login --impersonate-service-account=${google_service_account.runtime.email}",
     ],
-    [for name, value in local.function_environment : "export ${name}='${value}'" if value != "" && !contains(local.token_file_variables, name)],
+    [for name, value in local.function_environment : "export ${name}='${value}'" if value != "" && !contains(local.token_file_variables, name) && !contains(keys(local.ca_bundle_secrets), name)],
     length(local.id_token_services) == 0 ? [] : [
       "# google-id-token (${join(", ", local.id_token_services)}): the doctor mints ${google_service_account.runtime.email}'s ID token through that login (IAM generateIdToken); no token file.",
     ],
-    flatten([for name, secret in local.token_file_secrets : [
+    flatten([for name, secret in local.doctor_file_secrets : [
       format("export %s=\"$(mktemp)\"", name),
       format("gcloud secrets versions access latest --secret=%s --project=%s --impersonate-service-account=%s > \"$%s\"", split("/", secret)[3], split("/", secret)[1], google_service_account.runtime.email, name),
     ]]),
     ["python -m pullsecret doctor"],
-    length(local.token_file_secrets) == 0 ? [] : [join(" ", concat(["rm -f"], [for name in keys(local.token_file_secrets) : format("\"$%s\"", name)]))],
+    length(local.doctor_file_secrets) == 0 ? [] : [join(" ", concat(["rm -f"], [for name in keys(local.doctor_file_secrets) : format("\"$%s\"", name)]))],
   )))
 }

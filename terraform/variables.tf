@@ -318,6 +318,41 @@ variable "pull_secret_service_token_secret" {
   }
 }
 
+variable "hyperfleet_api_ca_bundle_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) whose latest version is the PEM of the root CA(s) the HyperFleet API's TLS chains to (a private root, e.g. hyperfleet-gateway's self-signed one); mounted as a file (ca_bundles.tf) that HYPERFLEET_API_CA_BUNDLE names, the runtime account granted access to that one secret. Empty: the public roots."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.hyperfleet_api_ca_bundle_secret == "" || can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.hyperfleet_api_ca_bundle_secret))
+    error_message = "The hyperfleet_api_ca_bundle_secret must be empty or projects/PROJECT_ID/secrets/SECRET_ID (a secret whose latest version is the PEM bundle)."
+  }
+}
+
+variable "pull_secret_service_ca_bundle_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) whose latest version is the PEM of the root CA(s) the Pull Secret Service's TLS chains to; mounted as a file (ca_bundles.tf) that PULL_SECRET_SERVICE_CA_BUNDLE names, the runtime account granted access to that one secret. Service mode only (pull_secret_service_url); empty: the public roots."
+  type        = string
+  default     = ""
+
+  validation {
+    condition = (var.pull_secret_service_ca_bundle_secret == "" ||
+      (var.pull_secret_service_url != "" &&
+    can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.pull_secret_service_ca_bundle_secret))))
+    error_message = "The pull_secret_service_ca_bundle_secret must be empty, or projects/PROJECT_ID/secrets/SECRET_ID with pull_secret_service_url (the service is called in service mode only)."
+  }
+}
+
+variable "registry_ca_bundle_secret" {
+  description = "Secret Manager secret (projects/P/secrets/S) whose latest version is a PEM bundle trusted instead of the system roots for registry calls (REGISTRY_CA_BUNDLE: every registry the function verifies must chain to it, so include the public roots if it verifies public registries too); mounted as a file (ca_bundles.tf), the runtime account granted access to that one secret. Empty: the system roots."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.registry_ca_bundle_secret == "" || can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.registry_ca_bundle_secret))
+    error_message = "The registry_ca_bundle_secret must be empty or projects/PROJECT_ID/secrets/SECRET_ID (a secret whose latest version is the PEM bundle)."
+  }
+}
+
 variable "pull_secret_service_registries" {
   description = "PULL_SECRET_SERVICE_REGISTRIES: the registry ids the function asks the Pull Secret Service credentials for (the DDR's quay = Quay robot account, rhit = registry.redhat.io service account). Used only with pull_secret_service_url."
   type        = list(string)

@@ -33,6 +33,7 @@ from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.errors import TransientError
 from pullsecret.model.preconditions import Placement
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
@@ -115,7 +116,7 @@ class Wording:
 class Cleaned:
     """What a deletion's cleanup did: its status `data`, and a phrase the Finalized message says it with."""
 
-    data: dict[str, Any]
+    data: StatusData
     said: str  # e.g. "Kubernetes Secret deleted"
 
 
@@ -160,7 +161,7 @@ class Delivery(Protocol):
 
     def probe(self, where: Where, deadline: Deadline) -> Probed: ...
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]: ...
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData: ...
 
     def after_transient(self, placement: Placement, error: TransientError) -> None: ...
 

@@ -27,7 +27,7 @@ ALLOW = re.compile(r"^[A-Z, ]{1,80}$")
 class UnparseableCluster(TerminalError):
     """The API's answer for one cluster is JSON the decoder refuses (nested too deep): that cluster's own terminal
     problem, reported with `generation` when its top-level `generation` member can still be read, else at the
-    event's generation (Reconciler.run's `event_generation`; the API discards one above the cluster's)."""
+    event's generation (reconcile.run's `event_generation`; the API discards one above the cluster's)."""
 
     default_reason = "InvalidCluster"
 

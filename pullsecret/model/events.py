@@ -65,7 +65,9 @@ class SkippedEvent:
 ParsedEvent = ReconcileRequest | SkippedEvent
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 time (a date alone means its midnight UTC; no zone means UTC) as an aware datetime; None when
+    `value` is not one. The one parser of the times events, the Pull Secret Service and the CLI write."""
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if not isinstance(value, str) or not value:
@@ -97,7 +99,7 @@ def parse_event(attributes: Mapping[str, Any], data: Any, *, cloud_trace_context
         data,
         transport="direct",
         trace=outer_trace,
-        published_at=_parse_time(attributes.get("time")),
+        published_at=parse_time(attributes.get("time")),
     )
 
 
@@ -124,7 +126,7 @@ def _from_pubsub(attributes: Mapping[str, Any], data: Any, trace: TraceContext |
         return skip(payload)
     message_attributes = message.get("attributes") if isinstance(message.get("attributes"), dict) else {}
     assert isinstance(message_attributes, dict)
-    published = _parse_time(message.get("publishTime")) or _parse_time(attributes.get("time"))
+    published = parse_time(message.get("publishTime")) or parse_time(attributes.get("time"))
     message_id = str(message.get("messageId") or message.get("message_id") or event_id)
 
     # Pub/Sub binary binding (ce-* attributes): the message data is the event data itself.
@@ -165,7 +167,7 @@ def _from_structured(
     inner_attributes = dict(inner.get_attributes())
     inner_trace = parse_trace(_str_or_none(inner_attributes.get("traceparent"))) or trace
     # The SDK stamps a missing `time` with "now"; Sentinel sets none, so only a time it sent counts.
-    sent_time = _parse_time(structured.get("time"))
+    sent_time = parse_time(structured.get("time"))
     return _from_sentinel(
         inner_attributes,
         inner.get_data(),

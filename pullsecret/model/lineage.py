@@ -13,6 +13,7 @@ import calendar
 import json
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pullsecret.model.names import version_id
@@ -20,6 +21,7 @@ from pullsecret.model.names import version_id
 __all__ = [
     "MAX_ANNOTATION_CHARS",
     "advance",
+    "chosen",
     "decode",
     "describes",
     "encode",
@@ -132,6 +134,39 @@ def advance(
         "removed": sorted(set(old_fps) - set(fingerprints)),
         "registries": registries,
     }
+
+
+def chosen(
+    *,
+    previous: dict[str, Any],
+    live: dict[str, Any],
+    fingerprints: dict[str, str],
+    version_name: str,
+    created: Callable[[], int],
+) -> dict[str, Any]:
+    """The lineage of the version the delivered copy points at (`version_name`): from our last status
+    (`previous`), else the live copy's record, else advanced from the last status to this version ("since" =
+    `created()`, the version's creation time, so every delivery pointing at it computes the same object and the
+    delivered copy is written once).
+
+    A record naming this version is believed only when its fingerprints are those computed from the content
+    (`fingerprints`): one that names other registries or fingerprints is forged or stale and is dropped, so
+    the lineage is recomputed rather than written through."""
+    version = version_id(version_name)
+    previous, live = (
+        {} if known.get("version") == version and not describes(known, fingerprints=fingerprints) else known
+        for known in (previous, live)
+    )
+    for known in (previous, live):
+        if known and known.get("version") == version:
+            return known
+    return advance(
+        previous or live,
+        fingerprints=fingerprints,
+        version_name=version_name,
+        previous_version=(previous or live).get("version"),
+        now=created(),
+    )
 
 
 def encode(lineage: dict[str, Any]) -> str | None:

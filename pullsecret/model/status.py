@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from pullsecret.model.status_data import StatusData
+
 MAX_MESSAGE = 1000
 MAX_DETAIL = 300
 # What a cluster's owner reads. hyperfleet-api 541f6b4 synthesises the cluster's `PullsecretSuccessful` condition
@@ -135,7 +137,7 @@ class Report:
 
     generation: int
     conditions: tuple[Condition, ...]
-    data: dict[str, Any] = field(default_factory=dict)
+    data: StatusData = field(default_factory=StatusData)
 
     def body(self, adapter: str, now: datetime | None = None) -> dict[str, Any]:
         # now(UTC) or a naive now(): the same instant once converted (mutation testing's one equivalent mutant here).
@@ -153,7 +155,7 @@ class Report:
         return any(c.type == "Available" and c.status == "True" for c in self.conditions)
 
 
-def provisioned(generation: int, *, applied: str, available: str, data: dict[str, Any]) -> Report:
+def provisioned(generation: int, *, applied: str, available: str, data: StatusData) -> Report:
     """Applied and Available True, with the delivery mode's words (its `Wording`) for this source and change."""
     return Report(
         generation,
@@ -177,7 +179,7 @@ def preconditions_not_met(generation: int, message: str) -> Report:
     )
 
 
-def stale(generation: int, recorded: int, data: dict[str, Any]) -> Report:
+def stale(generation: int, recorded: int, data: StatusData) -> Report:
     message = f"generation {generation} is older than generation {recorded} already applied; nothing changed"
     return Report(
         generation,
@@ -194,7 +196,7 @@ def terminal_failure(
     generation: int,
     reason: str,
     message: str,
-    data: dict[str, Any] | None = None,
+    data: StatusData | None = None,
     *,
     phase: str = PHASE_UNKNOWN,
     deleting: bool = False,
@@ -216,10 +218,10 @@ def terminal_failure(
     if deleting:
         blocked = Condition("Finalized", "False", "AdapterUnhealthy", f"cleanup blocked ({reason}): {message}")
         conditions = (*conditions, blocked)
-    return Report(generation, conditions, data or {})
+    return Report(generation, conditions, data or StatusData())
 
 
-def finalized(generation: int, message: str, data: dict[str, Any], *, unhealthy: str | None = None) -> Report:
+def finalized(generation: int, message: str, data: StatusData, *, unhealthy: str | None = None) -> Report:
     """The cleanup is confirmed. `unhealthy`: what it left alone on purpose (a cluster project the function may
     not use): Health turns False (`ExecutionFailed:preconditions`) with it, so a person looks; Finalized stays True."""
     health = (

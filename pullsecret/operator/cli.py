@@ -26,16 +26,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.errors import ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.operator import doctor
+from pullsecret.operator.settings import VIEW_VARIABLES
 
 if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
     from pullsecret.app import Application
     from pullsecret.handler import Adapter
-    from pullsecret.reconcile import Outcome
+    from pullsecret.outcome import Outcome
 
 EXIT_OK = 0
 EXIT_TERMINAL = 1
@@ -234,7 +236,7 @@ def _checked(args: argparse.Namespace) -> int:
     # The log lines (the cold start's warnings too) only on demand (-v): the summary is what a person reads first.
     log.configure(stream=sys.stderr, level=None if getattr(args, "verbose", False) else "OFF")
     try:
-        settings = configured.load()
+        settings = configured.load(_settings_env(args, os.environ))
         quiet = not getattr(args, "verbose", False)
         adapter = Adapter(dataclasses.replace(settings, log_level="OFF") if quiet else settings)
     except ConfigError as exc:
@@ -257,6 +259,9 @@ def _checked(args: argparse.Namespace) -> int:
     except TerminalError as exc:
         print(f"failed: {exc.message}", file=sys.stderr)
         return EXIT_TERMINAL
+    except ConfigError as exc:  # a setting checked again when the clients are built (a kubeconfig gone since)
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
 
 
 def _credentials_fix(env: Any) -> str:
@@ -285,6 +290,15 @@ def _reachable(adapter: Adapter, args: argparse.Namespace) -> int:
     return _command(adapter, args)
 
 
+def _settings_env(args: argparse.Namespace, env: Mapping[str, str]) -> Mapping[str, str]:
+    """What the settings are read from: the operator's own read credentials (VIEW_VARIABLES) only for the views
+    (inspect, fleet without --fix), which read with them; the commands that write or prove the runtime identity
+    (reconcile, rekey, doctor, fleet --fix) never use them."""
+    if args.command == "inspect" or (args.command == "fleet" and not args.fix):
+        return env
+    return {name: value for name, value in env.items() if name not in VIEW_VARIABLES}
+
+
 def _writes(args: argparse.Namespace) -> bool:
     """Whether the command writes (a reconcile or rekey that is no dry run, fleet --fix)."""
     return (args.command in ("reconcile", "rekey") and not args.dry_run) or (args.command == "fleet" and args.fix)
@@ -293,13 +307,7 @@ def _writes(args: argparse.Namespace) -> bool:
 def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     """Run the parsed command (after the deployed function's configuration agreed, for one that writes)."""
     if args.command == "doctor":
-        return doctor.main(adapter.application(), args)
-    if args.command == "inspect" or (args.command == "fleet" and not args.fix):  # views only: it reads
-        import os
-
-        from pullsecret.operator import operator_kube
-
-        operator_kube.use(adapter.application().delivery, os.environ)  # read with the operator's own identity
+        return doctor.main(adapter, args)
     refused = _compare_deployed(args) if _writes(args) else None
     if refused is not None:
         print(refused, file=sys.stderr)
@@ -307,7 +315,7 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     if args.command == "fleet":
         from pullsecret.operator import fleet
 
-        return fleet.main(adapter.application(), fix=args.fix, page_size=args.page_size)
+        return fleet.main(adapter, fix=args.fix, page_size=args.page_size)
     if args.command == "rekey":
         from pullsecret.operator import rekey
 
@@ -320,14 +328,14 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
             watch_timeout_s=args.watch_timeout,
             page_size=args.page_size,
         )
-        return rekey.run(adapter.application(), request)
+        return rekey.run(adapter, request)
     if args.command == "reconcile" and args.dry_run:
-        return _dry_run(adapter.application(), args.cluster_id)
+        return _dry_run(adapter, args.cluster_id)
     if args.command == "reconcile":
         return _reconcile(adapter, args.cluster_id, as_json=args.json)
     from pullsecret.operator import inspect
 
-    return inspect.run(adapter.application(), args.cluster_id)
+    return inspect.run(adapter, args.cluster_id)
 
 
 def _compare_deployed(args: argparse.Namespace) -> str | None:
@@ -359,7 +367,7 @@ def preconditions_cluster_id_ok(cluster_id: str) -> bool:
 
 
 def _reconcile(adapter: Adapter, cluster_id: str, *, as_json: bool = False) -> int:
-    from pullsecret.reconcile import Outcome
+    from pullsecret.outcome import Outcome
 
     try:
         outcome = adapter.reconcile_cluster(cluster_id)

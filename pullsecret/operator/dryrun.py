@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pullsecret import merge, provision
-from pullsecret.model import dockerconfig, preconditions
+from pullsecret import merge, provisioning
+from pullsecret.model import dockerconfig, preconditions, status_data
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.reads import Latest
 from pullsecret.source.base import WouldCreate
+from pullsecret.target import target_of
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -76,10 +77,10 @@ def plan(app: Application, cluster_id: str) -> Plan:
         return Plan(
             "finalize", ["the cluster is being deleted: the reconcile would finalize it (run it without --dry-run)"]
         )
-    target = provision.target(settings, cluster_id, cluster, decision)
+    target = target_of(settings, cluster_id, cluster, decision)
     own = preconditions.statuses_by_adapter(statuses).get(settings.adapter_name)
     # As the reconcile starts it (h41's first provisioning included); create=False keeps every path to a GET.
-    fetch = app.source.start(cluster_id, deadline, first=provision.first_provisioning(own))
+    fetch = app.source.start(cluster_id, deadline, first=status_data.first_provisioning(own))
     try:
         merged, _own = merge.merged(fetch.pull_secret(decision, deadline, create=False), decision, settings)
     except WouldCreate as exc:
@@ -91,14 +92,12 @@ def plan(app: Application, cluster_id: str) -> Plan:
                 "status: would report applied",
             ],
         )
-    latest = app.store.latest(target.secret_name, deadline)
+    latest = app.store.reads.latest(target.secret_name, deadline)
     probed = app.delivery.probe(target.where, deadline)
     secret = merged.secret
     lines = [f"cluster {cluster_id} generation {generation}, pull secret fingerprint {secret.short_fingerprint}"]
     version, sm_writes = _stored_lines(latest, target.secret_name, secret, lines)
-    desired = provision.desired_secret(
-        settings, target, decision, merged=merged, version=version, created_by=app.reconciler.created_by
-    )
+    desired = provisioning.desired_secret(app, target, decision, merged=merged, version=version)
     would = probed.dry_run(desired, store_writes=sm_writes)  # each delivery says what it would do, and where
     lines += would.lines
     unless = "" if would.writes else would.unless

@@ -90,7 +90,7 @@ def _deadline(app: Application) -> Deadline:
 
 
 def _names(app: Application, cluster_id: str) -> tuple[str, str]:
-    from pullsecret.provision import names
+    from pullsecret.target import names
 
     return names(app.settings, cluster_id)
 
@@ -159,7 +159,7 @@ def _stored(app: Application, row: Row, project: str | None, secret_id: str) -> 
         row.stored = "no GCP project" if not row.disagrees else "project refused"
         return None
     try:
-        described = app.store.describe(project=project, secret_id=secret_id, deadline=_deadline(app))
+        described = app.store.description.describe(project=project, secret_id=secret_id, deadline=_deadline(app))
     except AdapterError as exc:
         row.stored = f"unreadable: {exc.message[:60]}"
         return None
@@ -224,7 +224,9 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
         # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it),
         # then the cluster's own credentials at their source.
         data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app)).data
-        done = app.store.delete_secret(project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app))
+        done = app.store.retention.delete_secret(
+            project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app)
+        )
         revoked = app.source.revoke(cluster_id, _deadline(app)).get("revoked")
         return (
             f"removed {listed.name} ({done}); delivery: {data.get('access_cleanup') or data.get('kubernetes_cleanup')}"
@@ -293,7 +295,9 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
         else:
 
             def finalize(cluster_id: str = labelled) -> str:
-                outcome = app.reconciler.run(cluster_id, _deadline(app))
+                from pullsecret import reconcile
+
+                outcome = reconcile.run(app, cluster_id, _deadline(app))
                 return f"cluster {cluster_id}: {outcome.result} (the finalizer ran and reported)"
 
             view.orphans.append(

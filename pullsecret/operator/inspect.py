@@ -26,7 +26,7 @@ NOT_APPLICABLE = "not applicable"  # a view's field that has no meaning in this 
 
 def run(app: Application, cluster_id: str) -> int:
     """Print the cluster's lineage as redacted JSON; EXIT_NOTHING_DONE when the API does not know it."""
-    from pullsecret.provision import names
+    from pullsecret.target import names
 
     settings = app.settings
     deadline = Deadline(settings.retry_deadline_s)
@@ -93,7 +93,7 @@ def _inspect_secret_manager(
     if project is None:
         return {"error": "no GCP project known for this cluster"}
     try:
-        described = store.describe(project=project, secret_id=secret_id, deadline=deadline)
+        described = store.description.describe(project=project, secret_id=secret_id, deadline=deadline)
     except AdapterError as exc:
         return {"error": exc.message}
     if described is None:

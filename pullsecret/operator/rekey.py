@@ -1,25 +1,24 @@
 """`python -m pullsecret rekey`: re-key the fleet (or some clusters) now, at the Secret Manager write quota's pace.
 
-Service mode, per selected cluster in id order: the service's credentials are read (`GET`, with metadata); when
-they were created before the run's cutoff, the service is asked to rotate them (`POST .../rotations`, DDR
-§3.2.3: `--compromise` sends reason `compromise` with `force_immediate`, which revokes the old set at once;
-otherwise reason `manual`, which keeps the dual-credential period until the cluster confirms), then the
-cluster's reconcile event (Sentinel's shape) is published on ADAPTER_TOPIC, so the function delivers the new set
-now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret Manager version and one
-Kubernetes write (none with external-secrets), so events go out at `Settings.publish_rate()`: the budget the
-platform rotation fan-out uses (pullsecret.source.rotation), 95 % of SECRET_WRITE_QUOTA per
-ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says. The service's calls of the next clusters run
-ahead of their publish slots (LOOKAHEAD), so a service slower than the slot does not set the pace.
+Per selected cluster in id order, the source does its part (pullsecret.source.base `Rekeying`): a source that holds
+each cluster's own credentials is asked to rotate them when they were created before the run's cutoff
+(`--compromise` revokes the old set at once; the Pull Secret Service's part: pullsecret.source.service.rekey);
+then the cluster's reconcile event (Sentinel's shape, pullsecret.publishing) is published on ADAPTER_TOPIC, so the
+function delivers the new set now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret
+Manager version and one delivery write, so events go out at `Settings.publish_rate()`: 95 % of SECRET_WRITE_QUOTA
+per ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says (the budget a source's fan-out uses too). The
+source's part for the next clusters runs ahead of their publish slots (LOOKAHEAD), so a source slower than the
+slot does not set the pace.
 
-Platform mode: every cluster shares PULL_SECRET_SOURCE. Without a selection the command drives the rotation
-fan-out (its record, lease and pace) for the source's newest version, in this process: add the new version
-first. With cluster ids it publishes their reconcile events at the same pace.
+Without a selection, a source with a way of its own to reach every cluster takes the whole run (`whole_fleet`: the
+platform pull secret's rotation fan-out of its newest version, its record, lease and pace; add the new version
+first); with cluster ids, their reconcile events are published at the same pace.
 
 Resumable and safe to run twice (pullsecret.operator.rekey_record): progress is saved after every page; an
 interrupted run resumes from its last save, and a cluster handled since is found re-keyed (credentials newer
 than the cutoff) and only gets its event again; a finished run asked again does nothing new. Progress lines
 (done / remaining / failed, ETA) go to stdout while it runs, then a summary; `--watch` then follows the clusters
-until each holds the service's current credentials, and names the stragglers with why.
+until each holds the source's current credentials (pullsecret.operator.convergence), and names the stragglers.
 """
 
 from __future__ import annotations
@@ -34,12 +33,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pullsecret.errors import AdapterError, TerminalError, TransientError
-from pullsecret.model import names, preconditions
+from pullsecret.errors import AdapterError, TransientError
+from pullsecret.model import events, names, preconditions
 from pullsecret.operator import convergence
 from pullsecret.operator.rekey_record import RekeyLedger, RekeyRecord, record_secret_id
-from pullsecret.source.platform.publishing import Publisher, sentinel_event
-from pullsecret.source.service.source import ServiceSource
+from pullsecret.publishing import Publisher, sentinel_event
+from pullsecret.source.base import Rekeyed, Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -47,8 +46,8 @@ if TYPE_CHECKING:
 PAGE_SIZE = 100
 LEASE_S = 600.0  # a run's hold on the record; each save renews it
 REPORT_EVERY_S = 5.0
-# Service steps (GET, rotation POST) started ahead of their cluster's publish slot; an interruption leaves at most
-# this many clusters rotated without their event, which the resume publishes (their credentials are then newer).
+# Source steps (the service's GET, rotation POST) started ahead of their cluster's publish slot; an interruption
+# leaves at most this many clusters rotated without their event, which the resume publishes (now newer).
 LOOKAHEAD = 4
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TRANSIENT = 0, 1, 2, 3
 Out = Callable[[str], None]
@@ -74,8 +73,10 @@ class Request:
 
 def parse_time(text: str) -> float:
     """An RFC 3339 time (a date alone means its midnight UTC) as unix seconds; ValueError when not one."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    moment = events.parse_time(text)
+    if moment is None:
+        raise ValueError(f"not an RFC 3339 time: {text[:40]!r}")
+    return moment.timestamp()
 
 
 def _rfc3339(seconds: float) -> str:
@@ -143,71 +144,6 @@ def _total(app: Application, request: Request) -> int | None:
     return total
 
 
-def _created_before(answer: Any, cutoff: float) -> bool:
-    """Any of the service's credentials created before `cutoff` (unknown times count as before)."""
-    for credential in answer.credentials or ():
-        try:
-            if credential.created_at is None or parse_time(credential.created_at) < cutoff:
-                return True
-        except ValueError:
-            return True
-    return not answer.credentials
-
-
-def _service_step(source: ServiceSource, cluster_id: str, cutoff: float, request: Request) -> tuple[str, str]:
-    """Rotate one cluster at the service when its credentials predate the cutoff: ("rotated" or "current", ""), or
-    ("failed", why). Touches no record (it runs on the lookahead's threads). Raises TransientError when the
-    service is unavailable."""
-    answer = source.client.get(cluster_id)
-    if answer is None:
-        return "current", ""  # nothing held: its first provisioning mints fresh credentials
-    if not _created_before(answer, cutoff):
-        return "current", ""  # re-keyed after the cutoff (by this run before an interruption, or since)
-    reason = "compromise" if request.compromise else "manual"
-    try:
-        started = source.client.rotate(cluster_id, reason=reason, force_immediate=request.compromise)
-    except TerminalError as exc:
-        return "failed", f"the service refused the rotation: {exc.message}"
-    if "open" in started and request.compromise:
-        return "failed", (
-            f"rotation {started['open']} was already {started['status']} at the service: its old credentials stay "
-            "valid until the service completes it; its event is published anyway"
-        )
-    return "rotated", ""
-
-
-def _step(service: ServiceSource | None, cluster: dict[str, Any], cutoff: float, request: Request) -> tuple[str, str]:
-    """One cluster's outcome before its event: "gone" (gone or being deleted: deletion revokes; no event), else
-    the service's rotation (service mode) or "current" (platform mode: the event alone re-keys it)."""
-    if cluster.get("_gone") or cluster.get("deleted_time"):
-        return "gone", ""
-    return _service_step(service, str(cluster["id"]), cutoff, request) if service else ("current", "")
-
-
-def _tally(record: RekeyRecord, cluster_id: str, counted: str, why: str) -> str:
-    """Count one cluster's outcome in the record (on the loop's thread: the steps touch no record); `counted`."""
-    if counted == "failed":
-        record.fail(cluster_id, why)
-    elif counted == "rotated":
-        record.rotated += 1
-    else:
-        record.current += 1  # current, or gone (nothing to re-key: deletion revokes)
-    return counted
-
-
-def _lookahead(
-    pool: ThreadPoolExecutor, clusters: Iterator[dict[str, Any]], step: Callable[[dict[str, Any]], tuple[str, str]]
-) -> Iterator[tuple[dict[str, Any], Future[tuple[str, str]]]]:
-    """The clusters in order, each with its step started on `pool` up to LOOKAHEAD clusters ahead: the service's
-    calls of the next clusters run while this one waits for its publish slot, so they do not set the pace."""
-    ahead: deque[tuple[dict[str, Any], Future[tuple[str, str]]]] = deque()
-    for cluster in clusters:
-        ahead.append((cluster, pool.submit(step, cluster)))
-        if len(ahead) >= LOOKAHEAD:
-            yield ahead.popleft()
-    yield from ahead
-
-
 def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str) -> RekeyRecord | str:
     """This run's record (resumed or new, held by `me`), or why not to run."""
     found = ledger.load()
@@ -222,15 +158,16 @@ def _claim(ledger: RekeyLedger, key: str, request: Request, now: float, me: str)
     return found if ledger.save(found) else "another rekey run changed the record meanwhile; try again"
 
 
-def _refusal(app: Application, request: Request, service: ServiceSource | None) -> str | None:
+def _refusal(app: Application, request: Request, rekeying: Rekeying) -> str | None:
     """Why this request cannot run here (a usage error), or None."""
-    if service is None and request.created_before is not None:
-        return "--created-before needs service mode: in platform mode every cluster shares PULL_SECRET_SOURCE"
-    if service is None and request.compromise:
-        return "--compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE"
+    refused = rekeying.refusal(created_before=request.created_before is not None, compromise=request.compromise)
+    if refused is not None:
+        return refused
     if not app.settings.adapter_topic:
         return "ADAPTER_TOPIC is not set: the reconcile events have no topic to go to"
-    if service is not None and not (app.settings.secret_project_id or app.identity.project_id):
+    # The run's record (cluster by cluster): a source's own way through the whole fleet keeps its own.
+    recorded = bool(request.ids) or app.source.own_credentials
+    if recorded and not (app.settings.secret_project_id or app.identity.project_id):
         return "no project for the progress record: set SECRET_PROJECT_ID"
     return None
 
@@ -245,22 +182,20 @@ def run(
     clock: Callable[[], float] = time.time,
 ) -> int:
     """Run (or resume) a rekey; returns the exit code."""
-    service = app.source if isinstance(app.source, ServiceSource) else None
-    refused = _refusal(app, request, service)
+    rekeying = app.source.rekeying()
+    refused = _refusal(app, request, rekeying)
     if refused is not None:
         out(f"error: {refused}")
         return EXIT_USAGE
     if request.dry_run:
-        return _dry_run(app, request, service, out)
+        return _dry_run(app, request, rekeying, out)
     publisher = publisher or Publisher(app.identity.credentials)
-    if service is None and not request.ids:
-        from pullsecret.operator import rekey_platform
-
-        code = rekey_platform.fan_out(app, publisher, out)
-        if code != EXIT_OK or not request.watch:
+    if not request.ids:
+        watch_s = request.watch_timeout_s if request.watch else None
+        code = rekeying.whole_fleet(app.hyperfleet, publisher, out=out, sleep=sleep, watch_s=watch_s)
+        if code is not None:
             return code
-        return rekey_platform.watch(app, request.watch_timeout_s, out, sleep)
-    code = _recorded(app, request, service=service, publisher=publisher, out=out, sleep=sleep, clock=clock)
+    code = _recorded(app, request, rekeying=rekeying, publisher=publisher, out=out, sleep=sleep, clock=clock)
     if code == EXIT_OK and request.watch:
         return watch(app, request, out, sleep)
     return code
@@ -270,7 +205,7 @@ def _recorded(
     app: Application,
     request: Request,
     *,
-    service: ServiceSource | None,
+    rekeying: Rekeying,
     publisher: Publisher,
     out: Out,
     sleep: Callable[[float], None],
@@ -279,14 +214,14 @@ def _recorded(
     """Claim (or resume) the request's record, then work through its clusters."""
     settings = app.settings
     project = settings.secret_project_id or app.identity.project_id
-    assert project is not None  # _refusal
+    assert project is not None  # _refusal: a recorded run has a project
     ledger = RekeyLedger(
         app.store,
         name=names.secret_name(project, record_secret_id(settings)),
         adapter=settings.adapter_name,
         deadline_s=settings.retry_deadline_s,
     )
-    claimed = _claim(ledger, request.key("service" if service else "platform"), request, clock(), uuid.uuid4().hex)
+    claimed = _claim(ledger, request.key(app.source.name), request, clock(), uuid.uuid4().hex)
     if claimed == "done":
         out("rekey: this request already finished; nothing new to do (a new --created-before asks again)")
         return EXIT_OK
@@ -299,7 +234,7 @@ def _recorded(
         f"{settings.publish_rate():g} events/s to {settings.adapter_topic}"
     )
     return _work(
-        app, request, record=claimed, ledger=ledger, service=service, publisher=publisher, out=out, sleep=sleep
+        app, request, record=claimed, ledger=ledger, rekeying=rekeying, publisher=publisher, out=out, sleep=sleep
     )
 
 
@@ -309,7 +244,7 @@ def _work(
     *,
     record: RekeyRecord,
     ledger: RekeyLedger,
-    service: ServiceSource | None,
+    rekeying: Rekeying,
     publisher: Publisher,
     out: Out,
     sleep: Callable[[float], None],
@@ -322,12 +257,19 @@ def _work(
     progress.line(record, force=True)
     next_at, pending, last = time.monotonic(), [], record.after
     pool = ThreadPoolExecutor(max_workers=LOOKAHEAD, thread_name_prefix="rekey-step")
+
+    def step(cluster: dict[str, Any]) -> Rekeyed | None:
+        """None: gone, or being deleted (deletion revokes; no event). Touches no record (runs on the pool)."""
+        if cluster.get("_gone") or cluster.get("deleted_time"):
+            return None
+        return rekeying.rotate(str(cluster["id"]), cutoff=record.cutoff, compromise=request.compromise)
+
     try:
-        clusters = selected(app, request, record.after)
-        for cluster, step in _lookahead(pool, clusters, lambda c: _step(service, c, record.cutoff, request)):
+        for cluster, stepped in _lookahead(pool, selected(app, request, record.after), step):
             cluster_id = str(cluster["id"])
-            counted = _tally(record, cluster_id, *step.result())
-            if counted != "gone":
+            rekeyed = stepped.result()
+            _count(record, cluster_id, rekeyed)
+            if rekeyed is not None:
                 next_at = _pace(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster)))
             last = cluster_id
@@ -355,6 +297,29 @@ def _work(
         return EXIT_TRANSIENT
     progress.line(record, force=True)
     return _summary(record, out)
+
+
+def _count(record: RekeyRecord, cluster_id: str, rekeyed: Rekeyed | None) -> None:
+    """Count one cluster's outcome on the loop's thread (None: gone, nothing to re-key)."""
+    if rekeyed is None or rekeyed.counted == "current":
+        record.current += 1
+    elif rekeyed.counted == "rotated":
+        record.rotated += 1
+    else:
+        record.fail(cluster_id, rekeyed.why)
+
+
+def _lookahead(
+    pool: ThreadPoolExecutor, clusters: Iterator[dict[str, Any]], step: Callable[[dict[str, Any]], Rekeyed | None]
+) -> Iterator[tuple[dict[str, Any], Future[Rekeyed | None]]]:
+    """The clusters in order, each with its step started on `pool` up to LOOKAHEAD clusters ahead: the source's
+    calls for the next clusters run while this one waits for its publish slot, so they do not set the pace."""
+    ahead: deque[tuple[dict[str, Any], Future[Rekeyed | None]]] = deque()
+    for cluster in clusters:
+        ahead.append((cluster, pool.submit(step, cluster)))
+        if len(ahead) >= LOOKAHEAD:
+            yield ahead.popleft()
+    yield from ahead
 
 
 def _save(
@@ -390,7 +355,7 @@ def _summary(record: RekeyRecord, out: Out) -> int:
     return EXIT_FAILED if record.failed else EXIT_OK
 
 
-def _dry_run(app: Application, request: Request, service: ServiceSource | None, out: Out) -> int:
+def _dry_run(app: Application, request: Request, rekeying: Rekeying, out: Out) -> int:
     """What a run would do, per cluster, writing and rotating nothing."""
     cutoff = request.created_before if request.created_before is not None else time.time()
     count = 0
@@ -400,19 +365,7 @@ def _dry_run(app: Application, request: Request, service: ServiceSource | None, 
         if cluster.get("_gone") or cluster.get("deleted_time"):
             out(f"  {cluster_id}: skipped ({'not found' if cluster.get('_gone') else 'being deleted'})")
             continue
-        if service is None:
-            out(f"  {cluster_id}: reconcile event")
-            continue
-        try:
-            answer = service.client.get(cluster_id)
-        except AdapterError as exc:
-            out(f"  {cluster_id}: the service did not answer ({exc.reason})")
-            continue
-        if answer is None or not _created_before(answer, cutoff):
-            out(f"  {cluster_id}: nothing to rotate ({'none held' if answer is None else 'newer than the cutoff'})")
-        else:
-            how = "compromise rotation, old credentials revoked at once" if request.compromise else "rotation"
-            out(f"  {cluster_id}: {how}, then its reconcile event (one Secret Manager version, one delivery write)")
+        out(f"  {cluster_id}: {rekeying.preview(cluster_id, cutoff=cutoff, compromise=request.compromise)}")
     seconds = count / app.settings.publish_rate()
     out(
         f"dry run: {count} cluster(s), about {seconds:.0f} s at {app.settings.publish_rate():g} events/s; "
@@ -422,7 +375,7 @@ def _dry_run(app: Application, request: Request, service: ServiceSource | None, 
 
 
 def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
-    """Follow the selected clusters until each holds the service's current credentials; name the stragglers."""
+    """Follow the selected clusters until each holds the source's current credentials; name the stragglers."""
     began = time.monotonic()
     while True:
         behind: dict[str, str] = {}

@@ -92,13 +92,13 @@ class RekeyLedger:
         self.etag: str | None = None
 
     def load(self) -> RekeyRecord | None:
-        found = self.store.read_record(self.name, Deadline(self.deadline_s))
+        found = self.store.records.read_record(self.name, Deadline(self.deadline_s))
         self.etag = None if found is None else found[1]
         return None if found is None else RekeyRecord.decode(found[0])
 
     def save(self, record: RekeyRecord) -> bool:
         """K1: record it if nobody changed the record since we read or wrote it; False when someone did."""
-        etag = self.store.write_record(
+        etag = self.store.records.write_record(
             self.name, record.encode(), etag=self.etag, labels=self.labels, deadline=Deadline(self.deadline_s)
         )
         if etag is None:

@@ -101,9 +101,13 @@ AMBIENT_VARIABLES = frozenset(
         "GCE_METADATA_HOST",  # google-auth's metadata server; the CLI names it when it gave no token (operator/cli.py)
         "EMULATORS_ADMIN",  # the playground's env file exports it: a shell left from one (operator/staleness.py)
         "FUNCTION_URL",  # likewise
-        "PULLSECRET_OPERATOR_KUBECONFIG",  # inspect and fleet read with it (pullsecret/operator/operator_kube.py)
+        "PULLSECRET_OPERATOR_KUBECONFIG",  # inspect and fleet read with it (pullsecret/delivery/direct/settings.py)
     }
 )
+
+# The operator's own read credentials, a mode's settings (pullsecret/delivery/direct/settings.py): the CLI hands them
+# only to the commands that read (inspect, fleet without --fix); writes and the doctor never use them.
+VIEW_VARIABLES = frozenset({"PULLSECRET_OPERATOR_KUBECONFIG"})
 
 FUNCTION_VARIABLES = tuple(sorted(RESULT_VARIABLES | HOW_VARIABLES))
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
 
 from pullsecret.errors import TerminalError
+from pullsecret.model.status_data import StatusData
 from pullsecret.retrying import Deadline
 
 RESULTS = ("valid", "rejected", "anonymous", "unreachable", "skipped")
@@ -21,7 +21,7 @@ class RegistryRejected(TerminalError):
 
     default_reason = "RegistryCredentialRejected"
 
-    def __init__(self, message: str, data: dict[str, Any]) -> None:
+    def __init__(self, message: str, data: StatusData) -> None:
         super().__init__(message, service="registry")
         self.data = data
 
@@ -96,7 +96,7 @@ class Verification:
     def rejected(self) -> list[str]:
         return [safe_name(r) for r, c in self.checks.items() if c.result == "rejected"]
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> StatusData:
         """The status `data` fields (keys the HyperFleet condition mapping does not mask)."""
         return {
             "registry_verification": self.mode,

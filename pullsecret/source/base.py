@@ -6,7 +6,7 @@ order, and knows nothing else of it:
 
 - `start(cluster_id, deadline, first=...)` at the read step, before the other reads are waited for: no call is
   needed to start; a source that must ask a service may start its call here (on the shared pool) and answer
-  `ready=False`. `first` says our status records no stored version (pullsecret.provision.first_provisioning):
+  `ready=False`. `first` says our status records no stored version (pullsecret.model.status_data.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
 - `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
   its strings registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
@@ -19,6 +19,14 @@ order, and knows nothing else of it:
 - `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):
   the status `data` of what it removed (nothing for a shared platform secret);
 - `doctor_checks()`: what the preflight checks for this source, writing nothing.
+
+Outside the reconcile, two parts are optional (the base `Source` has a default; a source subclassing it inherits it):
+
+- `notified(notification, hyperfleet=, deadline=)`: a Secret Manager notification (a new secret version, or a
+  fan-out's continuation) for the source to act on; the handler logs the `Notified` it answers. Default: a secret
+  this source does not follow (`ignored`);
+- `rekeying()`: its part of the operator's `rekey` and of `fleet`'s CREDS column (`Rekeying`). Default
+  (`SharedKeys`): no credential of a cluster's own to rotate or compare.
 
 `Fetch.ready` is True when `pull_secret` makes no call (the steady state of a cached platform secret): the
 reconcile then reads the newest Secret Manager version on its own thread instead of handing it to the pool.
@@ -33,11 +41,18 @@ from typing import Any, Protocol
 
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
+from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
+from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+
+Out = Callable[[str], None]  # where the operator's lines go
 
 
 class Fetch(Protocol):
@@ -54,11 +69,107 @@ class Fetch(Protocol):
     def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
         """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
 
-    def status_data(self) -> dict[str, Any]: ...
+    def status_data(self) -> StatusData: ...
 
 
 class WouldCreate(Exception):
     """A dry run's read found nothing at the source, which the reconcile would create (the service's POST)."""
+
+
+@dataclass(frozen=True)
+class Notified:
+    """What a source did with a notification: `result` (rotated, continued, done, superseded, refused, ignored) as
+    the event's outcome and its `rotation` line say it, and how many reconcile events it published."""
+
+    result: str
+    published: int = 0
+
+
+@dataclass(frozen=True)
+class Held:
+    """One cluster's credentials against its source's current ones (`fleet`'s CREDS, `rekey --watch`): `state` is
+    current, behind, none, ? (the source did not say) or - (no credential of the cluster's own)."""
+
+    state: str
+    why: str = ""
+    created_at: str | None = None  # the newest current credential's creation time, as the source says it
+
+
+@dataclass(frozen=True)
+class Rekeyed:
+    """One cluster's rekey at its source: `counted` is "rotated" or "current"; None when it failed, with `why`."""
+
+    counted: str | None
+    why: str = ""
+
+
+class Rekeying(Protocol):
+    """A source's part of `python -m pullsecret rekey` (pullsecret.operator.rekey) and of `fleet`'s CREDS column.
+
+    The command keeps what every source shares: its record, its pace, its progress lines, the reconcile events it
+    publishes on ADAPTER_TOPIC, and following the clusters (`held`) with `--watch`.
+    """
+
+    def refusal(self, *, created_before: bool, compromise: bool) -> str | None:
+        """Why a rekey asking --created-before / --compromise cannot run with this source (a usage error), or None."""
+
+    def rotate(self, cluster_id: str, *, cutoff: float, compromise: bool) -> Rekeyed:
+        """Rotate the cluster's credentials at the source when they were created before `cutoff` (unix seconds);
+        raises TransientError when the source is unavailable (the run stops, and resumes when asked again)."""
+
+    def preview(self, cluster_id: str, *, cutoff: float, compromise: bool) -> str:
+        """The dry run's words for the cluster (nothing rotated, nothing published)."""
+
+    def whole_fleet(
+        self,
+        hyperfleet: HyperFleetClient,
+        publisher: Publisher,
+        *,
+        out: Out,
+        sleep: Callable[[float], None],
+        watch_s: float | None,
+    ) -> int | None:
+        """Rekey every cluster the source's own way, then follow it for `watch_s` seconds when given: the exit
+        code (0 done, 1 not done, 3 try again); None when it has no way of its own (the command then goes
+        cluster by cluster, with its record)."""
+
+    def held(self, cluster_id: str, ours: dict[str, Any]) -> Held:
+        """The cluster's credentials, as our status `ours` records them, against the source's current ones; never
+        raises for the source."""
+
+
+class SharedKeys:
+    """The default `Rekeying`: no credential of a cluster's own to rotate or compare; a rekey publishes each
+    selected cluster's reconcile event and nothing more."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def refusal(self, *, created_before: bool, compromise: bool) -> str | None:
+        asked = "--created-before" if created_before else "--compromise" if compromise else None
+        if asked is None:
+            return None
+        return f"{asked} needs a source that holds each cluster's own credentials; the {self.name} source does not"
+
+    def rotate(self, cluster_id: str, *, cutoff: float, compromise: bool) -> Rekeyed:
+        return Rekeyed("current")
+
+    def preview(self, cluster_id: str, *, cutoff: float, compromise: bool) -> str:
+        return "reconcile event"
+
+    def whole_fleet(
+        self,
+        hyperfleet: HyperFleetClient,
+        publisher: Publisher,
+        *,
+        out: Out,
+        sleep: Callable[[float], None],
+        watch_s: float | None,
+    ) -> int | None:
+        return None
+
+    def held(self, cluster_id: str, ours: dict[str, Any]) -> Held:
+        return Held("-", f"the {self.name} source holds no credential of the cluster's own")
 
 
 class Source(Protocol):
@@ -69,10 +180,26 @@ class Source(Protocol):
 
     def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> Fetch: ...
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]: ...
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData: ...
 
     def doctor_checks(self) -> list[DoctorCheck]:
         """The preflight checks this source needs (pullsecret.operator.doctor), reading only."""
+
+    def notified(
+        self, notification: SecretVersionAdded, *, hyperfleet: HyperFleetClient, deadline: Deadline
+    ) -> Notified:
+        """A Secret Manager notification for the source to act on; raises TransientError to have it redelivered.
+        Default: no secret this source follows (acknowledged, `ignored`)."""
+        log.info(
+            f"version added to {notification.secret[:200]}: the {self.name} source follows no Secret Manager secret; "
+            "nothing to do",
+            operation="rotation",
+        )
+        return Notified("ignored")
+
+    def rekeying(self) -> Rekeying:
+        """Its part of `rekey` and of `fleet`'s CREDS. Default: no credential of a cluster's own (`SharedKeys`)."""
+        return SharedKeys(self.name)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ SOURCE_PROJECT = "source secret's project"
 SOURCE_SECRET = "platform pull secret"
 TOKEN_SECRET = "token secret"
 SERVICE_TOKEN_SECRET = "Pull Secret Service token secret"
+CA_BUNDLE_SECRET = "CA bundle secret"
 KMS_KEY = "kms key"
 
 # The scope words of cloudbuild.yaml's `#   on ...:` lines.
@@ -46,6 +47,7 @@ SCOPE_HEADINGS: dict[str, str] = {
     "the platform pull secret": SOURCE_SECRET,
     "the HyperFleet token secret": TOKEN_SECRET,
     "the Pull Secret Service token secret": SERVICE_TOKEN_SECRET,
+    "each CA bundle secret": CA_BUNDLE_SECRET,
     "each CMEK key": KMS_KEY,
 }
 
@@ -349,6 +351,7 @@ SCOPES: dict[str, str] = {
     "terraform_data.source_rotation_topic": SOURCE_SECRET,
     "google_secret_manager_secret_iam_member.runtime_hyperfleet_token": TOKEN_SECRET,
     "google_secret_manager_secret_iam_member.runtime_pull_secret_service_token": SERVICE_TOKEN_SECRET,
+    "google_secret_manager_secret_iam_member.runtime_ca_bundle": CA_BUNDLE_SECRET,
     "google_kms_crypto_key_iam_member.secret_cmek": KMS_KEY,
     "google_kms_crypto_key_iam_member.pubsub_cmek": KMS_KEY,
 }

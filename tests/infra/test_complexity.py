@@ -1,7 +1,7 @@
 """Readability kept measurable: no function of the product above radon's cyclomatic complexity 15.
 
 A function past that has too many paths for one reader to hold; split it into named steps (see
-`config.load` or `Reconciler._provision`) rather than raising the limit.
+`config.load` or `provisioning.provision`) rather than raising the limit.
 """
 
 from __future__ import annotations

@@ -48,6 +48,13 @@ REAL_LOCALS = (
     "secret_project_ids",
     "hyperfleet_service_account_token",
     "pull_secret_service_account_token",
+    "ca_bundle_settings",
+    "ca_bundle_secrets",
+    "ca_bundle_secret_names",
+    "ca_bundle_file_name",
+    "ca_bundle_volumes",
+    "ca_bundle_environment",
+    "doctor_file_secrets",
 )
 SERVICE = {"pull_secret_source_secret": "", "enable_source_rotation": False}
 # Every source mode x every authentication mode of each service it calls (overrides of example.tfvars).

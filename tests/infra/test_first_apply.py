@@ -159,6 +159,7 @@ def test_the_function_waits_for_its_grants_to_propagate(found: dict[str, tuple[s
         "google_artifact_registry_repository_iam_member.build_writer",
         "google_secret_manager_secret_iam_member.runtime_hyperfleet_token",
         "google_secret_manager_secret_iam_member.runtime_pull_secret_service_token",  # mounted at first start
+        "google_secret_manager_secret_iam_member.runtime_ca_bundle",  # likewise
         "google_service_account_iam_member.pubsub_agent_trigger_token",
     ):
         assert "${" + grant + "}" in waited, grant

@@ -272,6 +272,7 @@ def test_secret_accessor_only_on_the_named_secrets(config: Config) -> None:
         "runtime_pull_secret_source",
         "runtime_hyperfleet_token",
         "runtime_pull_secret_service_token",
+        "runtime_ca_bundle",  # each CA bundle secret (ca_bundles.tf; tests/infra/test_ca_bundles.py)
     }
     for kind, _, body in accessors:
         assert kind == "google_secret_manager_secret_iam_member"
@@ -311,6 +312,7 @@ def test_runtime_account_project_roles_are_only_the_expected_ones(config: Config
             "roles/secretmanager.secretAccessor",
             "roles/secretmanager.secretAccessor",
             "roles/secretmanager.secretAccessor",  # the Pull Secret Service token (service mode, token-file)
+            "roles/secretmanager.secretAccessor",  # each CA bundle secret (ca_bundles.tf)
             "roles/container.clusterViewer",
             "${google_project_iam_custom_role.cluster_connect[each.value].id}",  # DNS endpoint only
             "${google_project_iam_custom_role.token_cluster[0].id}",  # service-account-token: the token's cluster

@@ -59,6 +59,15 @@ GOOD: dict[str, dict[str, Any]] = {
         "hyperfleet_api_token_secret": "",
         "hyperfleet_token_cluster": "projects/hyperfleet-regional-prod/locations/us-central1/clusters/regional-1",
     },
+    # Private root CAs (ca_bundles.tf): one PEM for HyperFleet's gateway and the service, another for registries.
+    "ca_bundles": {
+        "pull_secret_source_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "enable_source_rotation": False,
+        "hyperfleet_api_ca_bundle_secret": "projects/hyperfleet-adapters-prod/secrets/gateway-root-ca",
+        "pull_secret_service_ca_bundle_secret": "projects/hyperfleet-adapters-prod/secrets/gateway-root-ca",
+        "registry_ca_bundle_secret": "projects/hyperfleet-adapters-prod/secrets/registry-roots",
+    },
     "on_premises_registries": {"registry_allowed_hosts": ["registry.corp.example:5000", "10.1.2.3", "[fd00::5]:443"]},
     "no_trusted_realms": {"registry_trusted_realms": []},
     # Service mode (issue 29): the Pull Secret Service in place of the platform pull secret, both auth modes.
@@ -233,6 +242,9 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("api_propagation_wait_seconds", 0, {"api_propagation_wait_seconds": 10}),
     ("iam_propagation_wait_seconds", 0, {"iam_propagation_wait_seconds": 30}),  # below the provider example's 60 s
     ("log_metric_wait_seconds", 0, {"log_metric_wait_seconds": 1801}),
+    ("hyperfleet_api_ca_bundle_secret", 0, {"hyperfleet_api_ca_bundle_secret": "gateway-root-ca"}),
+    ("pull_secret_service_ca_bundle_secret", 0, {"pull_secret_service_ca_bundle_secret": "projects/p-1234/secrets/ca"}),
+    ("registry_ca_bundle_secret", 0, {"registry_ca_bundle_secret": "projects/hyperfleet-adapters-prod/secrets/"}),
 ]
 
 

@@ -79,7 +79,7 @@ def delete_cluster(admin: Admin, generation: int) -> None:
 
 def sm_client(adapter: Adapter) -> Any:
     """The official Secret Manager client the adapter built (acting 'by hand' as an operator would)."""
-    return adapter.application().store.calls.client
+    return adapter.store.calls.client
 
 
 def env_adapter(monkeypatch: pytest.MonkeyPatch, **env: str) -> Adapter:
@@ -424,9 +424,11 @@ def test_retention_never_destroys_a_protected_version(function_env: dict[str, st
     for generation in (2, 3):
         new_generation(admin, generation, own_registry(generation))
         deliver(adapter, generation)
-    store = adapter.application().store
+    store = adapter.store
     secret_name = f"projects/{PROJECT_NUMBER}/secrets/{SECRET_ID}"
-    result = store.apply_retention(secret_name, keep=1, protected={f"{secret_name}/versions/1"}, deadline=Deadline(10))
+    result = store.retention.apply_retention(
+        secret_name, keep=1, protected={f"{secret_name}/versions/1"}, deadline=Deadline(10)
+    )
     assert result.destroyed == ("2",)
     assert states(world) == {1: "ENABLED", 2: "DESTROYED", 3: "ENABLED"}
 

@@ -109,7 +109,7 @@ def test_cluster_lookups_write_nothing_to_the_temp_folder(
     """Each lookup used to write the CA to a new pullsecret-ca-* folder (Cloud Run's /tmp is memory)."""
     admin.call("PUT", f"/kubernetes/namespaces/clusters-{CID}")
     before = pullsecret_entries()
-    clusters = Adapter.from_environment().application().delivery.clusters
+    clusters = Adapter.from_environment().delivery.clusters
     for _ in range(3):
         api = clusters.api_for(MANAGEMENT_CLUSTER, Deadline(10))
         # TLS checked against the CA in memory; a read the runtime identity's RBAC allows (rbac.yaml).

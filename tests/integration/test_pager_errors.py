@@ -42,11 +42,11 @@ def test_retention_whose_second_page_fails_leaves_the_event_applied(
     adapter = Adapter.from_environment()
     seed_ready_cluster(admin, CID)
     seed_many_versions(admin)
-    store = adapter.application().store
+    store = adapter.store
     secret_name = f"projects/{PROJECT_NUMBER}/secrets/{SECRET_ID}"
     admin.fault(**SECOND_PAGE_FAILS, skip=1)
     with pytest.raises(TransientError) as failed:
-        store.apply_retention(secret_name, keep=3, protected=set(), deadline=Deadline(10))
+        store.retention.apply_retention(secret_name, keep=3, protected=set(), deadline=Deadline(10))
     assert failed.value.reason == "DependencyUnavailable" and "later page" in failed.value.message
     admin.call("DELETE", "/faults")
     # End to end: the version is written and applied; retention's page 2 fails; the outcome is the apply.

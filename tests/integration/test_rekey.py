@@ -19,7 +19,7 @@ import pytest
 from emulators.pubsub import PubSubEmulator
 from pullsecret.handler import Adapter
 from pullsecret.operator import convergence, rekey
-from pullsecret.source.platform.publishing import Publisher
+from pullsecret.publishing import Publisher
 from tests.integration.test_service_source import make_adapter, registry_accepts, service_env
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
@@ -86,7 +86,7 @@ def deliver_published(adapter: Adapter, pubsub: PubSubEmulator) -> list[str]:
 
 def run(adapter: Adapter, lines: list[str], **asked: Any) -> int:
     seams = asked.pop("_seams", {})
-    return rekey.run(adapter.application(), rekey.Request(**asked), out=lines.append, **seams)
+    return rekey.run(adapter, rekey.Request(**asked), out=lines.append, **seams)
 
 
 def test_a_compromise_rekey_revokes_the_old_credentials_at_once_and_each_cluster_gets_the_new_set(
@@ -100,7 +100,7 @@ def test_a_compromise_rekey_revokes_the_old_credentials_at_once_and_each_cluster
         assert [r["reason"] for r in rotations(admin, cid)] == ["compromise"]
         assert not registry_accepts(world, old[cid])  # revoked at once, before the cluster has the new set
     assert sorted(deliver_published(adapter, pubsub)) == CLUSTERS
-    app = adapter.application()
+    app = adapter
     for cid in CLUSTERS:
         new = auth_of(world, cid)
         assert new != old[cid] and registry_accepts(world, new)
@@ -140,7 +140,7 @@ def test_a_slow_service_does_not_set_the_pace(adapter: Adapter, admin: Admin, pu
 def test_an_interrupted_run_resumes_and_rotates_no_cluster_twice(
     adapter: Adapter, admin: Admin, pubsub: PubSubEmulator
 ) -> None:
-    publisher = Publisher(adapter.application().identity.credentials)
+    publisher = Publisher(adapter.identity.credentials)
     published: list[str] = []
 
     def interrupting_publish(topic: str, event: dict[str, Any]) -> Any:

@@ -145,3 +145,49 @@ def _reconcile_envelope(cluster_id: str) -> dict[str, Any]:
     from tests.support import pubsub_envelope, sentinel_event
 
     return pubsub_envelope(sentinel_event(cluster_id))
+
+
+def test_a_source_that_follows_no_secret_ignores_a_notification(
+    rotation_env: dict[str, str],
+    pubsub: PubSubEmulator,
+    admin: Admin,
+    world: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Service mode: the platform secret's notification (a stray subscription) is acknowledged, nothing published.
+    monkeypatch.delenv("PULL_SECRET_SOURCE", raising=False)
+    monkeypatch.setenv("PULL_SECRET_SERVICE_URL", world.pullsecretservice.url)
+    monkeypatch.setenv("PULL_SECRET_SERVICE_AUTH", "google-id-token")
+    adapter = Adapter.from_environment()
+    seed_ready_cluster(admin, "cls-rot1")
+    new_platform_version(admin)
+    capsys.readouterr()
+    assert adapter.handle(eventarc_attributes(), notification()).result == "ignored"
+    assert pubsub.pull(SUB, 10) == []
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    final = [line for line in lines if line.get("operation") == "rotation" and "result" in line]
+    assert [(line["result"], line["published"], line["severity"]) for line in final] == [("ignored", 0, "INFO")]
+
+
+def test_rekey_in_platform_mode_fans_out_the_newest_version_and_refuses_a_compromise(
+    rotation_env: dict[str, str], pubsub: PubSubEmulator, admin: Admin, world: Any
+) -> None:
+    from pullsecret.operator import rekey
+
+    adapter = Adapter.from_environment()
+    clusters = ["cls-rk1", "cls-rk2"]
+    for cid in clusters:
+        seed_ready_cluster(admin, cid)
+    app = adapter
+    lines: list[str] = []
+    assert rekey.run(app, rekey.Request(compromise=True), out=lines.append) == rekey.EXIT_USAGE
+    assert lines == ["error: --compromise needs service mode: in platform mode add a new version of PULL_SECRET_SOURCE"]
+    assert rekey.run(app, rekey.Request(watch=True, watch_timeout_s=0), out=lines.append, sleep=lambda s: None) == 0
+    assert "rekey (platform): every cluster's reconcile event is published (2 by this run)" in lines
+    assert lines[-1].startswith("watch: every cluster was published for version")
+    events = [json.loads(base64.b64decode(m["message"]["data"])) for m in pubsub.pull(SUB, 10)]
+    assert sorted(e["data"]["id"] for e in events) == clusters
+    dry: list[str] = []
+    assert rekey.run(app, rekey.Request(dry_run=True), out=dry.append) == 0
+    assert dry[:2] == ["  cls-rk1: reconcile event", "  cls-rk2: reconcile event"]

@@ -1,7 +1,7 @@
 """Every interleaving (within bounds) of a deletion with provisioning events and the service's own rotation keeps
 the lifecycle invariants of pullsecret/finalize.py (L1-L4), in service mode.
 
-The actors run the product's own `Reconciler` (pullsecret/reconcile.py, with the real `SecretStore`,
+The actors run the product's own reconcile (pullsecret/reconcile.py, with the real `SecretStore`,
 `ServiceSource` and finalizer) against in-memory services whose every call is a scheduling point
 (tests/protocol/world.py, tests/protocol/lifecycle_world.py); the pool runs inline on the actor's thread. An
 event that fails transiently is redelivered, and a redelivery reads the cluster afresh. Actors:
@@ -23,15 +23,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from pullsecret import reconcile
+from pullsecret.app import Application
 from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError
-from pullsecret.reconcile import Reconciler
+from pullsecret.outcome import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.source.service.source import ServiceSource
 from tests.protocol import scheduler
-from tests.protocol.lifecycle_world import HyperFleet, InlineExecutor, Kube, NoRegistryChecks, Service
+from tests.protocol.lifecycle_world import HyperFleet, Kube, Service
 from tests.protocol.scheduler import Run
 from tests.protocol.test_write_protocol import scheduled_flights  # noqa: F401 - a fixture
 from tests.protocol.world import FakeSecretManager
@@ -61,25 +63,29 @@ class Lifecycle:
     kube: Kube
     problems: list[str] = field(default_factory=list)
 
-    def reconciler(self) -> Reconciler:
+    def application(self) -> Application:
         """One instance of the function: its own store, source and pool."""
-        return Reconciler(
+        from tests.unit import conformance
+
+        return conformance.application(
+            self.hyperfleet,
+            SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None)),  # type: ignore[arg-type]
+            self.kube,  # type: ignore[arg-type]
+            ServiceSource(self.service, ("quay",)),  # type: ignore[arg-type]
             SETTINGS,
-            hyperfleet=self.hyperfleet,  # type: ignore[arg-type]
-            store=SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None)),  # type: ignore[arg-type]
-            delivery=self.kube,
-            source=ServiceSource(self.service, ("quay",)),  # type: ignore[arg-type]
-            registries=NoRegistryChecks(),  # type: ignore[arg-type]
-            pool=InlineExecutor(),  # type: ignore[arg-type]
-            created_by="pullsecret@test",
         )
+
+    def reconciler(self) -> Callable[[str, Deadline], Outcome]:
+        """One instance of the function: its reconcile of one cluster."""
+        app = self.application()
+        return lambda cluster_id, deadline: reconcile.run(app, cluster_id, deadline)
 
     def event(self, name: str) -> str:
         """One event of the cluster on an instance of its own, redelivered after a transient failure."""
         reconciler = self.reconciler()
         for _ in range(1 + REDELIVERIES):
             try:
-                return reconciler.run(CID, Deadline(60.0)).result
+                return reconciler(CID, Deadline(60.0)).result
             except TransientError:
                 continue
             except TerminalError as exc:  # acknowledged by the handler (e.g. ClusterGone: hard-deleted meanwhile)

@@ -28,6 +28,7 @@ from pullsecret.model.events import SecretVersionAdded
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.source.platform import rotation
+from pullsecret.source.platform.secret import PlatformSecret
 from tests.protocol import scheduler
 from tests.protocol.scheduler import Run, SchedEvent
 from tests.protocol.world import PROJECT, FakeSecretManager, Secret, Version
@@ -134,6 +135,7 @@ def delivery(world: RotationWorld, store: SecretStore, version: int, *, adds: bo
                     notification,
                     hyperfleet=world,  # type: ignore[arg-type]
                     store=store,
+                    secret=PlatformSecret(store.calls, ttl_s=0.0),
                     publisher=publisher,  # type: ignore[arg-type]
                     deadline=_Deadline(world, SETTINGS.rotation_slice_s),  # type: ignore[arg-type]
                     clock=lambda: world.now,

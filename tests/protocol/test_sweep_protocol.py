@@ -2,7 +2,7 @@
 creation and provisioning of a new one keeps the sweep's promise (S1-S3 of pullsecret/operator/sweep.py): a sweep
 never removes what a live cluster uses.
 
-The sweep is the product's own `fleet.main` (its view and its fixes) over the real `SecretStore`, `Reconciler` and
+The sweep is the product's own `fleet.main` (its view and its fixes) over the real `SecretStore`, reconcile and
 `ServiceSource`, against the in-memory services of tests/protocol/lifecycle_world.py, one cluster per page (so a
 cluster leaving the list between two pages is one of the orders explored). Actors:
 
@@ -16,7 +16,6 @@ Secret Manager secret with an enabled version, its Kubernetes Secret and its cre
 
 from __future__ import annotations
 
-import types as pytypes
 from collections.abc import Callable
 
 import pytest
@@ -25,9 +24,7 @@ from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.model import status
 from pullsecret.operator import fleet
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import SecretStore, sm_labels
-from pullsecret.secretstore.pacing import WritePacer
-from pullsecret.source.service.source import ServiceSource
+from pullsecret.secretstore import sm_labels
 from tests.protocol import scheduler
 from tests.protocol.lifecycle_world import HyperFleet, Kube, Service, document
 from tests.protocol.scheduler import Run
@@ -79,25 +76,16 @@ def build(bind: Callable[[Run], None], actors: str) -> Callable[[Run], Callable[
         world = Lifecycle(run, HyperFleet(run), Service(run), FakeSecretManager(run), Kube(run))
         _finalized(world, A)
         _provisioned(world, B)
-        store = SecretStore(world.sm, pacer=WritePacer(sleep=lambda s: None))  # type: ignore[arg-type]
-        app = pytypes.SimpleNamespace(
-            settings=SETTINGS,
-            hyperfleet=world.hyperfleet,
-            store=store,
-            delivery=world.kube,
-            source=ServiceSource(world.service, ("quay",)),  # type: ignore[arg-type]
-            reconciler=world.reconciler(),
-        )
+        app = world.application()
         printed: list[str] = []
 
         def create_and_provision() -> None:
             world.hyperfleet.create(C, PROJECT)
-            reconciler = world.reconciler()
-            outcome = reconciler.run(C, Deadline(60.0))
+            outcome = world.reconciler()(C, Deadline(60.0))
             assert outcome.result == "applied", outcome
 
         bodies: dict[str, Callable[[], object]] = {
-            "S": lambda: fleet.main(app, fix=True, page_size=1, out=printed.append),  # type: ignore[arg-type]
+            "S": lambda: fleet.main(app, fix=True, page_size=1, out=printed.append),
             "H": lambda: world.hyperfleet.hard_delete(A),
             "C": create_and_provision,
         }

@@ -1,13 +1,13 @@
 """Every interleaving (within bounds) of two or three reconciles of one cluster keeps the write protocol's invariants.
 
-The deliveries run the product's own `Reconciler` (pullsecret/reconcile.py: its steps, in its order, with the real
+The deliveries run the product's own reconcile (pullsecret/reconcile.py: its steps, in its order, with the real
 `SecretStore` and `ServiceSource`), built as the conformance suite builds it (tests/unit/conformance.py), over the
 in-memory services of tests/protocol/world.py (Secret Manager) and tests/protocol/lifecycle_world.py (HyperFleet,
 the Pull Secret Service, the direct delivery's Kubernetes Secret), in which every call is a scheduling point; the
 pool runs inline on the actor's thread. Each generation of the cluster carries its own `spec.pullSecret`, so each
 generation has its own merged content. A delivery's first read of the cluster may answer an older generation (the
 event read it before the newer one existed); a delivery that fails transiently is redelivered, and a redelivery
-reads the cluster afresh. Deliveries in one process share one `Reconciler` (one store: single flight).
+reads the cluster afresh. Deliveries in one process share one `Application` (one store: single flight).
 
 When every delivery is done, the invariants stated in pullsecret/secretstore/versions.py must hold:
 
@@ -33,7 +33,7 @@ import pytest
 from pullsecret.errors import TransientError
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
-from pullsecret.reconcile import Reconciler
+from pullsecret.outcome import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import versions
 from tests.protocol import scheduler
@@ -115,18 +115,18 @@ class World:
                 f"generation {body['observed_generation']} reported stale while Kubernetes records generation {held}"
             )
 
-    def reconciler(self) -> Reconciler:
+    def reconciler(self) -> Callable[[str, Deadline], Outcome]:
         """One instance of the function (its own store, source and pool), as the conformance suite builds it."""
         source = conformance.ServiceKit().build(self.services, SETTINGS)
         return conformance.reconciler(self.services, self.kube, source, SETTINGS)
 
-    def delivery(self, reconciler: Reconciler, name: str) -> Callable[[], str]:
+    def delivery(self, reconciler: Callable[[str, Deadline], Outcome], name: str) -> Callable[[], str]:
         """An event of the cluster, redelivered after a transient failure (a redelivery reads the cluster again)."""
 
         def body() -> str:
             for _ in range(1 + REDELIVERIES):
                 try:
-                    return reconciler.run(CID, Deadline(60.0)).result
+                    return reconciler(CID, Deadline(60.0)).result
                 except TransientError:
                     continue
             self.problems.append(f"{name} still failed after {REDELIVERIES} redeliveries")
@@ -180,7 +180,7 @@ def build(
         cluster = hyperfleet.clusters[CID]
         first = min(tags)
         cluster["generation"], cluster["spec"]["pullSecret"] = first, {"data": spec_pull_secret(tags[first])}
-        world.reconciler().run(CID, Deadline(60.0))  # calm: provisioned at the first generation
+        world.reconciler()(CID, Deadline(60.0))  # calm: provisioned at the first generation
         serial = services.service.held[CID]
         for generation, tag in sorted(tags.items()):
             hyperfleet.views[generation] = {
@@ -195,7 +195,7 @@ def build(
         stage.now = run
         services.sm.on_destroy = world.on_destroy
         hyperfleet.on_report.append(world.on_report)
-        reconcilers: dict[str, Reconciler] = {}
+        reconcilers: dict[str, Callable[[str, Deadline], Outcome]] = {}
         for index, (generation, process) in enumerate(actors):
             name = f"E{index + 1}(g{generation}@{process})"
             if process not in reconcilers:

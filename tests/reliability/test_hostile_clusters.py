@@ -65,7 +65,7 @@ def test_a_deeply_nested_cluster_neither_stops_the_rotation_nor_escapes_its_own_
     assert set(clusters) - {DEEP} <= set(published), f"{len(set(published))} of {len(clusters)} published"
 
     # The doctor's listing holds it too: the API check still passes.
-    [api_line, *_] = doctor.run(adapter.application())
+    [api_line, *_] = doctor.run(adapter)
     assert (api_line.check, api_line.ok) == ("hyperfleet-api", True), api_line
 
     # Its own reconcile: terminal InvalidCluster, reported at the generation still readable, nothing written.
@@ -158,10 +158,10 @@ def test_a_page_holding_a_cluster_too_costly_to_read_is_served_without_it_and_th
     others = set(clusters) - {COSTLY}
     capfd.readouterr()
 
-    page, total = adapter.application().hyperfleet.list_clusters(page=1, size=100, order="id asc")
+    page, total = adapter.hyperfleet.list_clusters(page=1, size=100, order="id asc")
     assert [c.get("id") for c in page] == [c if c != COSTLY else None for c in clusters[:100]]
     assert total == 150
-    listed = {c.get("id") for c in fleet.clusters(adapter.application(), page_size=100)}
+    listed = {c.get("id") for c in fleet.clusters(adapter, page_size=100)}
     assert others <= listed and COSTLY not in listed
     out = capfd.readouterr().out
     assert "too costly to read" in out and "left out of the listing" in out and MARK not in out

@@ -34,7 +34,7 @@ def test_the_doctor_prints_no_url_credential_or_control_sequence_and_asks_about_
         body["spec"]["platform"]["gcp"]["projectID"] = project
         world.hyperfleet.seed_cluster(cid, body)
     adapter = adapter_factory(HYPERFLEET_API_URL=with_credentials, SECRET_PROJECT_ID=None)
-    lines = doctor.run(adapter.application())
+    lines = doctor.run(adapter)
     text = doctor.render(lines)
     harness.count("cases tried")
     assert URL_PASSWORD not in text and "operator:" not in text, text

@@ -127,7 +127,7 @@ def test_dns_is_asked_once_per_handshake_and_the_connection_goes_to_that_answer(
         REGISTRY_TIMEOUT="2",
         REGISTRY_ALLOWED_HOSTS=f"localhost:{port}",
     )
-    adapter.application().registries.egress = Egress([f"localhost:{port}"], resolver=rebinding)
+    adapter.registries.egress = Egress([f"localhost:{port}"], resolver=rebinding)
     cid = "cls-hostile-rebind"
     _seed(world, cid, {f"localhost:{port}": {"auth": GOOD}})
     assert _deliver(adapter, cid) == "applied"
@@ -256,7 +256,7 @@ def test_the_status_does_not_tell_an_internal_name_from_one_that_does_not_exist(
 
     harness.quiet_platform_source(world)
     adapter = adapter_factory(REGISTRY_VERIFICATION="report")
-    adapter.application().registries.egress = Egress(resolver=resolver)
+    adapter.registries.egress = Egress(resolver=resolver)
     cid = "cls-hostile-oracle"
     names = ["db.corp.example.com", "mixed.corp.example.com", "nothing.corp.example.com"]
     before = dict(world.registry.connections)

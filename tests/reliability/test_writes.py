@@ -152,12 +152,12 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
     from pullsecret.retrying import Deadline
 
     cid = "cls-gen-race"
-    store = adapter_factory().application().store
+    store = adapter_factory().store
     contents = {g: dockerconfig.parse(campaign.own_secret(cid, g), source="test") for g in (1, 2, 3)}
     name = f"projects/{campaign.PROJECT}/secrets/{_secret(cid)}"
 
     def write(generation: int, **kwargs: Any) -> Any:
-        return store.store(
+        return store.versions.store(
             project=campaign.PROJECT,
             secret_id=_secret(cid),
             secret=contents[generation],
@@ -168,7 +168,7 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
         )
 
     assert write(1).written
-    read_by_generation_2 = store.latest(name, Deadline(10))  # version 1
+    read_by_generation_2 = store.reads.latest(name, Deadline(10))  # version 1
     assert write(3).version_name.endswith("/versions/2")
     harness.count("cases tried")
     if cluster_moved_on:
@@ -178,7 +178,7 @@ def test_two_generations_writing_at_once_leave_the_newest_content_on_top(
         with pytest.raises(NewerGeneration):
             moved_on.confirm()
         # ... and its redelivery, reading the cluster at generation 3, puts generation 3's content back on top.
-        redelivered = write(3, latest=store.latest(name, Deadline(10)), current_generation=lambda: 3)
+        redelivered = write(3, latest=store.reads.latest(name, Deadline(10)), current_generation=lambda: 3)
         live = {v["version"]: v["payload_b64"] for v in _live_versions(world, cid)}
         newest = world.secretmanager.payload(campaign.PROJECT, _secret(cid))
         assert redelivered.written and redelivered.version_name.endswith("/versions/4")

@@ -1,8 +1,9 @@
 """The conformance suite: every registered delivery mode x source through one story, against in-memory services.
 
 The story (`story`): a cluster is provisioned, its source's pull secret changes, its delivered copy is damaged and
-repaired, and it is deleted. The product's own `Reconciler` runs it with the real `SecretStore` over the in-memory
-Secret Manager of tests/protocol/world.py and the in-memory HyperFleet of tests/protocol/lifecycle_world.py.
+repaired, and it is deleted. The product's own reconcile (pullsecret.reconcile.run over an `Application`) runs it
+with the real `SecretStore` over the in-memory Secret Manager of tests/protocol/world.py and the in-memory
+HyperFleet of tests/protocol/lifecycle_world.py.
 
 Each registered implementation has a kit here (`DELIVERY_KITS`, `SOURCE_KITS`, by registered name): it builds the
 implementation with the external service its own client talks to faked in memory, and answers, in words every mode
@@ -25,6 +26,8 @@ from typing import Any, Protocol
 
 from google.iam.v1 import policy_pb2
 
+from pullsecret import reconcile
+from pullsecret.app import Application, Collaborators
 from pullsecret.clients import RuntimeIdentity
 from pullsecret.config import Settings
 from pullsecret.delivery import base as delivery_base
@@ -33,7 +36,7 @@ from pullsecret.delivery.base import Delivered, Delivery
 from pullsecret.delivery.direct import kubesecret
 from pullsecret.delivery.direct.kubesecret import DesiredSecret
 from pullsecret.delivery.direct.mode import DirectDelivery
-from pullsecret.reconcile import Reconciler
+from pullsecret.outcome import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
@@ -111,7 +114,7 @@ class World:
     platform_serial: int = 0
 
     def store(self) -> SecretStore:
-        return SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None), source_ttl_s=0.0)  # type: ignore[arg-type]
+        return SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None))  # type: ignore[arg-type]
 
 
 class DeliveryKit(Protocol):
@@ -263,18 +266,27 @@ DELIVERY_KITS: dict[str, Callable[[], DeliveryKit]] = {"direct": DirectKit, "ext
 SOURCE_KITS: dict[str, Callable[[], SourceKit]] = {"platform": PlatformKit, "service": ServiceKit}
 
 
-def reconciler(world: World, delivery: Delivery, source: Source, settings: Settings) -> Reconciler:
-    """One instance of the function over the in-memory services."""
-    return Reconciler(
+def application(hyperfleet: Any, store: Any, delivery: Delivery, source: Source, settings: Settings) -> Application:
+    """One instance of the function (its process object) over the in-memory services."""
+    return Application(
         settings,
-        hyperfleet=world.hyperfleet,  # type: ignore[arg-type]
-        store=world.store(),
-        delivery=delivery,
-        source=source,
-        registries=NoRegistryChecks(),  # type: ignore[arg-type]
-        pool=InlineExecutor(),  # type: ignore[arg-type]
-        created_by="pullsecret@test",
+        collaborators=Collaborators(
+            hyperfleet=hyperfleet,
+            store=store,
+            secret_manager=None,
+            delivery=delivery,
+            source=source,
+            registries=NoRegistryChecks(),  # type: ignore[arg-type]
+            pool=InlineExecutor(),  # type: ignore[arg-type]
+            created_by="pullsecret@test",
+        ),
     )
+
+
+def reconciler(world: World, delivery: Delivery, source: Source, settings: Settings) -> Callable[..., Outcome]:
+    """One instance of the function over the in-memory services: its reconcile of one cluster."""
+    app = application(world.hyperfleet, world.store(), delivery, source, settings)
+    return lambda cluster_id, deadline: reconcile.run(app, cluster_id, deadline)
 
 
 def condition(world: World, kind: str) -> dict[str, Any]:
@@ -289,7 +301,7 @@ def story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     settings = source_kit.settings(delivery_kit.settings(SETTINGS))
     delivery, source = delivery_kit.build(world, settings), source_kit.build(world, settings)
     world.hyperfleet.add(CID, PROJECT)
-    run = reconciler(world, delivery, source, settings).run
+    run = reconciler(world, delivery, source, settings)
 
     outcome = run(CID, Deadline(30.0))
     first = world.sm.latest(SECRET)

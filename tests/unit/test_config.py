@@ -241,3 +241,22 @@ def test_bad_pull_secret_service_settings_name_the_variable(env: dict[str, str],
     with pytest.raises(ConfigError) as caught:
         load(env)
     assert named in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("SECRET_WRITE_QUOTA", "SECRET_WRITE_QUOTA must be a number of Secret Manager writes per minute, got 'fast'"),
+        ("ROTATION_PUBLISH_RATE", "ROTATION_PUBLISH_RATE must be a number of events per second, got 'fast'"),
+        (
+            "ROTATION_WRITES_PER_CLUSTER",
+            "ROTATION_WRITES_PER_CLUSTER must be a number of Secret Manager writes per cluster, got 'fast'",
+        ),
+        ("ROTATION_SLICE", "ROTATION_SLICE must be a number of seconds, got 'fast'"),
+    ],
+)
+def test_a_rotation_pace_that_is_no_number_is_refused_in_its_own_unit(name: str, said: str) -> None:
+    """A rate is not a number of seconds: the message says what the setting counts (README's Configuration)."""
+    with pytest.raises(ConfigError) as raised:
+        load({**BASE, name: "fast"})
+    assert str(raised.value) == said

@@ -21,9 +21,11 @@ from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery
 from pullsecret.errors import ConfigError
+from pullsecret.model import events
+from pullsecret.retrying import Deadline
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
-from pullsecret.source.base import Source
+from pullsecret.source.base import Notified, Rekeyed, Source
 from tests.unit import conformance
 
 # One package per implementation, using only the seams' neutral types: a delivery that keeps what it delivers in
@@ -111,7 +113,7 @@ SOURCE_PACKAGE = '''
 import base64, json
 
 from pullsecret.model import dockerconfig
-from pullsecret.source.base import Registration
+from pullsecret.source.base import Registration, Source
 
 MINTED = {}  # cluster id -> serial: the "service"
 
@@ -135,7 +137,7 @@ class Fetch:
         return {"mint_serial": MINTED.get(self.cluster_id)}
 
 
-class MintSource:
+class MintSource(Source):  # the base's defaults for the optional parts: `notified`, `rekeying`
     name, own_credentials = "mint", True
 
     def start(self, cluster_id, deadline, *, first=False):
@@ -228,6 +230,23 @@ def test_a_source_made_by_the_recipe_passes_the_conformance_story(recipe: tuple[
 def test_a_mode_and_a_source_made_by_the_recipe_pass_together(recipe: tuple[Any, Any]) -> None:
     mode, source = recipe
     conformance.story(MemoryKit(mode), MintKit(source))
+
+
+def test_a_source_made_by_the_recipe_has_the_optional_parts_by_default(recipe: tuple[Any, Any]) -> None:
+    # A notification it does not follow is acknowledged; `rekey` publishes events only and refuses what needs
+    # credentials of a cluster's own to rotate; CREDS says it has none to compare.
+    _, module = recipe
+    source = MintKit(module).build(conformance.World(), conformance.SETTINGS)
+    notification = events.SecretVersionAdded("projects/1/secrets/s", "projects/1/secrets/s/versions/2", "m", "pubsub")
+    assert source.notified(notification, hyperfleet=None, deadline=Deadline(5)) == Notified("ignored")  # type: ignore[arg-type]
+    rekeying = source.rekeying()
+    assert rekeying.refusal(created_before=False, compromise=False) is None
+    assert "--compromise needs" in str(rekeying.refusal(created_before=False, compromise=True))
+    assert rekeying.rotate(conformance.CID, cutoff=0.0, compromise=False) == Rekeyed("current")
+    assert rekeying.preview(conformance.CID, cutoff=0.0, compromise=False) == "reconcile event"
+    fleet = rekeying.whole_fleet(None, None, out=print, sleep=lambda s: None, watch_s=None)  # type: ignore[arg-type]
+    assert fleet is None  # the command goes cluster by cluster
+    assert rekeying.held(conformance.CID, {}).state == "-"
 
 
 def test_the_configuration_accepts_a_mode_made_by_the_recipe_and_its_own_settings(recipe: tuple[Any, Any]) -> None:

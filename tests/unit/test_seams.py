@@ -14,7 +14,9 @@ from pullsecret.delivery import modes
 from pullsecret.errors import ConfigError
 from pullsecret.model.preconditions import Act, Placement
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore import SecretStore
 from pullsecret.source import base, sources
+from pullsecret.source.platform.secret import PlatformSecret
 from pullsecret.source.platform.source import PlatformSource
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
@@ -27,16 +29,16 @@ ACT = Act(
 )
 
 
-class _Store:
-    """The two SecretStore reads the platform source makes, counted."""
+class _Secret:
+    """The two reads the platform source makes of its secret (pullsecret.source.platform.secret), counted."""
 
     def __init__(self, cached: bytes | None) -> None:
-        self.cached, self.reads = cached, 0
+        self.held, self.reads = cached, 0
 
-    def cached_source(self, version_name: str) -> bytes | None:
-        return self.cached
+    def cached(self, version_name: str) -> bytes | None:
+        return self.held
 
-    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
+    def read(self, version_name: str, deadline: Deadline) -> bytes:
         self.reads += 1
         return b'{"auths": {"quay.io": {"auth": "dTpw"}}}'
 
@@ -61,14 +63,15 @@ def test_no_source_configured_is_a_configuration_error_naming_both() -> None:
 
 
 def test_the_platform_source_reads_only_when_the_cache_misses_and_parses_once_per_content() -> None:
-    store = _Store(None)
-    source = sources.build(_wiring({"PULL_SECRET_SOURCE": SOURCE}, store))
-    assert isinstance(source, PlatformSource)
+    registered = sources.build(_wiring({"PULL_SECRET_SOURCE": SOURCE}, SecretStore(object())))  # type: ignore[arg-type]
+    assert isinstance(registered, PlatformSource) and isinstance(registered.secret, PlatformSecret)
+    store = _Secret(None)
+    source = PlatformSource(registered.settings, registered.store, store)  # type: ignore[arg-type]
     first = source.start("c1", Deadline(5))
     assert not first.ready
     secret = first.pull_secret(ACT, Deadline(5))
     assert store.reads == 1 and secret is not None and secret.registries == ("quay.io",)
-    store.cached = b'{"auths": {"quay.io": {"auth": "dTpw"}}}'
+    store.held = b'{"auths": {"quay.io": {"auth": "dTpw"}}}'
     cached = source.start("c1", Deadline(5))
     assert cached.ready and cached.pull_secret(ACT, Deadline(5)) is secret and store.reads == 1
     assert source.revoke("c1", Deadline(5)) == {}

@@ -2,5 +2,6 @@
 
 Everything of this mode lives here: the Kubernetes client (kubeapi), the Secret's shape and fingerprints
 (kubesecret), the writes (kubewrites), the management clusters' reach (management_clusters), the admission policy
-and its guard (admission_policy, policy_guard), the mode itself (mode) and its preflight checks (checks).
+and its guard (admission_policy, policy_guard), the mode itself (mode), its preflight checks (checks), its
+settings (settings) and the operator's own read access for the CLI's views (operator_kubeconfig).
 """

@@ -11,7 +11,7 @@ from typing import Any
 from pullsecret.delivery.direct import admission_policy
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.delivery.direct.kubeapi import SecretsApi
-from pullsecret.delivery.direct.management_clusters import ManagementClusters
+from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
 from pullsecret.model.names import cluster_allowed
 from pullsecret.preflight import PROBE_CLUSTER, Context, Line, guarded
@@ -21,7 +21,7 @@ WRITES = ("create", "patch", "delete")  # terraform/kubernetes/rbac.yaml: what t
 READS = ("get", "list", "watch")  # ... and must never do on Secrets
 
 
-def management_clusters(ctx: Context, *, clusters: ManagementClusters) -> list[Line]:
+def management_clusters(ctx: Context, *, clusters: ClusterApis) -> list[Line]:
     """Every named management cluster's checks, each guarded on its own (one failing cluster stops no other)."""
     names, lines = cluster_names(ctx)
     for name in names:
@@ -59,7 +59,7 @@ def cluster_names(ctx: Context) -> tuple[list[str], list[Line]]:
     return names, lines
 
 
-def management_cluster(ctx: Context, *, name: str, clusters: ManagementClusters) -> list[Line]:
+def management_cluster(ctx: Context, *, name: str, clusters: ClusterApis) -> list[Line]:
     """GetCluster and the endpoint for the configured mode; then, through it, RBAC and the admission policy."""
     clusters.invalidate(name)
     mode = ctx.settings.management_endpoint

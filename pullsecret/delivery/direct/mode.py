@@ -30,11 +30,13 @@ from pullsecret.delivery.direct import checks as checks_direct
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
+from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis, OperatorClusters
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
 from pullsecret.gke import GkeClusters
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
@@ -102,7 +104,7 @@ class DirectDelivery:
     mode = MODE
     wording = WORDING
 
-    def __init__(self, clusters: ManagementClusters, kube: KubeSecrets) -> None:
+    def __init__(self, clusters: ClusterApis, kube: KubeSecrets) -> None:
         self.clusters = clusters
         self.kube = kube
 
@@ -117,7 +119,7 @@ class DirectDelivery:
             probed = self.kube.probe(api, where.placement.namespace, where.kube_name, deadline)
         return DirectProbed(secret=probed, api=api, kube=self.kube, placement=where.placement)
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData:
         return {"kubernetes_resource_version": applied.revision}
 
     def after_transient(self, placement: Placement, error: TransientError) -> None:
@@ -129,12 +131,12 @@ class DirectDelivery:
         data = self._delete(leaving, deadline)
         return Cleaned(data, f"Kubernetes Secret {data['kubernetes_cleanup']}")
 
-    def _delete(self, leaving: Leaving, deadline: Deadline) -> dict[str, Any]:
+    def _delete(self, leaving: Leaving, deadline: Deadline) -> StatusData:
         placement = leaving.placement
         if placement is None:
             return {"kubernetes_cleanup": "placement unknown; nothing to delete"}
         bind(management_cluster=placement.management_cluster)
-        data: dict[str, Any] = {
+        data: StatusData = {
             "management_cluster": placement.management_cluster,
             "kubernetes_namespace": placement.namespace,
             "kubernetes_name": leaving.kube_name,
@@ -220,15 +222,21 @@ def _shown(live: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(wiring: Wiring) -> DirectDelivery:
-    """The direct delivery of `wiring`'s settings: a GKE client, the admission policy this release renders."""
+    """The direct delivery of `wiring`'s settings: a GKE client (reading the cluster the operator's kubeconfig names
+    with it, when its setting is given: pullsecret.delivery.direct.settings), the admission policy this release
+    renders. Raises ConfigError when that kubeconfig is no longer usable."""
     settings, identity = wiring.settings, wiring.identity
+    clusters: ClusterApis = ManagementClusters(
+        GkeClusters(identity, settings.gke_emulator_host),
+        identity,
+        endpoint=settings.management_endpoint,
+        vpc_egress=settings.vpc_egress,
+    )
+    kubeconfig = settings.options.get("operator_kubeconfig")
+    if kubeconfig:
+        clusters = OperatorClusters.from_kubeconfig(kubeconfig, clusters)
     return DirectDelivery(
-        ManagementClusters(
-            GkeClusters(identity, settings.gke_emulator_host),
-            identity,
-            endpoint=settings.management_endpoint,
-            vpc_egress=settings.vpc_egress,
-        ),
+        clusters,
         KubeSecrets(
             settings.field_manager,
             admission_policy.expected(

@@ -59,6 +59,7 @@ from pullsecret.errors import ConfigError, TerminalError, TransientError, from_g
 from pullsecret.logs import log
 from pullsecret.model.names import NAMESPACE_RE
 from pullsecret.model.preconditions import Placement
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
@@ -284,8 +285,8 @@ class ExternalSecretsDelivery:
             {"delivery": MODE, "access_cleanup": access, "kubernetes_cleanup": left}, f"Kubernetes Secret {left}"
         )
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> dict[str, Any]:
-        data: dict[str, Any] = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData:
+        data: StatusData = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
         if applied.written and not stored_written:
             data["repaired"] = "access_binding"
         return data

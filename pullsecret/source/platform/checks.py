@@ -5,14 +5,15 @@ from __future__ import annotations
 from pullsecret.errors import AdapterError
 from pullsecret.model import dockerconfig
 from pullsecret.preflight import Context, Line
+from pullsecret.source.platform.secret import PlatformSecret
 
 
-def pull_secret_source(ctx: Context) -> list[Line]:
+def pull_secret_source(ctx: Context, secret: PlatformSecret) -> list[Line]:
     source = ctx.settings.pull_secret_source
     if source is None:
         return [Line("pull-secret-source", None, "PULL_SECRET_SOURCE is unset: only the clusters' own pull secrets")]
     try:
-        raw = ctx.store.read_source(source, ctx.deadline())
+        raw = secret.read(source, ctx.deadline())
         ctx.source = dockerconfig.parse(raw, source="PULL_SECRET_SOURCE")
     except dockerconfig.InvalidPullSecret as exc:
         fix = 'add a new version holding a valid .dockerconfigjson ({"auths": {...}}) to the source secret'

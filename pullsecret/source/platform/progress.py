@@ -1,4 +1,4 @@
-"""A fan-out's progress record, saved by compare-and-swap (the invariants it serves: source/rotation.py)."""
+"""A fan-out's progress record, saved by compare-and-swap (the invariants it serves: rotation.py beside it)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ A_PROGRESS = "hyperfleet-rotation"
 
 @dataclass(frozen=True)
 class Progress:
-    """How far the fan-out of one source version got, and who publishes it now (see source/rotation.py)."""
+    """How far the fan-out of one source version got, and who publishes it now (see rotation.py beside it)."""
 
     source: str  # projects/NUMBER/secrets/ID
     version: int
@@ -62,13 +62,13 @@ class Ledger:
         self.etag: str | None = None
 
     def load(self) -> Progress | None:
-        found = self.store.read_record(self.name, self.deadline)
+        found = self.store.records.read_record(self.name, self.deadline)
         self.etag = None if found is None else found[1]
         return None if found is None else Progress.decode(found[0])
 
     def save(self, progress: Progress) -> bool:
         """Record `progress` if nobody changed the record since we read or wrote it; False when someone did."""
-        etag = self.store.write_record(
+        etag = self.store.records.write_record(
             self.name, progress.encode(), etag=self.etag, labels=self.labels, deadline=self.deadline
         )
         if etag is None:

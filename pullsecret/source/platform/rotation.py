@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
+import json
 import secrets
 import time
 import uuid
@@ -54,13 +55,14 @@ from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
 from pullsecret.model import names
 from pullsecret.model.events import CONTINUATION, SecretVersionAdded
+from pullsecret.publishing import Publisher, sentinel_event
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.source.platform.progress import Ledger, Progress, progress_secret_id
-from pullsecret.source.platform.publishing import Publisher, hand_on, sentinel_event
+from pullsecret.source.platform.secret import PlatformSecret
 
-# Named here too for the callers of `rotation` (the handler builds the Publisher; tests read the attribute name).
-__all__ = ["CONTINUATION", "Held", "Progress", "Publisher", "fan_out", "progress_secret_id", "sentinel_event"]
+# Named here too for the callers of `rotation` (tests read the attribute name and the record's secret id).
+__all__ = ["CONTINUATION", "Held", "Progress", "fan_out", "progress_secret_id"]
 
 PAGE_SIZE = 100
 HAND_ON_RESERVE_S = 5.0  # slice time kept for saving the place and publishing the continuation (at most)
@@ -86,7 +88,7 @@ class Held(TransientError):
 
 
 def _verified_newest(
-    settings: Settings, notification: SecretVersionAdded, *, store: SecretStore, deadline: Deadline
+    settings: Settings, notification: SecretVersionAdded, *, secret: PlatformSecret, deadline: Deadline
 ) -> str | None:
     """The notified version when it is our source's newest enabled version; None (logged) when not to act."""
     if not source_matches(settings, notification):
@@ -104,7 +106,7 @@ def _verified_newest(
         )
         return None
     assert settings.pull_secret_source is not None  # source_matches
-    newest = store.newest_source_version(settings.pull_secret_source, deadline)
+    newest = secret.newest_version(settings.pull_secret_source, deadline)
     if newest is None or newest != notification.version:
         log.warning(
             f"rotation: the notification names {notification.version[:300] or 'no version'}, but the source's newest "
@@ -127,7 +129,7 @@ def _continues(recorded: Progress | None, nonce: str, *, source: str, number: in
 
 
 def _comparable(
-    recorded: Progress | None, *, source: str, number: int, newest: str, store: SecretStore, deadline: Deadline
+    recorded: Progress | None, *, source: str, number: int, newest: str, secret: PlatformSecret, deadline: Deadline
 ) -> Progress | str | None:
     """The record as this notification may compare with it: None for another source, a done version 0 when the
     source was recreated, "outdated" when a newer version appeared meanwhile."""
@@ -135,7 +137,7 @@ def _comparable(
         return None  # the record of another source (PULL_SECRET_SOURCE changed): start over
     if recorded is None or recorded.version <= number:
         return recorded
-    if store.newest_source_version(newest, deadline) != newest:
+    if secret.newest_version(newest, deadline) != newest:
         # A newer version was added since we checked (its rotation recorded it): this one is outdated.
         log.info(f"rotation to {newest}: a newer version is being fanned out; nothing to do", operation="rotation")
         return "outdated"
@@ -178,6 +180,7 @@ def fan_out(
     *,
     hyperfleet: HyperFleetClient,
     store: SecretStore,
+    secret: PlatformSecret,
     publisher: Publisher,
     deadline: Deadline,
     state_project: str | None = None,
@@ -185,16 +188,17 @@ def fan_out(
 ) -> tuple[str, int]:
     """Handle one SECRET_VERSION_ADD (or its continuation); returns (result, events published).
 
-    Raises TransientError (the notification is redelivered and resumes from the saved progress), Held
-    when another delivery holds the fan-out.
+    `store` keeps the progress record; `secret` is the source's own reads and cache (dropped here). Raises
+    TransientError (the notification is redelivered and resumes from the saved progress), Held when another
+    delivery holds the fan-out.
     """
-    newest = _verified_newest(settings, notification, store=store, deadline=deadline)
+    newest = _verified_newest(settings, notification, secret=secret, deadline=deadline)
     if newest is None:
         return "ignored", 0
     project = settings.secret_project_id or state_project
     if project is None:
         raise TransientError("rotation: no project for the progress record (set SECRET_PROJECT_ID)")
-    store.invalidate_source()
+    secret.invalidate()
     source, number = names.secret_of(newest), names.version_number(newest)
     ledger = Ledger(
         store,
@@ -212,7 +216,7 @@ def fan_out(
                 operation="rotation",
             )
             return "refused", 0
-        recorded = _comparable(found, source=source, number=number, newest=newest, store=store, deadline=deadline)
+        recorded = _comparable(found, source=source, number=number, newest=newest, secret=secret, deadline=deadline)
         if isinstance(recorded, str):
             return "ignored", 0
         if recorded is not None and recorded.version == number and recorded.done:
@@ -387,3 +391,22 @@ def _hand_on_after(
         published=published,
     )
     return "continued", published
+
+
+def hand_on(publisher: Publisher, *, topic: str, notification: SecretVersionAdded, nonce: str) -> None:
+    """Publish the notification again on ADAPTER_TOPIC with the record's nonce: its invocation takes over."""
+    attributes = {
+        "eventType": "SECRET_VERSION_ADD",
+        "secretId": notification.secret,
+        "versionId": notification.version,
+        CONTINUATION: nonce,
+    }
+    data = json.dumps({"name": notification.secret}).encode("utf-8")
+    try:
+        publisher.publish_raw(topic, data, attributes).result(timeout=30.0)
+    except Exception as exc:  # noqa: BLE001 - the place is saved: a redelivery resumes from it
+        raise TransientError(
+            f"handing the rotation on failed ({type(exc).__name__}); a redelivery resumes from the saved place",
+            reason="PublishFailed",
+            service="pubsub",
+        ) from None

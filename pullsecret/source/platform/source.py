@@ -1,23 +1,33 @@
 """PULL_SECRET_SOURCE: one Secret Manager secret version shared by every cluster (the platform pull secret).
 
-The bytes come through the secret store's cache (SecretStore.cached_source / read_source, a short TTL; a new
-version's notification clears it, pullsecret.source.platform.rotation), and are parsed once per distinct content.
+The bytes come through this source's own cache (pullsecret.source.platform.secret, a short TTL); a new version's
+notification clears it and fans out one reconcile event per cluster (`notified`, pullsecret.source.platform.rotation),
+and the bytes are parsed once per distinct content. Its part of `rekey` is that fan-out, driven from the operator's
+process (pullsecret.source.platform.rekey).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
-from typing import Any
 
+from pullsecret.clients import RuntimeIdentity
+from pullsecret.config import Settings
+from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import DoctorCheck
+from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.source.base import Registration, Wiring
-from pullsecret.source.platform import checks
+from pullsecret.source.base import Notified, Registration, Source, Wiring
+from pullsecret.source.platform import checks, rotation
+from pullsecret.source.platform.rekey import PlatformRekeying
+from pullsecret.source.platform.secret import PlatformSecret
 
 NAME = "platform"
 
@@ -41,7 +51,7 @@ class PlatformFetch:
         raw = self.cached
         if raw is None:
             with log.step("secretmanager.read_source"):
-                raw = self.source.store.read_source(self.source.version_name, deadline)
+                raw = self.source.secret.read(self.source.version_name, deadline)
         try:
             platform = self.source.parsed(raw)
         except dockerconfig.InvalidPullSecret:
@@ -50,24 +60,32 @@ class PlatformFetch:
         protect(platform.sensitive_strings())
         return platform
 
-    def status_data(self) -> dict[str, Any]:
+    def status_data(self) -> StatusData:
         return {}
 
 
-class PlatformSource:
-    """The platform pull secret of PULL_SECRET_SOURCE."""
+class PlatformSource(Source):
+    """The platform pull secret of PULL_SECRET_SOURCE, its cache, and its fan-out to every cluster."""
 
     name = NAME
     own_credentials = False  # one platform pull secret shared by every cluster
 
-    def __init__(self, store: SecretStore, version_name: str) -> None:
-        self.store = store
-        self.version_name = version_name
+    def __init__(
+        self, settings: Settings, store: SecretStore, secret: PlatformSecret, identity: RuntimeIdentity | None = None
+    ) -> None:
+        assert settings.pull_secret_source is not None  # build: only when it is set
+        self.settings = settings
+        self.store = store  # the fan-out's progress record
+        self.secret = secret
+        self.version_name = settings.pull_secret_source
+        self.identity = identity
         self._parsed: tuple[bytes, PullSecret] | None = None
+        self._publisher: Publisher | None = None
+        self._lock = threading.Lock()
 
     def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> PlatformFetch:
         """No call: the cache's bytes, if it holds them (a first provisioning reads the same source)."""
-        return PlatformFetch(self, self.store.cached_source(self.version_name))
+        return PlatformFetch(self, self.secret.cached(self.version_name))
 
     def parsed(self, raw: bytes) -> PullSecret:
         """The platform pull secret, parsed once per distinct content (the bytes are cached for a TTL)."""
@@ -77,18 +95,65 @@ class PlatformSource:
             self._parsed = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
         """Shared by every cluster: nothing to remove for one."""
         return {}
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("pull-secret-source", checks.pull_secret_source)]
+        return [DoctorCheck("pull-secret-source", lambda ctx: checks.pull_secret_source(ctx, self.secret))]
+
+    def notified(
+        self, notification: SecretVersionAdded, *, hyperfleet: HyperFleetClient, deadline: Deadline
+    ) -> Notified:
+        """A new version of PULL_SECRET_SOURCE (or a fan-out's continuation): drop the cache, fan out one reconcile
+        event per cluster (pullsecret.source.platform.rotation); raises TransientError (Held) to be redelivered."""
+        result, published = self.fan_out(
+            notification, hyperfleet=hyperfleet, publisher=self.publisher(), deadline=deadline
+        )
+        return Notified(result, published)
+
+    def fan_out(
+        self,
+        notification: SecretVersionAdded,
+        *,
+        hyperfleet: HyperFleetClient,
+        publisher: Publisher,
+        deadline: Deadline,
+    ) -> tuple[str, int]:
+        """The rotation fan-out of `notification` (the function's or the operator's `rekey`): (result, published)."""
+        return rotation.fan_out(
+            self.settings,
+            notification,
+            hyperfleet=hyperfleet,
+            store=self.store,
+            secret=self.secret,
+            publisher=publisher,
+            deadline=deadline,
+            state_project=self.state_project(),
+        )
+
+    def publisher(self) -> Publisher:
+        """The Pub/Sub publisher of the fan-out, built on first use (no client at cold start), once."""
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = Publisher(self.identity.credentials if self.identity is not None else None)
+            return self._publisher
+
+    def state_project(self) -> str | None:
+        """The runtime identity's project: the progress record's when SECRET_PROJECT_ID is unset."""
+        return self.identity.project_id if self.identity is not None else None
+
+    def rekeying(self) -> PlatformRekeying:
+        return PlatformRekeying(self)
 
 
 def build(wiring: Wiring) -> PlatformSource | None:
-    """The platform source when PULL_SECRET_SOURCE is set."""
-    name = wiring.settings.pull_secret_source
-    return PlatformSource(wiring.store, name) if name else None
+    """The platform source when PULL_SECRET_SOURCE is set (its cache over the store's Secret Manager client)."""
+    settings = wiring.settings
+    if not settings.pull_secret_source:
+        return None
+    secret = PlatformSecret(wiring.store.calls, ttl_s=settings.pull_secret_source_ttl_s)
+    return PlatformSource(settings, wiring.store, secret, wiring.identity)
 
 
 REGISTRATION = Registration(NAME, PlatformSource.own_credentials, build)

@@ -17,13 +17,12 @@ the cluster's pull secret (docs/contract.md §3b). Per event:
   deletion; `Finalized=True` follows only the service's confirmation, a failed DELETE is transient.
 
 A rotation at the service shows up as changed content on the next event: one Secret Manager version and one
-delivery write, like any change. There is no fan-out from here (pullsecret.source.platform.rotation is the platform
-source's): the next Sentinel event for the cluster delivers.
+delivery write, like any change. There is no fan-out from here (a Secret Manager notification is ignored, the
+base's default): the next Sentinel event for the cluster delivers, or the operator's `rekey` (its part here is
+pullsecret.source.service.rekey: ask the service to rotate, compare what a cluster holds).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
 from pullsecret.clients import RuntimeIdentity
@@ -32,9 +31,10 @@ from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.model.status_data import StatusData
 from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
-from pullsecret.source.base import Registration, Wiring, WouldCreate
+from pullsecret.source.base import Registration, Source, Wiring, WouldCreate
 from pullsecret.source.service import settings as service_settings
 from pullsecret.source.service.api import (
     NOT_FOUND,
@@ -45,6 +45,7 @@ from pullsecret.source.service.api import (
     PullSecretServiceClient,
     ServiceAnswer,
 )
+from pullsecret.source.service.rekey import ServiceRekeying
 
 NAME = "service"
 
@@ -106,11 +107,11 @@ class ServiceFetch:
                 raise
             return answer
 
-    def status_data(self) -> dict[str, Any]:
+    def status_data(self) -> StatusData:
         return self._answer.status_data() if self._answer is not None else {"source": SOURCE_NAME}
 
 
-class ServiceSource:
+class ServiceSource(Source):
     """The Pull Secret Service at PULL_SECRET_SERVICE_URL; thread-safe (its client is)."""
 
     name = NAME
@@ -126,13 +127,17 @@ class ServiceSource:
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> dict[str, Any]:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
             deleted = self.client.delete(cluster_id, deadline)
             # The DDR's DELETE answers 204 whether or not it held credentials (§3.2.6): "confirmed" says none remain.
             fields["result"] = "confirmed" if deleted else "absent"
         return {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
+
+    def rekeying(self) -> ServiceRekeying:
+        """`rekey` rotates each cluster's credentials at the service; CREDS compares them."""
+        return ServiceRekeying(self.client)
 
 
 # A cluster id no cluster has (HyperFleet ids are generated), in the DDR's form (§3.6: cls-[a-z0-9]{12,16}).

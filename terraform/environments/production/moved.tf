@@ -109,6 +109,11 @@ moved {
 }
 
 moved {
+  from = google_secret_manager_secret_iam_member.runtime_ca_bundle
+  to   = module.adapter.google_secret_manager_secret_iam_member.runtime_ca_bundle
+}
+
+moved {
   from = google_project_iam_member.runtime_cluster_viewer
   to   = module.adapter.google_project_iam_member.runtime_cluster_viewer
 }

@@ -1,4 +1,5 @@
-"""Rotation's Pub/Sub side: one Sentinel-shaped reconcile event per cluster, and the hand-on continuation."""
+"""Reconcile events on the adapter's own topic (ADAPTER_TOPIC): Sentinel's shape, and the Pub/Sub client that sends
+them (a source's fan-out and the operator's `rekey` publish them, each at the write quota's pace)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,6 @@ import os
 import threading
 import uuid
 from typing import Any
-
-from pullsecret.errors import TransientError
-from pullsecret.model.events import CONTINUATION, SecretVersionAdded
 
 EVENT_TYPE = "com.redhat.hyperfleet.cluster.reconcile"
 EVENT_SOURCE = "hyperfleet-pullsecret-rotation"
@@ -56,22 +54,3 @@ class Publisher:
 
     def publish_raw(self, topic: str, data: bytes, attributes: dict[str, str]) -> Any:
         return self.client().publish(topic, data, **attributes)
-
-
-def hand_on(publisher: Publisher, *, topic: str, notification: SecretVersionAdded, nonce: str) -> None:
-    """Publish the notification again on ADAPTER_TOPIC with the record's nonce: its invocation takes over."""
-    attributes = {
-        "eventType": "SECRET_VERSION_ADD",
-        "secretId": notification.secret,
-        "versionId": notification.version,
-        CONTINUATION: nonce,
-    }
-    data = json.dumps({"name": notification.secret}).encode("utf-8")
-    try:
-        publisher.publish_raw(topic, data, attributes).result(timeout=30.0)
-    except Exception as exc:  # noqa: BLE001 - the place is saved: a redelivery resumes from it
-        raise TransientError(
-            f"handing the rotation on failed ({type(exc).__name__}); a redelivery resumes from the saved place",
-            reason="PublishFailed",
-            service="pubsub",
-        ) from None

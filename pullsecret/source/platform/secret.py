@@ -1,4 +1,8 @@
-"""The platform pull secret (PULL_SECRET_SOURCE): read, checksum-checked, cached for a short TTL."""
+"""The platform pull secret in Secret Manager (PULL_SECRET_SOURCE): read, checksum-checked, cached for a short TTL.
+
+The cache is this source's own (one per process, shared by every event); a new version's notification clears it
+(pullsecret.source.platform.rotation). Reads go through the secret store's client (pullsecret.secretstore.calls).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from pullsecret.secretstore.calls import SERVICE, Calls
 from pullsecret.secretstore.payload import checked_bytes
 
 
-class SourceReads:
+class PlatformSecret:
     """The platform pull secret, read through the store's client and cached here for `ttl_s` seconds."""
 
     def __init__(self, calls: Calls, *, ttl_s: float = 30.0) -> None:
@@ -22,16 +26,16 @@ class SourceReads:
         self._ttl_s = ttl_s
         self._cache: dict[str, tuple[float, bytes]] = {}
 
-    def cached_source(self, version_name: str) -> bytes | None:
+    def cached(self, version_name: str) -> bytes | None:
         """The platform pull secret's bytes while the cache holds them (within the TTL), else None: no call."""
         cached = self._cache.get(version_name)
         if cached is not None and time.monotonic() - cached[0] < self._ttl_s:
             return cached[1]
         return None
 
-    def read_source(self, version_name: str, deadline: Deadline) -> bytes:
+    def read(self, version_name: str, deadline: Deadline) -> bytes:
         """The platform pull secret's bytes (cached for a short TTL); raises Terminal/TransientError."""
-        cached = self.cached_source(version_name)
+        cached = self.cached(version_name)
         if cached is not None:
             return cached
         now = time.monotonic()
@@ -48,10 +52,10 @@ class SourceReads:
         self._cache[version_name] = (now, data)
         return data
 
-    def invalidate_source(self) -> None:
+    def invalidate(self) -> None:
         self._cache.clear()
 
-    def newest_source_version(self, source: str, deadline: Deadline) -> str | None:
+    def newest_version(self, source: str, deadline: Deadline) -> str | None:
         """The resolved name (projects/NUMBER/secrets/ID/versions/N) of the source secret's newest version when
         it is enabled, else None (AccessSecretVersion of `latest`; raises TransientError / TerminalError)."""
         latest = names.latest_of(names.secret_of(source))
