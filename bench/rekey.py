@@ -45,9 +45,11 @@ class PushedInProcess:
         self.tally = inproc.BurstTally()
         self.deliveries: list[Future[None]] = []
         self.published = 0
+        self.published_at: list[float] = []  # perf_counter of the first and the last publish
 
     def publish(self, topic: str, event: dict[str, Any]) -> Future[str]:
         self.published += 1
+        self.published_at[1:] = [time.perf_counter()]
         self.deliveries.append(self.pool.submit(self._push, event))
         accepted: Future[str] = Future()
         accepted.set_result(str(self.published))  # Pub/Sub's message id: the publish is accepted
@@ -132,6 +134,12 @@ def measure(
         "quota_bound_seconds": round(bound, 2),
         "quota_bound_seconds_at_real_quota": round(bound * speedup, 1),
         "ratio_to_bound": round(seconds / bound, 2),
+        # Where the time goes: the command's start-up to its first publish, the publishes' span (N - 1 slots at
+        # the publish rate), and the tail from the last publish to the last cluster's acknowledged event.
+        "first_publish_after_s": round(push.published_at[0] - began, 3) if push.published_at else None,
+        "publishing_s": round(push.published_at[-1] - push.published_at[0], 2) if push.published_at else None,
+        "tail_s": round(last - push.published_at[-1], 3) if push.published_at else None,
+        "publish_slots_floor_s": round((len(clusters) - 1) / app.settings.publish_rate(), 2),
         "sentinel_alone_seconds": SENTINEL_MAX_AGE_READY_S,
         "sentinel_alone_ratio_to_bound": round(SENTINEL_MAX_AGE_READY_S / (bound * speedup), 2),
         "holding_new_credentials": holding,

@@ -284,6 +284,12 @@ class PullSecretServiceEmulator(HTTPEmulator):
         ):
             raise invalid("registries", registries, "enum", "Each must be one of: " + ", ".join(offered))
 
+        # One registry API call per credential minted, each a call of its own in the FaultBook (its faults, its
+        # latency), made one after the other inside the POST: the DDR's GeneratePullSecret (§1.4 Principle 1,
+        # Example 3) loops `for _, registryConfig := range s.config.Registries { ... cred, err :=
+        # client.CreateCredential(ctx, clusterID) ... }` and its partial-failure sequence creates Quay's robot
+        # account, then RHIT's service account. A first generate therefore costs the POST's L plus one L per
+        # registry; a retrieve (every credential held) calls no registry API.
         def registry_api(registry_id: str) -> bool:
             fault = self.control.enter(f"create.{registry_id}")
             return fault is None

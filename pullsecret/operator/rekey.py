@@ -5,8 +5,10 @@ each cluster's own credentials is asked to rotate them when they were created be
 (`--compromise` revokes the old set at once; the Pull Secret Service's part: pullsecret.source.service.rekey);
 then the cluster's reconcile event (Sentinel's shape, pullsecret.publishing) is published on ADAPTER_TOPIC, so the
 function delivers the new set now instead of at the cluster's next Sentinel event. Each reconcile costs one Secret
-Manager version and one delivery write, so events go out at `Settings.publish_rate()`: 90 % of SECRET_WRITE_QUOTA
-per ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says (the budget a source's fan-out uses too).
+Manager version and one delivery write, so events go out at `Settings.publish_rate()`: 95 % of SECRET_WRITE_QUOTA
+per ROTATION_WRITES_PER_CLUSTER unless ROTATION_PUBLISH_RATE says (the budget a source's fan-out uses too). The
+source's part for the next clusters runs ahead of their publish slots (LOOKAHEAD), so a source slower than the
+slot does not set the pace.
 
 Without a selection, a source with a way of its own to reach every cluster takes the whole run (`whole_fleet`: the
 platform pull secret's rotation fan-out of its newest version, its record, lease and pace; add the new version
@@ -24,7 +26,9 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,7 +38,7 @@ from pullsecret.model import events, names, preconditions
 from pullsecret.operator import convergence
 from pullsecret.operator.rekey_record import RekeyLedger, RekeyRecord, record_secret_id
 from pullsecret.publishing import Publisher, sentinel_event
-from pullsecret.source.base import Rekeying
+from pullsecret.source.base import Rekeyed, Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -42,6 +46,9 @@ if TYPE_CHECKING:
 PAGE_SIZE = 100
 LEASE_S = 600.0  # a run's hold on the record; each save renews it
 REPORT_EVERY_S = 5.0
+# Source steps (the service's GET, rotation POST) started ahead of their cluster's publish slot; an interruption
+# leaves at most this many clusters rotated without their event, which the resume publishes (now newer).
+LOOKAHEAD = 4
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TRANSIENT = 0, 1, 2, 3
 Out = Callable[[str], None]
 
@@ -101,11 +108,13 @@ class Progress:
 
 
 def _pace(next_at: float, interval: float, sleep: Callable[[float], None]) -> float:
-    """Wait for the next publish slot (the fan-out's rule: one event per interval); the slot after it."""
+    """Wait for the next publish slot (one event per interval); the slot after it. A slot taken late by less than
+    an interval (a thread woken late on a busy machine) keeps the schedule, so the next comes sooner and the rate
+    holds; later than that, the schedule restarts from now: at most two events ever go out back to back."""
     delay = next_at - time.monotonic()
     if delay > 0:
         sleep(delay)
-    return max(next_at, time.monotonic()) + interval
+    return max(next_at + interval, time.monotonic())
 
 
 def selected(app: Application, request: Request, after: str) -> Iterator[dict[str, Any]]:
@@ -247,16 +256,20 @@ def _work(
     progress = Progress(out, _total(app, request), app.settings.publish_rate(), time.time)
     progress.line(record, force=True)
     next_at, pending, last = time.monotonic(), [], record.after
+    pool = ThreadPoolExecutor(max_workers=LOOKAHEAD, thread_name_prefix="rekey-step")
+
+    def step(cluster: dict[str, Any]) -> Rekeyed | None:
+        """None: gone, or being deleted (deletion revokes; no event). Touches no record (runs on the pool)."""
+        if cluster.get("_gone") or cluster.get("deleted_time"):
+            return None
+        return rekeying.rotate(str(cluster["id"]), cutoff=record.cutoff, compromise=request.compromise)
+
     try:
-        for cluster in selected(app, request, record.after):
+        for cluster, stepped in _lookahead(pool, selected(app, request, record.after), step):
             cluster_id = str(cluster["id"])
-            if cluster.get("_gone") or cluster.get("deleted_time"):
-                record.current += 1  # nothing to re-key: gone, or being deleted (deletion revokes)
-            else:
-                rekeyed = rekeying.rotate(cluster_id, cutoff=record.cutoff, compromise=request.compromise)
-                if rekeyed.counted is None:
-                    record.fail(cluster_id, rekeyed.why)
-                _count(record, rekeyed.counted)
+            rekeyed = stepped.result()
+            _count(record, cluster_id, rekeyed)
+            if rekeyed is not None:
                 next_at = _pace(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster)))
             last = cluster_id
@@ -276,6 +289,8 @@ def _work(
             "run the same command again to resume"
         )
         return EXIT_TRANSIENT
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # a step begun finishes; an unpublished cluster is resumed
     record.done = True
     if not _save(ledger, record, pending, last, holder_done=True):
         out("error: another rekey run took the record over; stopping")
@@ -284,12 +299,27 @@ def _work(
     return _summary(record, out)
 
 
-def _count(record: RekeyRecord, counted: str | None) -> None:
-    """Count one cluster's outcome (a failure was counted when it was recorded)."""
-    if counted == "rotated":
-        record.rotated += 1
-    elif counted == "current":
+def _count(record: RekeyRecord, cluster_id: str, rekeyed: Rekeyed | None) -> None:
+    """Count one cluster's outcome on the loop's thread (None: gone, nothing to re-key)."""
+    if rekeyed is None or rekeyed.counted == "current":
         record.current += 1
+    elif rekeyed.counted == "rotated":
+        record.rotated += 1
+    else:
+        record.fail(cluster_id, rekeyed.why)
+
+
+def _lookahead(
+    pool: ThreadPoolExecutor, clusters: Iterator[dict[str, Any]], step: Callable[[dict[str, Any]], Rekeyed | None]
+) -> Iterator[tuple[dict[str, Any], Future[Rekeyed | None]]]:
+    """The clusters in order, each with its step started on `pool` up to LOOKAHEAD clusters ahead: the source's
+    calls for the next clusters run while this one waits for its publish slot, so they do not set the pace."""
+    ahead: deque[tuple[dict[str, Any], Future[Rekeyed | None]]] = deque()
+    for cluster in clusters:
+        ahead.append((cluster, pool.submit(step, cluster)))
+        if len(ahead) >= LOOKAHEAD:
+            yield ahead.popleft()
+    yield from ahead
 
 
 def _save(

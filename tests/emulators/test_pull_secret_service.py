@@ -330,6 +330,21 @@ def test_a_registry_failure_fails_the_whole_generate_and_the_retry_reuses_what_w
     assert next(c for c in retried["credentials"] if c["registry_id"] == "quay") == orphan[0]
 
 
+def test_a_generate_calls_the_registry_apis_one_after_the_other_and_a_retrieve_calls_none(svc: World) -> None:
+    # DDR §1.4 Principle 1 Example 3: GeneratePullSecret's loop creates each registry's credential in turn, so a
+    # failed Quay creation returns before RHIT's API is called (in parallel, both would be); each create is a call
+    # of its own (its latency on the critical path of a first POST), and a retrieve makes none.
+    svc.book.add({"service": "pullsecretservice", "method": "create.quay", "code": "500", "count": 1})
+    assert svc.call("POST", svc.base, json=BODY).status_code == 500
+    calls = svc.book.calls()["pullsecretservice"]
+    assert (calls.get("create.quay"), calls.get("create.rhit", 0)) == (1, 0)
+    assert svc.pss.state()["clusters"][CLUSTER]["credentials"] == []
+    generate(svc)
+    generate(svc)  # generate-or-retrieve: every credential is held, no registry API is called
+    calls = svc.book.calls()["pullsecretservice"]
+    assert (calls["post"], calls["create.quay"], calls["create.rhit"]) == (3, 2, 1)
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 import pytest
-from kubernetes.client import AdmissionregistrationV1Api
+from kubernetes.client import AdmissionregistrationV1Api, ApiClient
 
 from emulators.world import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME as POLICY
@@ -113,7 +113,7 @@ def test_cluster_lookups_write_nothing_to_the_temp_folder(
     for _ in range(3):
         api = clusters.api_for(MANAGEMENT_CLUSTER, Deadline(10))
         # TLS checked against the CA in memory; a read the runtime identity's RBAC allows (rbac.yaml).
-        policy = AdmissionregistrationV1Api(api.api_client).read_validating_admission_policy(POLICY)
+        policy = AdmissionregistrationV1Api(ApiClient(api.configuration)).read_validating_admission_policy(POLICY)
         assert policy.metadata.name == POLICY
         clusters.invalidate(MANAGEMENT_CLUSTER)
     assert pullsecret_entries() == before

@@ -74,10 +74,10 @@ def test_lists_and_numbers() -> None:
 
 
 def test_rotation_pace_is_derived_from_the_write_quota() -> None:
-    assert load(BASE).publish_rate() == pytest.approx(9.0)  # 90 % of 600 writes/min at 1 write per cluster
+    assert load(BASE).publish_rate() == pytest.approx(9.5)  # 95 % of 600 writes/min at 1 write per cluster
     doubled = load({**BASE, "SECRET_WRITE_QUOTA": "1200", "ROTATION_WRITES_PER_CLUSTER": "2"})
-    assert doubled.publish_rate() == pytest.approx(9.0)
-    assert load({**BASE, "ROTATION_WRITES_PER_CLUSTER": "2"}).publish_rate() == pytest.approx(4.5)
+    assert doubled.publish_rate() == pytest.approx(9.5)
+    assert load({**BASE, "ROTATION_WRITES_PER_CLUSTER": "2"}).publish_rate() == pytest.approx(4.75)
     assert load({**BASE, "ROTATION_PUBLISH_RATE": "3"}).publish_rate() == 3.0  # an explicit pace wins
 
 

@@ -78,8 +78,8 @@ def test_direct_mode_reads_the_kubeconfigs_cluster_with_its_identity_and_any_oth
     delivery = modes.build(Wiring(settings=settings, identity=identity, secret_manager=None))
     clusters = delivery.clusters  # type: ignore[attr-defined]
     api = clusters.api_for(MGMT_1, Deadline(5))
-    assert api.api_client.configuration.host == "https://operator.example:6443"
-    assert api.api_client.configuration.api_key == {"BearerToken": "Bearer operator-token"}
+    assert api.configuration.host == "https://operator.example:6443"
+    assert api.configuration.api_key == {"BearerToken": "Bearer operator-token"}
     gke = configured.load(BASE)
     plain = modes.build(Wiring(settings=gke, identity=identity, secret_manager=None))
     assert type(plain.clusters).__name__ == "ManagementClusters"  # type: ignore[attr-defined]

@@ -74,7 +74,7 @@ def management_cluster(ctx: Context, *, name: str, clusters: ClusterApis) -> lis
                 _gke_fix(ctx, name, exc),
             )
         ]
-    host = str(api.api_client.configuration.host)
+    host = str(api.configuration.host)
     lines = [Line("gke", True, f"{name}: GetCluster answered; control plane {host} ({mode} endpoint)")]
     reviews = _access_reviews(ctx, name, api)
     lines.extend(reviews)

@@ -1,11 +1,14 @@
-"""The Kubernetes calls the adapter makes, through the official client's ApiClient.
+"""The Kubernetes calls the adapter makes, through the official client's REST layer.
 
 `kubernetes.client.CoreV1Api` builds about 250 pydantic model classes when imported (0.4-1 s of CPU on
 the first event of every instance), `AdmissionregistrationV1Api` dozens more, to validate the arguments of
 their methods. The adapter calls seven of them (the doctor an eighth) with plain dicts and reads raw JSON
-(`_preload_content=False`). This class offers those with the same signatures and answers, built on
-the same public machinery the generated methods use (`ApiClient.param_serialize`, `ApiClient.call_api`,
-`ApiException.from_response`): same transport, TLS, bearer-token hook and errors, without the imports.
+(`_preload_content=False`). This class offers those with the same signatures and answers, on the transport
+the generated methods use (`kubernetes.client.rest.RESTClientObject` built from a `Configuration`: TLS, pool,
+the bearer-token hook through `Configuration.auth_settings`, `ApiException.from_response` for errors) and the
+request `ApiClient.param_serialize` would build (path parameters quoted, query values as it formats them, its
+User-Agent). `ApiClient` itself is not imported: it loads pydantic and `ApiResponse` (about a third of direct
+mode's first-event imports) to deserialize answers this class keeps raw.
 
 Importing this module loads `kubernetes.client` without the rest of the `kubernetes` package (`light_client`):
 its `__init__` imports config, dynamic, watch, stream, utils, leaderelection and informer (jsonschema,
@@ -19,6 +22,7 @@ import importlib.util
 import sys
 import types
 from typing import Any
+from urllib.parse import quote
 
 
 def light_client() -> None:
@@ -52,7 +56,8 @@ def light_client() -> None:
 
 light_client()
 
-from kubernetes.client.exceptions import ApiException  # noqa: E402  (after light_client)
+from kubernetes.client import __version__ as _CLIENT_VERSION  # noqa: E402  (after light_client)
+from kubernetes.client.exceptions import ApiException  # noqa: E402
 
 __all__ = ["ApiException", "SecretsApi", "light_client"]
 
@@ -74,14 +79,34 @@ _QUERY = {
     "orphan_dependents": "orphanDependents",
 }
 _OPTIONS = {"_content_type", "_preload_content", "_request_timeout", "_headers"}
+USER_AGENT = f"OpenAPI-Generator/{_CLIENT_VERSION}/python"  # what ApiClient sends
+
+
+def _headers(method: str, body: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The request's headers before its credential: what the generated methods send."""
+    headers: dict[str, Any] = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    headers.update(options.get("_headers") or {})
+    if body is not None:
+        headers["Content-Type"] = options.get("_content_type") or (
+            "application/json-patch+json" if method == "PATCH" and isinstance(body, list) else "application/json"
+        )
+    return headers
+
+
+def _query_value(value: Any) -> str:
+    """A query value as ApiClient.parameters_to_url_query formats a scalar (booleans lower-case), quoted."""
+    return quote(str(value).lower() if isinstance(value, bool) else str(value))
 
 
 class SecretsApi:
     """`CoreV1Api`'s namespaced Secret methods and `AdmissionregistrationV1Api`'s two policy reads, answering
     raw responses like `_preload_content=False`."""
 
-    def __init__(self, api_client: Any) -> None:
-        self.api_client = api_client
+    def __init__(self, configuration: Any) -> None:
+        from kubernetes.client.rest import RESTClientObject
+
+        self.configuration = configuration  # a kubernetes.client.Configuration: host, TLS, pool, token hook
+        self._rest = RESTClientObject(configuration)
 
     def read_namespaced_secret(self, name: str, namespace: str, **options: Any) -> Any:
         return self._send("GET", ITEM_PATH, {"namespace": namespace, "name": name}, None, options)
@@ -115,22 +140,18 @@ class SecretsApi:
             raise TypeError(f"unsupported arguments for {method} {path}: {sorted(unknown)}")
         if options.get("_preload_content", False):
             raise TypeError("SecretsApi answers raw responses only (_preload_content=False)")
-        query = [(_QUERY[key], value) for key, value in options.items() if key in _QUERY and value is not None]
-        headers: dict[str, Any] = {"Accept": "application/json", **(options.get("_headers") or {})}
-        if body is not None:
-            headers["Content-Type"] = options.get("_content_type") or (
-                "application/json-patch+json" if method == "PATCH" and isinstance(body, list) else "application/json"
-            )
-        request = self.api_client.param_serialize(
-            method=method,
-            resource_path=path,
-            path_params=path_params,
-            query_params=query,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
+        asked = [(_QUERY[key], value) for key, value in options.items() if key in _QUERY and value is not None]
+        query = "&".join(f"{key}={_query_value(value)}" for key, value in asked)
+        headers = _headers(method, body, options)
+        for auth in self.configuration.auth_settings().values():  # BearerToken: runs the refresh hook
+            headers[auth["key"]] = auth["value"]
+        safe = self.configuration.safe_chars_for_path_param
+        for name, value in path_params.items():
+            path = path.replace(f"{{{name}}}", quote(str(value), safe=safe))
+        url = self.configuration.host + path + (f"?{query}" if query else "")
+        response = self._rest.request(  # type: ignore[no-untyped-call]
+            method, url, headers=headers, body=body, _request_timeout=options.get("_request_timeout")
         )
-        response = self.api_client.call_api(*request, _request_timeout=options.get("_request_timeout"))
         if not 200 <= response.status <= 299:
             response.read()  # as the generated methods do before raising (ApiClient._call_with_legacy_options)
             raise ApiException.from_response(http_resp=response, body=None, data=None)

@@ -75,7 +75,6 @@ class ManagementClusters:
             self._entries.pop(cluster_name, None)
 
     def _build(self, cluster_name: str, deadline: Deadline) -> _Entry:
-        from kubernetes.client.api_client import ApiClient
         from kubernetes.client.configuration import Configuration
 
         what = f"get management cluster {cluster_name}"
@@ -96,5 +95,5 @@ class ManagementClusters:
 
         config.refresh_api_key_hook = refresh_token  # type: ignore[assignment]
         config.api_key["authorization"] = ""
-        # The Secret calls only: CoreV1Api would import 250 pydantic models on the first event (kubeapi).
-        return _Entry(api=SecretsApi(ApiClient(config)), created=time.monotonic())
+        # The Secret calls only, on the REST layer: no generated API class, no ApiClient (kubeapi).
+        return _Entry(api=SecretsApi(config), created=time.monotonic())

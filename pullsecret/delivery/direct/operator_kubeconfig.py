@@ -49,7 +49,7 @@ class OperatorClusters:
     def from_kubeconfig(cls, path: str, fallback: ClusterApis) -> OperatorClusters:
         """Raises ConfigError when `path` is no usable kubeconfig."""
         cluster, client = load(path)
-        return cls(cluster, SecretsApi(client), fallback)
+        return cls(cluster, SecretsApi(client.configuration), fallback)
 
     def api_for(self, cluster_name: str, deadline: Deadline) -> SecretsApi:
         if matches(self._kube_cluster, cluster_name):

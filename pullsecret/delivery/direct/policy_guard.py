@@ -47,7 +47,7 @@ class PolicyGuard:
 
     def ensure(self, api: SecretsApi, deadline: Deadline) -> None:
         """Refuse (terminal) to write on a cluster whose API server does not enforce our admission policy."""
-        host = str(getattr(getattr(api.api_client, "configuration", None), "host", ""))
+        host = str(getattr(getattr(api, "configuration", None), "host", ""))
         with self._guard_lock:
             checked = self._guarded.get(host)
         if checked is not None and time.monotonic() - checked < POLICY_CHECK_TTL_S:

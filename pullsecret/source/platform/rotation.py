@@ -7,7 +7,7 @@ order (keyset: `id > 'last'`, so a cluster deleted meanwhile shifts nothing) and
 reconcile CloudEvent per cluster to ADAPTER_TOPIC.
 
 Pace: each reconcile may add a secret version, and Secret Manager allows SECRET_WRITE_QUOTA writes per
-minute per project, so events go out at `Settings.publish_rate()`: 90 % of that quota divided by the
+minute per project, so events go out at `Settings.publish_rate()`: 95 % of that quota divided by the
 writes a changed cluster costs (ROTATION_WRITES_PER_CLUSTER, 1), unless ROTATION_PUBLISH_RATE says.
 
 What a notification may decide. Anyone allowed to publish to either topic can send one, so nothing in it is

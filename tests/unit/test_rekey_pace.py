@@ -1,0 +1,28 @@
+"""The rekey command's publish pacing (pullsecret.operator.rekey._pace): the rate holds when slots are taken late."""
+
+from __future__ import annotations
+
+import time
+
+from pullsecret.operator.rekey import _pace
+
+
+def test_a_slot_taken_a_little_late_keeps_the_schedule() -> None:
+    slept: list[float] = []
+    missed = time.monotonic() - 0.05  # the slot passed 50 ms ago (a thread woken late)
+    assert _pace(missed, 1.0, slept.append) == missed + 1.0  # the next slot is not pushed back by the lateness
+    assert slept == []
+
+
+def test_a_slot_taken_more_than_an_interval_late_restarts_the_schedule_without_a_burst() -> None:
+    missed = time.monotonic() - 5.0  # five slots missed: they are not made up
+    after = _pace(missed, 1.0, lambda s: None)
+    assert after >= missed + 5.0  # the next may go at once (two back to back at most), not five
+    assert _pace(after, 1.0, lambda s: None) >= after + 1.0 - 1e-9
+
+
+def test_an_early_call_waits_for_its_slot() -> None:
+    slept: list[float] = []
+    slot = time.monotonic() + 0.5
+    assert _pace(slot, 0.25, slept.append) == slot + 0.25
+    assert len(slept) == 1 and 0 < slept[0] <= 0.5
