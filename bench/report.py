@@ -66,6 +66,7 @@ SECTIONS: tuple[tuple[str, tuple[Figure, ...]], ...] = (
             Figure("rekey: start to last cluster re-keyed (s)", ("rekey", "seconds")),
             Figure("rekey: quota bound, 1 write per cluster (s)", ("rekey", "quota_bound_seconds")),
             Figure("rekey / quota bound", ("rekey", "ratio_to_bound"), "≤ 1.1", _at_most(1.1)),
+            Figure("rekey: the command's exit code", ("rekey", "exit_code"), "0", _at_most(0)),
             Figure("rekey: Sentinel's events alone (s, max_age_ready)", ("rekey", "sentinel_alone_seconds")),
             Figure("rekey: clusters on the new credentials", ("rekey", "holding_new_credentials")),
         ),

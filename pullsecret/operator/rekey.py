@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 PAGE_SIZE = 100
 LEASE_S = 600.0  # a run's hold on the record; each save renews it
+# The command is no event: a save of its record may wait for a Secret Manager write slot as long as the quota's
+# one-minute window can make it wait, however short the function's RETRY_DEADLINE (a save given up stops the run).
+RECORD_WAIT_S = 60.0
 REPORT_EVERY_S = 5.0
 # Source steps (the service's GET, rotation POST) started ahead of their cluster's publish slot; an interruption
 # leaves at most this many clusters rotated without their event, which the resume publishes (now newer).
@@ -219,7 +222,7 @@ def _recorded(
         app.store,
         name=names.secret_name(project, record_secret_id(settings)),
         adapter=settings.adapter_name,
-        deadline_s=settings.retry_deadline_s,
+        deadline_s=record_deadline_s(settings.retry_deadline_s),
     )
     claimed = _claim(ledger, request.key(app.source.name), request, clock(), uuid.uuid4().hex)
     if claimed == "done":
@@ -320,6 +323,12 @@ def _lookahead(
         if len(ahead) >= LOOKAHEAD:
             yield ahead.popleft()
     yield from ahead
+
+
+def record_deadline_s(retry_deadline_s: float) -> float:
+    """How long a read or save of the run's record may wait (for a write slot included): RETRY_DEADLINE, and at
+    least RECORD_WAIT_S."""
+    return max(retry_deadline_s, RECORD_WAIT_S)
 
 
 def _save(

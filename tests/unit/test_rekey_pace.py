@@ -26,3 +26,14 @@ def test_an_early_call_waits_for_its_slot() -> None:
     slot = time.monotonic() + 0.5
     assert _pace(slot, 0.25, slept.append) == slot + 0.25
     assert len(slept) == 1 and 0 < slept[0] <= 0.5
+
+
+def test_the_record_waits_for_a_write_slot_longer_than_an_event_would() -> None:
+    """A save of the run's record shares the project's write pacer with the function's reconciles; with the
+    bench's RETRY_DEADLINE of 8 s, a queue of 8.1 s stopped a 2,000-cluster run after 200 (exit 3). The command is
+    no event: its record waits up to a minute, or RETRY_DEADLINE when that is longer."""
+    from pullsecret.operator.rekey import record_deadline_s
+
+    assert record_deadline_s(8.0) == 60.0
+    assert record_deadline_s(60.0) == 60.0
+    assert record_deadline_s(300.0) == 300.0
