@@ -82,6 +82,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS)
         + _functions("pullsecret.hostnames", _HOSTNAMES_PURE)
     ),
+    # The deep-JSON fallback (issue 40 item 5: budgets, duplicate keys) and redaction (item 4: union of spans).
+    "jsonsplit": ("pullsecret.hyperfleet.jsonsplit.*",),
+    "redaction": ("pullsecret.redaction.*",),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 
