@@ -85,6 +85,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     # The deep-JSON fallback (issue 40 item 5: budgets, duplicate keys) and redaction (item 4: union of spans).
     "jsonsplit": ("pullsecret.hyperfleet.jsonsplit.*",),
     "redaction": ("pullsecret.redaction.*",),
+    # Reading one setting (trimmed, typed, checked); test_operator_settings scans its text as written.
+    "envvars": ("pullsecret.envvars.*",),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 
