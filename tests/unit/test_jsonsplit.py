@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -52,29 +53,70 @@ def test_a_deep_elements_id_is_read_only_when_it_is_a_string_member() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "error"),
     [
-        "[]",
-        '{"items": [1, 2}',
-        '{"items": [{"a": 1]]}',
-        '{"items": [1 2]}',
-        '{"items": [1,]}',
-        '{"items": [1]} x',
-        '{"items": [1], "total"}',
-        '{"total": 1}',
-        '{"items": ["abc]}',
-        '{"items": [' + deep(10) + "}",
-        "{items: []}",
+        ("[]", "an object was expected"),
+        ('{"items": [1, 2}', "',' or ']' was expected at 15"),
+        ('{"items": [{"a": 1]]}', "a mismatched bracket at 18"),
+        ('{"items": [[1}]]}', "a mismatched bracket at 13"),
+        ('{"items": [1 2]}', "',' or ']' was expected at 13"),
+        ('{"items": [1,]}', "a value was expected at 13"),
+        ('{"items": [,1]}', "a value was expected at 11"),
+        ('{"items": [1,', "a value was expected at the end of the text"),
+        ('{"total": ', "a value was expected at the end of the text"),
+        ('{"items": [1]} x', "text after the object"),
+        ('{"items": [1]}}', "text after the object"),
+        ('{"items": []}x', "text after the object"),
+        ('{"items": [1], "total"}', "':' was expected at 22"),
+        ('{"items" 1}', "':' was expected at 9"),
+        ('{"items": [1], "total": 1 "x": 2}', "',' or '}' was expected at 26"),
+        ('{"total": 1}', "no 'items' array"),
+        ('{"items": ["abc]}', "Unterminated string"),
+        ('{"items": [' + deep(10) + "}", "',' or ']' was expected at 83"),
+        ('{"items": [[[[', "an array or object is not closed"),
+        ('{"items": [' + "[" * 3000 + "]" * 2999 + "}]}", "a mismatched bracket at 3011"),
+        ("{items: []}", "a member name was expected at 1"),
+        ('{"items": [' + "[" * 3000 + '"a\x01b"' + "]" * 3000 + "]}", "Invalid control character"),
     ],
 )
-def test_what_is_not_a_page_is_a_value_error(text: str) -> None:
-    with pytest.raises(ValueError):
+def test_what_is_not_a_page_is_a_value_error_saying_what_and_where(text: str, error: str) -> None:
+    """A clear error (what was expected, at which character), never an IndexError or a partial page; a string the
+    decoder refuses (a raw control character) is refused inside a value walked by hand too."""
+    with pytest.raises(ValueError, match=re.escape(error)):
         jsonsplit.page_items(text.encode())
 
 
+def test_an_element_that_is_not_json_is_unparseable_and_the_others_are_kept() -> None:
+    """The walk finds where a broken literal ends (`tru`, `nul`): that element alone is Unparseable (no id), as
+    a too-deep one is, and the page keeps the others."""
+    items, _ = jsonsplit.page_items(f'{{"items": [tru, {{"id": "c"}}, nul, [{deep(3000)}], 5]}}'.encode())
+    assert [type(i).__name__ for i in items] == ["Unparseable", "dict", "Unparseable", "Unparseable", "int"]
+    assert items[1] == {"id": "c"} and items[4] == 5
+
+
+def test_strings_holding_brackets_and_quotes_inside_a_value_walked_by_hand() -> None:
+    """Inside a value too deep for the decoder, a string's brackets and escaped quotes are text, not structure:
+    the deep cluster's id and the clusters after it are read as written."""
+    spec = '{"a": ' * 3000 + '"]]}}\\"[{"' + "}" * 3000
+    text = f'{{"items": [{{"spec": {spec}, "note": "}}]\\"", "id": "c2"}}, {{"id": "c3"}}]}}'
+    items, _ = jsonsplit.page_items(text.encode())
+    assert isinstance(items[0], jsonsplit.Unparseable) and items[0].id == "c2"
+    assert items[1:] == [{"id": "c3"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [('"a\\"b" ,', 6), ('"]\\"[", 1', 6), ("true, 2", 4), ("-1.5e3]", 6), ('[1, "]", {"a": []}] x', 19)],
+)
+def test_value_end_is_just_past_the_value(text: str, end: int) -> None:
+    assert jsonsplit.value_end(text, 0) == end
+
+
 def test_bounds_and_encoding() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="exceeds"):
         jsonsplit.page_items(b'{"items": [' + b" " * jsonsplit.MAX_BYTES + b"]}")
+    at_the_bound = b'{"items": [1' + b" " * (jsonsplit.MAX_BYTES - 14) + b"]}"
+    assert len(at_the_bound) == jsonsplit.MAX_BYTES and jsonsplit.page_items(at_the_bound) == ([1], None)
     with pytest.raises(ValueError):
         jsonsplit.page_items(('{"items": [' + ",".join(["1"] * (jsonsplit.MAX_ITEMS + 1)) + "]}").encode())
     with pytest.raises(ValueError):
@@ -90,7 +132,10 @@ def test_members_agree_with_the_decoder_on_ordinary_json() -> None:
     assert jsonsplit.int_member('{"generation": 2, "spec": ' + deep(4000) + "}", "generation") == 2
     # A broken object: a later member of the same name might follow, so nothing is read (json takes the last).
     assert jsonsplit.int_member('{"generation": 2,', "generation") is None
-    assert jsonsplit.string_member("[1]", "id") is None
+    assert jsonsplit.string_member("[1]", "id") is None and jsonsplit.string_member(text, "nope") is None
+    # A generation is read when it is at most 20 characters (a 64-bit count); a longer value is never decoded.
+    assert jsonsplit.int_member('{"generation": 12345678901234567890}', "generation") == 12345678901234567890
+    assert jsonsplit.int_member('{"generation": 123456789012345678901}', "generation") is None
 
 
 def test_duplicate_members_are_answered_as_json_answers_them_the_last_wins() -> None:
@@ -166,6 +211,9 @@ def test_the_bytes_budget_is_spent_value_by_value_up_to_its_last_byte() -> None:
 def test_a_page_over_budget_is_asked_again_in_parts_that_hold_exactly_its_items(
     page: int, size: int, parts: list[tuple[int, int]]
 ) -> None:
-    assert jsonsplit.sub_pages(page, size) == parts
+    # As the list query sends them: `size=50`, never `size=50.0`.
+    assert [f"page={p}&size={s}" for p, s in jsonsplit.sub_pages(page, size)] == [
+        f"page={p}&size={s}" for p, s in parts
+    ]
     covered = [i for p, s in parts for i in range((p - 1) * s, p * s)]
     assert covered == list(range((page - 1) * size, page * size))
