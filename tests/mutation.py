@@ -90,6 +90,44 @@ MODULES: dict[str, tuple[str, ...]] = {
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 
+# Survivors no test can kill, for nothing observable changes, each with why. They still count against the rate
+# (it is not adjusted); mutants/<module>.survivors marks them so no one analyses them again. Each names the
+# mutated text as `mutmut show` prints it, so a renumbered mutant is not excused by an old entry.
+_ORDER = "the order of the alternation and of the hits is unobservable: scrub unites every hit's spans"
+_SHORT = "the extra slices are shorter than WINDOW, and every head (a string's first WINDOW characters) is not"
+_TIERS = "when the late tier merges into the first is a cost choice: both are searched, the line is the same"
+EQUIVALENT: dict[str, tuple[str, str]] = {
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_5": ("key=len, reverse=None", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_7": ("sorted(secrets, reverse=True)", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_8": ("sorted(secrets, key=len, )", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_9": ("key=len, reverse=False", _ORDER),
+    "pullsecret.redaction.x\u01c1_Windows\u01c1hits__mutmut_6": ("len(text) + WINDOW + 1", _SHORT),
+    "pullsecret.redaction.x\u01c1_Windows\u01c1hits__mutmut_7": ("len(text) - WINDOW + 2", _SHORT),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_2": ("len(self._late) >= max(", _TIERS),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_7": ("len(self._bulk) / 4", _TIERS),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_8": ("len(self._bulk) // 5", _TIERS),
+    "pullsecret.hyperfleet.jsonsplit.x_sub_pages__mutmut_12": (
+        "range(2, size + 2)",
+        "size + 1 never divides size (> 1), and for size 1 neither candidate does: the same factor",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x__skip_ws__mutmut_7": (
+        "if (match) or True",
+        "_WS (`[ \\t\\n\\r]*`) matches the empty string: there is always a match",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_8": ('body.decode("UTF-8")', "the same codec"),
+}
+
+
+def equivalent(mutant: str) -> str | None:
+    """Why `mutant` is listed as equivalent, when its entry still names the mutated text `mutmut show` prints."""
+    entry = EQUIVALENT.get(mutant)
+    if entry is None:
+        return None
+    text, why = entry
+    shown = [line[1:] for line in mutmut("show", mutant).stdout.splitlines() if line.startswith("+")]
+    return why if any(text in line for line in shown) else None
+
 
 def mutmut(*args: str) -> subprocess.CompletedProcess[str]:
     """The mutmut next to this interpreter (the .venv-mutation one), run from the repository root."""
@@ -142,7 +180,10 @@ def run_module(name: str, patterns: tuple[str, ...], jobs: int) -> Counter[str]:
         if killed_by_whole_suite(mutant):
             chosen[mutant] = "killed"
     left = sorted(m for m, s in chosen.items() if s not in KILLED)
-    (MUTANTS / f"{name}.survivors").write_text("".join(f"{m}: {chosen[m]}\n" for m in left))
+    notes = {m: equivalent(m) for m in left}
+    (MUTANTS / f"{name}.survivors").write_text(
+        "".join(f"{m}: {chosen[m]}{f' (equivalent: {notes[m]})' if notes[m] else ''}\n" for m in left)
+    )
     return Counter("killed" if s in KILLED else s for s in chosen.values())
 
 
