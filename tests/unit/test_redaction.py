@@ -67,6 +67,8 @@ def test_strings_arriving_one_by_one_after_thousands_are_found_and_short_words_n
         (["aaaXbbb", "bbbYccc", "cccZddd"], "[aaaXbbbYcccZddd]", f"[{REDACTED}]"),
         # One string overlapping itself.
         (["abab"], "ababab!", f"{REDACTED}!"),
+        # Repeated: every occurrence, the middle ones too.
+        (["tok-1234"], "a tok-1234 b tok-1234 c tok-1234 d", f"a {REDACTED} b {REDACTED} c {REDACTED} d"),
         # Touching, not overlapping: two spans.
         (["wxyz", "1234"], "wxyz1234", REDACTED * 2),
     ],
