@@ -116,6 +116,12 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "_WS (`[ \\t\\n\\r]*`) matches the empty string: there is always a match",
     ),
     "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_8": ('body.decode("UTF-8")', "the same codec"),
+    "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
+    "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
+    "pullsecret.hostnames.x_allowed_entry__mutmut_12": (
+        'text.count(":") > 2',
+        "two colons without brackets leave split_host a port it cannot read: refused either way",
+    ),
 }
 
 

@@ -379,6 +379,10 @@ def test_the_realm_rule_normalises_both_names_and_keeps_addresses_apart(
 def test_the_refusals_of_malformed_hosts_say_which_rule() -> None:
     with pytest.raises(ValueError, match=r"^no host name$"):
         split_host(":5000")
+    with pytest.raises(ValueError, match=r"^no host name$"):
+        split_host(".:5000")  # nothing left once the trailing dot is dropped
+    with pytest.raises(ValueError, match=r"^not a host name in IDNA$"):
+        split_host("a..b")  # an empty label: no name the resolver or TLS would take
     with pytest.raises(ValueError, match=r"^not host\[:port\]: 'a/b'$"):
         allowed_entry("a/b")
 
