@@ -110,6 +110,13 @@ def test_strings_holding_brackets_and_quotes_inside_a_value_walked_by_hand() -> 
 )
 def test_value_end_is_just_past_the_value(text: str, end: int) -> None:
     assert jsonsplit.value_end(text, 0) == end
+    assert jsonsplit.value_end(f'{{"k": {text}', 6) == end + 6
+
+
+def test_value_end_reads_strings_as_the_decoder_does() -> None:
+    assert jsonsplit.value_end('["", 1]', 1) == 3
+    with pytest.raises(ValueError, match="Invalid control character"):
+        jsonsplit.value_end('"a\x01b"', 0)
 
 
 def test_bounds_and_encoding() -> None:
