@@ -95,6 +95,7 @@ KILLED = {"killed", "timeout", "caught by type check"}
 # mutated text as `mutmut show` prints it, so a renumbered mutant is not excused by an old entry.
 _ORDER = "the order of the alternation and of the hits is unobservable: scrub unites every hit's spans"
 _SHORT = "the extra slices are shorter than WINDOW, and every head (a string's first WINDOW characters) is not"
+_STRICT = "scanstring's strict argument defaults to True"
 _TIERS = "when the late tier merges into the first is a cost choice: both are searched, the line is the same"
 EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
@@ -116,6 +117,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         "_WS (`[ \\t\\n\\r]*`) matches the empty string: there is always a match",
     ),
     "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_8": ('body.decode("UTF-8")', "the same codec"),
+    "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_14": ("scanstring(text, pos + 1, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_62": ("scanstring(text, cursor, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_members__mutmut_37": ("scanstring(text, pos + 1, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_21": ("scanstring(text, start + 1, )", _STRICT),
     "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
     "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
     "pullsecret.hostnames.x_allowed_entry__mutmut_12": (
