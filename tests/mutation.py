@@ -123,6 +123,14 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_21": ("scanstring(text, start + 1, )", _STRICT),
     "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
     "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
+    "pullsecret.hostnames.x_split_host__mutmut_15": (
+        'rstrip("XX.XX")',
+        "urllib's hostname is lower case: there is never an X to strip",
+    ),
+    "pullsecret.hostnames.x_allowed_entry__mutmut_10": (
+        'text.count("XX:XX") > 1',
+        "two colons without brackets leave split_host a port it cannot read: refused either way",
+    ),
     "pullsecret.hostnames.x_allowed_entry__mutmut_12": (
         'text.count(":") > 2',
         "two colons without brackets leave split_host a port it cannot read: refused either way",
