@@ -190,6 +190,11 @@ def run_module(name: str, patterns: tuple[str, ...], jobs: int) -> Counter[str]:
     if unmatched:
         sys.exit(f"no mutant matched these patterns of {name}: {unmatched}")
     # "no tests": no unit test calls the function at all, so the whole suite cannot kill it either.
+    if all(s == "no tests" for s in chosen.values()):
+        sys.exit(
+            f"no unit test reaches any mutant of {name}: mutmut's map of tests (mutants/mutmut-stats.json) predates "
+            "its functions being mutated (a module added to only_mutate); remove that file and run again"
+        )
     survivors = sorted(m for m, s in chosen.items() if s == "survived")
     # Without any mutant the copied suite must pass, or every survivor would count as killed (say, a test reading a
     # file also_copy lacks).
