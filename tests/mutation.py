@@ -123,6 +123,13 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_21": ("scanstring(text, start + 1, )", _STRICT),
     "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
     "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
+    "pullsecret.envvars.x_flag__mutmut_6": ("upper=None", "None is false, as False is: the value is lower-cased"),
+    "pullsecret.envvars.x_flag__mutmut_15": ('"FALSE"', "the default is lower-cased like any value: false"),
+    "pullsecret.envvars.x_template__mutmut_13": (
+        'cluster_id="X"',
+        'the trial value only has to fail every format "x" fails: a one-letter string either way',
+    ),
+    "pullsecret.envvars.x_is_loopback__mutmut_7": ('host or "XXXX"', "neither is an IP address: not loopback"),
     "pullsecret.hostnames.x_split_host__mutmut_15": (
         'rstrip("XX.XX")',
         "urllib's hostname is lower case: there is never an X to strip",
