@@ -96,6 +96,10 @@ KILLED = {"killed", "timeout", "caught by type check"}
 _ORDER = "the order of the alternation and of the hits is unobservable: scrub unites every hit's spans"
 _SHORT = "the extra slices are shorter than WINDOW, and every head (a string's first WINDOW characters) is not"
 _STRICT = "scanstring's strict argument defaults to True"
+_FIRST_BRACE = (
+    "members read `{` (after whitespace) before any `}`: the `}` found is never at 0, and with no member (`last` "
+    "unchanged) find from 0, 1 or None finds the same one"
+)
 _TIERS = "when the late tier merges into the first is a cost choice: both are searched, the line is the same"
 EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
@@ -121,6 +125,18 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_62": ("scanstring(text, cursor, )", _STRICT),
     "pullsecret.hyperfleet.jsonsplit.x_members__mutmut_37": ("scanstring(text, pos + 1, )", _STRICT),
     "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_21": ("scanstring(text, start + 1, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_24": (
+        "scanstring(text, start + 1, False)",
+        "members found this string's end strictly (raw_decode or value_end): a control character never gets here",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_45": (
+        "steps -= 1",
+        "-n % 256 == 0 exactly when n % 256 == 0: the budget is looked at on the same runs",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_11": ("last = None", _FIRST_BRACE),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_12": ("last = 1", _FIRST_BRACE),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_52": ("rest <= 0", _FIRST_BRACE),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_53": ("rest < 1", _FIRST_BRACE),
     "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
     "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
     "pullsecret.envvars.x_flag__mutmut_6": ("upper=None", "None is false, as False is: the value is lower-cased"),
