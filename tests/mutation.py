@@ -82,8 +82,93 @@ MODULES: dict[str, tuple[str, ...]] = {
         _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS)
         + _functions("pullsecret.hostnames", _HOSTNAMES_PURE)
     ),
+    # The deep-JSON fallback (issue 40 item 5: budgets, duplicate keys) and redaction (item 4: union of spans).
+    "jsonsplit": ("pullsecret.hyperfleet.jsonsplit.*",),
+    "redaction": ("pullsecret.redaction.*",),
+    # Reading one setting (trimmed, typed, checked); test_operator_settings scans its text as written.
+    "envvars": ("pullsecret.envvars.*",),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
+
+# Survivors no test can kill, for nothing observable changes, each with why. They still count against the rate
+# (it is not adjusted); mutants/<module>.survivors marks them so no one analyses them again. Each names the
+# mutated text as `mutmut show` prints it, so a renumbered mutant is not excused by an old entry.
+_ORDER = "the order of the alternation and of the hits is unobservable: scrub unites every hit's spans"
+_SHORT = "the extra slices are shorter than WINDOW, and every head (a string's first WINDOW characters) is not"
+_STRICT = "scanstring's strict argument defaults to True"
+_FIRST_BRACE = (
+    "members read `{` (after whitespace) before any `}`: the `}` found is never at 0, and with no member (`last` "
+    "unchanged) find from 0, 1 or None finds the same one"
+)
+_TIERS = "when the late tier merges into the first is a cost choice: both are searched, the line is the same"
+EQUIVALENT: dict[str, tuple[str, str]] = {
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_7": ("sorted(secrets, reverse=True)", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_8": ("sorted(secrets, key=len, )", _ORDER),
+    "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_9": ("key=len, reverse=False", _ORDER),
+    "pullsecret.redaction.x\u01c1_Windows\u01c1hits__mutmut_6": ("len(text) + WINDOW + 1", _SHORT),
+    "pullsecret.redaction.x\u01c1_Windows\u01c1hits__mutmut_7": ("len(text) - WINDOW + 2", _SHORT),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_2": ("len(self._late) >= max(", _TIERS),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_7": ("len(self._bulk) / 4", _TIERS),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_8": ("len(self._bulk) // 5", _TIERS),
+    "pullsecret.redaction.x__replace__mutmut_2": ("at = None", "text[None:start] is text[0:start]"),
+    "pullsecret.hyperfleet.jsonsplit.x_sub_pages__mutmut_12": (
+        "range(2, size + 2)",
+        "size + 1 never divides size (> 1), and for size 1 neither candidate does: the same factor",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x__skip_ws__mutmut_7": (
+        "if (match) or True",
+        "_WS (`[ \\t\\n\\r]*`) matches the empty string: there is always a match",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_8": ('body.decode("UTF-8")', "the same codec"),
+    "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_14": ("scanstring(text, pos + 1, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_62": ("scanstring(text, cursor, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_members__mutmut_37": ("scanstring(text, pos + 1, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_21": ("scanstring(text, start + 1, )", _STRICT),
+    "pullsecret.hyperfleet.jsonsplit.x_string_member__mutmut_24": (
+        "scanstring(text, start + 1, False)",
+        "members found this string's end strictly (raw_decode or value_end): a control character never gets here",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x_value_end__mutmut_45": (
+        "steps -= 1",
+        "-n % 256 == 0 exactly when n % 256 == 0: the budget is looked at on the same runs",
+    ),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_11": ("last = None", _FIRST_BRACE),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_12": ("last = 1", _FIRST_BRACE),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_52": ("rest <= 0", _FIRST_BRACE),
+    "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_53": ("rest < 1", _FIRST_BRACE),
+    "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
+    "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
+    "pullsecret.envvars.x_flag__mutmut_6": ("upper=None", "None is false, as False is: the value is lower-cased"),
+    "pullsecret.envvars.x_flag__mutmut_15": ('"FALSE"', "the default is lower-cased like any value: false"),
+    "pullsecret.envvars.x_template__mutmut_13": (
+        'cluster_id="X"',
+        'the trial value only has to fail every format "x" fails: a one-letter string either way',
+    ),
+    "pullsecret.envvars.x_is_loopback__mutmut_7": ('host or "XXXX"', "neither is an IP address: not loopback"),
+    "pullsecret.hostnames.x_split_host__mutmut_15": (
+        'rstrip("XX.XX")',
+        "urllib's hostname is lower case: there is never an X to strip",
+    ),
+    "pullsecret.hostnames.x_allowed_entry__mutmut_10": (
+        'text.count("XX:XX") > 1',
+        "two colons without brackets leave split_host a port it cannot read: refused either way",
+    ),
+    "pullsecret.hostnames.x_allowed_entry__mutmut_12": (
+        'text.count(":") > 2',
+        "two colons without brackets leave split_host a port it cannot read: refused either way",
+    ),
+}
+
+
+def equivalent(mutant: str) -> str | None:
+    """Why `mutant` is listed as equivalent, when its entry still names the mutated text `mutmut show` prints."""
+    entry = EQUIVALENT.get(mutant)
+    if entry is None:
+        return None
+    text, why = entry
+    shown = [line[1:] for line in mutmut("show", mutant).stdout.splitlines() if line.startswith("+")]
+    return why if any(text in line for line in shown) else None
 
 
 def mutmut(*args: str) -> subprocess.CompletedProcess[str]:
@@ -128,16 +213,25 @@ def run_module(name: str, patterns: tuple[str, ...], jobs: int) -> Counter[str]:
     if unmatched:
         sys.exit(f"no mutant matched these patterns of {name}: {unmatched}")
     # "no tests": no unit test calls the function at all, so the whole suite cannot kill it either.
+    if all(s == "no tests" for s in chosen.values()):
+        sys.exit(
+            f"no unit test reaches any mutant of {name}: mutmut's map of tests (mutants/mutmut-stats.json) predates "
+            "its functions being mutated (a module added to only_mutate); remove that file and run again"
+        )
     survivors = sorted(m for m, s in chosen.items() if s == "survived")
     # Without any mutant the copied suite must pass, or every survivor would count as killed (say, a test reading a
     # file also_copy lacks).
     if survivors and killed_by_whole_suite(""):
         sys.exit(f"the unit suite fails in {MUTANTS} without any mutant; see pyproject's [tool.mutmut] also_copy")
+    # A listed equivalent counts as a survivor whatever the whole suite does: it is not run again.
+    notes = {m: equivalent(m) for m in survivors}
     for mutant in survivors:
-        if killed_by_whole_suite(mutant):
+        if not notes[mutant] and killed_by_whole_suite(mutant):
             chosen[mutant] = "killed"
     left = sorted(m for m, s in chosen.items() if s not in KILLED)
-    (MUTANTS / f"{name}.survivors").write_text("".join(f"{m}: {chosen[m]}\n" for m in left))
+    (MUTANTS / f"{name}.survivors").write_text(
+        "".join(f"{m}: {chosen[m]}{f' (equivalent: {notes.get(m)})' if notes.get(m) else ''}\n" for m in left)
+    )
     return Counter("killed" if s in KILLED else s for s in chosen.values())
 
 

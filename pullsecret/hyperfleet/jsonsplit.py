@@ -161,11 +161,11 @@ def members(
         yield key, start, end
         pos = _skip_ws(text, end)
         separator = text[pos : pos + 1]
-        pos = _skip_ws(text, pos + 1)
         if separator == "}":
             return
         if separator != ",":
             raise ValueError(f"',' or '}}' was expected at {pos}")
+        pos = _skip_ws(text, pos + 1)
 
 
 def elements(text: str, pos: int, budget: Budget | None = None) -> tuple[list[tuple[int, int]], int]:
@@ -185,9 +185,9 @@ def elements(text: str, pos: int, budget: Budget | None = None) -> tuple[list[tu
         separator = text[pos : pos + 1]
         if separator == "]":
             return spans, pos + 1
-        pos = _skip_ws(text, pos + 1)
         if separator != ",":
             raise ValueError(f"',' or ']' was expected at {pos}")
+        pos = _skip_ws(text, pos + 1)
 
 
 def _decode(text: str) -> object:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -52,30 +53,93 @@ def test_a_deep_elements_id_is_read_only_when_it_is_a_string_member() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "error"),
     [
-        "[]",
-        '{"items": [1, 2}',
-        '{"items": [{"a": 1]]}',
-        '{"items": [1 2]}',
-        '{"items": [1,]}',
-        '{"items": [1]} x',
-        '{"items": [1], "total"}',
-        '{"total": 1}',
-        '{"items": ["abc]}',
-        '{"items": [' + deep(10) + "}",
-        "{items: []}",
+        ("[]", "an object was expected"),
+        ('{"items": [1, 2}', "',' or ']' was expected at 15"),
+        ('{"items": [{"a": 1]]}', "a mismatched bracket at 18"),
+        ('{"items": [[1}]]}', "a mismatched bracket at 13"),
+        ('{"items": [1 2]}', "',' or ']' was expected at 13"),
+        ('{"items": [1,]}', "a value was expected at 13"),
+        ('{"items": [,1]}', "a value was expected at 11"),
+        ('{"items": [1,', "a value was expected at the end of the text"),
+        ('{"total": ', "a value was expected at the end of the text"),
+        ('{"items": [1]} x', "text after the object"),
+        ('{"items": [1]}}', "text after the object"),
+        ('{"items": []}x', "text after the object"),
+        ('{"items": [1], "total"}', "':' was expected at 22"),
+        ('{"items" 1}', "':' was expected at 9"),
+        ('{"items": [1], "total": 1 "x": 2}', "',' or '}' was expected at 26"),
+        ('{"total": 1}', "no 'items' array"),
+        ('{"items": ["abc]}', "Unterminated string"),
+        ('{"items": [' + deep(10) + "}", "',' or ']' was expected at 83"),
+        ('{"items": [[[[', "an array or object is not closed"),
+        ('{"items": [' + "[" * 3000 + "]" * 2999 + "}]}", "a mismatched bracket at 3011"),
+        ("{items: []}", "a member name was expected at 1"),
+        ('{"items": [' + "[" * 3000 + '"a\x01b"' + "]" * 3000 + "]}", "Invalid control character"),
+        ('{"it\x01ems": []}', "Invalid control character"),  # in a member's name too
+        ("{}\n", "no 'items' array"),
+        ('{"items": []}\x0c', "text after the object"),  # only JSON's four whitespace characters may follow
+        ('{"items": []}X', "text after the object"),
+        ('{"total": ' + "[" * 20_000 + "]" * 20_000 + ', "items": []}', "nested too deep"),
     ],
 )
-def test_what_is_not_a_page_is_a_value_error(text: str) -> None:
-    with pytest.raises(ValueError):
+def test_what_is_not_a_page_is_a_value_error_saying_what_and_where(text: str, error: str) -> None:
+    """A clear error (what was expected, at which character), never an IndexError or a partial page; a string the
+    decoder refuses (a raw control character) is refused inside a value walked by hand too. The message is the
+    error's first words, as a log line or status shows it."""
+    with pytest.raises(ValueError, match="^" + re.escape(error)):
         jsonsplit.page_items(text.encode())
 
 
+def test_compact_json_without_spaces_is_read_as_the_decoder_reads_it() -> None:
+    assert jsonsplit.page_items(b'{"total":3,"items":[1,{"id":"c"}]}') == ([1, {"id": "c"}], 3)
+
+
+def test_elements_of_what_is_not_an_array_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=r"^an array was expected$"):
+        jsonsplit.elements('{"items": {}}', 10)
+
+
+def test_an_element_that_is_not_json_is_unparseable_and_the_others_are_kept() -> None:
+    """The walk finds where a broken literal ends (`tru`, `nul`): that element alone is Unparseable (no id), as
+    a too-deep one is, and the page keeps the others."""
+    items, _ = jsonsplit.page_items(f'{{"items": [tru, {{"id": "c"}}, nul, [{deep(3000)}], 5]}}'.encode())
+    assert [type(i).__name__ for i in items] == ["Unparseable", "dict", "Unparseable", "Unparseable", "int"]
+    assert items[1] == {"id": "c"} and items[4] == 5
+
+
+def test_strings_holding_brackets_and_quotes_inside_a_value_walked_by_hand() -> None:
+    """Inside a value too deep for the decoder, a string's brackets and escaped quotes are text, not structure:
+    the deep cluster's id and the clusters after it are read as written."""
+    spec = '{"a": ' * 3000 + '"]]}}\\"[{"' + "}" * 3000
+    text = f'{{"items": [{{"spec": {spec}, "note": "}}]\\"", "id": "c2"}}, {{"id": "c3"}}]}}'
+    items, _ = jsonsplit.page_items(text.encode())
+    assert isinstance(items[0], jsonsplit.Unparseable) and items[0].id == "c2"
+    assert items[1:] == [{"id": "c3"}]
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [('"a\\"b" ,', 6), ('"]\\"[", 1', 6), ("true, 2", 4), ("-1.5e3]", 6), ('[1, "]", {"a": []}] x', 19)],
+)
+def test_value_end_is_just_past_the_value(text: str, end: int) -> None:
+    assert jsonsplit.value_end(text, 0) == end
+    assert jsonsplit.value_end(f'{{"k": {text}', 6) == end + 6
+
+
+def test_value_end_reads_strings_as_the_decoder_does() -> None:
+    assert jsonsplit.value_end('["", 1]', 1) == 3
+    with pytest.raises(ValueError, match="Invalid control character"):
+        jsonsplit.value_end('"a\x01b"', 0)
+
+
 def test_bounds_and_encoding() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="exceeds"):
         jsonsplit.page_items(b'{"items": [' + b" " * jsonsplit.MAX_BYTES + b"]}")
-    with pytest.raises(ValueError):
+    at_the_bound = b'{"items": [1' + b" " * (jsonsplit.MAX_BYTES - 14) + b"]}"
+    assert len(at_the_bound) == jsonsplit.MAX_BYTES and jsonsplit.page_items(at_the_bound) == ([1], None)
+    with pytest.raises(ValueError, match=f"^more than {jsonsplit.MAX_ITEMS} elements$"):
         jsonsplit.page_items(('{"items": [' + ",".join(["1"] * (jsonsplit.MAX_ITEMS + 1)) + "]}").encode())
     with pytest.raises(ValueError):
         jsonsplit.page_items(b'{"items": ["\xff"]}')
@@ -90,7 +154,10 @@ def test_members_agree_with_the_decoder_on_ordinary_json() -> None:
     assert jsonsplit.int_member('{"generation": 2, "spec": ' + deep(4000) + "}", "generation") == 2
     # A broken object: a later member of the same name might follow, so nothing is read (json takes the last).
     assert jsonsplit.int_member('{"generation": 2,', "generation") is None
-    assert jsonsplit.string_member("[1]", "id") is None
+    assert jsonsplit.string_member("[1]", "id") is None and jsonsplit.string_member(text, "nope") is None
+    # A generation is read when it is at most 20 characters (a 64-bit count); a longer value is never decoded.
+    assert jsonsplit.int_member('{"generation": 12345678901234567890}', "generation") == 12345678901234567890
+    assert jsonsplit.int_member('{"generation": 123456789012345678901}', "generation") is None
 
 
 def test_duplicate_members_are_answered_as_json_answers_them_the_last_wins() -> None:
@@ -166,6 +233,76 @@ def test_the_bytes_budget_is_spent_value_by_value_up_to_its_last_byte() -> None:
 def test_a_page_over_budget_is_asked_again_in_parts_that_hold_exactly_its_items(
     page: int, size: int, parts: list[tuple[int, int]]
 ) -> None:
-    assert jsonsplit.sub_pages(page, size) == parts
+    # As the list query sends them: `size=50`, never `size=50.0`.
+    assert [f"page={p}&size={s}" for p, s in jsonsplit.sub_pages(page, size)] == [
+        f"page={p}&size={s}" for p, s in parts
+    ]
     covered = [i for p, s in parts for i in range((p - 1) * s, p * s)]
     assert covered == list(range((page - 1) * size, page * size))
+
+
+DEEP = "[" * 20_000 + "]" * 20_000  # 40,000 bytes walked by hand: deeper than any recursion limit a run may set
+
+
+def test_the_budget_a_caller_gives_is_the_one_every_reader_spends() -> None:
+    """One Budget per event or page, whichever reader walks: 30,000 bytes refuse the 40,000-byte value; 40,000
+    take it."""
+    event = f'{{"spec": {DEEP}, "id": "c", "generation": 2}}'
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.int_member(event, "generation", jsonsplit.Budget(walk_bytes=30_000))
+    assert jsonsplit.int_member(event, "generation", jsonsplit.Budget(walk_bytes=40_000)) == 2
+    assert jsonsplit.string_member(event, "id", jsonsplit.Budget(walk_bytes=30_000)) is None
+    assert jsonsplit.string_member(event, "id", jsonsplit.Budget(walk_bytes=40_000)) == "c"
+    # A page's members other than `items` spend the page's budget too.
+    page = f'{{"spec": {DEEP}, "items": [1]}}'.encode()
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.page_items(page, jsonsplit.Budget(walk_bytes=30_000))
+    assert jsonsplit.page_items(page, jsonsplit.Budget(walk_bytes=40_000)) == ([1], None)
+    # So does an element the decoder refuses for not being JSON (a broken literal), walked by hand to find its end.
+    broken = b'{"items": [[' + b"1, " * 10_000 + b"tru], 2]}"
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.page_items(broken, jsonsplit.Budget(walk_bytes=29_000))
+    assert [type(i).__name__ for i in jsonsplit.page_items(broken, jsonsplit.Budget(walk_bytes=31_000))[0]] == [
+        "Unparseable",
+        "int",
+    ]
+
+
+def test_without_a_budget_each_reader_has_one_for_its_whole_text() -> None:
+    """Two values of 80,000 bytes each: within WALK_BYTES one by one, past it together."""
+    wide = "[" * 40_000 + "]" * 40_000
+    event = f'{{"a": {wide}, "b": {wide}, "id": "c", "generation": 2}}'
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.int_member(event, "generation")
+    assert jsonsplit.string_member(event, "id") is None
+    assert jsonsplit.string_member(f'{{"a": {wide}, "id": "c"}}', "id") == "c"
+
+
+def test_a_deep_elements_id_is_read_within_the_pages_budget() -> None:
+    """The id of a too-deep cluster is read by walking it again, on the page's budget: past it the id is unknown
+    (Unparseable without id) and the page is still served."""
+    page = f'{{"items": [{{"id": "c2", "spec": {DEEP}}}, 3]}}'.encode()
+    items, _ = jsonsplit.page_items(page, jsonsplit.Budget(walk_bytes=70_000))
+    assert isinstance(items[0], jsonsplit.Unparseable) and items[0].id is None and items[1] == 3
+    items, _ = jsonsplit.page_items(page, jsonsplit.Budget(walk_bytes=90_000))
+    assert isinstance(items[0], jsonsplit.Unparseable) and items[0].id == "c2"
+
+
+def strings(count: int) -> str:
+    """An array never closed, of `count` strings `"x"`: the walk's 256th run (its 255th string) ends at 1,018."""
+    return "[" + '"x",' * count
+
+
+def test_a_value_past_its_budget_is_refused_while_walked_not_at_its_end() -> None:
+    """The walk looks at its budget every 256 runs (a bracket run or a string; the CPU clock costs more than a
+    step): at the 256th, 1,018 bytes in, a budget of 1,017 is spent, and the value is OverBudget although it
+    never closes."""
+    with pytest.raises(jsonsplit.OverBudget):
+        jsonsplit.value_end('{"k": ' + strings(450), 6, jsonsplit.Budget(walk_bytes=1_017))
+
+
+def test_between_its_looks_at_the_budget_the_walk_goes_on() -> None:
+    """With 1,018 bytes the 256th run is within, and the next look would be at the 512th: a value left unclosed
+    after its 451st run says its own error, not OverBudget."""
+    with pytest.raises(ValueError, match=r"^an array or object is not closed$"):
+        jsonsplit.value_end('{"k": ' + strings(450), 6, jsonsplit.Budget(walk_bytes=1_018))

@@ -4,11 +4,16 @@ The reads are found in the source, every file of the package however it is laid 
 each `env.get(NAME)` / `env[NAME]` of a mapping named env or environ, each `os.environ` / `os.getenv` read. A name
 given as a variable is resolved to the string constants it can hold (a loop over a tuple, a module constant);
 a read whose name cannot be resolved fails the test (it could be anything).
+
+The scan reads the source as written. In mutmut's copy of the package (`make mutation`), each mutated function
+keeps its name and its text, and beside it come generated copies (`x_get__mutmut_orig`, `x_get__mutmut_7`, one
+per mutant, none called by name): the scan leaves those out, so envvars can be mutated while this test reads it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,13 +21,27 @@ from pullsecret.operator import settings
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pullsecret"
 _MAPPINGS = frozenset({"env", "environ", "environment"})  # parameter names a settings mapping goes by
+_GENERATED = re.compile(r"^x.*__mutmut_(orig|[0-9]+)$")  # mutmut's copies of a function, beside the one as written
+
+
+def _parse(path: Path) -> ast.Module:
+    """The module as written: without the function copies mutmut generates next to each function it mutates."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef):
+            node.body = [
+                n
+                for n in node.body
+                if not (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and _GENERATED.match(n.name))
+            ]
+    return tree
 
 
 def _constants() -> dict[str, set[str]]:
     """Every `NAME = "TEXT"` of the package (a module constant a read may name)."""
     found: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_parse(path)):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
                 for target in node.targets:
                     if isinstance(target, ast.Name) and isinstance(node.value.value, str):
@@ -138,7 +157,7 @@ def reads() -> Iterator[tuple[str, str | None]]:
     parameter of its function is a helper's: the helper's callers are the reads."""
     constants = _constants()
     paths = sorted(PACKAGE.rglob("*.py"))
-    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in paths}
+    trees = {path: _parse(path) for path in paths}
     readers = _readers({path.stem: tree for path, tree in trees.items()})
     for path, tree in trees.items():
         loops = _loop_values(tree)
@@ -189,7 +208,7 @@ def test_the_scan_sees_reads_in_every_form(tmp_path: Path) -> None:
     ]
     helper = "def _value(env, name):\n    return env.get(name)\n"
     tree = ast.parse(helper + "\n".join(forms) + '\n_value(os.environ, "A8")')
-    readers = _readers({"m": tree, "envvars": ast.parse((PACKAGE / "envvars.py").read_text(encoding="utf-8"))})
+    readers = _readers({"m": tree, "envvars": _parse(PACKAGE / "envvars.py")})
     assert readers[("m", "_value")] == 1 and readers[("envvars", "number")] == 1
     names = [n for n in (_name_argument(node, "m", readers) for node in ast.walk(tree)) if n is not None]
     assert sorted(str(n.value) for n in names if isinstance(n, ast.Constant)) == [f"A{i}" for i in range(0, 9)]

@@ -67,6 +67,8 @@ def test_strings_arriving_one_by_one_after_thousands_are_found_and_short_words_n
         (["aaaXbbb", "bbbYccc", "cccZddd"], "[aaaXbbbYcccZddd]", f"[{REDACTED}]"),
         # One string overlapping itself.
         (["abab"], "ababab!", f"{REDACTED}!"),
+        # Repeated: every occurrence, the middle ones too.
+        (["tok-1234"], "a tok-1234 b tok-1234 c tok-1234 d", f"a {REDACTED} b {REDACTED} c {REDACTED} d"),
         # Touching, not overlapping: two spans.
         (["wxyz", "1234"], "wxyz1234", REDACTED * 2),
     ],
@@ -75,3 +77,40 @@ def test_overlapping_and_nested_secrets_leave_no_part(secrets: list[str], line: 
     redactor = Redactor()
     redactor.add([*secrets, *(secrets_of(random.Random(9), 400) if many else ())])
     assert redactor.scrub(line) == scrubbed
+
+
+@pytest.mark.parametrize(
+    "secret",
+    ['quo"te-secret', "back\\slash-secret", "pässwörd-ü", "tab\there-secret", "plain-secret"],
+)
+def test_a_secret_quoted_inside_json_is_replaced_exactly_and_nothing_else(secret: str) -> None:
+    """A log line that quotes JSON holds the secret's escaped form (`\\"`, `\\\\`, `\\u00e4`, `\\t`): that form is
+    replaced whole, no character of it left on either side, and ordinary words (`null`) are untouched."""
+    redactor = Redactor()
+    redactor.add([secret])
+    line = json.dumps({"v": secret, "w": None})
+    assert redactor.scrub(line) == f'{{"v": "{REDACTED}", "w": null}}'
+    assert redactor.scrub(f"raw {secret} end") == f"raw {REDACTED} end"
+
+
+def test_strings_registered_before_and_after_the_tiers_merge_are_all_still_replaced() -> None:
+    """Late strings (one registry token per handshake) outgrow their small matcher and join the first: every
+    string, from the first registered to the last, is still replaced after that."""
+    redactor = Redactor()
+    early = [f"early-secret-{i:03d}" for i in range(10)]
+    redactor.add(early)
+    redactor.scrub("")
+    late = [f"late-token-{i:03d}" for i in range(3 * Redactor._LATE_MAX)]
+    for token in late:
+        redactor.add([token])
+        assert redactor.scrub(f"a {token} b") == f"a {REDACTED} b"
+    for secret in early + late:
+        assert redactor.scrub(f"x {secret} y") == f"x {REDACTED} y", secret
+
+
+def test_repr_counts_the_strings_and_shows_none_of_them() -> None:
+    """A Redactor printed in a log or a traceback says how many strings it holds (each and its JSON form, once)."""
+    redactor = Redactor()
+    redactor.add(["hunter2-secret", 'quo"te-secret', "hunter2-secret", "abc"])
+    redactor.add(["hunter2-secret"])
+    assert repr(redactor) == "Redactor(3 strings)"

@@ -379,6 +379,10 @@ def test_the_realm_rule_normalises_both_names_and_keeps_addresses_apart(
 def test_the_refusals_of_malformed_hosts_say_which_rule() -> None:
     with pytest.raises(ValueError, match=r"^no host name$"):
         split_host(":5000")
+    with pytest.raises(ValueError, match=r"^no host name$"):
+        split_host(".:5000")  # nothing left once the trailing dot is dropped
+    with pytest.raises(ValueError, match=r"^not a host name in IDNA$"):
+        split_host("a..b")  # an empty label: no name the resolver or TLS would take
     with pytest.raises(ValueError, match=r"^not host\[:port\]: 'a/b'$"):
         allowed_entry("a/b")
 
@@ -396,3 +400,12 @@ def test_vet_resolves_the_name_and_port_it_will_dial_and_reads_an_address_up_to_
         egress.vet("empty.example")
     assert unresolvable.value.args == ("empty.example",)
     assert calls == [("onprem.corp", 5000), ("empty.example", 443)]
+
+
+def test_an_ipv6_literal_is_never_judged_as_an_idna_name_however_long_its_zone() -> None:
+    """A key `[fe80::1%<64 characters>]` is an IP address (refused as one, the status says so), not a DNS label
+    too long for IDNA: the reason a cluster owner reads names the rule that applies."""
+    host = "[fe80::1%" + "z" * 64 + "]"
+    with pytest.raises(Refused) as refused:
+        Egress(resolver=lambda hostname, port: ["203.0.113.7"]).vet(host)
+    assert refused.value.reason.startswith("an IP address, not a registry name")
