@@ -6,10 +6,7 @@ volumes and environment and iam.tf's grant read those locals, as the static chec
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.infra import reality
-from tests.infra.test_terraform_validations import MINIMUM_TERRAFORM, hcl_literal, load
+from tests.infra.test_terraform_validations import hcl_literal, load, terraform_test
 
 TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
 GATEWAY_CA = "projects/hyperfleet-adapters-prod/secrets/gateway-root-ca"
@@ -81,50 +78,13 @@ def _test_file(values: dict[str, Any], volumes: dict[str, Any], environment: dic
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    binary, why = reality.terraform(MINIMUM_TERRAFORM)
-    if binary is None:
-        reality.missing(why)
-    assert binary is not None
-    work = tmp_path_factory.mktemp("ca-bundles")
-    module = work / "module"
-    (module / "tests").mkdir(parents=True)
-    for name in ("variables.tf", "ca_bundles.tf"):
-        shutil.copy(TERRAFORM_DIR / name, module / name)
     example = load(TERRAFORM_DIR / "example.tfvars")
-    for case, (overrides, volumes, environment) in CASES.items():
-        (module / "tests" / f"{case}.tftest.hcl").write_text(_test_file({**example, **overrides}, volumes, environment))
-    (work / "terraformrc").write_text("")
-    env = {
-        **os.environ,
-        "TF_CLI_CONFIG_FILE": str(work / "terraformrc"),
-        "TF_IN_AUTOMATION": "1",
-        "CHECKPOINT_DISABLE": "1",
-        "TF_DATA_DIR": str(work / "data"),
+    tests = {
+        case: _test_file({**example, **overrides}, volumes, environment)
+        for case, (overrides, volumes, environment) in CASES.items()
     }
-    init = subprocess.run(
-        [str(binary), "init", "-input=false", "-no-color"], cwd=module, env=env, capture_output=True, check=False
-    )
-    assert init.returncode == 0, init.stderr
-    completed = subprocess.run(
-        [str(binary), "test", "-json", "-no-color"],
-        cwd=module,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    found: dict[str, dict[str, Any]] = {case: {"status": None, "errors": []} for case in CASES}
-    for line in completed.stdout.splitlines():
-        message = json.loads(line)
-        case = Path(message.get("@testfile", "")).name.removesuffix(".tftest.hcl")
-        if case not in found:
-            continue
-        if message.get("type") == "test_run" and message["test_run"].get("progress") == "complete":
-            found[case]["status"] = message["test_run"]["status"]
-        if message.get("type") == "diagnostic" and message["diagnostic"]["severity"] == "error":
-            found[case]["errors"].append(message["diagnostic"].get("detail", message["diagnostic"]["summary"]))
-    return found
+    files = [TERRAFORM_DIR / "variables.tf", TERRAFORM_DIR / "ca_bundles.tf"]
+    return terraform_test(files, tests, tmp_path_factory.mktemp("ca-bundles"))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -282,23 +282,29 @@ def example() -> dict[str, Any]:
     return load(TERRAFORM_DIR / "example.tfvars")
 
 
-def write_case(directory: Path, name: str, values: dict[str, Any]) -> None:
+def case_text(values: dict[str, Any]) -> str:
     body = "\n".join(f"    {key} = {hcl_literal(value)}" for key, value in sorted(values.items()))
-    text = f'run "check" {{\n  command = plan\n  variables {{\n{body}\n  }}\n}}\n'
-    (directory / f"{name}.tftest.hcl").write_text(text)
+    return f'run "check" {{\n  command = plan\n  variables {{\n{body}\n  }}\n}}\n'
 
 
 def run_cases(variables_tf: Path, cases: dict[str, dict[str, Any]], work: Path) -> dict[str, dict[str, Any]]:
     """Plan every case with the real terraform; {case: {"status": ..., "errors": [detail, ...]}}."""
+    return terraform_test([variables_tf], {name: case_text(values) for name, values in cases.items()}, work)
+
+
+def terraform_test(files: list[Path], tests: dict[str, str], work: Path) -> dict[str, dict[str, Any]]:
+    """`terraform test` (offline, no provider) of a module made of `files`, one test file per entry of `tests`
+    (name: its HCL); {name: {"status": ..., "errors": [summary: detail, ...]}}, every test run or an assertion."""
     binary, why = reality.terraform(MINIMUM_TERRAFORM)
     if binary is None:
         reality.missing(why)
     assert binary is not None
     module = work / "module"
     (module / "tests").mkdir(parents=True)
-    shutil.copy(variables_tf, module / "variables.tf")
-    for name, values in cases.items():
-        write_case(module / "tests", name, values)
+    for path in files:
+        shutil.copy(path, module / path.name)
+    for name, text in tests.items():
+        (module / "tests" / f"{name}.tftest.hcl").write_text(text)
     cli_config = work / "terraformrc"
     cli_config.write_text("")
     env = {
@@ -326,7 +332,7 @@ def run_cases(variables_tf: Path, cases: dict[str, dict[str, Any]], work: Path) 
         timeout=300,
         check=False,
     )
-    results: dict[str, dict[str, Any]] = {name: {"status": None, "errors": []} for name in cases}
+    results: dict[str, dict[str, Any]] = {name: {"status": None, "errors": []} for name in tests}
     for line in completed.stdout.splitlines():
         message = json.loads(line)
         test_file = message.get("@testfile", "")
