@@ -20,7 +20,6 @@ from pullsecret.retrying import Deadline
 if TYPE_CHECKING:
     from pullsecret.hyperfleet.client import HyperFleetClient
     from pullsecret.registry.verification import RegistryVerifier
-    from pullsecret.secretstore import SecretStore
 
 MANAGED_ROLE = "hyperfleetPullSecretManager"
 RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
@@ -53,7 +52,6 @@ class Context:
     settings: Settings
     runtime: str  # the runtime service account's e-mail (or a description when unknown)
     hyperfleet: HyperFleetClient
-    store: SecretStore
     secrets: Any  # SecretManagerServiceClient (TestIamPermissions, GetSecret)
     registries: RegistryVerifier
     extra_clusters: tuple[str, ...] = ()

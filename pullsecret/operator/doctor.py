@@ -48,7 +48,6 @@ def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
             settings=settings,
             runtime=_runtime_email(app.identity),
             hyperfleet=app.hyperfleet,
-            store=app.store,
             secrets=secrets,
             registries=app.registries,
             extra_clusters=tuple(extra_clusters),

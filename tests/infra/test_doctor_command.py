@@ -261,7 +261,7 @@ def _fix_commands() -> list[str]:
         }
     )
     ctx = preflight.Context(
-        settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 4)
+        settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 3)
     )
     denied = TerminalError("denied", reason="PermissionDenied")
     fixes = [
