@@ -86,3 +86,12 @@ def test_a_detail_is_shown_only_where_the_owner_can_act_and_is_bounded() -> None
     hidden = status.available_message("PermissionDenied", "denied roles/secretmanager.admin on projects/p")
     assert "projects/p" not in hidden and hidden == status.AVAILABLE_MESSAGES["PermissionDenied"]
     assert status.available_message("SomethingNew") == status.AVAILABLE_OTHER.format(reason="SomethingNew")
+
+
+def test_a_detail_is_one_line_without_its_own_full_stop() -> None:
+    # Whitespace runs become one space, and the detail's closing spaces and full stops give way to the template's.
+    shown = status.available_message("InvalidPullSecret", "  .dockerconfig of\n quay.X. \n")
+    assert shown == status.AVAILABLE_MESSAGES["InvalidPullSecret"].format(detail=".dockerconfig of quay.X")
+    # No detail given is an empty one: nothing is made up in its place.
+    assert status.available_message("InvalidCluster") == status.available_message("InvalidCluster", "")
+    assert not status.shows_detail("SomethingNew")  # any other reason: its message carries only the reason
