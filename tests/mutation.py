@@ -101,6 +101,9 @@ _FIRST_BRACE = (
     "unchanged) find from 0, 1 or None finds the same one"
 )
 _TIERS = "when the late tier merges into the first is a cost choice: both are searched, the line is the same"
+_VALIDATES = "this datetime is built only to raise ValueError on a field out of range: its zone is no field"
+_TIMEGM = "calendar.timegm reads the first six fields of the tuple only"
+_LAST_SEGMENT = "the last segment is the same however often the name is split from the right"
 EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_7": ("sorted(secrets, reverse=True)", _ORDER),
@@ -157,6 +160,17 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.hostnames.x_allowed_entry__mutmut_12": (
         'text.count(":") > 2',
         "two colons without brackets leave split_host a port it cannot read: refused either way",
+    ),
+    "pullsecret.model.lineage.x__epoch__mutmut_13": ("second, tzinfo=None)", _VALIDATES),
+    "pullsecret.model.lineage.x__epoch__mutmut_20": ("minute, second, )", _VALIDATES),
+    "pullsecret.model.lineage.x__epoch__mutmut_22": ("second, 1, 0, 0)", _TIMEGM),
+    "pullsecret.model.lineage.x__epoch__mutmut_23": ("second, 0, 1, 0)", _TIMEGM),
+    "pullsecret.model.lineage.x__epoch__mutmut_24": ("second, 0, 0, 1)", _TIMEGM),
+    "pullsecret.model.names.x_version_id__mutmut_6": ('rsplit("/", )', _LAST_SEGMENT),
+    "pullsecret.model.names.x_version_id__mutmut_9": ('rsplit("/", 2)', _LAST_SEGMENT),
+    "pullsecret.model.status.x\u01c1Report\u01c1body__mutmut_4": (
+        "datetime.now(None)",
+        "a naive now() is the same instant: astimezone(UTC) reads a naive time as local time",
     ),
 }
 

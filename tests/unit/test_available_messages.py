@@ -81,8 +81,17 @@ def test_each_message_is_short_and_names_nothing_internal() -> None:
 def test_a_detail_is_shown_only_where_the_owner_can_act_and_is_bounded() -> None:
     shown = {r for r in status.AVAILABLE_MESSAGES if status.shows_detail(r)}
     assert shown == {"PreconditionsNotMet", "InvalidPullSecret", "InvalidCluster", "UnsupportedPlatform"}
+    assert not status.shows_detail("SomethingNew")  # any other reason: its message names only the reason
     long = status.available_message("InvalidPullSecret", "x" * 2000)
     assert len(long) < status.MAX_DETAIL + 100
     hidden = status.available_message("PermissionDenied", "denied roles/secretmanager.admin on projects/p")
     assert "projects/p" not in hidden and hidden == status.AVAILABLE_MESSAGES["PermissionDenied"]
     assert status.available_message("SomethingNew") == status.AVAILABLE_OTHER.format(reason="SomethingNew")
+
+
+def test_a_detail_is_one_line_without_its_own_full_stop() -> None:
+    # Whitespace runs become one space, and the detail's closing spaces and full stops give way to the template's.
+    shown = status.available_message("InvalidPullSecret", "  .dockerconfig of\n quay.X. \n")
+    assert shown == status.AVAILABLE_MESSAGES["InvalidPullSecret"].format(detail=".dockerconfig of quay.X")
+    # No detail given is an empty one: nothing is made up in its place.
+    assert status.available_message("InvalidCluster") == status.available_message("InvalidCluster", "")

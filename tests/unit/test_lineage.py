@@ -236,3 +236,39 @@ def test_describes_only_the_fingerprints_computed_from_the_content() -> None:
     assert not lineage.describes({"registries": {"a.io": []}}, fingerprints={"a.io": "111111111111"})
     assert not lineage.describes({"registries": {"a.io": "111111111111"}}, fingerprints={"a.io": "111111111111"})
     assert not lineage.describes({"registries": [["a.io", "111111111111"]]}, fingerprints={"a.io": "111111111111"})
+
+
+def _since(stamp: str) -> int | None:
+    """The epoch `from_report` reads from a registry's `since`."""
+    reported = {
+        "sm_version": V4,
+        "registries": [{"registry": "q.io", "fingerprint": "a", "since_version": "4", "since": stamp}],
+    }
+    since: int | None = lineage.from_report(reported)["registries"]["q.io"][2]
+    return since
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2023-13-05T06:07:08Z",  # month 13
+        "2023-02-30T05:06:07Z",  # 30 February
+        "2023-11-14T24:00:00Z",  # hour 24
+        "2023-11-14T22:60:00Z",  # minute 60
+        "2023-11-14T22:13:60Z",  # second 60
+    ],
+)
+def test_a_time_with_a_field_out_of_range_is_no_time(stamp: str) -> None:
+    assert _since(stamp) is None  # not rolled over into the next month, day, hour or minute
+
+
+def test_a_time_written_without_leading_zeros_is_read_as_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _since("2023-11-14T22:13:20Z") == T3
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30: a local-time slip shows
+    time.tzset()
+    try:
+        assert _since("2023-11-14T22:13:2Z") == T3 - 18
+        assert _since("2023-1-2T3:4:5Z") == 1_672_628_645  # 2023-01-02T03:04:05Z
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -53,3 +53,54 @@ def test_anything_off_the_schema_is_not_believed(change: dict[str, Any]) -> None
 def test_decode_never_raises() -> None:
     for text in (None, "", "[]", "{", "[" * 100_000, json.dumps(GOOD) + " " * 9000):
         assert lineage.decode(text) == {}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"version": None},  # only `previous_version` may be null
+        {"previous_version": ""},  # only `version` may be empty (a status that named none)
+        {"added": [7]},
+        {"removed": "gone.example"},  # a string is no list of names, whatever its letters
+        {"registries": ["quay.io"]},
+        {"registries": {"has space": ["0123456789ab", "3", 0]}},
+        {"registries": {"quay.io": [5, "3", 0]}},
+        {"registries": {"quay.io": ["0123456789ab", "latest", 0]}},
+        {"registries": {"quay.io": ["0123456789ab", 3, 0]}},
+        {"registries": {"quay.io": ["0123456789ab", "3", True]}},
+        {"registries": {"quay.io": ["0123456789ab", "3", -1]}},
+        {"registries": {"quay.io": ["0123456789ab", "3", 2**40]}},
+    ],
+)
+def test_each_field_off_the_schema_is_not_believed(change: dict[str, Any]) -> None:
+    forged = {**GOOD, "added": [], "registries": {"quay.io": ["0123456789ab", "3", 0]}, **change}
+    assert lineage.valid(forged) == {}
+
+
+def test_an_entry_must_be_a_list_not_any_sequence_of_three() -> None:
+    assert lineage.valid({**GOOD, "added": [], "registries": {"quay.io": ("0123456789ab", "3", 0)}}) == {}
+
+
+@pytest.mark.parametrize("since", [None, 0, 2**40 - 1])
+def test_since_bounds_are_inclusive_of_the_epoch_and_below_two_to_the_forty(since: int | None) -> None:
+    kept = {**GOOD, "added": [], "registries": {"quay.io": ["0123456789ab", "3", since]}}
+    assert lineage.valid(kept) == kept
+
+
+def test_a_thousand_registries_are_believed_and_no_more() -> None:
+    names = [f"r{i}.example" for i in range(1001)]
+    entries = {name: ["0123456789ab", "3", None] for name in names}
+    base = {**GOOD, "added": [], "changed": [], "removed": []}
+    thousand = {**base, "registries": dict(list(entries.items())[:1000]), "added": names[:1000]}
+    assert lineage.valid(thousand) == thousand
+    assert lineage.valid({**base, "registries": entries}) == {}
+    removed = {**base, "registries": {}, "removed": names[:1000]}
+    assert lineage.valid(removed) == removed
+    assert lineage.valid({**removed, "removed": names}) == {}
+
+
+def test_decode_reads_an_annotation_of_exactly_the_limit() -> None:
+    text = json.dumps(GOOD)
+    padded = text + " " * (lineage.MAX_ANNOTATION_CHARS - len(text))
+    assert lineage.decode(padded) == GOOD
+    assert lineage.decode(padded + " ") == {}

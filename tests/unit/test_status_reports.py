@@ -224,8 +224,10 @@ def test_registry_rejected_turns_only_health_false() -> None:
         ("gke", "resources"),
         ("kubernetes", "resources"),
         ("metadata", "resources"),
+        ("pullsecretservice", "resources"),
         ("registry", "registry"),  # REGISTRY_VERIFICATION=enforce: a refused credential
         (None, "unknown"),
+        ("dns", "unknown"),
     ],
 )
 def test_phase_of_each_service(service: str | None, phase: str) -> None:
