@@ -444,3 +444,41 @@ def test_the_region_the_pull_secret_service_needs_is_a_gcp_region_name_or_none(
 def test_no_region_where_the_spec_has_none(spec: Any) -> None:
     assert preconditions.region_of({"spec": spec}) is None
     assert preconditions.region_of({}) is None
+
+
+def test_a_management_cluster_outside_the_allow_list_is_refused_by_name_and_one_inside_is_used() -> None:
+    # Another component's status must not decide where the platform's credentials are written (docs/trust.md).
+    allowed = replace(SETTINGS, allowed_management_clusters=("projects/p/locations/*/clusters/m",))
+    inside = "projects/p/locations/europe-west1/clusters/m"
+    decision = evaluate(
+        cluster(), [*ALL_READY[:2], ready("placement", data={"managementCluster": inside})], allowed, cluster_id="c1"
+    )
+    assert isinstance(decision, Act) and decision.placement.management_cluster == inside
+    outside = "projects/p/locations/l/clusters/" + "x" * 250  # a long name is cut to 200 characters in the message
+    with pytest.raises(InvalidPlacement) as refused:
+        evaluate(
+            cluster(),
+            [*ALL_READY[:2], ready("placement", data={"managementCluster": outside})],
+            allowed,
+            cluster_id="c1",
+        )
+    assert refused.value.reason == "ForbiddenManagementCluster"
+    assert refused.value.message == (
+        f"management cluster {outside[:200]!r} is not among ALLOWED_MANAGEMENT_CLUSTERS; "
+        "refusing to write the pull secret there"
+    )
+
+
+def test_an_unknown_precondition_adapter_is_named_with_the_known_name_it_is_closest_to() -> None:
+    assert preconditions.unknown_adapters(("validation", "dns", "placement")) is None
+    assert preconditions.unknown_adapters(("placment", "dns", "quota")) == (
+        "PRECONDITION_ADAPTERS names placment (did you mean placement?), quota, not one of the adapters HyperFleet "
+        "runs by default (validation, dns, placement): a misspelt name is waited for forever; the doctor checks "
+        "them against the statuses HyperFleet holds"
+    )
+    # Known names are the caller's: a name close to one of them is offered, one far from all is named alone.
+    assert preconditions.unknown_adapters(("dsn",), known=("dns",)) == (
+        "PRECONDITION_ADAPTERS names dsn, not one of the adapters HyperFleet runs by default (dns): a misspelt "
+        "name is waited for forever; the doctor checks them against the statuses HyperFleet holds"
+    )
+    assert "did you mean dns?" in (preconditions.unknown_adapters(("dnss",), known=("dns",)) or "")
