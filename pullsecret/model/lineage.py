@@ -239,7 +239,7 @@ def report(lineage: dict[str, Any], *, sm_version: str, kubernetes_resource_vers
     return out
 
 
-_STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z")
+_STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z", re.ASCII)  # 0-9 only, as strptime
 
 
 def _epoch(text: Any) -> int | None:

@@ -256,6 +256,7 @@ def _since(stamp: str) -> int | None:
         "2023-11-14T24:00:00Z",  # hour 24
         "2023-11-14T22:60:00Z",  # minute 60
         "2023-11-14T22:13:60Z",  # second 60
+        "2023-11-14T22:13:20Z".translate({ord(d): ord(d) + 0xFF10 - ord("0") for d in "0123456789"}),  # fullwidth
     ],
 )
 def test_a_time_with_a_field_out_of_range_is_no_time(stamp: str) -> None:
