@@ -161,6 +161,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         'text.count(":") > 2',
         "two colons without brackets leave split_host a port it cannot read: refused either way",
     ),
+    "pullsecret.model.lineage.x__epoch__mutmut_2": (
+        "match = None",
+        "the fast path reads what strptime reads (ASCII digits, the same fields) without its CPU: a performance "
+        "path, not a decision",
+    ),
     "pullsecret.model.lineage.x__epoch__mutmut_13": ("second, tzinfo=None)", _VALIDATES),
     "pullsecret.model.lineage.x__epoch__mutmut_20": ("minute, second, )", _VALIDATES),
     "pullsecret.model.lineage.x__epoch__mutmut_22": ("second, 1, 0, 0)", _TIMEGM),
