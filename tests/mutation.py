@@ -104,6 +104,7 @@ _TIERS = "when the late tier merges into the first is a cost choice: both are se
 _VALIDATES = "this datetime is built only to raise ValueError on a field out of range: its zone is no field"
 _TIMEGM = "calendar.timegm reads the first six fields of the tuple only"
 _LAST_SEGMENT = "the last segment is the same however often the name is split from the right"
+_NO_TOKEN = "no token either way: only a non-empty text is a token (the code's own comment says so)"
 EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_7": ("sorted(secrets, reverse=True)", _ORDER),
@@ -161,6 +162,8 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         'text.count(":") > 2',
         "two colons without brackets leave split_host a port it cannot read: refused either way",
     ),
+    "pullsecret.registry.handshake.x_token_of__mutmut_24": ('decoded = ""', _NO_TOKEN),
+    "pullsecret.registry.handshake.x_token_of__mutmut_25": ("token = None", _NO_TOKEN),
     "pullsecret.model.lineage.x__epoch__mutmut_2": (
         "match = None",
         "the fast path reads what strptime reads (ASCII digits, the same fields) without its CPU: a performance "
