@@ -8,8 +8,8 @@ import werkzeug.exceptions
 from cloudevents.http.event import CloudEvent
 
 from pullsecret import web
+from pullsecret.doctor import run as doctor
 from pullsecret.errors import TransientError
-from pullsecret.operator import doctor
 
 # Validate the configuration at cold start: a bad variable is one ERROR line naming it, and the instance exits.
 ADAPTER = web.start()
@@ -18,7 +18,7 @@ ADAPTER = web.start()
 @functions_framework.cloud_event
 def handle_cluster_event(event: CloudEvent) -> None:
     """Reconcile the cluster named by `event`; a transient failure answers 503 so that Pub/Sub redelivers."""
-    if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.operator.doctor)
+    if event.get("type") == doctor.EVENT_TYPE:  # an operator's `gcloud functions call` (pullsecret.doctor.run)
         raise doctor.answer(ADAPTER)
     headers = flask.request.headers if flask.has_request_context() else None
     try:

@@ -36,7 +36,7 @@ def product_handler(env: Mapping[str, str]) -> Handler:
 
 def seed_handler(env: Mapping[str, str]) -> Handler:
     from bench.seedflow import SeedFlow
-    from pullsecret import configured
+    from pullsecret.settings import configured
 
     return SeedFlow(configured.load(env)).handle
 
@@ -328,8 +328,8 @@ def local_time(env: Mapping[str, str], cluster_id: str, n: int = 50) -> dict[str
     from pullsecret.delivery.direct.mode import DirectDelivery
     from pullsecret.handler import Adapter
     from pullsecret.model.preconditions import Act, evaluate
+    from pullsecret.reconcile.target import names
     from pullsecret.retrying import Deadline
-    from pullsecret.target import names
 
     adapter = Adapter.from_environment(env)
 

@@ -6,7 +6,7 @@ verifier, the pool) are built on first use (not at import: the cold start stays 
 shared by every event. `Collaborators.build` is the one place that chooses the delivery mode
 (pullsecret.delivery.modes) and the pull-secret source (pullsecret.source.sources). The reconcile's steps, the
 operator CLI, the doctor and the rotation take the `Application` and use the collaborators they need from it; what
-one event holds is the reconcile's own (pullsecret.provisioning.Provisioning).
+one event holds is the reconcile's own (pullsecret.reconcile.provisioning.Provisioning).
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
-from pullsecret import configured
-from pullsecret.clients import RuntimeIdentity, secret_manager_client
-from pullsecret.config import Settings
 from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery
 from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.identity.google import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
 from pullsecret.registry.verification import RegistryVerifier
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings import configured
+from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Source

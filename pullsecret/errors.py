@@ -59,7 +59,7 @@ class ConfigError(ValueError):
 
     @property
     def variable(self) -> str | None:
-        """The variable at fault: every message of pullsecret.config starts with its name."""
+        """The variable at fault: every message of pullsecret.settings.common starts with its name."""
         first = str(self).split(" ", 1)[0]
         return first if re.fullmatch(r"[A-Z][A-Z0-9_]*", first) else None
 

@@ -14,15 +14,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import logs, reconcile
+from pullsecret import logs
 from pullsecret.app import Application
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log
 from pullsecret.model import events, preconditions, status
-from pullsecret.outcome import Outcome
+from pullsecret.reconcile import entry
+from pullsecret.reconcile.outcome import Outcome
 from pullsecret.retrying import Deadline
+from pullsecret.settings.common import Settings
 
 # Severity of the final `reconcile` line per result: a person filtering on severity sees what needs a look.
 _SEVERITY = {"terminal": "ERROR", "transient": "WARNING", "ignored": "WARNING", "expired": "WARNING"}
@@ -214,7 +215,7 @@ class Adapter(Application):
         """One reconcile; TransientError propagates (the caller logs it), everything else becomes an Outcome."""
         deadline = Deadline(self.settings.retry_deadline_s)
         try:
-            return reconcile.run(self, request.cluster_id, deadline, event_generation=request.generation)
+            return entry.run(self, request.cluster_id, deadline, event_generation=request.generation)
         except TransientError as exc:
             if exc.reason == "Unauthenticated":
                 self.identity.invalidate()

@@ -12,9 +12,9 @@ from urllib.parse import urlsplit, urlunsplit
 import werkzeug.exceptions
 
 from pullsecret import handler
-from pullsecret.config import Settings
 from pullsecret.errors import ConfigError, TransientError
 from pullsecret.logs import log
+from pullsecret.settings.common import Settings
 
 
 class Redeliver(werkzeug.exceptions.ServiceUnavailable):

@@ -80,13 +80,13 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "registry_egress": (
         _functions("pullsecret.registry.egress", _EGRESS_PURE, _EGRESS_PURE_METHODS)
-        + _functions("pullsecret.hostnames", _HOSTNAMES_PURE)
+        + _functions("pullsecret.settings.hostnames", _HOSTNAMES_PURE)
     ),
     # The deep-JSON fallback (issue 40 item 5: budgets, duplicate keys) and redaction (item 4: union of spans).
     "jsonsplit": ("pullsecret.hyperfleet.jsonsplit.*",),
     "redaction": ("pullsecret.redaction.*",),
     # Reading one setting (trimmed, typed, checked); test_operator_settings scans its text as written.
-    "envvars": ("pullsecret.envvars.*",),
+    "envvars": ("pullsecret.settings.envvars.*",),
 }
 KILLED = {"killed", "timeout", "caught by type check"}
 
@@ -141,24 +141,27 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_12": ("last = 1", _FIRST_BRACE),
     "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_52": ("rest <= 0", _FIRST_BRACE),
     "pullsecret.hyperfleet.jsonsplit.x_page_items__mutmut_53": ("rest < 1", _FIRST_BRACE),
-    "pullsecret.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
-    "pullsecret.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
-    "pullsecret.envvars.x_flag__mutmut_6": ("upper=None", "None is false, as False is: the value is lower-cased"),
-    "pullsecret.envvars.x_flag__mutmut_15": ('"FALSE"', "the default is lower-cased like any value: false"),
-    "pullsecret.envvars.x_template__mutmut_13": (
+    "pullsecret.settings.hostnames.x_split_host__mutmut_23": ('encode("IDNA")', "the same codec"),
+    "pullsecret.settings.hostnames.x_split_host__mutmut_25": ('decode("ASCII")', "the same codec"),
+    "pullsecret.settings.envvars.x_flag__mutmut_6": (
+        "upper=None",
+        "None is false, as False is: the value is lower-cased",
+    ),
+    "pullsecret.settings.envvars.x_flag__mutmut_15": ('"FALSE"', "the default is lower-cased like any value: false"),
+    "pullsecret.settings.envvars.x_template__mutmut_13": (
         'cluster_id="X"',
         'the trial value only has to fail every format "x" fails: a one-letter string either way',
     ),
-    "pullsecret.envvars.x_is_loopback__mutmut_7": ('host or "XXXX"', "neither is an IP address: not loopback"),
-    "pullsecret.hostnames.x_split_host__mutmut_15": (
+    "pullsecret.settings.envvars.x_is_loopback__mutmut_7": ('host or "XXXX"', "neither is an IP address: not loopback"),
+    "pullsecret.settings.hostnames.x_split_host__mutmut_15": (
         'rstrip("XX.XX")',
         "urllib's hostname is lower case: there is never an X to strip",
     ),
-    "pullsecret.hostnames.x_allowed_entry__mutmut_10": (
+    "pullsecret.settings.hostnames.x_allowed_entry__mutmut_10": (
         'text.count("XX:XX") > 1',
         "two colons without brackets leave split_host a port it cannot read: refused either way",
     ),
-    "pullsecret.hostnames.x_allowed_entry__mutmut_12": (
+    "pullsecret.settings.hostnames.x_allowed_entry__mutmut_12": (
         'text.count(":") > 2',
         "two colons without brackets leave split_host a port it cannot read: refused either way",
     ),

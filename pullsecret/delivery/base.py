@@ -1,7 +1,7 @@
 """The delivery seam: how the stored pull secret reaches its management cluster (KUBERNETES_DELIVERY).
 
 A delivery mode is one package implementing `Delivery` (its module's REGISTRATION: its value, its words, its
-factory) and one line in pullsecret.delivery.modes.MODES. The reconcile (pullsecret.reconcile) knows nothing else
+factory) and one line in pullsecret.delivery.modes.MODES. The reconcile (pullsecret.reconcile.entry) knows nothing else
 of it, and calls it in this order:
 
 - `probe(where, deadline)`, beside the other reads and before any write: the live state as a `Probed`, which
@@ -18,7 +18,7 @@ of it, and calls it in this order:
   a `Cleaned` (the status `data`, and the words the Finalized message says it with).
 
 The operator tools ask it too: `inspect` (what `python -m pullsecret inspect` shows of the delivered Secret),
-`doctor_checks` (the preflight checks the mode needs, pullsecret.operator.doctor), and for `fleet`: `strays` (what
+`doctor_checks` (the doctor checks the mode needs, pullsecret.doctor.run), and for `fleet`: `strays` (what
 of ours it finds on a live cluster's delivery that should not be there), `left_behind` (what a gone cluster left
 in this mode) and `fleet_notes` (what fleet cannot look for in this mode).
 """
@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
+from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import TransientError
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.model.preconditions import Placement
 from pullsecret.model.status_data import StatusData
-from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
+from pullsecret.settings.common import Settings
 
 
 @dataclass(frozen=True)

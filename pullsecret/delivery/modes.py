@@ -1,6 +1,6 @@
 """The delivery modes by KUBERNETES_DELIVERY value: adding a mode is one package (a `Delivery`, its factory, its
 `Wording`, registered as its module's REGISTRATION; its own settings, if any, in its package's `settings` module)
-and one line here (the values KUBERNETES_DELIVERY accepts are these keys: pullsecret.configured).
+and one line here (the values KUBERNETES_DELIVERY accepts are these keys: pullsecret.settings.configured).
 
 Only the configured mode's module is imported: direct mode's Kubernetes client, GKE client and admission-policy
 check stay out of an external-secrets instance's cold start, and the reverse.

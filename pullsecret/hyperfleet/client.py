@@ -37,14 +37,14 @@ from urllib.parse import quote, urlencode, urlsplit
 import certifi
 import urllib3
 
-from pullsecret.bearer import ApiCredential, hyperfleet_credential
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import answers, budget, jsonsplit
 from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
+from pullsecret.identity.bearer import ApiCredential, hyperfleet_credential
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import TraceContext, log
 from pullsecret.logs import current as current_log_context
+from pullsecret.settings.common import Settings
 
 _PAGE_SIZE = 100
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from pullsecret.errors import TerminalError
 from pullsecret.model.dockerconfig import InvalidPullSecret
 from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, cluster_allowed, namespace_valid
-from pullsecret.secret_projects import project_allowed
+from pullsecret.settings.secret_projects import project_allowed
 
 # GKE_CLUSTER_RE admits any character but "/" in a segment; a name with whitespace or control characters
 # (a trailing newline from a templated value) is no GKE cluster and must not reach the GKE API.

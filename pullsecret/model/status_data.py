@@ -1,6 +1,7 @@
 """The status `data` record: every key the adapter reports, typed and documented once, and what our last one says.
 
-Pure. Every writer (pullsecret.provisioning, pullsecret.finalize, each delivery's `status_data` and `cleanup`, each
+Pure. Every writer (pullsecret.reconcile.provisioning, pullsecret.reconcile.finalize, each delivery's `status_data` and
+`cleanup`, each
 source's `status_data` and `revoke`, registry verification) builds a `StatusData`, so mypy checks each key against
 this record; an implementation that reports a key of its own declares it here (one line, with its meaning). No key
 contains a word HyperFleet's condition mapping masks (pullsecret.model.status's docstring; contract.md §2):

@@ -1,1 +1,1 @@
-"""The operator's tools: the CLI (`python -m pullsecret`) and the preflight doctor, on the function's own code."""
+"""The operator's tools: the CLI (`python -m pullsecret`) the fleet view and the re-key, on the function's own code."""

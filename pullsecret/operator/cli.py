@@ -13,7 +13,7 @@
                                                 (pullsecret.operator.rekey)
     python -m pullsecret doctor                 check every permission and dependency as the runtime
                                                 identity, one line each with its fix; writes nothing
-                                                (pullsecret.operator.doctor)
+                                                (pullsecret.doctor.run)
 
 `reconcile` prints a summary for a person on stdout, and the function's JSON log lines on stderr only with
 `-v` (`--json`: the summary as one JSON object instead). With `--deployed projects/P/locations/L/functions/F`
@@ -29,15 +29,15 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pullsecret.doctor import run as doctor
 from pullsecret.errors import ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
-from pullsecret.operator import doctor
 from pullsecret.operator.settings import VIEW_VARIABLES
 
 if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
     from pullsecret.app import Application
     from pullsecret.handler import Adapter
-    from pullsecret.outcome import Outcome
+    from pullsecret.reconcile.outcome import Outcome
 
 EXIT_OK = 0
 EXIT_TERMINAL = 1
@@ -218,9 +218,9 @@ def _checked(args: argparse.Namespace) -> int:
 
     import google.auth.exceptions
 
-    from pullsecret import configured
     from pullsecret.handler import Adapter
     from pullsecret.operator import playground, staleness
+    from pullsecret.settings import configured
 
     if _writes(args):
         refused = playground.refusal(os.environ)
@@ -367,7 +367,7 @@ def preconditions_cluster_id_ok(cluster_id: str) -> bool:
 
 
 def _reconcile(adapter: Adapter, cluster_id: str, *, as_json: bool = False) -> int:
-    from pullsecret.outcome import Outcome
+    from pullsecret.reconcile.outcome import Outcome
 
     try:
         outcome = adapter.reconcile_cluster(cluster_id)

@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pullsecret import merge, provisioning
 from pullsecret.model import dockerconfig, preconditions, status_data
 from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.reconcile import merge, provisioning
+from pullsecret.reconcile.target import target_of
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.reads import Latest
 from pullsecret.source.base import WouldCreate
-from pullsecret.target import target_of
 
 if TYPE_CHECKING:
     from pullsecret.app import Application

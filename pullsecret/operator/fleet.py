@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.delivery.base import Leaving, Stray, Where
+from pullsecret.doctor.run import printable
 from pullsecret.errors import AdapterError, TerminalError
 from pullsecret.model import preconditions
 from pullsecret.model.names import secret_name
 from pullsecret.operator import convergence, sweep
-from pullsecret.operator.doctor import printable
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
 from pullsecret.secretstore.labels import sm_label_value
@@ -90,7 +90,7 @@ def _deadline(app: Application) -> Deadline:
 
 
 def _names(app: Application, cluster_id: str) -> tuple[str, str]:
-    from pullsecret.target import names
+    from pullsecret.reconcile.target import names
 
     return names(app.settings, cluster_id)
 
@@ -295,9 +295,9 @@ def _orphans_of(app: Application, project: str, known: dict[str, dict[str, Any]]
         else:
 
             def finalize(cluster_id: str = labelled) -> str:
-                from pullsecret import reconcile
+                from pullsecret.reconcile import entry
 
-                outcome = reconcile.run(app, cluster_id, _deadline(app))
+                outcome = entry.run(app, cluster_id, _deadline(app))
                 return f"cluster {cluster_id}: {outcome.result} (the finalizer ran and reported)"
 
             view.orphans.append(

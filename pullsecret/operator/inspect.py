@@ -26,7 +26,7 @@ NOT_APPLICABLE = "not applicable"  # a view's field that has no meaning in this 
 
 def run(app: Application, cluster_id: str) -> int:
     """Print the cluster's lineage as redacted JSON; EXIT_NOTHING_DONE when the API does not know it."""
-    from pullsecret.target import names
+    from pullsecret.reconcile.target import names
 
     settings = app.settings
     deadline = Deadline(settings.retry_deadline_s)

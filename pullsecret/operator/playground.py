@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pullsecret.envvars import is_loopback
 from pullsecret.operator.deployed import differences
+from pullsecret.settings.envvars import is_loopback
 
 STATE_DIR = Path(".playground")
 SETTINGS_FILE = STATE_DIR / "settings.json"

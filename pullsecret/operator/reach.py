@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
-from pullsecret.config import Settings
+from pullsecret.settings.common import Settings
 
 PROBE_TIMEOUT_S = 3.0
 

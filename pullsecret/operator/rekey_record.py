@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from pullsecret.config import Settings
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings.common import Settings
 
 A_REKEY = "hyperfleet-rekey"
 FAILED_KEPT = 50  # failures kept by name in the record (an annotation holds a few KiB); the count is exact

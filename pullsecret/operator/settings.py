@@ -49,7 +49,7 @@ RESULT_VARIABLES = frozenset(
     {
         "ADAPTER_NAME",
         "ALLOWED_MANAGEMENT_CLUSTERS",
-        "ALLOWED_SECRET_PROJECTS",  # which projects a spec may send a secret to (pullsecret/secret_projects.py)
+        "ALLOWED_SECRET_PROJECTS",  # which projects a spec may name for its secret (settings/secret_projects.py)
         "DELETION_POLICY",
         "DEPLOYMENT_ID",  # the label that says which deployment owns a secret
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE",
@@ -95,7 +95,7 @@ RESULT_VARIABLES = frozenset(
 # Read, but not the function's settings: the playground neither carries nor drops them, the CLI compares none.
 AMBIENT_VARIABLES = frozenset(
     {
-        "GOOGLE_APPLICATION_CREDENTIALS",  # google-auth's; pullsecret/bearer.py only asks whether it is set
+        "GOOGLE_APPLICATION_CREDENTIALS",  # google-auth's; pullsecret/identity/bearer.py only asks whether it is set
         "PUBSUB_EMULATOR_HOST",  # the Pub/Sub client library's (pullsecret/source/publishing.py)
         "PULLSECRET_DEPLOYED_FUNCTION",  # the operator CLI's --deployed default (pullsecret/operator/deployed.py)
         "GCE_METADATA_HOST",  # google-auth's metadata server; the CLI names it when it gave no token (operator/cli.py)

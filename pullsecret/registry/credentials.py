@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from pullsecret.hostnames import DEFAULT_PORT, split_host
 from pullsecret.model.dockerconfig import DOCKER_HUB_ALIASES
+from pullsecret.settings.hostnames import DEFAULT_PORT, split_host
 
 # Docker Hub: the keys `docker.io`, `index.docker.io` and `https://index.docker.io/v1/` (the legacy
 # IndexServer docker login still writes) all name the registry served at registry-1.docker.io

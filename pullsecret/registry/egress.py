@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from publicsuffixlist import PublicSuffixList
 
-from pullsecret.hostnames import DEFAULT_PORT, allowed_entry, split_host
+from pullsecret.settings.hostnames import DEFAULT_PORT, allowed_entry, split_host
 
 _PRIVATE_SUFFIXES = (".internal", ".local", ".localhost", ".localdomain", ".home.arpa", ".intranet", ".corp", ".lan")
 

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from pullsecret.config import Settings
 from pullsecret.logs import log, protect
 from pullsecret.model.dockerconfig import PullSecret, canonical_bytes
 from pullsecret.registry.credentials import Credential, beyond_per_host, credential_of, hostname_of, registry_host
@@ -48,6 +47,7 @@ from pullsecret.registry.verdicts import (
 )
 from pullsecret.registry.www_authenticate import parse_challenges
 from pullsecret.retrying import Deadline
+from pullsecret.settings.common import Settings
 
 # The verdicts and parsing that live in this package's other modules, named here too for the callers of
 # `verification`.

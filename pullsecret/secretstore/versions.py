@@ -22,7 +22,7 @@ interleaving (within bounds) of two and three deliveries, lost and late answers 
       landed and still had the delivery's generation (`_check_generation`, handed to the caller as
       `StoreResult.confirm`: it runs it beside the Kubernetes apply and the read-back, and reports only after
       all three succeeded). A delivery that finds the cluster moved on fails transiently (NewerGeneration; a
-      cluster gone, ClusterGone: L4 of pullsecret.finalize):
+      cluster gone, ClusterGone: L4 of pullsecret.reconcile.finalize):
       its redelivery reads the cluster afresh and writes the newest generation's content on top. No delivery
       "restores" another's content: it cannot know which generation a version below it holds.
   A4. Single flight shares a write only between deliveries of the same secret, content AND generation in
@@ -114,7 +114,8 @@ class NewerGeneration(TransientError):
 
 
 class ClusterGone(TransientError):
-    """The cluster was gone when read after the version landed (A3, L4 of pullsecret.finalize): not applied."""
+    """The cluster was gone when read after the version landed (A3, L4 of pullsecret.reconcile.finalize): not
+    applied."""
 
     default_reason = "ClusterGone"
 

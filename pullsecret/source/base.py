@@ -9,16 +9,17 @@ order, and knows nothing else of it:
   `ready=False`. `first` says our status records no stored version (pullsecret.model.status_data.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
 - `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
-  its strings registered for redaction (logs.protect) before anything can print them; pullsecret.merge merges it
+  its strings registered for redaction (logs.protect) before anything can print them; pullsecret.reconcile.merge merges
+  it
   with the cluster's own `spec.pullSecret`; `create=False` (`reconcile --dry-run`) reads only, and raises
   `WouldCreate` where the reconcile would create something at the source (nothing started with `first` creates
   either: a dry run never asks for the first provisioning's generate-or-retrieve);
 - `Fetch.status_data()`: what the source adds to the status `data` of a provisioned cluster;
 - `Fetch.wrote`: whether `pull_secret` created something at the source (then the reconcile reads the cluster
-  again before answering, L1 of pullsecret.finalize);
+  again before answering, L1 of pullsecret.reconcile.finalize);
 - `revoke(cluster_id, deadline)` on deletion, last (after the delivery's cleanup and the Secret Manager secret):
   the status `data` of what it removed (nothing for a shared platform secret);
-- `doctor_checks()`: what the preflight checks for this source, writing nothing.
+- `doctor_checks()`: what the doctor checks for this source, writing nothing.
 
 Outside the reconcile, two parts are optional (the base `Source` has a default; a source subclassing it inherits it):
 
@@ -39,18 +40,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
+from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
 from pullsecret.model.status_data import StatusData
-from pullsecret.preflight import DoctorCheck
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings.common import Settings
 
 Out = Callable[[str], None]  # where the operator's lines go
 
@@ -64,7 +65,7 @@ class Fetch(Protocol):
 
     @property
     def wrote(self) -> bool:
-        """True when `pull_secret` created something at the source (L1 of pullsecret.finalize)."""
+        """True when `pull_secret` created something at the source (L1 of pullsecret.reconcile.finalize)."""
 
     def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
         """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
@@ -183,7 +184,7 @@ class Source(Protocol):
     def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData: ...
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        """The preflight checks this source needs (pullsecret.operator.doctor), reading only."""
+        """The doctor checks this source needs (pullsecret.doctor.run), reading only."""
 
     def notified(
         self, notification: SecretVersionAdded, *, hyperfleet: HyperFleetClient, deadline: Deadline
@@ -224,4 +225,4 @@ class Registration:
     name: str
     own_credentials: bool
     build: Factory
-    settings: SettingsReader | None = None  # its own settings, checked at cold start (pullsecret.configured)
+    settings: SettingsReader | None = None  # its own settings, checked at cold start (pullsecret.settings.configured)

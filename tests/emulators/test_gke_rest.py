@@ -1,5 +1,5 @@
 """The GKE emulator's REST form driven by the official ClusterManagerClient over real HTTP (transport="rest"), and
-by the adapter's own GetCluster (`pullsecret.gke`): the same answers as the gRPC form."""
+by the adapter's own GetCluster (`pullsecret.gke.api`): the same answers as the gRPC form."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from google.oauth2.credentials import Credentials
 
 from emulators.faults import FaultBook
 from emulators.gke import GkeEmulator
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.gke import ClusterAnswer, GkeClusters
+from pullsecret.gke.api import ClusterAnswer, GkeClusters
+from pullsecret.identity.google import RuntimeIdentity
 from tests.emulators.test_gke import CA_PEM, NAME, NUMBER, PROJECT, SA, TOKENS, make_client
 
 PRIVATE = f"projects/{PROJECT}/locations/us-central1/clusters/private-1"

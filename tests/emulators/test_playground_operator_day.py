@@ -26,7 +26,7 @@ def test_sourcing_the_env_file_leaves_nothing_of_an_earlier_playground(tmp_path:
     earlier = {
         "KUBERNETES_DELIVERY": "external-secrets",
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": "principal://x/{namespace}",
-        "ALLOWED_SECRET_PROJECTS": "elsewhere",  # read by pullsecret/secret_projects.py, not listed in settings.py
+        "ALLOWED_SECRET_PROJECTS": "elsewhere",  # read by settings/secret_projects.py, not in operator/settings.py
         "PUBSUB_EMULATOR_HOST": "127.0.0.1:3",
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_PUBSUB": "http://127.0.0.1:3/",
         "PULLSECRET_DEPLOYED_FUNCTION": "projects/p/locations/l/functions/f",

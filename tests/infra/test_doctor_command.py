@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pullsecret import configured
-from pullsecret.operator import doctor
+from pullsecret.doctor import run as doctor
+from pullsecret.settings import configured
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TERRAFORM = ROOT / "terraform"
@@ -229,8 +229,8 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
     from emulators.grpcbase import Projects
     from emulators.iam_terraform import service_account_grants
     from emulators.stack import TERRAFORM_VARIABLES
-    from pullsecret.operator.doctor_checks import required_permissions
-    from pullsecret.preflight import MANAGED_ROLE
+    from pullsecret.doctor.checks import required_permissions
+    from pullsecret.doctor.kit import MANAGED_ROLE
 
     _email, grants = service_account_grants(
         {**TERRAFORM_VARIABLES, "deletion_policy": policy}, project_number=Projects().number
@@ -248,11 +248,11 @@ def test_the_doctor_asks_for_exactly_what_terraform_grants_on_the_secrets(policy
 
 def _fix_commands() -> list[str]:
     """Every gcloud command the doctor's fixes name, for one configuration."""
-    from pullsecret import preflight
-    from pullsecret.delivery.direct import checks as checks_direct
+    from pullsecret.delivery.direct import doctor as doctor_direct
+    from pullsecret.doctor import checks as doctor_checks
+    from pullsecret.doctor import kit
     from pullsecret.errors import TerminalError, TransientError
-    from pullsecret.operator import doctor_checks
-    from pullsecret.source.platform import checks as platform_checks
+    from pullsecret.source.platform import doctor as platform_doctor
 
     settings = configured.load(
         {
@@ -260,16 +260,14 @@ def _fix_commands() -> list[str]:
             "PULL_SECRET_SOURCE": "projects/hyperfleet-secrets-prod/secrets/platform-pull-secret/versions/latest",
         }
     )
-    ctx = preflight.Context(
-        settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 3)
-    )
+    ctx = kit.Context(settings, "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com", *([None] * 3))
     denied = TerminalError("denied", reason="PermissionDenied")
     fixes = [
         doctor_checks._role_fix(
             ctx, "hyperfleet-secrets-prod", ["secretmanager.secrets.get", "secretmanager.versions.add"]
         ),
-        platform_checks._source_fix(ctx, denied),
-        checks_direct._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
+        platform_doctor._source_fix(ctx, denied),
+        doctor_direct._gke_fix(ctx, "projects/hyperfleet-adapters-prod/locations/europe-west1/clusters/mgmt-1", denied),
         doctor_checks.outside_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks.create_fix(ctx, "hyperfleet-secrets-prod"),
         doctor_checks._api_fix(ctx, TransientError("refused", reason="CredentialsRefused")),

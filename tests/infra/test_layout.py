@@ -20,5 +20,5 @@ def test_every_module_says_its_job() -> None:
 
 
 def test_a_stale_table_is_caught() -> None:
-    stale = layout.block().replace("| `reconcile` |", "| `reconcile_old` |")
+    stale = layout.block().replace("| `handler` |", "| `handler_old` |")
     assert layout.render(stale) != stale

@@ -1,7 +1,7 @@
 """terraform/ in service mode (issue 29): the Pull Secret Service in place of the platform pull secret.
 
 What the runtime account is granted (evaluated from the HCL by emulators/iam_terraform.py, as the emulators enforce
-it), the function's environment as the real terraform computes it and as pullsecret/config.py then reads it, in
+it), the function's environment as the real terraform computes it and as pullsecret/settings/common.py then reads it, in
 both authentication modes, and the service token's mount.
 """
 
@@ -19,7 +19,7 @@ from hcl2 import SerializationOptions
 
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.stack import PROJECT_ID, TERRAFORM_VARIABLES
-from pullsecret import config, configured
+from pullsecret.settings import common, configured
 from pullsecret.source.service import settings as service_settings
 from tests.infra import reality
 
@@ -142,7 +142,7 @@ def terraform_environment(folder: Path, overrides: dict[str, Any]) -> dict[str, 
     return values
 
 
-def load(environment: dict[str, str], token_file: Path | None = None) -> config.Settings:
+def load(environment: dict[str, str], token_file: Path | None = None) -> common.Settings:
     """The settings the function builds at cold start from this environment (the mounted token: a local file)."""
     env = {"HYPERFLEET_API_URL": "https://hf.example.com", "HYPERFLEET_API_AUTH": "google-id-token", **environment}
     if token_file is not None:

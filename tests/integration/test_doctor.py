@@ -320,7 +320,7 @@ def function_client(function_env: dict[str, str]) -> Any:
     from functions_framework import create_app
 
     from pullsecret import handler
-    from pullsecret.operator import doctor as doctor_module
+    from pullsecret.doctor import run as doctor_module
 
     handler._adapter = None  # main.py builds the process-wide adapter from this test's environment
     doctor_module._last_run[0] = float("-inf")
@@ -481,13 +481,13 @@ def test_a_misspelt_precondition_adapter_fails_the_doctor_and_is_warned_at_cold_
     failed = _failed(text)
     assert code == 1 and list(failed) == ["precondition-adapters"], text
     assert "placment (did you mean placement?)" in failed["precondition-adapters"], text
-    from pullsecret import config
     from pullsecret.handler import Adapter
     from pullsecret.logs import log
+    from pullsecret.settings import common
 
     said = io.StringIO()
     log.configure(stream=said, level="INFO")
-    Adapter(config.load())
+    Adapter(common.load())
     warned = [json.loads(line) for line in said.getvalue().splitlines() if "PRECONDITION_ADAPTERS" in line]
     assert len(warned) == 1 and warned[0]["severity"] == "WARNING", said.getvalue()
     assert "placment (did you mean placement?)" in warned[0]["message"]

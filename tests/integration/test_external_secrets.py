@@ -15,8 +15,8 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from emulators.world import PROJECT_ID, PROJECT_NUMBER
-from pullsecret.clients import RuntimeIdentity, secret_manager_client
 from pullsecret.handler import Adapter
+from pullsecret.identity.google import RuntimeIdentity, secret_manager_client
 from tests.integration.test_cli import cli
 from tests.integration.test_doctor import restored_log  # noqa: F401 - cli.main's logger settings put back
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster

@@ -154,12 +154,12 @@ def test_the_pull_secret_service_takes_the_same_account_for_its_own_audience(
 def test_the_token_is_reused_until_eighty_percent_of_its_600_seconds_then_minted_again(
     sa_env: dict[str, str], world: Any
 ) -> None:
-    from pullsecret import config
-    from pullsecret.bearer import hyperfleet_credential
-    from pullsecret.satoken import ServiceAccountToken
+    from pullsecret.identity.bearer import hyperfleet_credential
+    from pullsecret.identity.satoken import ServiceAccountToken
+    from pullsecret.settings import common
 
     now = [1000.0]
-    credential = hyperfleet_credential(config.load())
+    credential = hyperfleet_credential(common.load())
     assert isinstance(credential, ServiceAccountToken)
     credential._clock = lambda: now[0]  # the renewal rule on a clock of the test's; the minting is the real one
     first = credential.current()

@@ -1,5 +1,5 @@
 """The read step when the platform pull secret is in the cache: the newest-version read runs on the event's
-own thread beside the pool's probe (pullsecret.reconcile._read). Its failure must leave what the pool's
+own thread beside the pool's probe (pullsecret.reconcile.entry._read). Its failure must leave what the pool's
 failure leaves: a transient outcome, nothing written anywhere, and no call still running afterwards."""
 
 from __future__ import annotations

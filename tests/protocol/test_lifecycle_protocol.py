@@ -1,7 +1,7 @@
 """Every interleaving (within bounds) of a deletion with provisioning events and the service's own rotation keeps
-the lifecycle invariants of pullsecret/finalize.py (L1-L4), in service mode.
+the lifecycle invariants of pullsecret/reconcile/finalize.py (L1-L4), in service mode.
 
-The actors run the product's own reconcile (pullsecret/reconcile.py, with the real `SecretStore`,
+The actors run the product's own reconcile (pullsecret/reconcile/entry.py, with the real `SecretStore`,
 `ServiceSource` and finalizer) against in-memory services whose every call is a scheduling point
 (tests/protocol/world.py, tests/protocol/lifecycle_world.py); the pool runs inline on the actor's thread. An
 event that fails transiently is redelivered, and a redelivery reads the cluster afresh. Actors:
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from pullsecret import reconcile
 from pullsecret.app import Application
-from pullsecret.config import Settings
 from pullsecret.errors import TerminalError, TransientError
-from pullsecret.outcome import Outcome
+from pullsecret.reconcile import entry
+from pullsecret.reconcile.outcome import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
+from pullsecret.settings.common import Settings
 from pullsecret.source.service.source import ServiceSource
 from tests.protocol import scheduler
 from tests.protocol.lifecycle_world import HyperFleet, Kube, Service
@@ -78,7 +78,7 @@ class Lifecycle:
     def reconciler(self) -> Callable[[str, Deadline], Outcome]:
         """One instance of the function: its reconcile of one cluster."""
         app = self.application()
-        return lambda cluster_id, deadline: reconcile.run(app, cluster_id, deadline)
+        return lambda cluster_id, deadline: entry.run(app, cluster_id, deadline)
 
     def event(self, name: str) -> str:
         """One event of the cluster on an instance of its own, redelivered after a transient failure."""

@@ -1,6 +1,6 @@
 """Every interleaving (within bounds) of two or three reconciles of one cluster keeps the write protocol's invariants.
 
-The deliveries run the product's own reconcile (pullsecret/reconcile.py: its steps, in its order, with the real
+The deliveries run the product's own reconcile (pullsecret/reconcile/entry.py: its steps, in its order, with the real
 `SecretStore` and `ServiceSource`), built as the conformance suite builds it (tests/unit/conformance.py), over the
 in-memory services of tests/protocol/world.py (Secret Manager) and tests/protocol/lifecycle_world.py (HyperFleet,
 the Pull Secret Service, the direct delivery's Kubernetes Secret), in which every call is a scheduling point; the
@@ -33,7 +33,7 @@ import pytest
 from pullsecret.errors import TransientError
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
-from pullsecret.outcome import Outcome
+from pullsecret.reconcile.outcome import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import versions
 from tests.protocol import scheduler

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from emulators.world import RUNTIME_SA
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.operator import doctor
+from pullsecret.doctor import run as doctor
+from pullsecret.identity.google import RuntimeIdentity
 from tests.reliability import campaign, harness
 from tests.support import gcp_cluster
 

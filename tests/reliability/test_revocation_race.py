@@ -1,5 +1,6 @@
 """A deletion races a provisioning event across two function processes (service mode): once the deletion is
-finalized and the cluster is gone, nothing of it remains after the late event ends (L1-L3 of pullsecret.finalize).
+finalized and the cluster is gone, nothing of it remains after the late event ends (L1-L3 of
+pullsecret.reconcile.finalize).
 
 Process A receives a provisioning event; its service `POST` is held by the Pull Secret Service emulator (a latency
 rule on `post`, applied before the request is served: the POST lands late). Meanwhile process B receives the

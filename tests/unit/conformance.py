@@ -1,7 +1,7 @@
 """The conformance suite: every registered delivery mode x source through one story, against in-memory services.
 
 The story (`story`): a cluster is provisioned, its source's pull secret changes, its delivered copy is damaged and
-repaired, and it is deleted. The product's own reconcile (pullsecret.reconcile.run over an `Application`) runs it
+repaired, and it is deleted. The product's own reconcile (pullsecret.reconcile.entry.run over an `Application`) runs it
 with the real `SecretStore` over the in-memory Secret Manager of tests/protocol/world.py and the in-memory
 HyperFleet of tests/protocol/lifecycle_world.py.
 
@@ -26,20 +26,20 @@ from typing import Any, Protocol
 
 from google.iam.v1 import policy_pb2
 
-from pullsecret import reconcile
 from pullsecret.app import Application, Collaborators
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
 from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivered, Delivery
 from pullsecret.delivery.direct import kubesecret
 from pullsecret.delivery.direct.kubesecret import DesiredSecret
 from pullsecret.delivery.direct.mode import DirectDelivery
-from pullsecret.outcome import Outcome
+from pullsecret.identity.google import RuntimeIdentity
+from pullsecret.reconcile import entry
+from pullsecret.reconcile.outcome import Outcome
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
+from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Source
@@ -286,7 +286,7 @@ def application(hyperfleet: Any, store: Any, delivery: Delivery, source: Source,
 def reconciler(world: World, delivery: Delivery, source: Source, settings: Settings) -> Callable[..., Outcome]:
     """One instance of the function over the in-memory services: its reconcile of one cluster."""
     app = application(world.hyperfleet, world.store(), delivery, source, settings)
-    return lambda cluster_id, deadline: reconcile.run(app, cluster_id, deadline)
+    return lambda cluster_id, deadline: entry.run(app, cluster_id, deadline)
 
 
 def condition(world: World, kind: str) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pullsecret.bearer import BearerToken
 from pullsecret.errors import TransientError
+from pullsecret.identity.bearer import BearerToken
 
 
 class Clock:

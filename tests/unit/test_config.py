@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pullsecret.configured import load
 from pullsecret.errors import ConfigError
+from pullsecret.settings.configured import load
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 
@@ -99,7 +99,7 @@ def test_allowed_management_clusters_match_segment_by_segment() -> None:
 
 
 def test_allowed_secret_projects_match_a_whole_project_id() -> None:
-    from pullsecret.secret_projects import project_allowed
+    from pullsecret.settings.secret_projects import project_allowed
 
     allowed = ("hf-demo-project", "tenant-*-prod", "acme-*")
     for project in ("hf-demo-project", "tenant-a-prod", "tenant-a-b-prod", "tenant--prod", "acme-x1", "acme-"):

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from pullsecret import envvars
 from pullsecret.errors import ConfigError
+from pullsecret.settings import envvars
 
 
 def refused(call: object, message: str) -> None:

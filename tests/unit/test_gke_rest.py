@@ -1,4 +1,4 @@
-"""GetCluster over REST (pullsecret.gke): the answer's types checked, the name kept in its path,
+"""GetCluster over REST (pullsecret.gke.api): the answer's types checked, the name kept in its path,
 error answers named by the same codes as the gRPC client's."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from pullsecret.errors import from_google, is_retryable_google
-from pullsecret.gke import ClusterAnswer, Malformed, api_error, parse_cluster, resource_path
+from pullsecret.gke.api import ClusterAnswer, Malformed, api_error, parse_cluster, resource_path
 
 
 @pytest.mark.parametrize(

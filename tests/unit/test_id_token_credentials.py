@@ -26,8 +26,8 @@ import requests
 import requests.adapters
 
 from emulators.idtoken import GOOGLE_ISSUER, IdTokenIssuer, TrustedIssuer, verify
-from pullsecret.bearer import GoogleIdToken
 from pullsecret.errors import TransientError
+from pullsecret.identity.bearer import GoogleIdToken
 
 RUNTIME = "hf-pullsecret-run@hf-demo-project.iam.gserviceaccount.com"
 OTHER = "someone-else@hf-demo-project.iam.gserviceaccount.com"

@@ -13,8 +13,8 @@ from google.cloud.container_v1 import types as t
 from google.protobuf import json_format
 
 from pullsecret.errors import TerminalError
-from pullsecret.gke import ClusterAnswer, parse_cluster
-from pullsecret.gke_endpoints import Endpoint, choose_endpoint
+from pullsecret.gke.api import ClusterAnswer, parse_cluster
+from pullsecret.gke.endpoints import Endpoint, choose_endpoint
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 CP = t.ControlPlaneEndpointsConfig

@@ -10,8 +10,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from pullsecret import config, configured
 from pullsecret.operator import inspect, playground, reach, staleness
+from pullsecret.settings import common, configured
 
 
 def _closed_port() -> int:
@@ -77,11 +77,11 @@ def _refused(address: tuple[str, int], timeout: float) -> object:
 
 
 def test_an_unset_emulator_variable_names_googles_endpoint_at_once() -> None:
-    settings = config.load(PLAYED)
+    settings = common.load(PLAYED)
     said = reach.unreachable(settings, connect=_refused, playground_running=True)
     assert said is not None and said.startswith("cannot reach Secret Manager at secretmanager.googleapis.com:443")
     assert "SECRET_MANAGER_EMULATOR_HOST is unset" in said and "source .playground/env" in said
-    emulated = config.load(
+    emulated = common.load(
         {**PLAYED, "SECRET_MANAGER_EMULATOR_HOST": "127.0.0.1:9", "GKE_EMULATOR_HOST": "127.0.0.1:9"}
     )
     said = reach.unreachable(emulated, connect=_refused)
@@ -126,10 +126,10 @@ def test_counts_are_whole_numbers_and_mode_names_are_compared_one_way() -> None:
 
     for bad in ("zero", "2.7", "-1", "0"):
         with pytest.raises(ConfigError) as raised:
-            config.load({**PLAYED, "RETAIN_VERSIONS": bad})
+            common.load({**PLAYED, "RETAIN_VERSIONS": bad})
         assert "RETAIN_VERSIONS must be a whole number from 1 to 100" in str(raised.value), bad
         assert "seconds" not in str(raised.value)
-    assert config.load({**PLAYED, "RETAIN_VERSIONS": " 5 "}).retain_versions == 5
+    assert common.load({**PLAYED, "RETAIN_VERSIONS": " 5 "}).retain_versions == 5
     template = (
         "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
         "mgmt.svc.id.goog/subject/ns/{namespace}/sa/hyperfleet-pull-secret-reader"

@@ -208,7 +208,7 @@ def test_the_scan_sees_reads_in_every_form(tmp_path: Path) -> None:
     ]
     helper = "def _value(env, name):\n    return env.get(name)\n"
     tree = ast.parse(helper + "\n".join(forms) + '\n_value(os.environ, "A8")')
-    readers = _readers({"m": tree, "envvars": _parse(PACKAGE / "envvars.py")})
+    readers = _readers({"m": tree, "envvars": _parse(PACKAGE / "settings" / "envvars.py")})
     assert readers[("m", "_value")] == 1 and readers[("envvars", "number")] == 1
     names = [n for n in (_name_argument(node, "m", readers) for node in ast.walk(tree)) if n is not None]
     assert sorted(str(n.value) for n in names if isinstance(n, ast.Constant)) == [f"A{i}" for i in range(0, 9)]

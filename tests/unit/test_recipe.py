@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from pullsecret import configured
-from pullsecret.config import Settings
 from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery
 from pullsecret.errors import ConfigError
 from pullsecret.model import events
 from pullsecret.retrying import Deadline
+from pullsecret.settings import configured
+from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Notified, Rekeyed, Source

@@ -6,9 +6,7 @@ import ipaddress
 
 import pytest
 
-from pullsecret import configured
 from pullsecret.errors import ConfigError
-from pullsecret.hostnames import allowed_entry, split_host, trusted_realm_entry
 from pullsecret.registry.egress import (
     _PRIVATE_SUFFIXES,
     Egress,
@@ -20,6 +18,8 @@ from pullsecret.registry.egress import (
     name_refusal,
     realm_trusted,
 )
+from pullsecret.settings import configured
+from pullsecret.settings.hostnames import allowed_entry, split_host, trusted_realm_entry
 
 
 @pytest.mark.parametrize(

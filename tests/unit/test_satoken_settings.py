@@ -1,4 +1,4 @@
-"""satoken_settings: the service-account-token mode's settings, read by config.load (pure)."""
+"""satoken_settings: the service-account-token mode's settings, read by common.load (pure)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pullsecret import config
 from pullsecret.errors import ConfigError
+from pullsecret.settings import common
 
 CLUSTER = "projects/hf-prod/locations/us-central1/clusters/regional-1"
 BASE = {"HYPERFLEET_API_URL": "https://hf.example.com", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
@@ -18,8 +18,8 @@ SA = {
 }
 
 
-def load(**env: Any) -> config.Settings:
-    return config.load({**BASE, **env})
+def load(**env: Any) -> common.Settings:
+    return common.load({**BASE, **env})
 
 
 def test_the_mode_reads_its_cluster_and_account_and_sends_the_service_account_scheme() -> None:

@@ -51,7 +51,7 @@ def test_a_fetch_that_had_credentials_minted_says_it_wrote(first: bool) -> None:
     fetch = _fetch(service, first=first)
     fetch.pull_secret(ACT, Deadline(5))
     assert service.held == 1
-    assert fetch.wrote  # L1 of pullsecret.finalize: the reconcile reads the cluster again
+    assert fetch.wrote  # L1 of pullsecret.reconcile.finalize: the reconcile reads the cluster again
 
 
 def test_a_fetch_that_only_read_did_not_write() -> None:

@@ -2,7 +2,7 @@
 
 GKE's GetCluster (over REST: `gke.GkeClusters`, retried by `get_cluster`) gives the endpoint and CA (or the DNS
 endpoint, trusted through the system store), and `choose_endpoint` tells whether this function can reach that endpoint
-at all (both in pullsecret/gke_endpoints.py, shared with the ServiceAccount token's cluster). The CA stays in memory
+at all (both in pullsecret/gke/endpoints.py, shared with the ServiceAccount token's cluster). The CA stays in memory
 (the client's `ca_cert_data`): nothing is written to the temp folder, which Cloud Run holds in memory.
 The bearer token is the runtime identity's access token, fetched for each request through the client's
 `refresh_api_key_hook`, so an expiring token is refreshed before it is sent.
@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret.clients import RuntimeIdentity
 from pullsecret.delivery.direct.kubeapi import SecretsApi
-from pullsecret.gke import GkeClusters
-from pullsecret.gke_endpoints import choose_endpoint, get_cluster
+from pullsecret.gke.api import GkeClusters
+from pullsecret.gke.endpoints import choose_endpoint, get_cluster
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.retrying import Deadline
 
 ENDPOINT_TTL_S = 3600.0

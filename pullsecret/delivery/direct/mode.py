@@ -26,18 +26,18 @@ from pullsecret.delivery.base import (
     Wording,
 )
 from pullsecret.delivery.direct import admission_policy, kubesecret
-from pullsecret.delivery.direct import checks as checks_direct
+from pullsecret.delivery.direct import doctor as doctor_direct
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis, OperatorClusters
+from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
-from pullsecret.gke import GkeClusters
+from pullsecret.gke.api import GkeClusters
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
 from pullsecret.model.status_data import StatusData
-from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
 MODE = "direct"
@@ -194,7 +194,7 @@ class DirectDelivery:
         return [NOT_LISTABLE]
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("gke", functools.partial(checks_direct.management_clusters, clusters=self.clusters))]
+        return [DoctorCheck("gke", functools.partial(doctor_direct.management_clusters, clusters=self.clusters))]
 
 
 def _shown(live: dict[str, Any]) -> dict[str, Any]:

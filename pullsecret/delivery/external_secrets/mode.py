@@ -54,13 +54,13 @@ from pullsecret.delivery.base import (
     Wiring,
     Wording,
 )
-from pullsecret.delivery.external_secrets import checks as checks_external_secrets
+from pullsecret.delivery.external_secrets import doctor as doctor_external_secrets
+from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.logs import log
 from pullsecret.model.names import NAMESPACE_RE
 from pullsecret.model.preconditions import Placement
 from pullsecret.model.status_data import StatusData
-from pullsecret.preflight import DoctorCheck
 from pullsecret.retrying import Deadline
 
 MODE = "external-secrets"
@@ -299,7 +299,7 @@ class ExternalSecretsDelivery:
         return {"delivery": MODE, "access_member": self.principal(placement.namespace)}
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("secret-manager.iam-policy", checks_external_secrets.policy_permissions)]
+        return [DoctorCheck("secret-manager.iam-policy", doctor_external_secrets.policy_permissions)]
 
     def strays(self, where: Where, deadline: Deadline) -> list[Stray]:
         """Our accessors on the cluster's secret other than its namespace's; the fix grants the namespace's again

@@ -1,6 +1,7 @@
 """External Secrets mode's settings (EXTERNAL_SECRETS_*), read and checked at cold start whichever mode is chosen.
 
-pullsecret.configured calls `read` for every registered mode's package that has a settings module: the chosen mode
+pullsecret.settings.configured calls `read` for every registered mode's package that has a settings module: the chosen
+mode
 validates its own settings, another mode refuses what only this one reads.
 """
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import envvars
 from pullsecret.errors import ConfigError
+from pullsecret.settings import envvars
 
 MODE = "external-secrets"
 PRINCIPAL_PREFIX = "principal://iam.googleapis.com/"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
-from pullsecret.config import Settings
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings.common import Settings
 
 A_PROGRESS = "hyperfleet-rotation"
 

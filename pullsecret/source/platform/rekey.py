@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pullsecret.config import Settings
 from pullsecret.errors import AdapterError, TransientError
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.model import names
@@ -22,6 +21,7 @@ from pullsecret.model.events import SecretVersionAdded
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings.common import Settings
 from pullsecret.source.base import Held, Out, SharedKeys
 from pullsecret.source.platform.progress import Ledger, progress_secret_id
 from pullsecret.source.platform.secret import PlatformSecret

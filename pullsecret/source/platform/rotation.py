@@ -49,7 +49,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from pullsecret.config import Settings
 from pullsecret.errors import TransientError
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import log
@@ -58,6 +57,7 @@ from pullsecret.model.events import CONTINUATION, SecretVersionAdded
 from pullsecret.publishing import Publisher, sentinel_event
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings.common import Settings
 from pullsecret.source.platform.progress import Ledger, Progress, progress_secret_id
 from pullsecret.source.platform.secret import PlatformSecret
 

@@ -11,21 +11,21 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
+from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
 from pullsecret.model.status_data import StatusData
-from pullsecret.preflight import DoctorCheck
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.settings.common import Settings
 from pullsecret.source.base import Notified, Registration, Source, Wiring
-from pullsecret.source.platform import checks, rotation
+from pullsecret.source.platform import doctor, rotation
 from pullsecret.source.platform.rekey import PlatformRekeying
 from pullsecret.source.platform.secret import PlatformSecret
 
@@ -100,7 +100,7 @@ class PlatformSource(Source):
         return {}
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("pull-secret-source", lambda ctx: checks.pull_secret_source(ctx, self.secret))]
+        return [DoctorCheck("pull-secret-source", lambda ctx: doctor.pull_secret_source(ctx, self.secret))]
 
     def notified(
         self, notification: SecretVersionAdded, *, hyperfleet: HyperFleetClient, deadline: Deadline

@@ -36,11 +36,11 @@ from urllib.parse import quote, urlsplit
 import certifi
 import urllib3
 
-from pullsecret.bearer import ApiCredential
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.hyperfleet.client import outgoing_traceparent
+from pullsecret.identity.bearer import ApiCredential
 from pullsecret.logs import current as current_log_context
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig

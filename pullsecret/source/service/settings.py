@@ -1,4 +1,5 @@
-"""The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked at cold start (pullsecret.configured).
+"""The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked at cold start
+(pullsecret.settings.configured).
 
 Exactly one pull-secret source is configured: PULL_SECRET_SOURCE (the platform secret) or PULL_SECRET_SERVICE_URL.
 """
@@ -10,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret import envvars
 from pullsecret.errors import ConfigError
+from pullsecret.settings import envvars
 
 API_AUTH_MODES = ("token-file", "google-id-token", "service-account-token")
 REGISTRY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")

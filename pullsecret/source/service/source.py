@@ -24,16 +24,16 @@ pullsecret.source.service.rekey: ask the service to rotate, compare what a clust
 
 from __future__ import annotations
 
-from pullsecret.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
+from pullsecret.doctor.kit import Context, DoctorCheck, Line
 from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.identity.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.model.status_data import StatusData
-from pullsecret.preflight import Context, DoctorCheck, Line
 from pullsecret.retrying import Deadline
+from pullsecret.settings.common import Settings
 from pullsecret.source.base import Registration, Source, Wiring, WouldCreate
 from pullsecret.source.service import settings as service_settings
 from pullsecret.source.service.api import (
@@ -81,7 +81,7 @@ class ServiceFetch:
 
     def _generate(self, act: Act, deadline: Deadline) -> ServiceAnswer:
         """The POST (generate or retrieve); `wrote` is set before it is sent: a lost answer may still have minted,
-        and the reconcile's re-read (L1 of pullsecret.finalize) must cover it."""
+        and the reconcile's re-read (L1 of pullsecret.reconcile.finalize) must cover it."""
         if not act.region:
             raise TerminalError(
                 f"the {SHOWN} needs the cluster's region to generate its credentials: spec.platform.gcp.region "

@@ -21,9 +21,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pullsecret import envvars
 from pullsecret.errors import ConfigError
 from pullsecret.model.names import GKE_CLUSTER_RE
+from pullsecret.settings import envvars
 
 MODE = "service-account-token"
 SCHEMES = ("ServiceAccount", "Bearer")

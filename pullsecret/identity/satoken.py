@@ -36,13 +36,13 @@ from urllib.parse import quote
 import certifi
 import urllib3
 
-from pullsecret.clients import RuntimeIdentity
 from pullsecret.errors import AdapterError, TransientError
-from pullsecret.gke import GkeClusters
-from pullsecret.gke_endpoints import Endpoint, choose_endpoint, get_cluster
+from pullsecret.gke.api import GkeClusters
+from pullsecret.gke.endpoints import Endpoint, choose_endpoint, get_cluster
+from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log
 from pullsecret.retrying import Deadline
-from pullsecret.satoken_settings import TokenSource
+from pullsecret.settings.token_source import TokenSource
 
 EXPIRATION_SECONDS = 600  # invariant 1
 RENEW_AT = 0.8  # invariant 2

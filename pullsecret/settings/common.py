@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from pullsecret import envvars, satoken_settings, secret_projects
 from pullsecret.errors import ConfigError
-from pullsecret.hostnames import allowed_entry, trusted_realm_entry
 from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
+from pullsecret.settings import envvars, secret_projects, token_source
+from pullsecret.settings.hostnames import allowed_entry, trusted_realm_entry
 
 KMS_KEY_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # A Pub/Sub topic: projects/PROJECT_ID/topics/T (the project id as model/names says it).
@@ -31,7 +31,7 @@ TOPIC_RE = re.compile(rf"^projects/{PROJECT_ID_RE.pattern.strip('^$')}/topics/[A
 ADAPTER_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
 DELETION_POLICIES = ("DELETE", "DISABLE", "RETAIN")
-API_AUTH_MODES = ("token-file", "google-id-token", satoken_settings.MODE)
+API_AUTH_MODES = ("token-file", "google-id-token", token_source.MODE)
 MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
@@ -46,8 +46,8 @@ class Settings:
     hyperfleet_api_token_file: str | None = None
     hyperfleet_api_auth: str = "token-file"
     hyperfleet_api_audience: str = "hyperfleet-api"
-    # The ServiceAccount token's source, the Authorization scheme and private CAs (pullsecret/satoken_settings.py).
-    caller: satoken_settings.CallerIdentity = field(default_factory=satoken_settings.CallerIdentity)
+    # The ServiceAccount token's source, the Authorization scheme and private CAs (pullsecret/settings/token_source.py).
+    caller: token_source.CallerIdentity = field(default_factory=token_source.CallerIdentity)
     hyperfleet_status_method: str = "PUT"
     hyperfleet_timeout_s: float = 6.0
     # A header sent as `true` on every API call: the API's tenant middleware's system header (tenancy on, no gateway).
@@ -91,7 +91,7 @@ class Settings:
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
     resource_manager_emulator_host: str | None = (
-        None  # the doctor's projects.testIamPermissions (pullsecret.operator.doctor)
+        None  # the doctor's projects.testIamPermissions (pullsecret.doctor.run)
     )
     log_level: str = "INFO"
     max_event_age_s: float = 3600.0
@@ -117,7 +117,8 @@ class Settings:
     # (registry, realm) host names whose token realm lies on another registrable domain (REGISTRY_TRUSTED_REALMS).
     registry_trusted_realms: tuple[tuple[str, str], ...] = (("registry.redhat.io", "sso.redhat.com"),)
     registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
-    # A mode's or a source's own settings without a field here, by name (pullsecret.configured: each reads its own).
+    # A mode's or a source's own settings without a field here, by name (pullsecret.settings.configured: each reads its
+    # own).
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def publish_rate(self) -> float:
@@ -277,13 +278,13 @@ def _deployment_id(env: Mapping[str, str], api_url: str) -> str:
 
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
-    """The common settings (each delivery mode's and source's own: pullsecret.configured.load, which calls this
+    """The common settings (each delivery mode's and source's own: pullsecret.settings.configured.load, which calls this
     first); raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
     api_url = _api_url(env)  # the first bad variable named is the API's: nothing works without it
     api_auth, audience = _api_auth(env)
-    caller = satoken_settings.read(env)
+    caller = token_source.read(env)
     return Settings(
         # The HyperFleet API, and which adapters' statuses gate this one.
         hyperfleet_api_url=api_url,

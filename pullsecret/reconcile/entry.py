@@ -1,9 +1,10 @@
 """A cluster reconcile's entry: read the cluster and its statuses, judge the preconditions, then wait, finalize a
 deletion or provision.
 
-read cluster ‖ statuses → preconditions → wait (report why) | finalize (pullsecret.finalize) | provision
-(pullsecret.provisioning: read → decide → store → apply → report) → the one status report of the event. Every
-report is sent by pullsecret.outcome; what each says is decided by the step that found it. The process's collaborators
+read cluster ‖ statuses → preconditions → wait (report why) | finalize (pullsecret.reconcile.finalize) | provision
+(pullsecret.reconcile.provisioning: read → decide → store → apply → report) → the one status report of the event. Every
+report is sent by pullsecret.reconcile.outcome; what each says is decided by the step that found it. The process's
+collaborators
 come from its `Application` (pullsecret.app); nothing here holds state between events.
 """
 
@@ -12,14 +13,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pullsecret import finalize
 from pullsecret.app import Application, settle
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.hyperfleet.answers import UnparseableCluster
 from pullsecret.logs import bind, log
 from pullsecret.model import preconditions, status
-from pullsecret.outcome import Outcome, report
-from pullsecret.provisioning import provision
+from pullsecret.reconcile import finalize
+from pullsecret.reconcile.outcome import Outcome, report
+from pullsecret.reconcile.provisioning import provision
 from pullsecret.retrying import Deadline
 
 

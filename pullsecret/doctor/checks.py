@@ -1,8 +1,8 @@
-"""The preflight's checks (`python -m pullsecret doctor`, pullsecret.operator.doctor runs them).
+"""The doctor checks every deployment has (`python -m pullsecret doctor`; pullsecret.doctor.run runs them).
 
 Each check reads and never writes: list clusters, access the platform pull secret, Secret Manager's
 TestIamPermissions and GetSecret, and the registries' auth handshake; the delivery mode adds its own
-(pullsecret.delivery.direct.checks, checks_external_secrets). Each answers `Line`s: one thing proven or
+(pullsecret.delivery.direct.doctor, doctor_external_secrets). Each answers `Line`s: one thing proven or
 refused, and for a refusal the fix, naming the role, permission or command. A Line never carries a credential:
 its texts are built from resource names, permission names and rules (as pullsecret.errors' messages are), never
 from payloads or answers' bodies.
@@ -15,12 +15,8 @@ from typing import TYPE_CHECKING
 import requests
 from google.api_core import exceptions as gexc
 
-from pullsecret.config import Settings
-from pullsecret.errors import AdapterError
-from pullsecret.hyperfleet.answers import shown_url
-from pullsecret.model import names, preconditions
-from pullsecret.operator import doctor_identity
-from pullsecret.preflight import (
+from pullsecret.doctor import identity
+from pullsecret.doctor.kit import (
     MANAGED_ROLE,
     PROBE_CLUSTER,
     Context,
@@ -28,8 +24,12 @@ from pullsecret.preflight import (
     code_of,
     retry_fix,
 )
+from pullsecret.errors import AdapterError
+from pullsecret.hyperfleet.answers import shown_url
+from pullsecret.model import names, preconditions
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
+from pullsecret.settings.common import Settings
 
 if TYPE_CHECKING:
     pass
@@ -74,7 +74,7 @@ def hyperfleet_api(ctx: Context) -> list[Line]:
 
 def _api_fix(ctx: Context, exc: AdapterError) -> str:
     settings = ctx.settings
-    fix = doctor_identity.api_fix(ctx, exc)
+    fix = identity.api_fix(ctx, exc)
     if fix is not None:
         return fix
     if exc.reason == "CredentialsRefused" and settings.hyperfleet_api_auth == "google-id-token":

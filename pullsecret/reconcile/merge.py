@@ -3,11 +3,11 @@ a registry both define; every credential is registered for redaction before anyt
 
 from __future__ import annotations
 
-from pullsecret.config import Settings
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import MergeResult, PullSecret
 from pullsecret.model.preconditions import Act
+from pullsecret.settings.common import Settings
 
 
 def merged(source: PullSecret | None, act: Act, settings: Settings) -> tuple[MergeResult, frozenset[str]]:

@@ -1,10 +1,10 @@
-"""The preflight: prove a deployment's permissions and dependencies before its first event, writing nothing.
+"""The doctor: prove a deployment's permissions and dependencies before its first event, writing nothing.
 
-Run it with the deployed configuration (the function's environment variables, pullsecret.config) as the runtime
+Run it with the deployed configuration (the function's environment variables, pullsecret.settings.common) as the runtime
 identity, from a workstation (`python -m pullsecret doctor`, Application Default Credentials impersonating the
 runtime service account) or inside the deployed function (a CloudEvent of type EVENT_TYPE sent with
 `gcloud functions call`; `terraform output -raw doctor_command` prints both). It prints one line per check
-(pullsecret.operator.doctor_checks) and the fix for each failure; the exit code is 1 when any check failed.
+(pullsecret.doctor.checks) and the fix for each failure; the exit code is 1 when any check failed.
 
 The function's doctor path: only a principal holding roles/run.invoker on the function's service can send it
 (Cloud Run's IAM check: the trigger's account and Terraform's manual_invokers). Eventarc's Pub/Sub trigger
@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any
 import werkzeug.exceptions
 from werkzeug.wrappers import Response
 
-from pullsecret.clients import RuntimeIdentity, secret_manager_client
+from pullsecret.doctor import adapters, checks, identity
+from pullsecret.doctor.kit import RESOURCE_MANAGER, Context, Line, guarded
+from pullsecret.identity.google import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
-from pullsecret.operator import doctor_adapters, doctor_identity
-from pullsecret.operator import doctor_checks as checks
-from pullsecret.preflight import RESOURCE_MANAGER, Context, Line, guarded
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -60,9 +59,9 @@ def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
         )
         lines: list[Line] = []
         if settings.caller.hyperfleet_token is not None:  # HYPERFLEET_API_AUTH=service-account-token
-            lines += guarded(doctor_identity.minted_token, ctx, doctor_identity.CHECK)
+            lines += guarded(identity.minted_token, ctx, identity.CHECK)
         lines += guarded(checks.hyperfleet_api, ctx, "hyperfleet-api")
-        lines += guarded(doctor_adapters.precondition_adapters, ctx, doctor_adapters.NAME)
+        lines += guarded(adapters.precondition_adapters, ctx, adapters.NAME)
         for check in app.source.doctor_checks():
             lines += guarded(check.run, ctx, check.name)
         lines += guarded(checks.secret_manager, ctx, "secret-manager")

@@ -39,12 +39,12 @@ import google.oauth2.id_token
 import google.oauth2.service_account
 from google.auth.credentials import Credentials
 
-from pullsecret.clients import RuntimeIdentity
-from pullsecret.config import Settings
 from pullsecret.errors import TransientError
-from pullsecret.gke import GkeClusters
-from pullsecret.satoken import ServiceAccountToken
-from pullsecret.satoken_settings import TokenSource
+from pullsecret.gke.api import GkeClusters
+from pullsecret.identity.google import RuntimeIdentity
+from pullsecret.identity.satoken import ServiceAccountToken
+from pullsecret.settings.common import Settings
+from pullsecret.settings.token_source import TokenSource
 
 
 class ApiCredential(Protocol):

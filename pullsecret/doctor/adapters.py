@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import difflib
 
+from pullsecret.doctor.kit import Context, Line
 from pullsecret.errors import AdapterError
-from pullsecret.preflight import Context, Line
 
 NAME = "precondition-adapters"
 

@@ -16,8 +16,8 @@ import json
 import re
 from typing import Any
 
+from pullsecret.doctor.kit import Context, Line
 from pullsecret.errors import AdapterError
-from pullsecret.preflight import Context, Line
 
 CHECK = "service-account-token"
 ALLOW_LIST_FIX = (

@@ -15,7 +15,7 @@ from google.api_core import exceptions as gexc
 
 from pullsecret import retrying
 from pullsecret.errors import TerminalError, from_google, is_retryable_google
-from pullsecret.gke import ClusterAnswer, GkeClusters
+from pullsecret.gke.api import ClusterAnswer, GkeClusters
 from pullsecret.retrying import Deadline
 
 UNREACHABLE = "ManagementClusterUnreachable"

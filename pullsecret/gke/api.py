@@ -1,7 +1,8 @@
 """GKE's GetCluster over REST: one authorised GET, the answer read into what the endpoint choice needs.
 
-Used through gke_endpoints (the endpoint choice) by every caller of a GKE cluster's Kubernetes API: the direct
-delivery's management clusters and the regional cluster that mints the adapter's ServiceAccount tokens (satoken).
+Used through endpoints.py (the endpoint choice) by every caller of a GKE cluster's Kubernetes API: the direct
+delivery's management clusters and the regional cluster that mints the adapter's ServiceAccount tokens
+(pullsecret.identity.satoken).
 
 `GET https://container.googleapis.com/v1/projects/P/locations/L/clusters/C`
 (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters/get), with the
@@ -25,18 +26,22 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import certifi
 import urllib3
 from google.api_core import exceptions as gexc
 
-from pullsecret.clients import RuntimeIdentity
-
 API = "https://container.googleapis.com"
 _OK = 200
 _NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
+
+
+class AccessToken(Protocol):
+    """Whose access token the GET carries: the runtime identity (pullsecret.identity.google.RuntimeIdentity)."""
+
+    def token(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,7 @@ def resource_path(name: str) -> str:
 class GkeClusters:
     """GetCluster over one urllib3 pool; thread-safe, one per process. Retries are the caller's."""
 
-    def __init__(self, identity: RuntimeIdentity, emulator_host: str | None, *, pool_size: int = 8) -> None:
+    def __init__(self, identity: AccessToken, emulator_host: str | None, *, pool_size: int = 8) -> None:
         self._identity = identity
         base = f"http://{emulator_host}" if emulator_host else API
         tls = {} if emulator_host else {"ca_certs": certifi.where()}

@@ -8,9 +8,10 @@
 3. store: the merged pull secret as the newest Secret Manager version, a write only if it differs (the write
    protocol and its invariants: pullsecret/secretstore/versions.py).
 4. apply: the delivery (pullsecret.delivery), only after the Secret Manager write succeeded, while a new version's
-   read-back and the cluster's generation re-read (A3) run alongside; then (L1 of pullsecret.finalize) the cluster
+   read-back and the cluster's generation re-read (A3) run alongside; then (L1 of pullsecret.reconcile.finalize) the
+   cluster
    read again when anything was written.
-5. report: stale, applied or unchanged (sent by pullsecret.outcome), with the status data
+5. report: stale, applied or unchanged (sent by pullsecret.reconcile.outcome), with the status data
    (pullsecret.model.status_data): where it went, what was repaired, the lineage, the retention run after a
    write, each registry's answer.
 
@@ -26,21 +27,22 @@ from concurrent.futures import wait
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret import merge, outcome, secretstore
+from pullsecret import secretstore
 from pullsecret.app import Application, settle
 from pullsecret.delivery.base import Delivered, Desired, Probed
 from pullsecret.errors import AdapterError
-from pullsecret.finalize import Undone, undo_if_left
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import bind, log
 from pullsecret.model import lineage, preconditions, status, status_data
 from pullsecret.model.dockerconfig import MergeResult
 from pullsecret.model.names import secret_of
-from pullsecret.outcome import Outcome
+from pullsecret.reconcile import merge, outcome
+from pullsecret.reconcile.finalize import Undone, undo_if_left
+from pullsecret.reconcile.outcome import Outcome
+from pullsecret.reconcile.target import Target, target_of
 from pullsecret.registry import verification as registry_verification
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import sm_labels
-from pullsecret.target import Target, target_of
 
 
 def provision(
@@ -79,7 +81,7 @@ def provision(
 
 
 def _undone(app: Application, cluster_id: str, undone: Undone) -> Outcome:
-    """An event's own undo (L1/L2 of pullsecret.finalize): the Finalized report when the cluster is deleted,
+    """An event's own undo (L1/L2 of pullsecret.reconcile.finalize): the Finalized report when the cluster is deleted,
     `gone` when it no longer exists."""
     if undone.report is None:
         return Outcome("gone", detail=undone.message)

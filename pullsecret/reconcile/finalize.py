@@ -43,8 +43,8 @@ from pullsecret.logs import log
 from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
 from pullsecret.model.status_data import StatusData
+from pullsecret.reconcile.target import names
 from pullsecret.retrying import Deadline
-from pullsecret.target import names
 
 
 def finalize(

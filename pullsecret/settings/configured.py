@@ -1,6 +1,7 @@
-"""The settings of a cold start: config's common settings, and each registered implementation's own.
+"""The settings of a cold start: the common settings (pullsecret.settings.common), and each registered implementation's
+own.
 
-`config.load` reads and checks what every deployment has; the delivery modes and the sources own their settings:
+`common.load` reads and checks what every deployment has; the delivery modes and the sources own their settings:
 KUBERNETES_DELIVERY accepts the registered modes (pullsecret.delivery.modes.MODES), a mode's package may hold a
 `settings` module whose `read(env, mode)` checks its variables (called for every registered mode, so that a mode
 refuses its variables under another), and a source's registration may name a `settings(env)` reader. A reader
@@ -18,9 +19,9 @@ import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from pullsecret import config, envvars
-from pullsecret.config import Settings
 from pullsecret.delivery import modes
+from pullsecret.settings import common, envvars
+from pullsecret.settings.common import Settings
 from pullsecret.source import sources
 
 ModeReader = Callable[[Mapping[str, str], str], dict[str, Any]]
@@ -39,7 +40,7 @@ def mode_readers() -> Iterator[ModeReader]:
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate every setting; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
-    common = config.load(env)
+    shared = common.load(env)
     mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", tuple(modes.MODES), upper=False)
     values: dict[str, Any] = {"kubernetes_delivery": mode}
     for read in mode_readers():
@@ -50,4 +51,4 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     known = {f.name for f in dataclasses.fields(Settings)}
     options = {name: value for name, value in values.items() if name not in known}
     owned = {name: value for name, value in values.items() if name in known}
-    return dataclasses.replace(common, **owned, options={**common.options, **options})
+    return dataclasses.replace(shared, **owned, options={**shared.options, **options})

@@ -1,6 +1,6 @@
-"""The preflight's checks of KUBERNETES_DELIVERY=direct (pullsecret.delivery.direct.mode lists them): GKE's GetCluster
+"""The doctor checks of KUBERNETES_DELIVERY=direct (pullsecret.delivery.direct.mode lists them): GKE's GetCluster
 and the endpoint for the configured mode, then through it a SelfSubjectAccessReview per verb on Secrets and the two
-admission-policy reads. Lines as pullsecret.preflight's (never a credential)."""
+admission-policy reads. Lines as pullsecret.doctor.kit's (never a credential)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pullsecret.delivery.direct import admission_policy
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME, policy_problem
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis
+from pullsecret.doctor.kit import PROBE_CLUSTER, Context, Line, guarded
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
 from pullsecret.model.names import cluster_allowed
-from pullsecret.preflight import PROBE_CLUSTER, Context, Line, guarded
 
 MANIFESTS = "terraform output -raw kubernetes_manifests | kubectl apply -f -"
 WRITES = ("create", "patch", "delete")  # terraform/kubernetes/rbac.yaml: what the runtime identity must do

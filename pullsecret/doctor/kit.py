@@ -1,6 +1,6 @@
-"""The preflight's kit: a check's verdict (`Line`), a check (`DoctorCheck`) and what checks share (`Context`).
+"""The doctor's kit: a check's verdict (`Line`), a check (`DoctorCheck`) and what checks share (`Context`).
 
-Deliveries and sources name their own checks with these types (pullsecret.operator.doctor runs them), so the
+Deliveries and sources name their own checks with these types (pullsecret.doctor.run runs them), so the
 runtime never imports the operator tools. A Line never carries a credential: its texts are built from resource
 names, permission names and rules (as pullsecret.errors' messages are), never from payloads or answers' bodies.
 """
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from google.api_core import exceptions as gexc
 
-from pullsecret.config import Settings
 from pullsecret.model import dockerconfig
 from pullsecret.retrying import Deadline
+from pullsecret.settings.common import Settings
 
 if TYPE_CHECKING:
     from pullsecret.hyperfleet.client import HyperFleetClient
@@ -38,7 +38,7 @@ class Line:
 
 @dataclass(frozen=True)
 class DoctorCheck:
-    """One preflight check a delivery or a source needs: its name (the line's when it fails unexpectedly) and how to
+    """One doctor check a delivery or a source needs: its name (the line's when it fails unexpectedly) and how to
     run it."""
 
     name: str

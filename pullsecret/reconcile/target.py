@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pullsecret.config import Settings
 from pullsecret.delivery.base import Where
 from pullsecret.model import preconditions
 from pullsecret.model.names import DNS_SUBDOMAIN_RE, SECRET_ID_RE, kube_label_value, secret_name
+from pullsecret.settings.common import Settings
 
 
 def names(settings: Settings, cluster_id: str) -> tuple[str, str]:

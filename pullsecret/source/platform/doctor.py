@@ -1,10 +1,10 @@
-"""The platform source's preflight check: PULL_SECRET_SOURCE is readable and a valid pull secret (reads only)."""
+"""The platform source's doctor check: PULL_SECRET_SOURCE is readable and a valid pull secret (reads only)."""
 
 from __future__ import annotations
 
+from pullsecret.doctor.kit import Context, Line
 from pullsecret.errors import AdapterError
 from pullsecret.model import dockerconfig
-from pullsecret.preflight import Context, Line
 from pullsecret.source.platform.secret import PlatformSecret
 
 

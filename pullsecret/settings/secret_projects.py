@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pullsecret import envvars
 from pullsecret.errors import ConfigError
 from pullsecret.model.names import PROJECT_ID_RE
+from pullsecret.settings import envvars
 
 __all__ = ["allowed", "project_allowed"]
 

@@ -1,4 +1,4 @@
-"""The preflight's check of KUBERNETES_DELIVERY=external-secrets (pullsecret.delivery.external_secrets.mode lists it):
+"""The doctor check of KUBERNETES_DELIVERY=external-secrets (pullsecret.delivery.external_secrets.mode lists it):
 the runtime identity may read and write the allow policy of the clusters' secrets (TestIamPermissions), which
 this mode needs to grant each namespace's principal access. No GKE or Kubernetes call: this mode makes none."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from google.api_core import exceptions as gexc
 
+from pullsecret.doctor.kit import MANAGED_ROLE, Context, Line, code_of, retry_fix
 from pullsecret.model.names import secret_name
-from pullsecret.preflight import MANAGED_ROLE, Context, Line, code_of, retry_fix
 
 CHECK = "secret-manager.iam-policy"
 # terraform/iam.tf local.secret_manager_policy_permissions: added to the managed role in this mode only.
