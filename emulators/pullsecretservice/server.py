@@ -11,7 +11,8 @@ Updated 2026-03-25"; emulators/contracts/pull-secret-service.md is the contract 
     GET    /v1/clusters/{cluster_id}/pull-secrets/rotations/{id}        §3.2.4  200
     GET    /healthz, /readyz                                            §8.1    probes, unauthenticated
 
-Every error is RFC 9457 problem+json (§3.3: `type`, `title`, `status`, `detail`, `code`, `timestamp`, `trace_id`,
+Every API call is rate-limited per authenticated ServiceAccount as §3.5 says (limits.py: 100/min, burst 20/s,
+10/h on `/rotations` by default; 429 HYPERFLEET-LMT-001). Every error is RFC 9457 problem+json (§3.3: `type`, `title`, `status`, `detail`, `code`, `timestamp`, `trace_id`,
 `instance`, plus the extensions each example shows). Every API call needs a bearer credential (§3.4; access.py).
 
 Faults come from the stack's FaultBook, service `pullsecretservice`, one method per operation: `post`, `get`,
@@ -30,6 +31,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -38,6 +40,7 @@ from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import Jwks
 from emulators.kubernetes.delegated import TokenReviewer
 from emulators.pullsecretservice.access import Access, Refusal
+from emulators.pullsecretservice.limits import Limiter, RateLimits, Verdict
 from emulators.pullsecretservice.store import (
     PROVIDERS,
     REASONS,
@@ -91,6 +94,22 @@ def problem(error: ServiceError, instance: str) -> Reply:
     return reply
 
 
+def _limited(verdict: Verdict, instance: str) -> Reply:
+    """§3.5's 429: the problem body with `limit`, `window`, `retry_after_seconds`, and the X-RateLimit-* headers."""
+    rule = verdict.rule
+    error = ServiceError(
+        429,
+        "HYPERFLEET-LMT-001",
+        f"Rate limit exceeded: {rule.quota:g} requests {rule.unit}",
+        slug="rate-limit-exceeded",
+        title="Rate Limit Exceeded",
+        extensions={"limit": int(rule.quota), "window": rule.window, "retry_after_seconds": verdict.retry_after_s},
+    )
+    reply = problem(error, instance)
+    reply.headers.update(verdict.headers())
+    return reply
+
+
 def _refused(refusal: Refusal) -> ServiceError:
     slug, title = (
         ("authentication-error", "Unauthorized") if refusal.status == 401 else ("permission-denied", "Forbidden")
@@ -114,8 +133,11 @@ class PullSecretServiceEmulator(HTTPEmulator):
         cluster_id_pattern: str = DDR_CLUSTER_ID_PATTERN,
         delete_during_rotation: str = "cancel",
         alias_hosts: Mapping[str, str] | None = None,
+        limits: RateLimits | None = RateLimits(),  # §3.5's, per authenticated ServiceAccount (limits.py)
     ) -> None:
         super().__init__()
+        self._limits = limits
+        self.limiter = Limiter(limits)
         self.control = ServiceControl(book, self.service)
         self.store = CredentialStore(
             registry_hosts=registry_hosts,
@@ -140,7 +162,9 @@ class PullSecretServiceEmulator(HTTPEmulator):
         self.access.review_service_account_tokens(reviewer, audience=audience, accounts=accounts)
 
     def reset(self) -> None:
+        """No credentials, no rotations; the rate limits back to the constructor's, every bucket full."""
         self.store.reset()
+        self.limiter.configure(self._limits)
 
     def state(self) -> dict[str, Any]:
         return self.store.state()
@@ -163,7 +187,26 @@ class PullSecretServiceEmulator(HTTPEmulator):
             ("POST", "/reset"): self._admin_reset,
             ("POST", "/clusters/{id}/rotation"): self._admin_start_rotation,
             ("POST", "/clusters/{id}/rotation/complete"): self._admin_complete_rotation,
+            ("GET", "/limits"): lambda _: (200, self._limits_view()),
+            ("POST", "/limits"): self._admin_limits,
         }
+
+    def _limits_view(self) -> dict[str, Any]:
+        limits = self.limiter.limits
+        return {"limits": None if limits is None else asdict(limits), "refused": dict(self.limiter.refused)}
+
+    def _admin_limits(self, call: AdminCall) -> Answer:
+        """Set §3.5's limits (`{"per_minute", "burst_per_second", "rotations_per_hour"}`, each optional: the DDR's
+        value otherwise), or turn them off (`{"off": true}`); every bucket starts full."""
+        body = call.body if isinstance(call.body, dict) else {}
+        if body.get("off") is True:
+            self.limiter.configure(None)
+            return 200, self._limits_view()
+        fields = {k: body[k] for k in ("per_minute", "burst_per_second", "rotations_per_hour") if k in body}
+        if any(not isinstance(v, int | float) or isinstance(v, bool) or v <= 0 for v in fields.values()):
+            return 400, {"error": "each limit is a positive number"}
+        self.limiter.configure(RateLimits(**{k: float(v) for k, v in fields.items()}))
+        return 200, self._limits_view()
 
     def _admin_reset(self, _: AdminCall) -> Answer:
         self.reset()
@@ -207,10 +250,19 @@ class PullSecretServiceEmulator(HTTPEmulator):
                 return Reply.drop(code)
             if code != "drip":
                 return self._fault(int(code), request.path)
-        _identity, refusal = self.access.check(request.header("Authorization"), verb)
+        identity, refusal = self.access.check(request.header("Authorization"), verb)
         if refusal is not None:
             raise _refused(refusal)
-        reply = handler(*args, request)
+        assert identity is not None
+        verdict = self.limiter.admit(identity, rotations=operation.startswith("rotations"))
+        if verdict is not None and not verdict.admitted:
+            return _limited(verdict, request.path)
+        try:
+            reply = handler(*args, request)
+        except ServiceError as exc:
+            reply = problem(exc, request.path)
+        if verdict is not None:
+            reply.headers.update(verdict.headers())  # §3.5 "Rate Limit Headers": on every answer it counted
         if lost and code is not None:
             return self._fault(int(code[len(LOST_RESPONSE) :]), request.path)
         if code == "drip":
