@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import logs
+from pullsecret import logs, publishing
 from pullsecret.app import Application
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.identity.google import RuntimeIdentity
@@ -132,6 +132,8 @@ class Adapter(Application):
                     delivery=parsed.transport,
                 )
                 return Outcome("expired", reason="EventExpired")
+            if publishing.asks_rekeyed_read(data):
+                self.source.forget(parsed.cluster_id, rekeyed=True)  # `rekey` published it: ask the source
             return self._run_and_log(parsed, start)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
@@ -174,9 +176,12 @@ class Adapter(Application):
         try:
             outcome = self._run(request)
         except TransientError as exc:
+            self.source.forget(request.cluster_id)  # its redelivery asks the source again
             failed = Outcome("transient", reason=exc.reason, service=exc.service, detail=exc.message)
             self._log_final(request, start, failed)
             raise
+        if outcome.report is None or not outcome.report.available:
+            self.source.forget(request.cluster_id)  # not delivered and verified: the next event asks the source
         self._log_final(request, start, outcome)
         return outcome
 

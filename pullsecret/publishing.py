@@ -1,5 +1,11 @@
 """Reconcile events on the adapter's own topic (ADAPTER_TOPIC): Sentinel's shape, and the Pub/Sub client that sends
-them (a source's fan-out and the operator's `rekey` publish them, each at the write quota's pace)."""
+them (a source's fan-out and the operator's `rekey` publish them, each at the write quota's pace).
+
+An event `rekey` publishes carries the Pub/Sub attribute REKEY_ATTRIBUTE: the function then asks its source again
+for that cluster instead of what it may know of it (pullsecret.source.service.source). The attribute asks for a
+read, nothing more: the CloudEvent is Sentinel's, no credential travels on the topic, and whoever may publish there
+can make the function read, never revoke.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,14 @@ from typing import Any
 
 EVENT_TYPE = "com.redhat.hyperfleet.cluster.reconcile"
 EVENT_SOURCE = "hyperfleet-pullsecret-rotation"
+REKEY_ATTRIBUTE = "hyperfleet-pullsecret-rekey"
+
+
+def asks_rekeyed_read(data: Any) -> bool:
+    """A Pub/Sub push envelope (or Eventarc's message-published data) whose message carries REKEY_ATTRIBUTE."""
+    message = data.get("message") if isinstance(data, dict) else None
+    attributes = message.get("attributes") if isinstance(message, dict) else None
+    return isinstance(attributes, dict) and attributes.get(REKEY_ATTRIBUTE) == "1"
 
 
 def sentinel_event(cluster: dict[str, Any]) -> dict[str, Any]:
@@ -48,9 +62,11 @@ class Publisher:
                     self._client = PublisherClient(credentials=self._credentials)
             return self._client
 
-    def publish(self, topic: str, event: dict[str, Any]) -> Any:
+    def publish(self, topic: str, event: dict[str, Any], *, rekeyed: bool = False) -> Any:
+        """`rekeyed`: the event of a cluster `rekey` re-keyed (REKEY_ATTRIBUTE: the function asks its source)."""
         data = json.dumps(event, separators=(",", ":")).encode("utf-8")
-        return self.client().publish(topic, data, _watermill_message_uuid=str(event["id"]))
+        extra = {REKEY_ATTRIBUTE: "1"} if rekeyed else {}
+        return self.client().publish(topic, data, _watermill_message_uuid=str(event["id"]), **extra)
 
     def publish_raw(self, topic: str, data: bytes, attributes: dict[str, str]) -> Any:
         return self.client().publish(topic, data, **attributes)

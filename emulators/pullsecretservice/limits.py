@@ -49,7 +49,7 @@ class RateLimits:
     rotations_per_hour: float = 10.0  # §3.5 "Rotation Endpoint": 10 requests / 1 hour, `/rotations` only
 
     def rules(self, rotations: bool) -> tuple[Rule, ...]:
-        found = (
+        found: tuple[Rule, ...] = (
             Rule("per_minute", self.per_minute, 60.0, "1m", "per minute"),
             Rule("burst", self.burst_per_second, 1.0, "1s", "per second"),
         )

@@ -274,7 +274,7 @@ def _work(
             _count(record, cluster_id, rekeyed)
             if rekeyed is not None:
                 next_at = _pace(next_at, interval, sleep)
-                pending.append(publisher.publish(topic, sentinel_event(cluster)))
+                pending.append(publisher.publish(topic, sentinel_event(cluster), rekeyed=True))
             last = cluster_id
             progress.handled += 1
             progress.line(record)

@@ -22,6 +22,7 @@ HOW_VARIABLES = frozenset(
         "REGISTRY_CONCURRENCY",
         "REGISTRY_CACHE_TTL",
         "PULL_SECRET_SOURCE_TTL",
+        "PULL_SECRET_SERVICE_TTL",  # when the service is asked again, not what a reconcile writes
         "RETRY_DEADLINE",
         "MAX_EVENT_AGE",
         "HYPERFLEET_API_TOKEN_FILE",  # where the token lies locally, not what it says

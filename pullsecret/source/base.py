@@ -27,7 +27,9 @@ Outside the reconcile, two parts are optional (the base `Source` has a default; 
   fan-out's continuation) for the source to act on; the handler logs the `Notified` it answers. Default: a secret
   this source does not follow (`ignored`);
 - `rekeying()`: its part of the operator's `rekey` and of `fleet`'s CREDS column (`Rekeying`). Default
-  (`SharedKeys`): no credential of a cluster's own to rotate or compare.
+  (`SharedKeys`): no credential of a cluster's own to rotate or compare;
+- `forget(cluster_id, rekeyed=)`: the handler's word that the cluster's next read must ask the source (the event
+  failed, or `rekey` published it: pullsecret.publishing.REKEY_ATTRIBUTE). Default: nothing kept, nothing to forget.
 
 `Fetch.ready` is True when `pull_secret` makes no call (the steady state of a cached platform secret): the
 reconcile then reads the newest Secret Manager version on its own thread instead of handing it to the pool.
@@ -201,6 +203,11 @@ class Source(Protocol):
     def rekeying(self) -> Rekeying:
         """Its part of `rekey` and of `fleet`'s CREDS. Default: no credential of a cluster's own (`SharedKeys`)."""
         return SharedKeys(self.name)
+
+    def forget(self, cluster_id: str, *, rekeyed: bool = False) -> None:
+        """What the source keeps of the cluster is not to be used again (`rekeyed`: `rekey` re-keyed it). Default:
+        nothing kept."""
+        return None
 
 
 @dataclass(frozen=True)

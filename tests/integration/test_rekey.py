@@ -47,7 +47,7 @@ def adapter(make_adapter: Any, world: Any, admin: Admin, pubsub: PubSubEmulator)
     pubsub.create_pull_subscription(TOPIC, SUB)
     built: Adapter = make_adapter(
         {
-            **service_env(world, "google-id-token"),
+            **service_env(world, "google-id-token", ttl=None),  # the default: only rekey's events ask again
             "PUBSUB_EMULATOR_HOST": pubsub.address,
             "ADAPTER_TOPIC": f"projects/{PROJECT}/topics/{TOPIC}",
             "ROTATION_PUBLISH_RATE": "5",
@@ -143,11 +143,11 @@ def test_an_interrupted_run_resumes_and_rotates_no_cluster_twice(
     publisher = Publisher(adapter.identity.credentials)
     published: list[str] = []
 
-    def interrupting_publish(topic: str, event: dict[str, Any]) -> Any:
+    def interrupting_publish(topic: str, event: dict[str, Any], **how: Any) -> Any:
         if len(published) == 3:  # the fourth cluster at its slot: rotated, its event not yet published
             raise KeyboardInterrupt
         published.append(str(event["data"]["id"]))
-        return publisher.publish(topic, event)
+        return publisher.publish(topic, event, **how)
 
     lines: list[str] = []
     interrupting = SimpleNamespace(publish=interrupting_publish)

@@ -33,14 +33,32 @@ def api_calls(admin: Admin) -> dict[str, int]:
 
 def test_the_first_event_posts_at_once_and_the_next_one_only_gets(make_adapter: Any, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
-    adapter = make_adapter(service_env(world, "google-id-token"))
+    adapter = make_adapter(service_env(world, "google-id-token"))  # PULL_SECRET_SERVICE_TTL=0: every event asks
     world.book.reset_counters()
     assert deliver(adapter) == "applied"
     assert api_calls(admin) == {"post": 1}  # no GET 404 before it
     assert set(accounts(admin)) == {"quay", "rhit"}
     world.book.reset_counters()
     assert deliver(adapter) == "unchanged"
-    assert api_calls(admin) == {"get": 1}  # the steady state stays a GET
+    assert api_calls(admin) == {"get": 1}  # TTL 0: the steady state stays a GET
+
+
+def test_the_steady_state_asks_the_service_nothing_within_the_ttl(make_adapter: Any, admin: Admin, world: Any) -> None:
+    # DDR §3.5: 100 requests a minute per ServiceAccount. A GET per Sentinel event (every 30 min per ready cluster)
+    # spends it all at 3,000 clusters; within PULL_SECRET_SERVICE_TTL the answer is known and nothing is asked.
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "google-id-token", ttl=None))  # the default, 6 h
+    assert deliver(adapter) == "applied"
+    world.book.reset_counters()
+    assert [deliver(adapter) for _ in range(5)] == ["unchanged"] * 5
+    assert api_calls(admin) == {}  # five Sentinel events, no service request
+    # A failed event makes the next one ask: Secret Manager unavailable once, then the service is read again.
+    admin.fault(service="secretmanager", method="AccessSecretVersion", code="UNAVAILABLE", count=100)
+    assert deliver(adapter) == "transient"
+    world.book.clear()
+    world.book.reset_counters()
+    assert deliver(adapter) == "unchanged"
+    assert api_calls(admin) == {"get": 1}
 
 
 def test_nothing_is_minted_while_the_preconditions_say_wait(make_adapter: Any, admin: Admin, world: Any) -> None:

@@ -34,12 +34,15 @@ ESO_TEMPLATE = (
 )
 
 
-def service_env(world: Any, auth: str) -> dict[str, str | None]:
+def service_env(world: Any, auth: str, *, ttl: str | None = "0") -> dict[str, str | None]:
+    """Service mode's variables; `ttl` PULL_SECRET_SERVICE_TTL ("0": every event asks the service, as this module's
+    tests of each call assume; None: the default)."""
     env: dict[str, str | None] = {
         "PULL_SECRET_SOURCE": None,
         "PULL_SECRET_SERVICE_URL": world.pullsecretservice.url,
         "PULL_SECRET_SERVICE_AUTH": auth,
         "REGISTRY_VERIFICATION": "report",
+        "PULL_SECRET_SERVICE_TTL": ttl,
     }
     if auth == "token-file":
         env["PULL_SECRET_SERVICE_TOKEN_FILE"] = world.service_token_file

@@ -16,6 +16,12 @@ from pullsecret.settings import envvars
 
 API_AUTH_MODES = ("token-file", "google-id-token", "service-account-token")
 REGISTRY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+# PULL_SECRET_SERVICE_TTL: how long one instance keeps the service's answer for a cluster (pullsecret.source.service.
+# source). 6 h: a ready cluster's Sentinel events (every 30 min) then cost one read in twelve, 10,000 clusters about
+# 28 of the 100 requests a minute DDR §3.5 gives one ServiceAccount per instance that sees them all; a rotation made
+# at the service by other means reaches the cluster within it, inside the dual-credential period it lengthens
+# (docs/contract.md §3b). At most 7 days, the DDR's estimated rotation; 0 asks on every event.
+DEFAULT_TTL_S = 21_600.0
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,7 @@ class ServiceSettings:
     audience: str | None = None
     token_file: str | None = None
     registries: tuple[str, ...] = ("quay", "rhit")
+    ttl_s: float = DEFAULT_TTL_S
 
 
 def read(env: Mapping[str, str]) -> ServiceSettings:
@@ -37,7 +44,12 @@ def read(env: Mapping[str, str]) -> ServiceSettings:
             + ("both are" if url is not None else "neither is")
         )
     if url is None:
-        for name in ("PULL_SECRET_SERVICE_AUTH", "PULL_SECRET_SERVICE_AUDIENCE", "PULL_SECRET_SERVICE_TOKEN_FILE"):
+        for name in (
+            "PULL_SECRET_SERVICE_AUTH",
+            "PULL_SECRET_SERVICE_AUDIENCE",
+            "PULL_SECRET_SERVICE_TOKEN_FILE",
+            "PULL_SECRET_SERVICE_TTL",
+        ):
             if envvars.get(env, name) is not None:
                 raise ConfigError(f"{name} must be unset without PULL_SECRET_SERVICE_URL")
         return ServiceSettings()
@@ -46,7 +58,8 @@ def read(env: Mapping[str, str]) -> ServiceSettings:
     audience = envvars.get(env, "PULL_SECRET_SERVICE_AUDIENCE") or base
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
-    return ServiceSettings(base, auth, audience, token_file, _service_registries(env))
+    ttl_s = envvars.number(env, "PULL_SECRET_SERVICE_TTL", DEFAULT_TTL_S, minimum=0, maximum=604_800)
+    return ServiceSettings(base, auth, audience, token_file, _service_registries(env), ttl_s)
 
 
 def fields(env: Mapping[str, str]) -> dict[str, Any]:
@@ -58,6 +71,7 @@ def fields(env: Mapping[str, str]) -> dict[str, Any]:
         "pull_secret_service_audience": service.audience,
         "pull_secret_service_token_file": service.token_file,
         "pull_secret_service_registries": service.registries,
+        "pull_secret_service_ttl_s": service.ttl_s,  # not a Settings field: Settings.options
     }
 
 

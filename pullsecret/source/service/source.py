@@ -16,13 +16,39 @@ the cluster's pull secret (docs/contract.md §3b). Per event:
 - deletion revokes (`DELETE`, 404 counts as done) after the delivery's cleanup and the Secret Manager secret's
   deletion; `Finalized=True` follows only the service's confirmation, a failed DELETE is transient.
 
-A rotation at the service shows up as changed content on the next event: one Secret Manager version and one
+Steady state asks nothing (DDR §3.5 gives each ServiceAccount 100 requests a minute, and a ready cluster gets a
+Sentinel event every 30 minutes: one `GET` per event spends the whole budget at 3,000 clusters). The answer the
+service gave for a cluster is kept in this instance's memory (`KNOWN_CAPACITY` clusters, least recently used out
+first) for PULL_SECRET_SERVICE_TTL seconds, and the cluster's events in that time use it without a call (`ready`:
+the reconcile reads Secret Manager on its own thread). The service is asked again when something can have changed:
+
+- a first provisioning (`first`) always asks (the `POST` above);
+- a re-key the adapter started: the operator's `rekey` publishes the cluster's event with the attribute
+  pullsecret.publishing.REKEY_ATTRIBUTE, and the handler has the source `forget` the cluster first; the next read
+  is then the generate-or-retrieve `POST` (after `rekey --compromise` revoked the set, it mints the new one in the
+  same request; otherwise it retrieves). A forged event can make the function ask, never revoke anything;
+- a failed event (transient, terminal, or a report that is not Available: delivery or registry verification
+  failed) makes the handler `forget` the cluster, so its redelivery or next event asks;
+- and at the latest every PULL_SECRET_SERVICE_TTL seconds (0: every event asks, as before this cache).
+
+A rotation made at the service by other means (not by `rekey`, which publishes the cluster's event) therefore
+reaches a cluster within PULL_SECRET_SERVICE_TTL (plus one Sentinel interval), per instance that handles its
+events. The service's routine rotation keeps the old set valid until the cluster confirms the new one (DDR §3.2.3,
+the dual-credential period, confirmed by telemetry under the new credentials): the old set cannot be deleted before
+this delivery, so the TTL lengthens the period, it never cuts a cluster off. docs/contract.md §3b gives the default
+and the budget it leaves.
+
+A rotation at the service shows up as changed content at the next read: one Secret Manager version and one
 delivery write, like any change. There is no fan-out from here (a Secret Manager notification is ignored, the
 base's default): the next Sentinel event for the cluster delivers, or the operator's `rekey` (its part here is
-pullsecret.source.service.rekey: ask the service to rotate, compare what a cluster holds).
+pullsecret.source.service.rekey: ask the service to rotate or revoke, compare what a cluster holds).
 """
 
 from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
 
 from pullsecret.doctor.kit import Context, DoctorCheck, Line
 from pullsecret.errors import AdapterError, TerminalError, TransientError
@@ -32,6 +58,7 @@ from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.model.status_data import StatusData
+from pullsecret.registry.expiring import Expiring
 from pullsecret.retrying import Deadline
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Registration, Source, Wiring, WouldCreate
@@ -48,24 +75,37 @@ from pullsecret.source.service.api import (
 from pullsecret.source.service.rekey import ServiceRekeying
 
 NAME = "service"
+# Clusters whose answer one instance keeps: a ServiceAnswer is a pull secret of a few registries (a few KiB), so the
+# cap bounds the memory; a fleet larger than it reads the service more often than the TTL says (the least recently
+# used go first).
+KNOWN_CAPACITY = 20_000
 
 
 class ServiceFetch:
-    """One event's credentials: asked of the service when the reconcile needs the pull secret."""
-
-    ready = False  # a call is needed: the reconcile overlaps it with its own reads
+    """One event's credentials: what the service answered within PULL_SECRET_SERVICE_TTL, else asked of it."""
 
     def __init__(self, source: ServiceSource, cluster_id: str, *, first: bool = False) -> None:
         self._source = source
         self._cluster_id = cluster_id
         self._first = first
+        self._known = None if first else source.known(cluster_id)
         self._answer: ServiceAnswer | None = None
         self.wrote = False  # a POST was sent (it may have minted even when its answer was lost)
 
+    @property
+    def ready(self) -> bool:
+        """No call is needed (the service's answer is known): the reconcile reads on its own thread."""
+        return self._known is not None
+
     def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
-        """The cluster's credentials; generated when the service holds none (`create=False`, a dry run: raises
-        WouldCreate instead, having sent only a GET, first provisioning or not). Raises TransientError/TerminalError."""
-        answer = self._first_answer(act, deadline) if create and self._first and act.region else None
+        """The cluster's credentials: known within the TTL, else asked; generated when the service holds none
+        (`create=False`, a dry run: raises WouldCreate instead, having sent only a GET, first provisioning or not).
+        Raises TransientError/TerminalError."""
+        if self._known is not None:
+            self._answer = self._known
+            return self._known.pull_secret
+        post = create and act.region and (self._first or self._source.rekeyed(self._cluster_id))
+        answer = self._first_answer(act, deadline) if post else None
         if answer is None:
             with log.step(f"{SERVICE}.get"):
                 answer = self._source.client.get(self._cluster_id, deadline)
@@ -77,6 +117,8 @@ class ServiceFetch:
         if answer is None:
             answer = self._generate(act, deadline)
         self._answer = answer
+        if create:
+            self._source.remember(self._cluster_id, answer)
         return answer.pull_secret
 
     def _generate(self, act: Act, deadline: Deadline) -> ServiceAnswer:
@@ -117,12 +159,50 @@ class ServiceSource(Source):
     name = NAME
     own_credentials = True  # the service answers per cluster
 
-    def __init__(self, client: PullSecretServiceClient, registries: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        client: PullSecretServiceClient,
+        registries: tuple[str, ...],
+        *,
+        ttl_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.client = client
         self.registries = registries
+        self.ttl_s = ttl_s  # PULL_SECRET_SERVICE_TTL
+        self._lock = threading.Lock()
+        self._known = Expiring(KNOWN_CAPACITY, clock)
+        self._rekeyed: set[str] = set()
 
     def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> ServiceFetch:
         return ServiceFetch(self, cluster_id, first=first)
+
+    def known(self, cluster_id: str) -> ServiceAnswer | None:
+        """What the service answered for the cluster within the TTL, unless forgotten since."""
+        with self._lock:
+            found: ServiceAnswer | None = self._known.get(cluster_id)
+            return found
+
+    def remember(self, cluster_id: str, answer: ServiceAnswer) -> None:
+        with self._lock:
+            self._rekeyed.discard(cluster_id)
+            if self.ttl_s > 0:
+                self._known.put(cluster_id, answer, self.ttl_s)
+
+    def forget(self, cluster_id: str, *, rekeyed: bool = False) -> None:
+        """The cluster's next event asks the service (`rekeyed`: with the generate-or-retrieve POST)."""
+        with self._lock:
+            self._known.pop(cluster_id)
+            if rekeyed:
+                if len(self._rekeyed) >= KNOWN_CAPACITY:
+                    self._rekeyed.clear()  # a flood of forged events costs reads, never memory
+                self._rekeyed.add(cluster_id)
+            else:
+                self._rekeyed.discard(cluster_id)
+
+    def rekeyed(self, cluster_id: str) -> bool:
+        with self._lock:
+            return cluster_id in self._rekeyed
 
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]
@@ -214,7 +294,8 @@ def build(wiring: Wiring) -> ServiceSource | None:
         timeout_s=settings.pull_secret_service_timeout_s,
         ca_bundle=settings.caller.service_ca_bundle,
     )
-    return ServiceSource(client, settings.pull_secret_service_registries)
+    ttl_s = float(settings.options.get("pull_secret_service_ttl_s", service_settings.DEFAULT_TTL_S))
+    return ServiceSource(client, settings.pull_secret_service_registries, ttl_s=ttl_s)
 
 
 REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build, service_settings.fields)
