@@ -64,6 +64,9 @@ class RateLimits:
         )
 
 
+DDR_LIMITS = RateLimits()
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the limiter decided for one request: admitted or not, and the headers and 429 fields that say so."""
@@ -100,7 +103,7 @@ class Limiter:
 
     def __init__(
         self,
-        limits: RateLimits | None = RateLimits(),
+        limits: RateLimits | None = DDR_LIMITS,
         *,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,

@@ -12,7 +12,8 @@ Updated 2026-03-25"; emulators/contracts/pull-secret-service.md is the contract 
     GET    /healthz, /readyz                                            §8.1    probes, unauthenticated
 
 Every API call is rate-limited per authenticated ServiceAccount as §3.5 says (limits.py: 100/min, burst 20/s,
-10/h on `/rotations` by default; 429 HYPERFLEET-LMT-001). Every error is RFC 9457 problem+json (§3.3: `type`, `title`, `status`, `detail`, `code`, `timestamp`, `trace_id`,
+10/h on `/rotations` by default; 429 HYPERFLEET-LMT-001). Every error is RFC 9457 problem+json (§3.3: `type`,
+`title`, `status`, `detail`, `code`, `timestamp`, `trace_id`,
 `instance`, plus the extensions each example shows). Every API call needs a bearer credential (§3.4; access.py).
 
 Faults come from the stack's FaultBook, service `pullsecretservice`, one method per operation: `post`, `get`,
@@ -40,7 +41,7 @@ from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import Jwks
 from emulators.kubernetes.delegated import TokenReviewer
 from emulators.pullsecretservice.access import Access, Refusal
-from emulators.pullsecretservice.limits import Limiter, RateLimits, Verdict
+from emulators.pullsecretservice.limits import DDR_LIMITS, Limiter, RateLimits, Verdict
 from emulators.pullsecretservice.store import (
     PROVIDERS,
     REASONS,
@@ -133,7 +134,7 @@ class PullSecretServiceEmulator(HTTPEmulator):
         cluster_id_pattern: str = DDR_CLUSTER_ID_PATTERN,
         delete_during_rotation: str = "cancel",
         alias_hosts: Mapping[str, str] | None = None,
-        limits: RateLimits | None = RateLimits(),  # §3.5's, per authenticated ServiceAccount (limits.py)
+        limits: RateLimits | None = DDR_LIMITS,  # §3.5's, per authenticated ServiceAccount (limits.py)
     ) -> None:
         super().__init__()
         self._limits = limits

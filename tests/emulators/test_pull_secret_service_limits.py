@@ -54,7 +54,9 @@ def test_the_ddr_values_are_the_default() -> None:
     assert PullSecretServiceEmulator(FaultBook(), registry_hosts={}).limiter.limits == RateLimits(100, 20, 10)
 
 
-def test_the_per_minute_bucket_answers_429_lmt_001_with_the_ddr_body_and_headers(pss: PullSecretServiceEmulator) -> None:
+def test_the_per_minute_bucket_answers_429_lmt_001_with_the_ddr_body_and_headers(
+    pss: PullSecretServiceEmulator,
+) -> None:
     limits(pss, per_minute=3)  # 1 token per 20 s
     admitted = [call(pss, "GET") for _ in range(3)]
     assert [a.status_code for a in admitted] == [404, 404, 404]  # admitted (nothing held yet), each counted
