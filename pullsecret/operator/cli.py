@@ -184,8 +184,33 @@ def _rekey_parser(commands: Any) -> None:
     rekey.add_argument(
         "--page-size", type=_page_size, default=100, metavar="N", help="clusters per saved page (1..500)"
     )
+    rekey.add_argument("--yes", action="store_true", help="--compromise: go on after its warning without asking")
+    rekey.add_argument(
+        "--own-identity", action="store_true", help="this shell calls the service as a ServiceAccount of its own"
+    )
+    rekey.add_argument(
+        "--service-limits",
+        type=_service_limits,
+        default=None,
+        metavar="N/min,M/h",
+        help="the service's limits per ServiceAccount (DDR section 3.5: 100/min,10/h)",
+    )
     rekey.add_argument("--verbose", "-v", action="store_true", help="also the JSON log lines, on stderr")
     rekey.add_argument("--deployed", metavar="FUNCTION", help=_DEPLOYED_HELP)
+
+
+def _service_limits(text: str) -> Any:
+    from pullsecret.source.base import RateLimits
+
+    minute, _, hour = text.partition(",")
+    try:
+        per_minute = float(minute.removesuffix("/min"))
+        per_hour = float(hour.removesuffix("/h")) if hour else RateLimits().rotations_per_hour
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be N/min,M/h, got {text[:40]!r}") from None
+    if not (0 < per_minute <= 1e6 and 0 < per_hour <= 1e6):
+        raise argparse.ArgumentTypeError(f"each limit must be positive, got {text[:40]!r}")
+    return RateLimits(per_minute, per_hour)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,8 +352,11 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
             watch=args.watch,
             watch_timeout_s=args.watch_timeout,
             page_size=args.page_size,
+            yes=args.yes,
+            own_identity=args.own_identity,
+            **({"limits": args.service_limits} if args.service_limits is not None else {}),
         )
-        return rekey.run(adapter, request)
+        return rekey.run(adapter, request, confirm=rekey.ask if sys.stdin.isatty() else None)
     if args.command == "reconcile" and args.dry_run:
         return _dry_run(adapter, args.cluster_id)
     if args.command == "reconcile":

@@ -99,6 +99,30 @@ class Held:
 
 
 @dataclass(frozen=True)
+class RateLimits:
+    """What a source's service allows one caller identity (the Pull Secret Service's DDR §3.5 by default: 100
+    requests a minute on every endpoint, 10 an hour on `/rotations`); `rekey --service-limits` says otherwise."""
+
+    per_minute: float = 100.0
+    rotations_per_hour: float = 10.0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One limit a rekey run keeps: what it is, whose budget it spends, the requests a cluster costs it, and the
+    requests a second the run may spend of it (its share, less what the fleet's steady state spends)."""
+
+    limit: str
+    whose: str
+    per_cluster: float
+    per_second: float
+
+    @property
+    def clusters_per_second(self) -> float:
+        return max(self.per_second, 0.0) / self.per_cluster
+
+
+@dataclass(frozen=True)
 class Rekeyed:
     """One cluster's rekey at its source: `counted` is "rotated" or "current"; None when it failed, with `why`."""
 
@@ -116,9 +140,13 @@ class Rekeying(Protocol):
     def refusal(self, *, created_before: bool, compromise: bool) -> str | None:
         """Why a rekey asking --created-before / --compromise cannot run with this source (a usage error), or None."""
 
-    def rotate(self, cluster_id: str, *, cutoff: float, compromise: bool) -> Rekeyed:
+    def rotate(self, cluster_id: str, *, cutoff: float, compromise: bool, check: bool = True) -> Rekeyed:
         """Rotate the cluster's credentials at the source when they were created before `cutoff` (unix seconds);
-        raises TransientError when the source is unavailable (the run stops, and resumes when asked again)."""
+        `check=False`: they are known to be (a compromise run's cluster it has not handled yet), no read first.
+        Raises TransientError when the source is unavailable (the run stops, and resumes when asked again)."""
+
+    def budgets(self, *, compromise: bool, clusters: int, own_identity: bool, limits: RateLimits) -> list[Budget]:
+        """The source's service limits a rekey of `clusters` spends (none: only Secret Manager's write quota)."""
 
     def preview(self, cluster_id: str, *, cutoff: float, compromise: bool) -> str:
         """The dry run's words for the cluster (nothing rotated, nothing published)."""
@@ -154,8 +182,11 @@ class SharedKeys:
             return None
         return f"{asked} needs a source that holds each cluster's own credentials; the {self.name} source does not"
 
-    def rotate(self, cluster_id: str, *, cutoff: float, compromise: bool) -> Rekeyed:
+    def rotate(self, cluster_id: str, *, cutoff: float, compromise: bool, check: bool = True) -> Rekeyed:
         return Rekeyed("current")
+
+    def budgets(self, *, compromise: bool, clusters: int, own_identity: bool, limits: RateLimits) -> list[Budget]:
+        return []
 
     def preview(self, cluster_id: str, *, cutoff: float, compromise: bool) -> str:
         return "reconcile event"

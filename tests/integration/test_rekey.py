@@ -20,6 +20,7 @@ from emulators.pubsub import PubSubEmulator
 from pullsecret.handler import Adapter
 from pullsecret.operator import convergence, rekey
 from pullsecret.publishing import Publisher
+from pullsecret.source.base import RateLimits
 from tests.integration.test_service_source import make_adapter, registry_accepts, service_env
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
@@ -84,22 +85,47 @@ def deliver_published(adapter: Adapter, pubsub: PubSubEmulator) -> list[str]:
     return ids
 
 
+# Routine runs spend /rotations, whose DDR limit is 10 an hour: the tests tell the command (and the emulator keeps
+# its default, enough for one run of five clusters per test) a faster one, so that they take seconds, not hours.
+FAST = RateLimits(per_minute=6000, rotations_per_hour=36000)
+
+
 def run(adapter: Adapter, lines: list[str], **asked: Any) -> int:
     seams = asked.pop("_seams", {})
+    asked.setdefault("limits", FAST)
     return rekey.run(adapter, rekey.Request(**asked), out=lines.append, **seams)
+
+
+def cutoff_of(lines: list[str]) -> float:
+    """The cutoff the run printed in its resume command."""
+    line = next(line for line in lines if "--created-before" in line)
+    return rekey.parse_time(line.rsplit("--created-before ", 1)[1].split()[0])
+
+
+def service_calls(admin: Admin) -> dict[str, int]:
+    counted = admin.calls().get("pullsecretservice", {})
+    return {m: n for m, n in counted.items() if m in ("get", "post", "delete", "rotations.post")}
 
 
 def test_a_compromise_rekey_revokes_the_old_credentials_at_once_and_each_cluster_gets_the_new_set(
     adapter: Adapter, admin: Admin, world: Any, pubsub: PubSubEmulator
 ) -> None:
     old = {cid: auth_of(world, cid) for cid in CLUSTERS}
+    world.book.reset_counters()
     lines: list[str] = []
-    assert run(adapter, lines, compromise=True) == 0
-    assert "5 rotated" in lines[-1] or any("5 rotated" in line for line in lines)
+    assert run(adapter, lines, compromise=True, yes=True, limits=rekey.DDR_LIMITS) == 0
+    assert lines[0] == rekey.NODES_WARNING  # said before it acts
+    assert any("binding: 100 requests/min per ServiceAccount (DDR §3.5)" in line for line in lines)
+    assert any("5 rotated" in line for line in lines)
+    assert lines[-1] == rekey.REPLACE_NODEPOOLS
+    # One request per cluster on the command's identity, none on the hourly-limited /rotations.
+    assert service_calls(admin) == {"delete": len(CLUSTERS)}
     for cid in CLUSTERS:
-        assert [r["reason"] for r in rotations(admin, cid)] == ["compromise"]
+        assert rotations(admin, cid) == []
         assert not registry_accepts(world, old[cid])  # revoked at once, before the cluster has the new set
     assert sorted(deliver_published(adapter, pubsub)) == CLUSTERS
+    # Each event had the function ask the generate-or-retrieve POST once: it minted the new set.
+    assert service_calls(admin) == {"delete": len(CLUSTERS), "post": len(CLUSTERS)}
     app = adapter
     for cid in CLUSTERS:
         new = auth_of(world, cid)
@@ -153,31 +179,80 @@ def test_an_interrupted_run_resumes_and_rotates_no_cluster_twice(
     interrupting = SimpleNamespace(publish=interrupting_publish)
     assert run(adapter, lines, page_size=2, _seams={"publisher": interrupting}) == 3
     assert "interrupted" in lines[-1] and "progress saved after cls-rk03" in lines[-1]
+    assert "resume with: python -m pullsecret rekey --created-before " in lines[-1]
     # The fifth was rotated too, its service step begun ahead of its slot (rekey.LOOKAHEAD); neither has its event.
     assert [len(rotations(admin, cid)) for cid in CLUSTERS] == [1, 1, 1, 1, 1]
     first = sorted(deliver_published(adapter, pubsub))
     assert first == CLUSTERS[:3]
 
     resumed: list[str] = []
-    assert run(adapter, resumed, page_size=2) == 0
+    assert run(adapter, resumed, page_size=2, created_before=cutoff_of(lines)) == 0
     assert resumed[0].startswith("rekey: resuming after cls-rk03")
     assert [len(rotations(admin, cid)) for cid in CLUSTERS] == [1, 1, 1, 1, 1]  # none twice
     assert sorted(deliver_published(adapter, pubsub)) == CLUSTERS[3:]
 
 
-def test_a_second_run_does_nothing_new(adapter: Adapter, admin: Admin, pubsub: PubSubEmulator) -> None:
-    assert run(adapter, []) == 0
+def test_the_same_cutoff_again_does_nothing_new_and_says_so(
+    adapter: Adapter, admin: Admin, pubsub: PubSubEmulator
+) -> None:
+    first: list[str] = []
+    assert run(adapter, first) == 0
     pubsub.pull(SUB, 100)
     again: list[str] = []
-    assert run(adapter, again) == 0
-    assert "nothing new" in again[-1]
+    assert run(adapter, again, created_before=cutoff_of(first)) == rekey.EXIT_NOTHING_DONE
+    assert "already finished: started" in again[-1] and "nothing new to do" in again[-1]
     assert [len(rotations(admin, cid)) for cid in CLUSTERS] == [1] * len(CLUSTERS)
     assert pubsub.pull(SUB, 100) == []
 
 
+def test_a_second_compromise_after_a_finished_one_re_keys_again(
+    adapter: Adapter, admin: Admin, world: Any, pubsub: PubSubEmulator
+) -> None:
+    assert run(adapter, [], compromise=True, yes=True) == 0
+    deliver_published(adapter, pubsub)
+    between = {cid: auth_of(world, cid) for cid in CLUSTERS}
+    time.sleep(1.1)  # a new incident: its cutoff (its start, in whole seconds) is after the first run's
+    second: list[str] = []
+    assert run(adapter, second, compromise=True, yes=True) == 0
+    assert any("5 rotated" in line for line in second)  # not "this request already finished"
+    assert all(not registry_accepts(world, between[cid]) for cid in CLUSTERS)
+    deliver_published(adapter, pubsub)
+    assert all(auth_of(world, cid) != between[cid] and registry_accepts(world, auth_of(world, cid)) for cid in CLUSTERS)
+
+
+def test_a_compromise_without_yes_and_nobody_to_ask_does_nothing(adapter: Adapter, admin: Admin) -> None:
+    lines: list[str] = []
+    assert run(adapter, lines, compromise=True) == rekey.EXIT_USAGE
+    assert lines == [rekey.NODES_WARNING, lines[1]] and "pass --yes" in lines[1]
+    assert service_calls(admin).get("delete", 0) == 0
+
+
+def test_an_unknown_cluster_id_is_nothing_done_with_its_fix(adapter: Adapter) -> None:
+    lines: list[str] = []
+    assert run(adapter, lines, ids=("cls-nope",)) == rekey.EXIT_NOTHING_DONE
+    assert f"  failed cls-nope: {rekey.UNKNOWN}" in lines
+
+
+def test_a_missing_topic_is_a_configuration_error_but_a_dry_run_still_plans(
+    adapter: Adapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    monkeypatch.setattr(adapter, "settings", dataclasses.replace(adapter.settings, adapter_topic=None))
+    lines: list[str] = []
+    assert run(adapter, lines) == rekey.EXIT_CONFIG
+    assert lines[0].startswith("error: ADAPTER_TOPIC is not set") and "adapter's own topic" in lines[0]
+    dry: list[str] = []
+    assert run(adapter, dry, dry_run=True) == 0
+    assert any(line.startswith("  binding: ") for line in dry)
+
+
 def test_a_dry_run_rotates_and_publishes_nothing(adapter: Adapter, admin: Admin, pubsub: PubSubEmulator) -> None:
     lines: list[str] = []
-    assert run(adapter, lines, dry_run=True, compromise=True) == 0
-    assert sum("compromise rotation" in line for line in lines) == len(CLUSTERS)
+    assert run(adapter, lines, dry_run=True, compromise=True, limits=rekey.DDR_LIMITS) == 0
+    assert sum(": revoke (DELETE" in line for line in lines) == len(CLUSTERS)
+    binding = next(line for line in lines if line.startswith("  binding: "))
+    # The shared identity spends 2 requests per cluster of 95 % of 100/min, less the steady state's reads.
+    assert "100 requests/min per ServiceAccount (DDR §3.5)" in binding and "5 cluster(s) take about" in binding
     assert all(rotations(admin, cid) == [] for cid in CLUSTERS)
     assert pubsub.pull(SUB, 100) == []

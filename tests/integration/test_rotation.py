@@ -188,6 +188,9 @@ def test_rekey_in_platform_mode_fans_out_the_newest_version_and_refuses_a_compro
     assert lines[-1].startswith("watch: every cluster was published for version")
     events = [json.loads(base64.b64decode(m["message"]["data"])) for m in pubsub.pull(SUB, 10)]
     assert sorted(e["data"]["id"] for e in events) == clusters
+    again: list[str] = []  # no new version: nothing new to fan out, said with its fix, and exit 4 (nothing done)
+    assert rekey.run(app, rekey.Request(), out=again.append) == rekey.EXIT_NOTHING_DONE
+    assert "nothing new; to re-key, add a new version of PULL_SECRET_SOURCE first" in again[-1]
     dry: list[str] = []
     assert rekey.run(app, rekey.Request(dry_run=True), out=dry.append) == 0
     assert dry[:2] == ["  cls-rk1: reconcile event", "  cls-rk2: reconcile event"]

@@ -106,12 +106,15 @@ class PlatformRekeying(SharedKeys):
             return 3
         said = {
             "rotated": f"every cluster's reconcile event is published ({published} by this run)",
-            "done": "every cluster was already published for this version: nothing new",
+            "done": f"every cluster was already published for {newest}: nothing new; to re-key, add a new version of "
+            "PULL_SECRET_SOURCE first",
             "continued": f"published {published}; the function continues the fan-out (ROTATION_SLICE reached)",
             "superseded": "a newer version took over the fan-out",
         }.get(result, result)
         out(f"rekey (platform): {said}")
-        return 0 if result in ("rotated", "done", "continued") else 1
+        if result == "done":
+            return 4  # nothing done (the README's exit table)
+        return 0 if result in ("rotated", "continued") else 1
 
     def _watch(self, timeout_s: float, out: Out, sleep: Callable[[float], None]) -> int:
         """Follow the fan-out's record until every cluster was published for the newest version."""

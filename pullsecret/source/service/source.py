@@ -217,7 +217,7 @@ class ServiceSource(Source):
 
     def rekeying(self) -> ServiceRekeying:
         """`rekey` rotates each cluster's credentials at the service; CREDS compares them."""
-        return ServiceRekeying(self.client)
+        return ServiceRekeying(self.client, ttl_s=self.ttl_s)
 
 
 # A cluster id no cluster has (HyperFleet ids are generated), in the DDR's form (§3.6: cls-[a-z0-9]{12,16}).
