@@ -256,3 +256,49 @@ def test_a_dry_run_rotates_and_publishes_nothing(adapter: Adapter, admin: Admin,
     assert "100 requests/min per ServiceAccount (DDR §3.5)" in binding and "5 cluster(s) take about" in binding
     assert all(rotations(admin, cid) == [] for cid in CLUSTERS)
     assert pubsub.pull(SUB, 100) == []
+
+
+def test_a_run_that_fails_lets_go_of_its_lease_and_trying_again_works(
+    adapter: Adapter, admin: Admin, world: Any
+) -> None:
+    # One 503 too many on the listing: the run stops ("try again"); trying again must not be refused for the
+    # record's ten-minute lease.
+    admin.fault(service="hyperfleet", method="getClusters", code="503", rate=1.0)
+    lines: list[str] = []
+    assert run(adapter, lines) == rekey.EXIT_TRANSIENT
+    world.book.clear()
+    again: list[str] = []
+    assert (
+        run(adapter, again, created_before=cutoff_of(lines) if any("--created-before" in x for x in lines) else None)
+        == 0
+    )
+    assert not any("another rekey run holds the record" in line for line in again)
+
+
+def test_a_forged_record_is_set_aside_with_a_line_and_never_blocks_a_run(adapter: Adapter) -> None:
+    from pullsecret.model import names
+    from pullsecret.operator.rekey_record import A_REKEY, record_secret_id
+    from pullsecret.retrying import Deadline
+
+    name = names.secret_name(PROJECT, record_secret_id(adapter.settings))
+    forged = {
+        "key": "x",
+        "cutoff": 0,
+        "started": 0,
+        "after": "cls-zzzz",
+        "done": False,
+        "rotated": 0,
+        "current": 0,
+        "failed": 0,
+        "failures": {},
+        "holder": "intruder",
+        "lease_until": 1e18,
+    }
+    written = adapter.store.records.write_record(
+        name, {A_REKEY: json.dumps(forged)}, etag=None, labels={"managed-by": "hyperfleet"}, deadline=Deadline(30)
+    )
+    assert written is not None
+    lines: list[str] = []
+    assert run(adapter, lines) == 0
+    assert any("is not trusted (lease_until" in line and "set aside" in line for line in lines)
+    assert any("5 rotated" in line for line in lines)  # every cluster, not "0 rotated" after cls-zzzz
