@@ -303,10 +303,12 @@ def measure_bursts(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[st
     out["seed_rotation"] = run(inproc.seed_handler(env), 1)
     log("duplicates: 50 concurrent deliveries of one change")
     out["duplicates"] = inproc.duplicates(stack, inproc.product_handler(env), "dup-0000", 50)
-    log("rekey: the same number of clusters in service mode re-keyed by `python -m pullsecret rekey` (real quota)")
+    log("rekey: the same number of clusters in service mode re-keyed by `rekey --compromise` (DDR §3.5 limits)")
     rk = names("rk", plan.burst_clusters)
     service = mode_envs(stack, env)["service"]
     out["rekey"] = rekey.measure(stack, service, rk, speedup=1.0, latency_ms=plan.latency_ms, concurrency=64)
+    log("service steady state: requests per ready cluster per hour at PULL_SECRET_SERVICE_TTL's default")
+    out["service_steady"] = rekey.steady(stack, service, names("st", 200), hours=24.0, compress=720.0)
     return out
 
 
@@ -406,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     results["new_cluster_burst"] = bursts.get("new", {})
     results["duplicates_50"] = bursts.get("duplicates", {})
     results["rekey"] = bursts.get("rekey", {})
+    results["service_steady"] = bursts.get("service_steady", {})
     results["writes_per_new_cluster"] = results["new_cluster_burst"].get("writes_per_cluster")
     results["writes_per_changed_cluster"] = results["burst"].get("writes_per_cluster")
     results["seed_flow"] = {

@@ -188,17 +188,26 @@ class BurstTally:
 
 
 def deliver_until_acked(
-    handler: Handler, cluster_id: str, tally: BurstTally, deadline_s: float, max_attempts: int = 30
+    handler: Handler,
+    cluster_id: str,
+    tally: BurstTally,
+    deadline_s: float,
+    max_attempts: int = 30,
+    *,
+    attributes: dict[str, str] | None = None,
 ) -> None:
-    """Deliver like a Pub/Sub push subscription: an exception is a nack, redelivered after a backoff."""
+    """Deliver like a Pub/Sub push subscription: an exception is a nack, redelivered after a backoff. `attributes`:
+    the message's own (a published rekey event's)."""
     backoff = 0.25
     event = sentinel_event(cluster_id)
     for attempt in range(max_attempts):
         if attempt:
             tally.add(redeliveries=1)
         began = time.perf_counter()
+        envelope = pubsub_envelope(event)
+        envelope["message"]["attributes"].update(attributes or {})
         try:
-            result = handler(eventarc_attributes(), pubsub_envelope(event))
+            result = handler(eventarc_attributes(), envelope)
         except Exception:  # noqa: BLE001 - any raise is a nack
             if time.perf_counter() - began > deadline_s:
                 tally.add(past_deadline=1)

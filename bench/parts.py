@@ -40,8 +40,15 @@ def platform_mode_path(stack: Emulators, env: dict[str, str], plan: Plan) -> dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.parts")
     parser.add_argument("--clusters", type=int, default=2000, help="clusters re-keyed (default 2000)")
-    parser.add_argument("--speedup", type=float, default=1.0, help="quota x this, L / this (default 1: the real 10/s)")
-    parser.add_argument("--skip", action="append", default=[], choices=("service", "cold", "instructions", "rekey"))
+    parser.add_argument(
+        "--speedup", type=float, default=1.0, help="quota and DDR §3.5 limits x this, L / this (default 1: the real)"
+    )
+    parser.add_argument("--new-clusters", type=int, default=50, help="clusters created during the rekey (default 50)")
+    parser.add_argument("--steady-clusters", type=int, default=200, help="ready clusters of the steady row (200)")
+    parser.add_argument("--steady-hours", type=float, default=24.0, help="simulated hours of the steady row (24)")
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=("service", "cold", "instructions", "rekey", "steady")
+    )
     args = parser.parse_args(argv)
     plan = Plan()
     out: dict[str, Any] = {"machine": machine(), "loadavg_at_start": os.getloadavg()}
@@ -77,6 +84,17 @@ def main(argv: list[str] | None = None) -> int:
                 speedup=args.speedup,
                 latency_ms=plan.latency_ms,
                 concurrency=plan.burst_concurrency,
+                new_clusters=args.new_clusters,
+            )
+        if "steady" not in args.skip:
+            log(f"service steady state: {args.steady_clusters} ready clusters, {args.steady_hours:g} simulated hours")
+            stack.reset()
+            out["service_steady"] = rekey_bench.steady(
+                stack,
+                mode_envs(stack, env)["service"],
+                names("st", args.steady_clusters),
+                hours=args.steady_hours,
+                compress=720.0,
             )
     finally:
         stack.stop()

@@ -1,28 +1,38 @@
-"""The fleet re-keyed: `python -m pullsecret rekey` over many clusters in service mode, against the quota bound.
+"""Service mode under the Pull Secret Service's published limits (DDR §3.5): the fleet re-keyed by `rekey
+--compromise`, and the steady state's requests per ready cluster.
 
-What is measured: the real command (`pullsecret.operator.rekey.run`: the service's credentials read and rotated
-per cluster over HTTP, the events paced at `Settings.publish_rate()`, the progress record saved in Secret Manager
-after every page) from its start to the moment the last cluster's event is acknowledged by the function after
-writing that cluster's new credentials (Secret Manager version, Kubernetes Secret). Only Pub/Sub is in process:
-each publish is accepted at once and its event pushed to the function (in this process) on a pool of
-`concurrency` deliveries, a raise being a nack redelivered after a backoff (`inproc.deliver_until_acked`), as the
-function's trigger would. Afterwards every cluster is checked to hold the service's current credentials
-(`pullsecret.operator.convergence`, what `rekey --watch` reads).
+**Compromise re-key** (`measure`). The real command (`pullsecret.operator.rekey.run`, `--compromise --yes
+--own-identity`: one `DELETE` per cluster on the command's own ServiceAccount, paced by its plan) from its start to
+the moment the last cluster's event is acknowledged by the function after minting and writing that cluster's new
+credentials (its generate-or-retrieve `POST` on the function's ServiceAccount, a Secret Manager version, the
+Kubernetes Secret). The emulator enforces §3.5 per ServiceAccount; `speedup` scales every limit (and Secret
+Manager's quota) by the same factor, so the ratio to the bound carries over and the seconds at the DDR's limits
+are the measured ones times `speedup`. Only Pub/Sub is in process: each publish is accepted at once and its event
+(with its attributes: the rekey's marks it) pushed to the function (in this process) on a pool of `concurrency`
+deliveries, a raise being a nack redelivered after a backoff. Meanwhile `new_clusters` clusters are created at
+even intervals over the expected run and provisioned by their own events (no waiting for the re-key): their time
+to Ready (the event that applied them, from its first delivery) is reported. At the end every re-keyed cluster
+must hold the service's current credentials created after the start, and none of the old usernames may still be
+an account of the registry emulator (every old credential refused).
 
-Scale: as the bursts (bench/README.md), the Secret Manager quota can be scaled by `speedup` (x4: 40 writes/s for
-10/s); the command's sequential calls (the service's GET and rotation POST per cluster) must then fit in a publish
-slot `speedup` times shorter, so L is divided by the same factor and the ratio to the bound carries over; the
-seconds at the real quota are the measured ones times `speedup`. By default (`speedup` 1, L = 25 ms) the run is at
-the real quota: the command's loop is sequential, so under a scaled quota on a loaded machine its own CPU, not the
-pacing, would set the pace.
+Bound: the limits set it for the design's requests per cluster: one request per cluster on each identity, the
+function's also spending its steady state's reads and the new clusters' first POSTs; the bound is the busier
+identity's requests over its per-minute limit (2,000 clusters at 100/min: 20 min, plus what the function's other
+requests add).
 
-Bounds: one Secret Manager write per cluster at the quota's rate (2,000 clusters at 600/min: 200 s); Sentinel's
-periodic events alone re-key a cluster at its next `max_age_ready` event, so the last of a fleet after up to
-`max_age_ready` (30 min: 1,800 s), computed, not run.
+**Steady state** (`steady`). `clusters` ready clusters, each sent Sentinel's periodic event every `max_age_ready`
+(30 min) for `hours` simulated hours, with PULL_SECRET_SERVICE_TTL at its default: time runs `compress` times faster
+(the TTL and the interval divided alike), so the requests counted per cluster per simulated hour are the real
+ones. One function instance (the cache is per instance). The largest fleet the default budget carries follows:
+100 requests/min over the measured requests per cluster per hour (all of it, and half of it).
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,8 +41,11 @@ from typing import Any
 from bench import inproc
 from bench.env import Emulators
 
-SENTINEL_MAX_AGE_READY_S = 1800.0  # Sentinel's default max_age_ready (docs/lifecycle.md)
 TOPIC = "projects/hf-demo-project/topics/bench-adapter"
+DDR_PER_MINUTE, DDR_BURST, DDR_ROTATIONS_PER_HOUR = 100.0, 20.0, 10.0  # DDR §3.5
+SENTINEL_MAX_AGE_READY_S = 1800.0
+DEFAULT_TTL_S = 21_600.0  # pullsecret.source.service.settings.DEFAULT_TTL_S
+OPERATOR = "system:serviceaccount:hyperfleet:rekey-operator"
 
 
 class PushedInProcess:
@@ -47,22 +60,49 @@ class PushedInProcess:
         self.published = 0
         self.published_at: list[float] = []  # perf_counter of the first and the last publish
 
-    def publish(self, topic: str, event: dict[str, Any]) -> Future[str]:
+    def publish(self, topic: str, event: dict[str, Any], *, rekeyed: bool = False) -> Future[str]:
+        from pullsecret.publishing import REKEY_ATTRIBUTE
+
         self.published += 1
         self.published_at[1:] = [time.perf_counter()]
-        self.deliveries.append(self.pool.submit(self._push, event))
+        attributes = {REKEY_ATTRIBUTE: "1"} if rekeyed else {}
+        self.deliveries.append(self.pool.submit(self._push, str(event["data"]["id"]), attributes))
         accepted: Future[str] = Future()
         accepted.set_result(str(self.published))  # Pub/Sub's message id: the publish is accepted
         return accepted
 
-    def _push(self, event: dict[str, Any]) -> None:
-        # The same Sentinel-shaped event for the cluster (inproc builds it from the id, as rekey did).
-        inproc.deliver_until_acked(self.handler, str(event["data"]["id"]), self.tally, self.deadline_s)
+    def _push(self, cluster_id: str, attributes: dict[str, str]) -> None:
+        inproc.deliver_until_acked(self.handler, cluster_id, self.tally, self.deadline_s, attributes=attributes)
 
     def wait(self) -> None:
         for delivery in self.deliveries:
             delivery.result()
         self.pool.shutdown()
+
+
+def _limits(stack: Emulators, speedup: float | None) -> None:
+    """The emulator's §3.5 limits scaled by `speedup` (None: off, for setting up)."""
+    if speedup is None:
+        stack.admin.call("POST", "/pullsecretservice/limits", {"off": True})
+        return
+    stack.admin.call(
+        "POST",
+        "/pullsecretservice/limits",
+        {
+            "per_minute": DDR_PER_MINUTE * speedup,
+            "burst_per_second": DDR_BURST * speedup,
+            "rotations_per_hour": DDR_ROTATIONS_PER_HOUR * speedup,
+        },
+    )
+
+
+def _usernames(stack: Emulators, clusters: list[str]) -> set[str]:
+    state = stack.admin.get("/pullsecretservice/state")["clusters"]
+    return {c["username"] for cid in clusters for c in state.get(cid, {}).get("credentials", [])}
+
+
+def _registry_accounts(stack: Emulators) -> set[str]:
+    return set(stack.admin.get("/registry/state")["accounts"])
 
 
 def measure(
@@ -73,16 +113,13 @@ def measure(
     speedup: float,
     latency_ms: float,
     concurrency: int,
+    new_clusters: int = 50,
 ) -> dict[str, Any]:
-    """Provision `clusters` in service mode, then re-key them all with the real command; the figures.
-
-    The command is given `clusters` by id: in a full run the HyperFleet emulator still holds the bursts' clusters
-    (platform mode, nothing to rotate), and a rekey of every cluster would publish their events too (4,001 in one
-    run, against the 2,000-cluster bound)."""
+    """Provision `clusters` in service mode, then re-key them all with `rekey --compromise`; the figures."""
     from pullsecret.handler import Adapter
     from pullsecret.model import events
     from pullsecret.operator import convergence, rekey
-    from pullsecret.operator.rekey import Request
+    from pullsecret.source.base import RateLimits
 
     quota_per_min = 600.0 * speedup
     env = {
@@ -92,71 +129,163 @@ def measure(
         "SECRET_WRITE_QUOTA": f"{quota_per_min:g}",
     }
     stack.seed_clusters(clusters)
+    _limits(stack, None)
     adapter = Adapter.from_environment(env)
 
     def handler(attributes: Mapping[str, Any], data: Any) -> str:
         return adapter.handle(attributes, data).result
 
     with inproc.quiet():
-        inproc.provision(handler, clusters)  # each holds its first credentials (no quota, L = 0)
-    app = adapter
+        inproc.provision(handler, clusters)  # each holds its first credentials (no limits, no quota, L = 0)
+    old = _usernames(stack, clusters)
+    # The command's own ServiceAccount at the service (`--own-identity`): a token of its own, in a file.
+    token = "rekey-" + secrets.token_urlsafe(24)
+    stack.admin.call("POST", "/pullsecretservice/tokens", {"token": token, "identity": OPERATOR})
+    with tempfile.NamedTemporaryFile("w", suffix=".token", delete=False) as fh:
+        fh.write(token)
+    command_env = {**env, "PULL_SECRET_SERVICE_AUTH": "token-file", "PULL_SECRET_SERVICE_TOKEN_FILE": fh.name}
+    command = Adapter.from_environment(command_env)
     deadline_s = float(env.get("RETRY_DEADLINE", "60"))
     push = PushedInProcess(handler, concurrency, deadline_s)
     lines: list[str] = []
     writes_per_s = quota_per_min / 60.0
+    per_minute = DDR_PER_MINUTE * speedup
+    bound = len(clusters) / (per_minute / 60.0)
+    fresh = [f"new-{i:04d}-{secrets.token_hex(3)}" for i in range(new_clusters)]
+    ready_s: list[float] = []
+    stop = threading.Event()
+
+    def create_new() -> None:
+        """The new clusters, at even intervals over the bound, each provisioned by its own event."""
+        tally = inproc.BurstTally()
+        for cluster_id in fresh:
+            if stop.wait(bound / max(new_clusters, 1)):
+                return
+            stack.seed_clusters([cluster_id], workers=1)
+            began = time.perf_counter()
+            inproc.deliver_until_acked(handler, cluster_id, tally, deadline_s)
+            ready_s.append(time.perf_counter() - began)
+
     stack.latency(latency_ms / speedup)
     stack.quota(int(writes_per_s * 2), 2.0)
+    _limits(stack, speedup)
+    creator = threading.Thread(target=create_new, name="new-clusters", daemon=True)
     try:
         began = time.perf_counter()
         began_wall = int(time.time())  # the service's credential times are RFC 3339 to the second
+        creator.start()
+        request = rekey.Request(
+            ids=tuple(clusters),
+            compromise=True,
+            yes=True,
+            own_identity=True,
+            limits=RateLimits(per_minute, DDR_ROTATIONS_PER_HOUR * speedup),
+        )
         with inproc.quiet():
-            code = rekey.run(app, Request(ids=tuple(clusters)), publisher=push, out=lines.append)  # type: ignore[arg-type]
+            code = rekey.run(command, request, publisher=push, out=lines.append)  # type: ignore[arg-type]
             command_s = time.perf_counter() - began
             push.wait()
+        creator.join()
+        refused = dict(stack.admin.get("/pullsecretservice/limits").get("refused", {}))
         rejected = int(stack.quota_state().get("rejected", 0))
     finally:
+        stop.set()
+        _limits(stack, None)
         stack.quota(None, 60.0)
         stack.latency(0)
+        os.unlink(fh.name)
     last = max(push.tally.done_at, default=began)
     seconds = last - began
-    bound = len(clusters) / writes_per_s
+    # The function's identity also spends its steady state (one read per cluster per TTL) and the new clusters.
+    function_requests = len(clusters) + new_clusters + len(clusters) * (seconds / DEFAULT_TTL_S)
+    busier_bound = max(bound, function_requests / (per_minute / 60.0))
 
     def current(cluster_id: str) -> bool:
-        statuses = app.hyperfleet.list_statuses(cluster_id)
-        ours = next((s for s in statuses if s.get("adapter") == app.settings.adapter_name), {})
-        # Re-keyed by this run: the cluster holds the service's current credentials, and those were created after
-        # the command started (a cluster the run never reached holds current but old ones).
-        held = convergence.held(app, cluster_id, ours)
+        statuses = adapter.hyperfleet.list_statuses(cluster_id)
+        ours = next((s for s in statuses if s.get("adapter") == adapter.settings.adapter_name), {})
+        held = convergence.held(adapter, cluster_id, ours)
         created = events.parse_time(held.created_at)
         return held.state == "current" and created is not None and created.timestamp() >= began_wall
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         holding = sum(pool.map(current, clusters))
+    still_accepted = len(old & _registry_accounts(stack))
+    plan = [line.strip() for line in lines if line.startswith("  binding: ")]
+    ok = code == 0 and holding == len(clusters) and still_accepted == 0
     return {
         "clusters": len(clusters),
         "exit_code": code,
         "speedup": speedup,
+        "limits": f"DDR §3.5 x{speedup:g}: {per_minute:g}/min, burst {DDR_BURST * speedup:g}/s, "
+        f"/rotations {DDR_ROTATIONS_PER_HOUR * speedup:g}/h per ServiceAccount",
         "latency_ms": latency_ms / speedup,
-        "publish_rate_per_s": app.settings.publish_rate(),
-        "seconds": round(seconds, 2),
-        "command_seconds": round(command_s, 2),
-        "seconds_at_real_quota": round(seconds * speedup, 1),
-        "quota_bound_seconds": round(bound, 2),
-        "quota_bound_seconds_at_real_quota": round(bound * speedup, 1),
-        # No ratio for a run that did not finish: a stopped command re-keyed part of the fleet, in less time.
-        "ratio_to_bound": round(seconds / bound, 2) if code == 0 and holding == len(clusters) else None,
-        # Where the time goes: the command's start-up to its first publish, the publishes' span (N - 1 slots at
-        # the publish rate), and the tail from the last publish to the last cluster's acknowledged event.
-        "first_publish_after_s": round(push.published_at[0] - began, 3) if push.published_at else None,
-        "publishing_s": round(push.published_at[-1] - push.published_at[0], 2) if push.published_at else None,
-        "tail_s": round(last - push.published_at[-1], 3) if push.published_at else None,
-        "publish_slots_floor_s": round((len(clusters) - 1) / app.settings.publish_rate(), 2),
-        "sentinel_alone_seconds": SENTINEL_MAX_AGE_READY_S,
-        "sentinel_alone_ratio_to_bound": round(SENTINEL_MAX_AGE_READY_S / (bound * speedup), 2),
+        "seconds": round(seconds, 1),
+        "command_seconds": round(command_s, 1),
+        "seconds_at_ddr_limits": round(seconds * speedup, 1),
+        "bound_seconds": round(bound, 1),
+        "bound_seconds_at_ddr_limits": round(bound * speedup, 1),
+        "bound_with_function_load_seconds": round(busier_bound, 1),
+        "ratio_to_bound": round(seconds / bound, 3) if ok else None,
+        "ratio_to_bound_with_function_load": round(seconds / busier_bound, 3) if ok else None,
+        "plan": plan[0] if plan else "",
         "holding_new_credentials": holding,
-        "published": push.published,
+        "old_credentials_still_accepted": still_accepted,
+        "answered_429": refused,
         "redeliveries": push.tally.redeliveries,
         "terminal_failures": push.tally.terminal + push.tally.undelivered,
         "writes_rejected": rejected,
-        "summary": lines[-1] if lines else "",
+        "new_clusters": len(ready_s),
+        "new_clusters_ready_s_max": round(max(ready_s), 2) if ready_s else None,
+        "new_clusters_ready_s_median": round(sorted(ready_s)[len(ready_s) // 2], 2) if ready_s else None,
+        "routine_rekey_hours_at_ddr_limits": round(len(clusters) / DDR_ROTATIONS_PER_HOUR, 1),
+        "summary": next((line for line in reversed(lines) if line.startswith("rekey finished")), ""),
+    }
+
+
+def steady(
+    stack: Emulators, service_env: dict[str, str], clusters: list[str], *, hours: float, compress: float
+) -> dict[str, Any]:
+    """Ready clusters' Sentinel events for `hours` simulated hours at PULL_SECRET_SERVICE_TTL's default, time
+    `compress` times faster: service requests per cluster per hour, and the fleet the budget carries."""
+    from pullsecret.handler import Adapter
+
+    ttl_s = DEFAULT_TTL_S / compress
+    interval_s = SENTINEL_MAX_AGE_READY_S / compress
+    stack.seed_clusters(clusters)
+    _limits(stack, None)
+    adapter = Adapter.from_environment({**service_env, "PULL_SECRET_SERVICE_TTL": f"{ttl_s:g}"})
+
+    def handler(attributes: Mapping[str, Any], data: Any) -> str:
+        return adapter.handle(attributes, data).result
+
+    with inproc.quiet():
+        inproc.provision(handler, clusters)
+    before = stack.calls().get("pullsecretservice", {})
+    rounds = int(hours * 3600.0 / SENTINEL_MAX_AGE_READY_S)
+    tally = inproc.BurstTally()
+    began = time.perf_counter()
+    with inproc.quiet(), ThreadPoolExecutor(max_workers=16) as pool:
+        for n in range(rounds):
+            # Each cluster's periodic event, spread over the interval as Sentinel's polls spread them.
+            slot = began + n * interval_s
+            list(pool.map(lambda cid: inproc.deliver_until_acked(handler, cid, tally, 60.0), clusters))
+            time.sleep(max(0.0, slot + interval_s - time.perf_counter()))
+    elapsed_h = (time.perf_counter() - began) * compress / 3600.0
+    after = stack.calls().get("pullsecretservice", {})
+    asked = sum(after.get(m, 0) - before.get(m, 0) for m in ("get", "post"))
+    per_cluster_hour = asked / len(clusters) / elapsed_h
+    return {
+        "clusters": len(clusters),
+        "simulated_hours": round(elapsed_h, 2),
+        "compress": compress,
+        "ttl_s": DEFAULT_TTL_S,
+        "events": rounds * len(clusters),
+        "service_requests": asked,
+        "requests_per_ready_cluster_per_hour": round(per_cluster_hour, 3),
+        "every_event_asking_per_cluster_per_hour": 3600.0 / SENTINEL_MAX_AGE_READY_S,
+        "largest_fleet_full_budget": int(DDR_PER_MINUTE * 60 / per_cluster_hour) if per_cluster_hour else None,
+        "largest_fleet_half_budget": int(DDR_PER_MINUTE * 30 / per_cluster_hour) if per_cluster_hour else None,
+        "budget_share_at_10000": round(10_000 * per_cluster_hour / 60.0 / DDR_PER_MINUTE, 3),
+        "transient_redeliveries": tally.redeliveries,
+        "limits": f"DDR §3.5 {DDR_PER_MINUTE:g}/min per ServiceAccount; one function instance",
     }

@@ -189,8 +189,19 @@ class PullSecretServiceEmulator(HTTPEmulator):
             ("POST", "/clusters/{id}/rotation"): self._admin_start_rotation,
             ("POST", "/clusters/{id}/rotation/complete"): self._admin_complete_rotation,
             ("GET", "/limits"): lambda _: (200, self._limits_view()),
+            ("POST", "/tokens"): self._admin_token,
             ("POST", "/limits"): self._admin_limits,
         }
+
+    def _admin_token(self, call: AdminCall) -> Answer:
+        """Accept one more opaque bearer token, naming its identity (`{"token", "identity"}`): a second
+        ServiceAccount, with §3.5 budgets of its own (e.g. the operator's `rekey --own-identity`)."""
+        body = call.body if isinstance(call.body, dict) else {}
+        token, identity = body.get("token"), body.get("identity")
+        if not isinstance(token, str) or len(token) < 16 or not isinstance(identity, str) or not identity:
+            return 400, {"error": 'the body is {"token": at least 16 characters, "identity": a name}'}
+        self.access.accept_token(token, identity)
+        return 200, {"identity": identity}
 
     def _limits_view(self) -> dict[str, Any]:
         limits = self.limiter.limits
