@@ -308,7 +308,7 @@ def measure_bursts(stack: Emulators, env: dict[str, str], plan: Plan) -> dict[st
     service = mode_envs(stack, env)["service"]
     out["rekey"] = rekey.measure(stack, service, rk, speedup=1.0, latency_ms=plan.latency_ms, concurrency=64)
     log("service steady state: requests per ready cluster per hour at PULL_SECRET_SERVICE_TTL's default")
-    out["service_steady"] = rekey.steady(stack, service, names("st", 200), hours=24.0, compress=720.0)
+    out["service_steady"] = rekey.steady(stack, service, names("st", 100), hours=48.0, compress=720.0)
     return out
 
 

@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         "--speedup", type=float, default=1.0, help="quota and DDR §3.5 limits x this, L / this (default 1: the real)"
     )
     parser.add_argument("--new-clusters", type=int, default=50, help="clusters created during the rekey (default 50)")
-    parser.add_argument("--steady-clusters", type=int, default=200, help="ready clusters of the steady row (200)")
-    parser.add_argument("--steady-hours", type=float, default=24.0, help="simulated hours of the steady row (24)")
+    parser.add_argument("--steady-clusters", type=int, default=100, help="ready clusters of the steady row (100)")
+    parser.add_argument("--steady-hours", type=float, default=48.0, help="simulated hours of the steady row (48)")
     parser.add_argument(
         "--skip", action="append", default=[], choices=("service", "cold", "instructions", "rekey", "steady")
     )

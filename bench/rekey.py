@@ -12,8 +12,9 @@ are the measured ones times `speedup`. Only Pub/Sub is in process: each publish 
 deliveries, a raise being a nack redelivered after a backoff. Meanwhile `new_clusters` clusters are created at
 even intervals over the expected run and provisioned by their own events (no waiting for the re-key): their time
 to Ready (the event that applied them, from its first delivery) is reported. At the end every re-keyed cluster
-must hold the service's current credentials created after the start, and none of the old usernames may still be
-an account of the registry emulator (every old credential refused).
+must hold the service's current credentials created after the start, and every credential the clusters held
+before it (their newest Secret Manager versions) must be refused by the registry emulator (HTTP Basic at quay's
+host, at the sso for registry.redhat.io's).
 
 Bound: the limits set it for the design's requests per cluster: one request per cluster on each identity, the
 function's also spending its steady state's reads and the new clusters' first POSTs; the bound is the busier
@@ -29,6 +30,8 @@ ones. One function instance (the cache is per instance). The largest fleet the d
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import secrets
 import tempfile
@@ -37,6 +40,8 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+import requests
 
 from bench import inproc
 from bench.env import Emulators
@@ -96,13 +101,37 @@ def _limits(stack: Emulators, speedup: float | None) -> None:
     )
 
 
-def _usernames(stack: Emulators, clusters: list[str]) -> set[str]:
-    state = stack.admin.get("/pullsecretservice/state")["clusters"]
-    return {c["username"] for cid in clusters for c in state.get(cid, {}).get("credentials", [])}
+def _delivered_auths(stack: Emulators, clusters: list[str]) -> list[tuple[str, str]]:
+    """(registry host, `auth`) of every credential the clusters' newest Secret Manager versions hold."""
+    wanted = {f"hyperfleet-{cid}-pull-secret" for cid in clusters}
+    found = []
+    for secret in stack.admin.get("/secretmanager/secrets"):
+        if secret["secret_id"] in wanted:
+            newest = [v for v in secret["versions"] if v.get("payload_b64") and v.get("state") == "ENABLED"][-1]
+            document = json.loads(base64.b64decode(newest["payload_b64"]))
+            found += [(host, entry["auth"]) for host, entry in document["auths"].items()]
+    return found
 
 
-def _registry_accounts(stack: Emulators) -> set[str]:
-    return set(stack.admin.get("/registry/state")["accounts"])
+def _accepted(stack: Emulators, auths: list[tuple[str, str]]) -> int:
+    """How many of `auths` the registry emulator still accepts: Basic at quay's host, at the sso for rhit's."""
+    from emulators.registry import SERVICE
+
+    hosts = stack.admin.get("/registry/state")["hosts"]
+    ca = stack.endpoints["env"]["REGISTRY_CA_BUNDLE"]
+    session = requests.Session()
+    session.trust_env = False
+
+    def accepted(item: tuple[str, str]) -> bool:
+        host, auth = item
+        headers = {"Authorization": f"Basic {auth}"}
+        if host == hosts["basic"]:
+            return session.get(f"https://{host}/v2/", headers=headers, verify=ca, timeout=10).status_code == 200
+        url = f"https://{hosts['sso']}/auth"
+        return session.get(url, params={"service": SERVICE}, headers=headers, verify=ca, timeout=10).status_code == 200
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return sum(pool.map(accepted, auths))
 
 
 def measure(
@@ -137,7 +166,8 @@ def measure(
 
     with inproc.quiet():
         inproc.provision(handler, clusters)  # each holds its first credentials (no limits, no quota, L = 0)
-    old = _usernames(stack, clusters)
+    old = _delivered_auths(stack, clusters)
+    assert _accepted(stack, old) == len(old), "the registry must accept the clusters' credentials before the re-key"
     # The command's own ServiceAccount at the service (`--own-identity`): a token of its own, in a file.
     token = "rekey-" + secrets.token_urlsafe(24)
     stack.admin.call("POST", "/pullsecretservice/tokens", {"token": token, "identity": OPERATOR})
@@ -209,7 +239,7 @@ def measure(
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         holding = sum(pool.map(current, clusters))
-    still_accepted = len(old & _registry_accounts(stack))
+    still_accepted = _accepted(stack, old)
     plan = [line.strip() for line in lines if line.startswith("  binding: ")]
     ok = code == 0 and holding == len(clusters) and still_accepted == 0
     return {

@@ -299,3 +299,25 @@ def test_a_forged_record_is_set_aside_with_a_line_and_never_blocks_a_run(adapter
     assert run(adapter, lines) == 0
     assert any("is not trusted (lease_until" in line and "set aside" in line for line in lines)
     assert any("5 rotated" in line for line in lines)  # every cluster, not "0 rotated" after cls-zzzz
+
+
+def test_a_429_is_honoured_the_cluster_waits_its_retry_after_and_the_run_goes_on(
+    adapter: Adapter, admin: Admin, world: Any, pubsub: PubSubEmulator
+) -> None:
+    # The service answers the second cluster's DELETE 429 (Retry-After: 60) more times than the client's own tries
+    # wait for (at most 1 s each, budget.RETRY_AFTER_CAP_S): the command then waits the whole Retry-After and asks
+    # again, instead of stopping the run.
+    old = {cid: auth_of(world, cid) for cid in CLUSTERS}
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        time.sleep(min(seconds, 0.2))  # the slots as they are; the Retry-After shortened, its value recorded
+
+    admin.fault(service="pullsecretservice", method="delete", code="429", count=3)
+    lines: list[str] = []
+    assert run(adapter, lines, compromise=True, yes=True, _seams={"sleep": sleep}) == 0
+    assert 60.0 in waited  # the Retry-After, waited in full
+    assert any("answered 429 1 time(s); each was honoured" in line for line in lines)
+    assert any("5 rotated" in line for line in lines)
+    assert all(not registry_accepts(world, old[cid]) for cid in CLUSTERS)
