@@ -252,7 +252,7 @@ def test_a_dry_run_rotates_and_publishes_nothing(adapter: Adapter, admin: Admin,
     assert run(adapter, lines, dry_run=True, compromise=True, limits=rekey.DDR_LIMITS) == 0
     assert sum(": revoke (DELETE" in line for line in lines) == len(CLUSTERS)
     binding = next(line for line in lines if line.startswith("  binding: "))
-    # The shared identity spends 2 requests per cluster of 95 % of 100/min, less the steady state's reads.
+    # The shared identity spends 2 requests per cluster of 98 % of 100/min, less the steady state's reads.
     assert "100 requests/min per ServiceAccount (DDR §3.5)" in binding and "5 cluster(s) take about" in binding
     assert all(rotations(admin, cid) == [] for cid in CLUSTERS)
     assert pubsub.pull(SUB, 100) == []
