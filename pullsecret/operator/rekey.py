@@ -232,18 +232,23 @@ def selected(app: Application, request: Request, after: str) -> Iterator[dict[st
                 cluster = app.hyperfleet.get_cluster(cluster_id)
                 yield cluster if cluster is not None else {"id": cluster_id, "_gone": True}
         return
+    yield from _listed(app, request.page_size, after)
+
+
+def _listed(app: Application, page_size: int, after: str) -> Iterator[dict[str, Any]]:
+    """Every cluster past `after`, by keyset pages; raises TransientError when a full page does not move it."""
     while True:
         if after and not names.SAFE_CLUSTER_ID_RE.match(after):  # it goes into the search string
             raise ValueError(f"not a cluster id: {after[:40]!r}")
         search = f"id > '{after}'" if after else None
-        page, _ = app.hyperfleet.list_clusters(page=1, size=request.page_size, search=search, order="id asc")
+        page, _ = app.hyperfleet.list_clusters(page=1, size=page_size, search=search, order="id asc")
         moved = after
         for listed in page:
             listed_id = listed.get("id")
             if isinstance(listed_id, str) and names.SAFE_CLUSTER_ID_RE.match(listed_id) and listed_id > moved:
                 moved = listed_id
                 yield listed
-        if len(page) < request.page_size:
+        if len(page) < page_size:
             return
         if moved == after:
             raise TransientError(
@@ -423,54 +428,15 @@ def _work(
     """Handle every selected cluster after the record's place, saving it after each page (K2)."""
     topic = app.settings.adapter_topic
     assert topic is not None
-    resumed_after = record.after
     pending: list[Any] = []
     last = record.after
     pool = ThreadPoolExecutor(max_workers=LOOKAHEAD, thread_name_prefix="rekey-step")
-    limited = [0]  # 429s honoured
-
-    def step(index: int, cluster: dict[str, Any]) -> Rekeyed | None:
-        """None: nothing to re-key and no event (gone, being deleted, created after the cutoff). Touches no record
-        (runs on the pool)."""
-        if cluster.get("_gone"):
-            return Rekeyed(None, UNKNOWN)
-        if cluster.get("deleted_time"):
-            return None  # deletion revokes
-        created = events.parse_time(str(cluster.get("created_time") or ""))
-        if created is not None and created.timestamp() > record.cutoff:
-            return None  # its first provisioning came after the cutoff: nothing older to re-key
-        # After a resume, the clusters up to a page past the saved place may have been re-keyed before the
-        # interruption: those are read first (K3); the others are known to predate the cutoff.
-        check = not request.compromise or (bool(resumed_after) and index < request.page_size + LOOKAHEAD)
-        for _ in range(MAX_RATE_LIMITED):
-            try:
-                return rekeying.rotate(
-                    str(cluster["id"]), cutoff=record.cutoff, compromise=request.compromise, check=check
-                )
-            except TransientError as exc:
-                retry_after = getattr(exc, "retry_after_s", None)
-                if retry_after is None:
-                    raise
-                limited[0] += 1
-                sleep(float(retry_after))
-        raise TransientError(
-            f"the service answered 429 {MAX_RATE_LIMITED} times for cluster {cluster['id']}: its limits are lower than "
-            "--service-limits says",
-            reason="RateLimited",
-            service="source",
-        )
+    step = _Step(rekeying, request, record.cutoff, resumed=bool(record.after), sleep=sleep)
 
     try:
         total = _total(app, request)
         schedule = plan(app, request, rekeying, total)
-        out(
-            f"rekey: {'resuming after ' + record.after if record.after else 'starting'}; credentials created before "
-            f"{_rfc3339(record.cutoff)} are "
-            f"{'revoked at once (compromise)' if request.compromise else 'rotated'}; events to {topic}"
-        )
-        for line in schedule.lines():
-            out(line)
-        out(f"  resume an interruption with: {request.resume_command(record.cutoff)}")
+        _announce(out, request, record, topic, schedule)
         interval = 1.0 / schedule.rate
         progress = Progress(out, total, schedule.rate, time.time)
         progress.line(record, force=True)
@@ -511,9 +477,65 @@ def _work(
         out("error: another rekey run took the record over; stopping")
         return EXIT_TRANSIENT
     progress.line(record, force=True)
-    if limited[0]:
-        out(f"rekey: the service answered 429 {limited[0]} time(s); each was honoured (its Retry-After waited)")
+    if step.limited:
+        out(f"rekey: the service answered 429 {step.limited} time(s); each was honoured (its Retry-After waited)")
     return _summary(record, out)
+
+
+class _Step:
+    """One cluster's part at its source, on the pool (touches no record): None when there is nothing to re-key and
+    no event to publish (being deleted: deletion revokes; created after the cutoff: nothing older to re-key)."""
+
+    def __init__(
+        self, rekeying: Rekeying, request: Request, cutoff: float, *, resumed: bool, sleep: Callable[[float], None]
+    ) -> None:
+        self.rekeying, self.request, self.cutoff, self.resumed, self.sleep = rekeying, request, cutoff, resumed, sleep
+        self.limited = 0  # 429s honoured
+
+    def __call__(self, index: int, cluster: dict[str, Any]) -> Rekeyed | None:
+        if cluster.get("_gone"):
+            return Rekeyed(None, UNKNOWN)
+        if cluster.get("deleted_time"):
+            return None
+        created = events.parse_time(str(cluster.get("created_time") or ""))
+        if created is not None and created.timestamp() > self.cutoff:
+            return None
+        # After a resume, the clusters up to a page past the saved place may have been re-keyed before the
+        # interruption: those are read first (K3); the others are known to predate the cutoff.
+        near = self.resumed and index < self.request.page_size + LOOKAHEAD
+        return self._honouring_429(str(cluster["id"]), check=not self.request.compromise or near)
+
+    def _honouring_429(self, cluster_id: str, *, check: bool) -> Rekeyed:
+        """The source's step; a 429 (a TransientError with `retry_after_s`) waits its Retry-After and asks again."""
+        for _ in range(MAX_RATE_LIMITED):
+            try:
+                return self.rekeying.rotate(
+                    cluster_id, cutoff=self.cutoff, compromise=self.request.compromise, check=check
+                )
+            except TransientError as exc:
+                retry_after = getattr(exc, "retry_after_s", None)
+                if retry_after is None:
+                    raise
+                self.limited += 1
+                self.sleep(float(retry_after))
+        raise TransientError(
+            f"the service answered 429 {MAX_RATE_LIMITED} times for cluster {cluster_id}: its limits are lower than "
+            "--service-limits says",
+            reason="RateLimited",
+            service="source",
+        )
+
+
+def _announce(out: Out, request: Request, record: RekeyRecord, topic: str, schedule: Plan) -> None:
+    """Before the first cluster: what the run does, its limits, the one that binds and its time, how to resume."""
+    out(
+        f"rekey: {'resuming after ' + record.after if record.after else 'starting'}; credentials created before "
+        f"{_rfc3339(record.cutoff)} are {'revoked at once (compromise)' if request.compromise else 'rotated'}; "
+        f"events to {topic}"
+    )
+    for line in schedule.lines():
+        out(line)
+    out(f"  resume an interruption with: {request.resume_command(record.cutoff)}")
 
 
 def _count(record: RekeyRecord, cluster_id: str, rekeyed: Rekeyed | None) -> None:
