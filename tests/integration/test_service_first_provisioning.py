@@ -106,3 +106,21 @@ def test_a_lost_status_during_a_rotation_falls_back_to_the_get_and_delivers_the_
     rhit_host = world.registry.hosts()["token"]
     assert rhit_host in stored(world)["auths"]
     assert accounts(admin)["rhit"] == new_rhit  # nothing minted beyond the rotation's set
+
+
+def test_an_event_rekey_published_asks_again_and_a_forged_one_revokes_nothing(
+    make_adapter: Any, admin: Admin, world: Any
+) -> None:
+    from pullsecret.publishing import REKEY_ATTRIBUTE
+    from tests.support import eventarc_attributes, pubsub_envelope, sentinel_event
+
+    seed_ready_cluster(admin, CID)
+    adapter = make_adapter(service_env(world, "google-id-token", ttl=None))
+    assert deliver(adapter) == "applied"
+    held = accounts(admin)
+    envelope = pubsub_envelope(sentinel_event(CID))
+    envelope["message"]["attributes"][REKEY_ATTRIBUTE] = "1"  # anyone who may publish on the topic can send it
+    world.book.reset_counters()
+    assert adapter.handle(eventarc_attributes(), envelope).result == "unchanged"
+    assert api_calls(admin) == {"post": 1}  # asked (generate-or-retrieve), within the TTL all the same
+    assert accounts(admin) == held  # retrieved: nothing revoked, nothing minted
