@@ -61,6 +61,7 @@ def say(text: str = "") -> None:
 
 # What the emulated world fixes (emulators.world): its one management cluster (the only one the GKE emulator knows
 # at start), the project that holds the secrets.
+SERVICE_TTL = "2"
 WORLD_SETTINGS = {
     "MANAGEMENT_CLUSTER": MANAGEMENT_CLUSTER,
     "ALLOWED_MANAGEMENT_CLUSTERS": MANAGEMENT_CLUSTER,
@@ -76,7 +77,9 @@ def function_env(stack: Stack, workdir: Path, source: str = "platform") -> dict[
     Pull Secret Service emulator mints the cluster's own credentials; the runtime identity's ID token, its default).
     """
     sourcing = (
-        {"PULL_SECRET_SERVICE_URL": stack.pullsecretservice.url}
+        # The service's answer kept 2 s, not 6 h (PULL_SECRET_SERVICE_TTL), so that a rotation at the service reaches
+        # the next event here, as PULL_SECRET_SOURCE_TTL=2 does for the platform pull secret on the playground.
+        {"PULL_SECRET_SERVICE_URL": stack.pullsecretservice.url, "PULL_SECRET_SERVICE_TTL": SERVICE_TTL}
         if source == "service"
         else {"PULL_SECRET_SOURCE": seeding.SOURCE_VERSION}
     )
@@ -267,6 +270,7 @@ def service_steps(stack: Stack, function: FunctionProcess) -> None:
     """Service mode's own steps: a rotation at the service, then the cluster's deletion revoking its credentials."""
     old = _stored(stack)
     stack.pullsecretservice.handle_admin("POST", f"/clusters/{CLUSTER_ID}/rotation", {"reason": "scheduled"})
+    time.sleep(float(SERVICE_TTL))  # what the function knows of the service's answer runs out (PULL_SECRET_SERVICE_TTL)
     say("\n3. The Pull Secret Service rotates the cluster's credentials (both sets valid until it completes); the next")
     say("   Sentinel event: " + deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1)))
     third = wait_for_report(stack, 3)

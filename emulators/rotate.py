@@ -2,7 +2,8 @@
 
 - `SOURCE=service` playground: the Pull Secret Service emulator starts a rotation of the cluster's credentials
   (its admin route `POST /pullsecretservice/clusters/{id}/rotation`: a new set minted, the old one still valid,
-  the dual-credential period of the service's design record); `--complete` (`COMPLETE=1`) ends it
+  the dual-credential period of the service's design record), then a wait of PULL_SECRET_SERVICE_TTL seconds (2 on
+  the playground: how long the function keeps the service's answer); `--complete` (`COMPLETE=1`) ends it
   (`.../rotation/complete`: the old set deleted, the registry refuses it from then on).
 - platform playground: the platform team's rotation, a new version of the platform pull secret in Secret Manager
   with a new credential for `cloud.openshift.com` (the entry verification skips), then a wait of
@@ -32,7 +33,7 @@ def rotate(cluster_id: str, *, state_dir: Path, complete: bool = False) -> int:
         return 2
     admin = str(record["emulators_admin"]).rstrip("/")
     if record.get("source") == "service":
-        return _service(admin, cluster_id, complete)
+        return _service(admin, record.get("settings") or {}, cluster_id, complete)
     if complete:
         print("COMPLETE=1 is for a rotation at the Pull Secret Service (a `SOURCE=service make up` playground).")
         return 2
@@ -49,7 +50,7 @@ def _running(state_dir: Path) -> dict[str, Any] | None:
     return record
 
 
-def _service(admin: str, cluster_id: str, complete: bool) -> int:
+def _service(admin: str, settings: dict[str, str], cluster_id: str, complete: bool) -> int:
     step = "rotation/complete" if complete else "rotation"
     answer = requests.post(f"{admin}/pullsecretservice/clusters/{cluster_id}/{step}", json={}, timeout=30)
     if answer.status_code == 404:
@@ -69,6 +70,12 @@ def _service(admin: str, cluster_id: str, complete: bool) -> int:
         f"Started rotation {body.get('rotation_id', '?')} of {cluster_id}'s credentials at the Pull Secret Service "
         f"({body.get('status', '?')}): a new set minted, the old one still valid."
     )
+    ttl = float(settings.get("PULL_SECRET_SERVICE_TTL") or 21600)
+    if ttl <= 60:
+        print(f"Waiting {ttl:g} s (PULL_SECRET_SERVICE_TTL: how long the function keeps the service's answer) ...")
+        time.sleep(ttl)
+    else:
+        print(f"(PULL_SECRET_SERVICE_TTL is {ttl:g} s: the function asks the service again only after it, or on rekey)")
     print(f"Next: make trigger CLUSTER={cluster_id}   (stores the new set: one new version, one Kubernetes write)")
     print(f"Then: make rotate CLUSTER={cluster_id} COMPLETE=1   (ends the rotation: the old set is deleted)")
     return 0
