@@ -132,9 +132,7 @@ class Adapter(Application):
                     delivery=parsed.transport,
                 )
                 return Outcome("expired", reason="EventExpired")
-            if publishing.asks_rekeyed_read(data):
-                self.source.forget(parsed.cluster_id, rekeyed=True)  # `rekey` published it: ask the source
-            return self._run_and_log(parsed, start)
+            return self._run_and_log(parsed, start, rekeyed=publishing.asks_rekeyed_read(data))
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
         """A Secret Manager notification: the configured source's to act on (pullsecret.source.base `notified`)."""
@@ -171,19 +169,26 @@ class Adapter(Application):
             logs.bind(cluster_id=cluster_id)
             return self._run_and_log(request, time.perf_counter())
 
-    def _run_and_log(self, request: events.ReconcileRequest, start: float) -> Outcome:
-        """Run one reconcile and write its final `reconcile` line (result, reason, service); re-raises transients."""
+    def _run_and_log(self, request: events.ReconcileRequest, start: float, *, rekeyed: bool = False) -> Outcome:
+        """Run one reconcile and write its final `reconcile` line (result, reason, service); re-raises transients.
+        `rekeyed`: the event `rekey` published (pullsecret.publishing.REKEY_ATTRIBUTE): the source is asked again."""
         try:
-            outcome = self._run(request)
+            outcome = self._run(request, rekeyed=rekeyed)
         except TransientError as exc:
-            self.source.forget(request.cluster_id)  # its redelivery asks the source again
+            self._forget(request.cluster_id)  # its redelivery asks the source again
             failed = Outcome("transient", reason=exc.reason, service=exc.service, detail=exc.message)
             self._log_final(request, start, failed)
             raise
         if outcome.report is None or not outcome.report.available:
-            self.source.forget(request.cluster_id)  # not delivered and verified: the next event asks the source
+            self._forget(request.cluster_id)  # not delivered and verified: the next event asks the source
         self._log_final(request, start, outcome)
         return outcome
+
+    def _forget(self, cluster_id: str) -> None:
+        """The source forgets what it keeps of the cluster; nothing is kept before the collaborators are built."""
+        built = self._collaborators
+        if built is not None:
+            built.source.forget(cluster_id)
 
     def _log_final(self, request: events.ReconcileRequest, start: float, outcome: Outcome) -> None:
         reason, detail = outcome.reason, outcome.detail
@@ -216,10 +221,12 @@ class Adapter(Application):
             delivery=request.transport,
         )
 
-    def _run(self, request: events.ReconcileRequest) -> Outcome:
+    def _run(self, request: events.ReconcileRequest, *, rekeyed: bool = False) -> Outcome:
         """One reconcile; TransientError propagates (the caller logs it), everything else becomes an Outcome."""
         deadline = Deadline(self.settings.retry_deadline_s)
         try:
+            if rekeyed:
+                self.source.forget(request.cluster_id, rekeyed=True)  # `rekey` published it: ask the source
             return entry.run(self, request.cluster_id, deadline, event_generation=request.generation)
         except TransientError as exc:
             if exc.reason == "Unauthenticated":
