@@ -633,7 +633,9 @@ def _dry_run(app: Application, request: Request, rekeying: Rekeying, out: Out) -
 
 
 def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
-    """Follow the selected clusters until each holds the source's current credentials; name the stragglers."""
+    """Follow the selected clusters until each holds the source's current credentials; name the stragglers. A source
+    of each cluster's own credentials is asked once per cluster per pass (`held`): the passes are spaced so that
+    they spend at most half the command's per-minute budget (`--service-limits`), the rest left to re-keys."""
     began = time.monotonic()
     while True:
         behind: dict[str, str] = {}
@@ -655,4 +657,5 @@ def watch(app: Application, request: Request, out: Out, sleep: Callable[[float],
             for cluster_id, why in list(behind.items())[:50]:
                 out(f"  straggler {cluster_id}: {why}")
             return EXIT_FAILED
-        sleep(REPORT_EVERY_S)
+        spent = total * 60.0 / (request.limits.per_minute / 2) if app.source.own_credentials else 0.0
+        sleep(max(REPORT_EVERY_S, spent))
