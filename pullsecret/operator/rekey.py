@@ -634,9 +634,11 @@ def _dry_run(app: Application, request: Request, rekeying: Rekeying, out: Out) -
 
 def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
     """Follow the selected clusters until each holds the source's current credentials; name the stragglers. A source
-    of each cluster's own credentials is asked once per cluster per pass (`held`): the passes are spaced so that
-    they spend at most half the command's per-minute budget (`--service-limits`), the rest left to re-keys."""
+    of each cluster's own credentials is asked once per cluster per pass (`held`): past the first half of the
+    command's per-minute budget (`--service-limits`: what the service's bucket holds), the reads of a pass are
+    spaced to half of it, the rest left to re-keys."""
     began = time.monotonic()
+    half = request.limits.per_minute / 2
     while True:
         behind: dict[str, str] = {}
         total = 0
@@ -644,6 +646,8 @@ def watch(app: Application, request: Request, out: Out, sleep: Callable[[float],
             if cluster.get("_gone") or cluster.get("deleted_time"):
                 continue
             total += 1
+            if app.source.own_credentials and total > half:
+                sleep(60.0 / half)
             cluster_id = str(cluster["id"])
             statuses = app.hyperfleet.list_statuses(cluster_id)
             ours = preconditions.statuses_by_adapter(statuses).get(app.settings.adapter_name) or {}
@@ -657,5 +661,4 @@ def watch(app: Application, request: Request, out: Out, sleep: Callable[[float],
             for cluster_id, why in list(behind.items())[:50]:
                 out(f"  straggler {cluster_id}: {why}")
             return EXIT_FAILED
-        spent = total * 60.0 / (request.limits.per_minute / 2) if app.source.own_credentials else 0.0
-        sleep(max(REPORT_EVERY_S, spent))
+        sleep(REPORT_EVERY_S)
