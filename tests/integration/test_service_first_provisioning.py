@@ -124,3 +124,30 @@ def test_an_event_rekey_published_asks_again_and_a_forged_one_revokes_nothing(
     assert adapter.handle(eventarc_attributes(), envelope).result == "unchanged"
     assert api_calls(admin) == {"post": 1}  # asked (generate-or-retrieve), within the TTL all the same
     assert accounts(admin) == held  # retrieved: nothing revoked, nothing minted
+
+
+def test_an_instance_whose_kept_answer_predates_a_rekey_asks_instead_of_writing_it_back(
+    make_adapter: Any, admin: Admin, world: Any
+) -> None:
+    # Cloud Run spreads a cluster's events over instances. Instance B keeps the answer it read; the cluster is then
+    # re-keyed (its set revoked, the new one minted and stored by instance A). B's next Sentinel event must not
+    # write the revoked set back from what it kept: the stored version holds other credentials, so B asks.
+    from pullsecret.publishing import REKEY_ATTRIBUTE
+    from tests.support import eventarc_attributes, pubsub_envelope, sentinel_event
+
+    seed_ready_cluster(admin, CID)
+    env = service_env(world, "google-id-token", ttl=None)
+    first, second = make_adapter(env), make_adapter(env)
+    assert deliver(first) == "applied"
+    assert deliver(second) == "unchanged"  # B now keeps the answer
+    kept = stored(world)
+    first.source.rekeying().rotate(CID, cutoff=0.0, compromise=True, check=False)  # rekey --compromise's DELETE
+    envelope = pubsub_envelope(sentinel_event(CID))
+    envelope["message"]["attributes"][REKEY_ATTRIBUTE] = "1"
+    assert first.handle(eventarc_attributes(), envelope).result == "applied"  # A mints and stores the new set
+    new = stored(world)
+    assert new != kept
+    world.book.reset_counters()
+    assert deliver(second) == "unchanged"  # B: what it kept is not what is stored; it asks, and finds the new set
+    assert api_calls(admin) == {"get": 1}
+    assert stored(world) == new

@@ -19,8 +19,12 @@ the cluster's pull secret (docs/contract.md §3b). Per event:
 Steady state asks nothing (DDR §3.5 gives each ServiceAccount 100 requests a minute, and a ready cluster gets a
 Sentinel event every 30 minutes: one `GET` per event spends the whole budget at 3,000 clusters). The answer the
 service gave for a cluster is kept in this instance's memory (`KNOWN_CAPACITY` clusters, least recently used out
-first) for PULL_SECRET_SERVICE_TTL seconds, and the cluster's events in that time use it without a call (`ready`:
-the reconcile reads Secret Manager on its own thread). The service is asked again when something can have changed:
+first) for PULL_SECRET_SERVICE_TTL seconds, and the cluster's events in that time use it without a call to the
+service, provided the newest version of the cluster's Secret Manager secret still holds exactly its credentials
+(AccessSecretVersion, beside the reconcile's own read of it: no round trip added). That check is what keeps
+instances apart: Cloud Run spreads a cluster's events over instances, and an instance whose kept answer predates a
+re-key another instance delivered would otherwise write the revoked set back; it finds the stored version holding
+other credentials and asks the service instead. The service is asked again when something can have changed:
 
 - a first provisioning (`first`) always asks (the `POST` above);
 - a re-key the adapter started: the operator's `rekey` publishes the cluster's event with the attribute
@@ -55,11 +59,13 @@ from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.identity.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log
+from pullsecret.model import dockerconfig, names
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
 from pullsecret.model.status_data import StatusData
 from pullsecret.registry.expiring import Expiring
 from pullsecret.retrying import Deadline
+from pullsecret.secretstore import SecretStore
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Registration, Source, Wiring, WouldCreate
 from pullsecret.source.service import settings as service_settings
@@ -84,6 +90,8 @@ KNOWN_CAPACITY = 20_000
 class ServiceFetch:
     """One event's credentials: what the service answered within PULL_SECRET_SERVICE_TTL, else asked of it."""
 
+    ready = False  # a call is needed (the service's, or the check of a kept answer): overlapped with the reads
+
     def __init__(self, source: ServiceSource, cluster_id: str, *, first: bool = False) -> None:
         self._source = source
         self._cluster_id = cluster_id
@@ -92,16 +100,11 @@ class ServiceFetch:
         self._answer: ServiceAnswer | None = None
         self.wrote = False  # a POST was sent (it may have minted even when its answer was lost)
 
-    @property
-    def ready(self) -> bool:
-        """No call is needed (the service's answer is known): the reconcile reads on its own thread."""
-        return self._known is not None
-
     def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
-        """The cluster's credentials: known within the TTL, else asked; generated when the service holds none
-        (`create=False`, a dry run: raises WouldCreate instead, having sent only a GET, first provisioning or not).
-        Raises TransientError/TerminalError."""
-        if self._known is not None:
+        """The cluster's credentials: known within the TTL (and still what is stored), else asked; generated when
+        the service holds none (`create=False`, a dry run: raises WouldCreate instead, having sent only a GET, first
+        provisioning or not). Raises TransientError/TerminalError."""
+        if self._known is not None and self._source.still_stored(self._cluster_id, self._known, act, deadline):
             self._answer = self._known
             return self._known.pull_secret
         post = create and act.region and (self._first or self._source.rekeyed(self._cluster_id))
@@ -165,11 +168,15 @@ class ServiceSource(Source):
         registries: tuple[str, ...],
         *,
         ttl_s: float = 0.0,
+        store: SecretStore | None = None,
+        secret_id_template: str = "",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.registries = registries
         self.ttl_s = ttl_s  # PULL_SECRET_SERVICE_TTL
+        self._store = store  # None: nothing kept (the check of a kept answer needs the stored version)
+        self._secret_id_template = secret_id_template
         self._lock = threading.Lock()
         self._known = Expiring(KNOWN_CAPACITY, clock)
         self._rekeyed: set[str] = set()
@@ -186,8 +193,23 @@ class ServiceSource(Source):
     def remember(self, cluster_id: str, answer: ServiceAnswer) -> None:
         with self._lock:
             self._rekeyed.discard(cluster_id)
-            if self.ttl_s > 0:
+            if self.ttl_s > 0 and self._store is not None:
                 self._known.put(cluster_id, answer, self.ttl_s)
+
+    def still_stored(self, cluster_id: str, answer: ServiceAnswer, act: Act, deadline: Deadline) -> bool:
+        """The newest version of the cluster's secret holds each of the kept answer's credentials as it is (an
+        instance that delivered a re-key since stored others); otherwise the kept answer is forgotten."""
+        assert self._store is not None  # remember() keeps nothing without it
+        secret_id = self._secret_id_template.format(cluster_id=cluster_id)
+        with log.step(f"{SERVICE}.kept", secret_id=secret_id) as fields:
+            latest = self._store.reads.latest(names.secret_name(act.project_id, secret_id), deadline)
+            stored = _fingerprints(latest.data)
+            kept = answer.pull_secret.registry_fingerprints()
+            fields["result"] = "stored" if all(stored.get(r) == fp for r, fp in kept.items()) else "changed"
+        if fields["result"] == "stored":
+            return True
+        self.forget(cluster_id)
+        return False
 
     def forget(self, cluster_id: str, *, rekeyed: bool = False) -> None:
         """The cluster's next event asks the service (`rekeyed`: with the generate-or-retrieve POST)."""
@@ -218,6 +240,16 @@ class ServiceSource(Source):
     def rekeying(self) -> ServiceRekeying:
         """`rekey` rotates each cluster's credentials at the service; CREDS compares them."""
         return ServiceRekeying(self.client, ttl_s=self.ttl_s)
+
+
+def _fingerprints(stored: bytes | None) -> dict[str, str]:
+    """The per-registry fingerprints of a stored version ({} when there is none or it is unreadable)."""
+    if stored is None:
+        return {}
+    try:
+        return dockerconfig.parse(stored, source="the stored version").registry_fingerprints()
+    except dockerconfig.InvalidPullSecret:
+        return {}
 
 
 # A cluster id no cluster has (HyperFleet ids are generated), in the DDR's form (§3.6: cls-[a-z0-9]{12,16}).
@@ -295,7 +327,13 @@ def build(wiring: Wiring) -> ServiceSource | None:
         ca_bundle=settings.caller.service_ca_bundle,
     )
     ttl_s = float(settings.options.get("pull_secret_service_ttl_s", service_settings.DEFAULT_TTL_S))
-    return ServiceSource(client, settings.pull_secret_service_registries, ttl_s=ttl_s)
+    return ServiceSource(
+        client,
+        settings.pull_secret_service_registries,
+        ttl_s=ttl_s,
+        store=wiring.store,
+        secret_id_template=settings.secret_id_template,
+    )
 
 
 REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build, service_settings.fields)
