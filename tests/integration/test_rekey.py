@@ -321,3 +321,23 @@ def test_a_429_is_honoured_the_cluster_waits_its_retry_after_and_the_run_goes_on
     assert any("answered 429 1 time(s); each was honoured" in line for line in lines)
     assert any("5 rotated" in line for line in lines)
     assert all(not registry_accepts(world, old[cid]) for cid in CLUSTERS)
+
+
+def test_a_compromise_revokes_a_cluster_whose_routine_rotation_is_open(
+    adapter: Adapter, admin: Admin, world: Any, pubsub: PubSubEmulator
+) -> None:
+    # A routine rotation in its dual-credential period: both sets valid. The compromise revokes both (DDR §3.2.6:
+    # the open rotation is cancelled), and the cluster's event mints a third.
+    cid = CLUSTERS[0]
+    before = auth_of(world, cid)
+    admin.call("POST", f"/pullsecretservice/clusters/{cid}/rotation", {"reason": "scheduled"})
+    adapter.handle(eventarc_attributes(), pubsub_envelope(sentinel_event(cid)))  # TTL: still what it kept
+    lines: list[str] = []
+    assert run(adapter, lines, ids=(cid,), compromise=True, yes=True) == 0
+    assert [r["status"] for r in rotations(admin, cid)] == ["cancelled"]
+    assert not registry_accepts(world, before)
+    assert deliver_published(adapter, pubsub) == [cid]
+    after = auth_of(world, cid)
+    assert after != before and registry_accepts(world, after)
+    ours = next(s for s in adapter.hyperfleet.list_statuses(cid) if s.get("adapter") == "pullsecret")
+    assert convergence.held(adapter, cid, ours).state == "current"
