@@ -27,9 +27,17 @@ run's start (whole seconds, rounded up), and it is part of the record's key, so 
 record. An interrupted run prints the command that resumes it (the same, with `--created-before` its cutoff); that
 run finds its record and goes on from its last save, and a cluster handled since is found re-keyed (credentials
 newer than the cutoff) and only gets its event again. A finished run asked again says so, with the record's age, and
-exits 4 (nothing done). A record that fails its checks when read is reported and set aside (rekey_record). A run
-that stops lets go of the record's lease. `--compromise` says first what it cannot do for the nodes (NODES_WARNING)
-and asks for `--yes` when nobody can answer.
+exits 4 (nothing done). A record that fails its checks when read is reported and set aside
+(pullsecret.secretstore.progress). A run that stops lets go of the record's lease. `--compromise` says first what it
+cannot do for the nodes (NODES_WARNING) and asks for `--yes` when nobody can answer.
+
+The record (pullsecret.secretstore.progress, annotation `hyperfleet-rekey` of the secret `rekey_secret_id` names):
+`key` (what was asked, the cutoff included), `cutoff`, `started`, `after`, `done`, the counts and failures, `holder`
+and `lease_until`. Invariants: K1, a run changes the record only by compare-and-swap from what it read or wrote
+last, so two runs never both hold it; K2, `after` only grows within one `key`, and is saved only after every
+cluster up to it got its rotation and its event; K3, a cluster handled after the last save and before an
+interruption is handled again by the resume, which finds its credentials newer than `cutoff` and does not rotate
+them again.
 
 Progress lines (done / remaining / failed, ETA) go to stdout while it runs, then a summary; `--watch` then follows
 the clusters until each holds the source's current credentials (pullsecret.operator.convergence), and names the
@@ -53,14 +61,16 @@ from typing import TYPE_CHECKING, Any
 from pullsecret.errors import AdapterError, TransientError
 from pullsecret.model import events, names, preconditions
 from pullsecret.operator import convergence
-from pullsecret.operator.rekey_record import LEASE_S, RekeyLedger, RekeyRecord, UntrustedRecord, record_secret_id
 from pullsecret.publishing import Publisher, sentinel_event
+from pullsecret.retrying import Deadline
+from pullsecret.secretstore.progress import A_REKEY, Ledger, RunRecord, UntrustedRecord, rekey_secret_id
 from pullsecret.source.base import Budget, RateLimits, Rekeyed, Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
 
 PAGE_SIZE = 100
+LEASE_S = 600.0  # a run's hold on the record; each save renews it
 # The command is no event: a save of its record may wait for a Secret Manager write slot as long as the quota's
 # one-minute window can make it wait, however short the function's RETRY_DEADLINE (a save given up stops the run).
 RECORD_WAIT_S = 60.0
@@ -198,7 +208,7 @@ class Progress:
         self.shown = self.began
         self.handled = 0
 
-    def line(self, record: RekeyRecord, *, force: bool = False) -> None:
+    def line(self, record: RunRecord, *, force: bool = False) -> None:
         now = self.clock()
         if not force and now - self.shown < REPORT_EVERY_S:
             return
@@ -267,9 +277,7 @@ def _total(app: Application, request: Request) -> int | None:
     return total
 
 
-def _claim(
-    ledger: RekeyLedger, key: str, *, cutoff: float, now: float, me: str, out: Out
-) -> RekeyRecord | tuple[int, str]:
+def _claim(ledger: Ledger, key: str, *, cutoff: float, now: float, me: str, out: Out) -> RunRecord | tuple[int, str]:
     """This run's record (resumed or new, held by `me`), or (exit code, why) not to run."""
     try:
         found = ledger.load(now)
@@ -286,7 +294,7 @@ def _claim(
             "run it without --created-before (the cutoff is then its start)"
         )
     if found is None or found.key != key:
-        found = RekeyRecord(key=key, cutoff=cutoff, started=now)
+        found = RunRecord(key=key, cutoff=cutoff, started=now)
     found.holder, found.lease_until = me, now + LEASE_S
     if ledger.save(found):
         return found
@@ -384,11 +392,14 @@ def _recorded(
     settings = app.settings
     project = settings.secret_project_id or app.identity.project_id
     assert project is not None  # _refusal: a recorded run has a project
-    ledger = RekeyLedger(
+    waits = record_deadline_s(settings.retry_deadline_s)
+    ledger = Ledger(
         app.store,
-        name=names.secret_name(project, record_secret_id(settings)),
-        adapter=settings.adapter_name,
-        deadline_s=record_deadline_s(settings.retry_deadline_s),
+        name=names.secret_name(project, rekey_secret_id(settings)),
+        annotation=A_REKEY,
+        labels={"managed-by": "hyperfleet", "adapter": settings.adapter_name, "resource-type": "rekey-progress"},
+        deadline=lambda: Deadline(waits),
+        max_lease_s=LEASE_S,
     )
     now = clock()
     cutoff = request.cutoff(now)
@@ -405,7 +416,7 @@ def _recorded(
         raise
 
 
-def _release(ledger: RekeyLedger, record: RekeyRecord) -> None:
+def _release(ledger: Ledger, record: RunRecord) -> None:
     """Let go of the lease of a run that stops (best effort: the lease runs out in LEASE_S anyway)."""
     if not record.holder:
         return
@@ -418,8 +429,8 @@ def _work(
     app: Application,
     request: Request,
     *,
-    record: RekeyRecord,
-    ledger: RekeyLedger,
+    record: RunRecord,
+    ledger: Ledger,
     rekeying: Rekeying,
     publisher: Publisher,
     out: Out,
@@ -526,7 +537,7 @@ class _Step:
         )
 
 
-def _announce(out: Out, request: Request, record: RekeyRecord, topic: str, schedule: Plan) -> None:
+def _announce(out: Out, request: Request, record: RunRecord, topic: str, schedule: Plan) -> None:
     """Before the first cluster: what the run does, its limits, the one that binds and its time, how to resume."""
     out(
         f"rekey: {'resuming after ' + record.after if record.after else 'starting'}; credentials created before "
@@ -538,7 +549,7 @@ def _announce(out: Out, request: Request, record: RekeyRecord, topic: str, sched
     out(f"  resume an interruption with: {request.resume_command(record.cutoff)}")
 
 
-def _count(record: RekeyRecord, cluster_id: str, rekeyed: Rekeyed | None) -> None:
+def _count(record: RunRecord, cluster_id: str, rekeyed: Rekeyed | None) -> None:
     """Count one cluster's outcome on the loop's thread (None: nothing to re-key)."""
     if rekeyed is None or rekeyed.counted == "current":
         record.current += 1
@@ -569,9 +580,7 @@ def record_deadline_s(retry_deadline_s: float) -> float:
     return max(retry_deadline_s, RECORD_WAIT_S)
 
 
-def _save(
-    ledger: RekeyLedger, record: RekeyRecord, pending: list[Any], last: str, *, holder_done: bool = False
-) -> bool:
+def _save(ledger: Ledger, record: RunRecord, pending: list[Any], last: str, *, holder_done: bool = False) -> bool:
     """Wait for the page's publishes, then save the place (K2); the holder lets go at the end."""
     try:
         for future in pending:
@@ -590,7 +599,7 @@ def _save(
     return ledger.save(record)
 
 
-def _summary(record: RekeyRecord, out: Out) -> int:
+def _summary(record: RunRecord, out: Out) -> int:
     out(
         f"rekey finished: {record.rotated} rotated, {record.current} already current or nothing to rotate, "
         f"{record.failed} failed (started {_rfc3339(record.started)}, cutoff {_rfc3339(record.cutoff)})"

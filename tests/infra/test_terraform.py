@@ -863,7 +863,7 @@ def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(co
     )
     assert record_id == progress_secret_id(settings)  # the name the function writes
     condition = hcl_unescape(config.locals["rotation_record_condition"]).replace("PROJECT_NUMBER", "123")
-    rekey_id = hcl_unescape(config.locals["rekey_record_secret_id"])  # rekey's own record (operator/rekey_record.py)
+    rekey_id = hcl_unescape(config.locals["rekey_record_secret_id"])  # rekey's own record (secretstore/progress.py)
     rekey_id = rekey_id.replace("${local.secret_id_prefix}", prefix).replace("${local.secret_id_suffix}", suffix)
     rekey_id = rekey_id.replace("${var.adapter_name}", adapter)
     expression = condition.replace("${local.rotation_record_secret_id}", record_id)

@@ -274,10 +274,10 @@ def test_a_run_that_fails_lets_go_of_its_lease_and_trying_again_works(
 
 def test_a_forged_record_is_set_aside_with_a_line_and_never_blocks_a_run(adapter: Adapter) -> None:
     from pullsecret.model import names
-    from pullsecret.operator.rekey_record import A_REKEY, record_secret_id
     from pullsecret.retrying import Deadline
+    from pullsecret.secretstore.progress import A_REKEY, rekey_secret_id
 
-    name = names.secret_name(PROJECT, record_secret_id(adapter.settings))
+    name = names.secret_name(PROJECT, rekey_secret_id(adapter.settings))
     forged = {
         "key": "x",
         "cutoff": 0,

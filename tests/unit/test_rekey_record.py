@@ -1,6 +1,6 @@
-"""`rekey`'s progress record is checked when read and never trusted as it stands (pullsecret/operator/rekey_record.py),
-its cutoff is part of its key (every incident re-keys), and its listing stops when the cursor does not move
-(pullsecret/operator/rekey.py `selected`)."""
+"""A run's progress record (the fan-out's and `rekey`'s, one shape: pullsecret/secretstore/progress.py) is checked
+when read and never trusted as it stands; `rekey`'s cutoff is part of its key (every incident re-keys), and its
+listing stops when the cursor does not move (pullsecret/operator/rekey.py `selected`)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,45 @@ import pytest
 
 from pullsecret.errors import TransientError
 from pullsecret.operator import rekey
-from pullsecret.operator.rekey_record import A_REKEY, LEASE_S, RekeyRecord, UntrustedRecord
+from pullsecret.operator.rekey import LEASE_S
+from pullsecret.secretstore.progress import A_REKEY, A_ROTATION, RunRecord, UntrustedRecord
 
 NOW = 1_800_000_000.0
-GOOD = RekeyRecord(
+GOOD = RunRecord(
     key="k", cutoff=NOW - 100, started=NOW - 100, after="cls-a1", rotated=3, holder="ab12", lease_until=NOW + 10
 )
 
 
 def stored(**changed: Any) -> dict[str, str]:
-    value = json.loads(GOOD.encode()[A_REKEY])
+    value = json.loads(GOOD.encode(A_REKEY)[A_REKEY])
     value.update(changed)
     return {A_REKEY: json.dumps(value)}
 
 
+def decode(annotations: dict[str, str], annotation: str = A_REKEY) -> RunRecord | None:
+    return RunRecord.decode(annotations, annotation, now=NOW, max_lease_s=LEASE_S)
+
+
 def test_a_good_record_reads_back() -> None:
-    assert RekeyRecord.decode(GOOD.encode(), now=NOW) == GOOD
-    assert RekeyRecord.decode({}, now=NOW) is None
+    assert decode(GOOD.encode(A_REKEY)) == GOOD
+    assert decode({}) is None
+
+
+def test_the_fan_outs_record_has_the_same_shape_and_reads_back_as_written_before() -> None:
+    # A fan-out's record as pullsecret/source/platform/progress.py wrote it before the two were one.
+    written = {
+        "source": "projects/1/secrets/src",
+        "version": 7,
+        "after": "cls-a1",
+        "done": False,
+        "holder": "ab12",
+        "lease_until": NOW + 100,
+        "nonce": "Xy_-9",
+    }
+    found = decode({A_ROTATION: json.dumps(written)}, A_ROTATION)
+    assert found == RunRecord(
+        source="projects/1/secrets/src", version=7, after="cls-a1", holder="ab12", lease_until=NOW + 100, nonce="Xy_-9"
+    )
 
 
 @pytest.mark.parametrize(
@@ -45,23 +67,21 @@ def test_a_good_record_reads_back() -> None:
         ("rotated", -1, "rotated"),
         ("failed", -5, "failed"),
         ("holder", "x" * 100, "holder"),
-        ("key", None, ""),  # "None" is a key like another: the run's own key never matches it
+        ("nonce", "a b", "nonce"),
+        ("version", -1, "version"),
+        ("key", None, "unreadable"),  # a key is text
         ("cutoff", "soon", "unreadable"),
     ],
 )
 def test_each_forged_field_is_set_aside_with_why(field: str, value: Any, why: str) -> None:
     annotations = stored(**{field: value})
-    if field == "key":
-        found = RekeyRecord.decode(annotations, now=NOW)
-        assert found is not None and found.key == "None"
-        return
     with pytest.raises(UntrustedRecord) as raised:
-        RekeyRecord.decode(annotations, now=NOW)
+        decode(annotations)
     assert why in raised.value.why
 
 
 def test_the_lease_may_lie_a_lease_ahead_not_more() -> None:
-    assert RekeyRecord.decode(stored(lease_until=NOW + LEASE_S), now=NOW) is not None
+    assert decode(stored(lease_until=NOW + LEASE_S)) is not None
 
 
 def test_the_cutoff_is_part_of_the_key_and_defaults_to_the_start_rounded_up() -> None:

@@ -21,9 +21,10 @@ from pullsecret.model.events import SecretVersionAdded
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.progress import A_ROTATION, Ledger, UntrustedRecord, progress_secret_id
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Held, Out, SharedKeys
-from pullsecret.source.platform.progress import Ledger, progress_secret_id
+from pullsecret.source.platform.rotation import LEASE_MARGIN_S
 from pullsecret.source.platform.secret import PlatformSecret
 
 
@@ -127,15 +128,20 @@ class PlatformRekeying(SharedKeys):
         ledger = Ledger(
             self.source.store,
             name=names.secret_name(project, progress_secret_id(settings)),
+            annotation=A_ROTATION,
             labels={},
-            deadline=Deadline(settings.retry_deadline_s),
+            deadline=lambda: Deadline(settings.retry_deadline_s),
+            max_lease_s=settings.rotation_slice_s + LEASE_MARGIN_S,
         )
         began = time.monotonic()
         while True:
             try:
-                record = ledger.load()
+                record = ledger.load(time.time())
             except AdapterError as exc:
                 out(f"watch: the fan-out's record is unreadable: {exc.message}")
+                return 3
+            except UntrustedRecord as exc:
+                out(f"watch: the fan-out's record is not trusted ({exc.why})")
                 return 3
             if record is not None and record.version == names.version_number(newest) and record.done:
                 out(f"watch: every cluster was published for version {record.version}")

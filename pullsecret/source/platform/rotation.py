@@ -15,7 +15,8 @@ believed: the version it names must be the source's newest version, enabled (our
 `latest`, which also gives the secret's project number), or nothing happens (`ignored`). A continuation
 (below) must carry the nonce the progress record holds, or it is `refused`.
 
-Progress record (`progress_secret_id`; one annotation on a secret of its own, compare-and-swap on its etag):
+Progress record (pullsecret.secretstore.progress, `progress_secret_id`; one annotation on a secret of its own,
+compare-and-swap on its etag, checked when read):
 the source secret as Secret Manager names it (project number and id), the version number, the keyset cursor
 (`after`: every cluster id up to it was published), done, the holder (the invocation publishing now) and its
 lease (wall clock), and the continuation nonce. Invariants (tests/protocol/test_rotation_protocol.py explores
@@ -57,12 +58,12 @@ from pullsecret.model.events import CONTINUATION, SecretVersionAdded
 from pullsecret.publishing import Publisher, sentinel_event
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.progress import A_ROTATION, Ledger, RunRecord, UntrustedRecord, progress_secret_id
 from pullsecret.settings.common import Settings
-from pullsecret.source.platform.progress import Ledger, Progress, progress_secret_id
 from pullsecret.source.platform.secret import PlatformSecret
 
 # Named here too for the callers of `rotation` (tests read the attribute name and the record's secret id).
-__all__ = ["CONTINUATION", "Held", "Progress", "fan_out", "progress_secret_id"]
+__all__ = ["CONTINUATION", "Held", "RunRecord", "fan_out", "progress_secret_id"]
 
 PAGE_SIZE = 100
 HAND_ON_RESERVE_S = 5.0  # slice time kept for saving the place and publishing the continuation (at most)
@@ -117,7 +118,7 @@ def _verified_newest(
     return newest
 
 
-def _continues(recorded: Progress | None, nonce: str, *, source: str, number: int) -> bool:
+def _continues(recorded: RunRecord | None, nonce: str, *, source: str, number: int) -> bool:
     """A continuation may take part only with the nonce the record holds for this very fan-out."""
     return (
         recorded is not None
@@ -129,8 +130,8 @@ def _continues(recorded: Progress | None, nonce: str, *, source: str, number: in
 
 
 def _comparable(
-    recorded: Progress | None, *, source: str, number: int, newest: str, secret: PlatformSecret, deadline: Deadline
-) -> Progress | str | None:
+    recorded: RunRecord | None, *, source: str, number: int, newest: str, secret: PlatformSecret, deadline: Deadline
+) -> RunRecord | str | None:
     """The record as this notification may compare with it: None for another source, a done version 0 when the
     source was recreated, "outdated" when a newer version appeared meanwhile."""
     if recorded is not None and recorded.source != source:
@@ -153,8 +154,8 @@ def _comparable(
 
 
 def _claim(
-    ledger: Ledger, recorded: Progress | None, fresh: Progress, *, me: str, now: float, lease: float
-) -> Progress | None:
+    ledger: Ledger, recorded: RunRecord | None, fresh: RunRecord, *, me: str, now: float, lease: float
+) -> RunRecord | None:
     """Become the holder (R1, R2); None when the record changed meanwhile (read it again); raises Held."""
     busy = recorded is not None and recorded.lease_until > now and recorded.holder != me
     if recorded is not None and recorded.version < fresh.version:
@@ -203,12 +204,14 @@ def fan_out(
     ledger = Ledger(
         store,
         name=names.secret_name(project, progress_secret_id(settings)),
+        annotation=A_ROTATION,
         labels={"managed-by": "hyperfleet", "adapter": settings.adapter_name, "resource-type": "rotation-progress"},
-        deadline=deadline,
+        deadline=lambda: deadline,
+        max_lease_s=settings.rotation_slice_s + LEASE_MARGIN_S,
     )
     me = uuid.uuid4().hex
     for _ in range(5):
-        found = ledger.load()
+        found = _loaded(ledger, clock())
         nonce = notification.continuation
         if nonce is not None and not _continues(found, nonce, source=source, number=number):
             log.warning(
@@ -225,7 +228,7 @@ def fan_out(
         claim = _claim(
             ledger,
             recorded,
-            Progress(source, number),
+            RunRecord(source=source, version=number),
             me=me,
             now=clock(),
             lease=settings.rotation_slice_s + LEASE_MARGIN_S,
@@ -253,7 +256,7 @@ def _publish_from(
     settings: Settings,
     notification: SecretVersionAdded,
     *,
-    progress: Progress,
+    progress: RunRecord,
     hyperfleet: HyperFleetClient,
     publisher: Publisher,
     ledger: Ledger,
@@ -330,7 +333,7 @@ def _pace(next_at: float, interval: float) -> float:
     return max(next_at, time.monotonic()) + interval
 
 
-def _reached(progress: Progress, *, after: str, last: bool, lease_until: float) -> Progress:
+def _reached(progress: RunRecord, *, after: str, last: bool, lease_until: float) -> RunRecord:
     """The record once a page is published up to `after`: done and free after the last page, else held on."""
     return dataclasses.replace(
         progress, after=after, done=last, holder="" if last else progress.holder, lease_until=lease_until
@@ -353,11 +356,21 @@ def _flush(futures: list[Any], *, deadline: Deadline, after: str) -> None:
         futures.clear()
 
 
-def _save(ledger: Ledger, at: Progress, *, clock: Callable[[], float]) -> bool:
+def _loaded(ledger: Ledger, now: float) -> RunRecord | None:
+    """The record as checked; one that fails its checks is reported and set aside (the fan-out starts over: R3
+    holds, repeats cost events, never a missed cluster)."""
+    try:
+        return ledger.load(now)
+    except UntrustedRecord as exc:
+        log.warning(f"rotation: the progress record is not trusted ({exc.why}); set aside", operation="rotation")
+        return None
+
+
+def _save(ledger: Ledger, at: RunRecord, *, clock: Callable[[], float]) -> bool:
     """Save `at`; False when a newer rotation took the record (then this fan-out stops: `superseded`)."""
     if ledger.save(at):
         return True
-    theirs = ledger.load()
+    theirs = _loaded(ledger, clock())
     if theirs is not None and (theirs.source, theirs.version) != (at.source, at.version):
         if theirs.lease_until > clock() and not theirs.holder:
             # The newer rotation waits for our lease: free it (best effort), so its redelivery goes at once.
@@ -368,7 +381,7 @@ def _save(ledger: Ledger, at: Progress, *, clock: Callable[[], float]) -> bool:
 
 
 def _hand_on_after(
-    progress: Progress,
+    progress: RunRecord,
     *,
     after: str,
     published: int,
