@@ -42,7 +42,7 @@ from pullsecret.errors import OwnershipConflict
 from pullsecret.logs import log
 from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status_data import StatusData, add_own
 from pullsecret.reconcile.target import names
 from pullsecret.retrying import Deadline
 
@@ -61,7 +61,7 @@ def finalize(
         kube_name=kube_name,
     )
     cleaned = app.delivery.cleanup(leaving, deadline)
-    data.update(cleaned.data)
+    add_own(data, cleaned.data)
     if deleting.project_refused is not None:
         # The spec names a project the function may not use: nothing was written there by this adapter while it is
         # refused, and a deletion must not steer a Secret Manager call into it either (docs/trust.md).
@@ -77,7 +77,7 @@ def finalize(
         data["sm_name"] = secret_name(project, secret_id)
         data["sm_cleanup"] = _delete_secret(app, project, secret_id, deadline)
     revoked = app.source.revoke(cluster_id, deadline)
-    data.update(revoked)
+    add_own(data, revoked)
     message = (
         f"cleanup confirmed: {cleaned.said}; "
         f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"

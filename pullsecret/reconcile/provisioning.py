@@ -97,7 +97,7 @@ class _Reads:
     checks: registry_verification.Pending | None
     latest: secretstore.Latest
     probed: Probed
-    source_data: status_data.StatusData
+    source_data: status_data.OwnData
     source_wrote: bool = False  # the source created something for this event (the service's POST)
 
 
@@ -264,8 +264,8 @@ class Provisioning:
     ) -> Outcome:
         """Stale, applied or unchanged, with what was repaired, the lineage and the retention; sent."""
         app, act = self.app, self.act
-        data.update(app.delivery.status_data(self.target.where, applied, stored_written=stored.written))
-        data.update(reads.source_data)
+        status_data.add_own(data, app.delivery.status_data(self.target.where, applied, stored_written=stored.written))
+        status_data.add_own(data, reads.source_data)
         if applied.stale:
             stale = status.stale(act.generation, applied.recorded_generation, data)
             return outcome.report(app, self.target.cluster_id, "stale", with_registries(stale, reads.checks))

@@ -1,54 +1,35 @@
 """The settings of a cold start: the common settings (pullsecret.settings.common), and each registered implementation's
 own.
 
-`common.load` reads and checks what every deployment has; the delivery modes and the sources own their settings:
-KUBERNETES_DELIVERY accepts the registered modes (pullsecret.delivery.modes.MODES), a mode's package may hold a
-`settings` module whose `read(env, mode)` checks its variables (called for every registered mode, so that a mode
-refuses its variables under another), and a source's registration may name a `settings(env)` reader. A reader
-answers Settings fields by name; a name Settings does not have lands in `Settings.options`, for the
-implementation to read back.
+`common.load` reads and checks what every deployment has; the registries choose among implementations
+(KUBERNETES_DELIVERY names one of pullsecret.delivery.modes.MODES; pullsecret.source.sources.selected finds the one
+source whose variable is set), and every registered mode and source reads its own settings record with its
+registration's `settings` reader, told which one was chosen (so that each refuses its variables under another). The
+records land in `Settings.own`, one per record class; an implementation reads its own back with `Settings.of`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
 import os
-import pkgutil
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from pullsecret.delivery import modes
 from pullsecret.settings import common, envvars
 from pullsecret.settings.common import Settings
 from pullsecret.source import sources
 
-ModeReader = Callable[[Mapping[str, str], str], dict[str, Any]]
-
-
-def mode_readers() -> Iterator[ModeReader]:
-    """Each registered mode's settings reader (its package's `settings.read`), importing only those modules: a
-    mode's package is looked into, not imported, unless it has one (direct mode's stays out of another's start)."""
-    for module in modes.MODES.values():
-        package = importlib.util.find_spec(module.rpartition(".")[0])
-        places = (package.submodule_search_locations or []) if package is not None else []
-        if any(found.name == "settings" for found in pkgutil.iter_modules(places)):
-            yield importlib.import_module(module.rpartition(".")[0] + ".settings").read
-
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate every setting; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
     shared = common.load(env)
-    mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", tuple(modes.MODES), upper=False)
-    values: dict[str, Any] = {"kubernetes_delivery": mode}
-    for read in mode_readers():
-        values.update(read(env, mode))
-    for registered in sources.SOURCES:
-        if registered.settings is not None:
-            values.update(registered.settings(env))
-    known = {f.name for f in dataclasses.fields(Settings)}
-    options = {name: value for name, value in values.items() if name not in known}
-    owned = {name: value for name, value in values.items() if name in known}
-    return dataclasses.replace(shared, **owned, options={**shared.options, **options})
+    mode = envvars.choice(env, "KUBERNETES_DELIVERY", "direct", modes.names(), upper=False)
+    source = sources.selected(env)
+    own = [registered.settings(env, mode) for registered in modes.MODES if registered.settings is not None]
+    own += [registered.settings(env, source) for registered in sources.SOURCES if registered.settings is not None]
+    kinds = [type(record) for record in own]
+    if len(set(kinds)) != len(kinds):  # one would shadow the other in Settings.of
+        shared_kinds = sorted({kind.__qualname__ for kind in kinds if kinds.count(kind) > 1})
+        raise TypeError(f"two registered implementations read one settings record class: {shared_kinds}")
+    return dataclasses.replace(shared, kubernetes_delivery=mode, source=source, own=tuple(own))
