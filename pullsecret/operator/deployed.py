@@ -106,11 +106,22 @@ def differences(local: Mapping[str, str], deployed: Mapping[str, str], *, there:
     if mine is None or theirs is None:  # one side does not even load: compare what is written
         names = sorted(n for n in RESULT_VARIABLES if _shown(local, n) != _shown(deployed, n))
     else:
+        common = [f for f in mine if f not in IMPLEMENTATIONS]
         names = sorted(
-            {f.upper() for f in mine if mine[f] != theirs[f] and f.upper() in RESULT_VARIABLES}
-            | {n for f in mine if mine[f] != theirs[f] and f.upper() not in RESULT_VARIABLES for n in _named(f)}
+            {f.upper() for f in common if mine[f] != theirs[f] and f.upper() in RESULT_VARIABLES}
+            | {n for f in common if mine[f] != theirs[f] and f.upper() not in RESULT_VARIABLES for n in _named(f)}
         )
+        if any(mine[f] != theirs[f] for f in IMPLEMENTATIONS):
+            # A mode's or a source's own settings differ (its record, Settings.own): each of its variables is named
+            # when written differently, as no common field accounts for it.
+            accounted = {n for f in common for n in (f.upper(), *_named(f))}
+            written = {n for n in RESULT_VARIABLES - accounted if _shown(local, n) != _shown(deployed, n)}
+            names = sorted({*names, *written})
     return [f"{name}: here {_shown(local, name)}, {there} {_shown(deployed, name)}" for name in names]
+
+
+# The Settings fields that hold the implementations' own settings (each a record whose fields are no variable's name).
+IMPLEMENTATIONS = ("own", "source")
 
 
 def _named(field: str) -> set[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pullsecret.delivery.direct.mode import WORDING
+from pullsecret.delivery.direct.registration import WORDING
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
 from pullsecret.registry.credentials import Credential, beyond_per_host, credential_of, hostname_of, registry_host
