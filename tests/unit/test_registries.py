@@ -18,9 +18,13 @@ import pytest
 
 from pullsecret.delivery import modes
 from pullsecret.model import status
+from pullsecret.settings import configured
+from pullsecret.settings.common import Settings
 from pullsecret.source import sources
+from pullsecret.source.platform.settings import PlatformSettings
 
 ROOT = Path(__file__).resolve().parents[2]
+VERSION = "projects/p/secrets/s/versions/1"
 REGISTRATIONS = [*modes.MODES, *sources.SOURCES]
 # Words an implementation declares that the model also uses for something else, each with what it is there.
 HOMONYMS = {
@@ -121,3 +125,21 @@ def test_an_external_secrets_cold_start_imports_none_of_direct_modes_machinery()
     assert not {m for m in loaded if m.split(".")[0] == "kubernetes"}
     # No source was built: each source's machinery stays out too (its registration and settings are read).
     assert not loaded & {"pullsecret.source.platform.source", "pullsecret.source.service.source"}
+
+
+def test_two_registrations_reading_one_settings_record_class_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings.of finds a record by its class: a second one of the same class would shadow the first."""
+    platform = sources.registration("platform")
+    twin = dataclasses.replace(platform, name="twin", selected_by="TWIN_SOURCE")
+    monkeypatch.setattr(sources, "SOURCES", (*sources.SOURCES, twin))
+    with pytest.raises(TypeError, match="PlatformSettings"):
+        configured.load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "TWIN_SOURCE": "x"})
+
+
+def test_a_record_is_read_back_by_its_class_and_replaced_by_one_of_its_class() -> None:
+    settings = configured.load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": VERSION})
+    assert settings.of(PlatformSettings).version == VERSION
+    moved = settings.with_own(PlatformSettings("projects/p/secrets/t/versions/2"))
+    assert moved.of(PlatformSettings).version == "projects/p/secrets/t/versions/2"
+    assert len(moved.own) == len(settings.own)  # replaced, not added beside it
+    assert Settings(hyperfleet_api_url="x").of(PlatformSettings) == PlatformSettings()  # by hand: its defaults
