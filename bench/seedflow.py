@@ -18,13 +18,13 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret.delivery.direct.registration import WORDING
+from pullsecret import configured
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.identity.google import RuntimeIdentity, authorized_channel, secret_manager_client
 from pullsecret.model import dockerconfig, events, preconditions, status
 from pullsecret.secretstore import sm_labels
-from pullsecret.settings import configured
 from pullsecret.settings.common import Settings
 from pullsecret.source.platform.settings import PlatformSettings
 

@@ -1,6 +1,6 @@
 """The delivery modes by KUBERNETES_DELIVERY value: adding a mode is one package (its `registration` module's
 REGISTRATION: its value, words, settings record, declarations and factory; its machinery beside it) and one line
-here (the values KUBERNETES_DELIVERY accepts are these names: pullsecret.settings.configured).
+here (the values KUBERNETES_DELIVERY accepts are these names: pullsecret.configured).
 
 One shape with pullsecret.source.sources: a tuple of registrations, each imported from its package's `registration`
 module, which imports none of the mode's machinery (a registration's factory imports it when the mode is built):

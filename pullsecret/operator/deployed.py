@@ -18,9 +18,9 @@ import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pullsecret import configured
 from pullsecret.errors import ConfigError
 from pullsecret.operator.settings import RESULT_VARIABLES
-from pullsecret.settings import configured
 
 FUNCTION_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/functions/([^/]+)$")
 ENV_NAME = "PULLSECRET_DEPLOYED_FUNCTION"

@@ -108,7 +108,7 @@ class Settings:
     # (registry, realm) host names whose token realm lies on another registrable domain (REGISTRY_TRUSTED_REALMS).
     registry_trusted_realms: tuple[tuple[str, str], ...] = (("registry.redhat.io", "sso.redhat.com"),)
     registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
-    # Each registered mode's and source's own settings record, one per record class (pullsecret.settings.configured
+    # Each registered mode's and source's own settings record, one per record class (pullsecret.configured
     # reads them all); an implementation reads its own with `of`.
     own: tuple[object, ...] = ()
 
@@ -282,7 +282,7 @@ def _deployment_id(env: Mapping[str, str], api_url: str) -> str:
 
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
-    """The common settings (each delivery mode's and source's own: pullsecret.settings.configured.load, which calls this
+    """The common settings (each delivery mode's and source's own: pullsecret.configured.load, which calls this
     first); raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())

@@ -41,5 +41,5 @@ def registration(name: str) -> Registration:
 
 
 def build(wiring: Wiring) -> Source:
-    """The source the configuration selected (pullsecret.settings.configured: `Settings.source`)."""
+    """The source the configuration selected (pullsecret.configured: `Settings.source`)."""
     return registration(wiring.settings.source).build(wiring)

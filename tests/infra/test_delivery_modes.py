@@ -17,9 +17,9 @@ import yaml
 
 from emulators.iam_terraform import Grant, Module, service_account_grants
 from emulators.stack import TERRAFORM_VARIABLES
+from pullsecret.configured import load
 from pullsecret.delivery.direct.kubesecret import DOCKERCONFIGJSON, KEY
 from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
-from pullsecret.settings.configured import load
 
 NUMBER = "123456789012"
 TERRAFORM_LOCALS = Module(TERRAFORM_VARIABLES, project_number=lambda _p: NUMBER)._locals

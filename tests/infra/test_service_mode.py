@@ -19,7 +19,8 @@ from hcl2 import SerializationOptions
 
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.stack import PROJECT_ID, TERRAFORM_VARIABLES
-from pullsecret.settings import common, configured
+from pullsecret import configured
+from pullsecret.settings import common
 from pullsecret.source.platform.settings import PlatformSettings
 from pullsecret.source.service import settings as service_settings
 from pullsecret.source.service.settings import ServiceSettings

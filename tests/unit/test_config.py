@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
-from pullsecret.settings.configured import load
 from pullsecret.source.platform.settings import PlatformSettings
 from pullsecret.source.service.settings import ServiceSettings
 

@@ -8,6 +8,7 @@ import re
 import pytest
 from google.iam.v1 import policy_pb2  # type: ignore[import-untyped]
 
+from pullsecret.configured import load
 from pullsecret.delivery.external_secrets.mode import (
     ACCESSOR,
     RefusedPrincipal,
@@ -20,7 +21,6 @@ from pullsecret.delivery.external_secrets.mode import (
 )
 from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
 from pullsecret.errors import ConfigError, TerminalError
-from pullsecret.settings.configured import load
 
 TEMPLATE = (
     "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"

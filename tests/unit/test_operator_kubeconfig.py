@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
+from pullsecret import configured
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Wiring
 from pullsecret.delivery.direct.settings import DirectSettings
@@ -15,7 +16,6 @@ from pullsecret.errors import ConfigError
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.operator import cli
 from pullsecret.retrying import Deadline
-from pullsecret.settings import configured
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 KUBECONFIG = """\

@@ -1,7 +1,7 @@
 """The recipe of docs/design.md ("Adding a delivery mode or a source"): a throwaway mode and a throwaway source, each
 one package written here into a temporary directory beside the others (on the path of pullsecret.delivery and
 pullsecret.source) plus one registration line, are accepted by the function's own configuration
-(`pullsecret.settings.configured.load`, then the registries' `build`), alone and beside the registered ones (two
+(`pullsecret.configured.load`, then the registries' `build`), alone and beside the registered ones (two
 sources selected at once: one error naming every registered variable); their declared reasons and status keys reach
 the reports; they pass the conformance story (tests/unit/conformance.py) with every registered source and mode,
 reading no other implementation; and the fence (tests/unit/fence.py) finds them until the contracts name them."""
@@ -22,7 +22,7 @@ import pytest
 
 import pullsecret.delivery
 import pullsecret.source
-from pullsecret import declared
+from pullsecret import configured, declared
 from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery
@@ -30,7 +30,6 @@ from pullsecret.errors import ConfigError
 from pullsecret.model import events, status
 from pullsecret.model.status_data import StatusData
 from pullsecret.retrying import Deadline
-from pullsecret.settings import configured
 from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources

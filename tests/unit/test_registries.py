@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.delivery import modes
 from pullsecret.model import status
-from pullsecret.settings import configured
 from pullsecret.settings.common import Settings
 from pullsecret.source import sources
 from pullsecret.source.platform.settings import PlatformSettings
@@ -106,7 +106,7 @@ def test_an_external_secrets_cold_start_imports_none_of_direct_modes_machinery()
     """The registries import each mode's registration, never its machinery (the factory imports it when built)."""
     code = (
         "import sys, json\n"
-        "from pullsecret.settings import configured\n"
+        "from pullsecret import configured\n"
         "from pullsecret.delivery import base, modes\n"
         "settings = configured.load({'HYPERFLEET_API_URL': 'http://127.0.0.1:8000',"
         " 'PULL_SECRET_SOURCE': 'projects/p/secrets/s/versions/1', 'KUBERNETES_DELIVERY': 'external-secrets',"
@@ -121,7 +121,11 @@ def test_an_external_secrets_cold_start_imports_none_of_direct_modes_machinery()
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "pullsecret.delivery.external_secrets.mode" in loaded
     direct = {m for m in loaded if m.startswith("pullsecret.delivery.direct.")}
-    assert direct == {"pullsecret.delivery.direct.registration", "pullsecret.delivery.direct.settings"}
+    assert direct == {
+        "pullsecret.delivery.direct.registration",
+        "pullsecret.delivery.direct.reports",
+        "pullsecret.delivery.direct.settings",
+    }
     assert not {m for m in loaded if m.split(".")[0] == "kubernetes"}
     # No source was built: each source's machinery stays out too (its registration and settings are read).
     assert not loaded & {"pullsecret.source.platform.source", "pullsecret.source.service.source"}

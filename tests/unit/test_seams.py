@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.delivery import modes
 from pullsecret.errors import ConfigError
 from pullsecret.model.preconditions import Act, Placement
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.settings import configured
 from pullsecret.source import base, sources
 from pullsecret.source.platform.secret import PlatformSecret
 from pullsecret.source.platform.source import PlatformSource

@@ -6,7 +6,7 @@ import io
 import json
 from datetime import UTC, datetime
 
-from pullsecret.delivery.direct.registration import WORDING
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.logs import Logger, event_context, parse_trace, protect
 from pullsecret.model import status
 

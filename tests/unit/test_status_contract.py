@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pullsecret.declared import WORDS
-from pullsecret.delivery.direct.registration import WORDING
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.model import status
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from pullsecret.declared import WORDS
-from pullsecret.delivery.direct.registration import WORDING
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.delivery.external_secrets import mode as external_secrets_mode
 from pullsecret.model import status
 

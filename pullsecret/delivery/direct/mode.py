@@ -29,7 +29,7 @@ from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis, OperatorClusters
-from pullsecret.delivery.direct.registration import WORDING, DirectData
+from pullsecret.delivery.direct.reports import WORDING, DirectData
 from pullsecret.delivery.direct.settings import MODE, DirectSettings
 from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError

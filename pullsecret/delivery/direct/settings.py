@@ -1,6 +1,6 @@
 """Direct mode's settings (PULLSECRET_OPERATOR_KUBECONFIG), read and checked at cold start whichever mode is chosen.
 
-pullsecret.settings.configured calls `read` for every registered mode (its registration names it). This mode's one
+pullsecret.configured calls `read` for every registered mode (its registration names it). This mode's one
 setting is the operator's, not the function's: a kubeconfig the operator CLI's `inspect` and `fleet` read direct
 mode's Secret with (pullsecret.delivery.direct.operator_kubeconfig, which builds its client with `load`). Under
 another mode it is ignored, not refused: the playground's env file exports it whichever mode it runs.

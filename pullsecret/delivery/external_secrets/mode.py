@@ -54,7 +54,7 @@ from pullsecret.delivery.base import (
     Wording,
 )
 from pullsecret.delivery.external_secrets import doctor as doctor_external_secrets
-from pullsecret.delivery.external_secrets.registration import WORDING, ExternalSecretsData
+from pullsecret.delivery.external_secrets.reports import WORDING, ExternalSecretsData
 from pullsecret.delivery.external_secrets.settings import MODE, ExternalSecretsSettings
 from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google

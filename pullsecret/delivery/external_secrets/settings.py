@@ -1,6 +1,6 @@
 """External Secrets mode's settings (EXTERNAL_SECRETS_*), read and checked at cold start whichever mode is chosen.
 
-pullsecret.settings.configured calls `read` for every registered mode (its registration names it): the chosen mode
+pullsecret.configured calls `read` for every registered mode (its registration names it): the chosen mode
 validates its own settings, another mode refuses what only this one reads.
 """
 

@@ -4,22 +4,10 @@ machinery until built."""
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from pullsecret.model.status import Declared
 from pullsecret.source.base import Registration, Source, Wiring
 from pullsecret.source.platform import settings
-
-
-class PlatformData(TypedDict, total=False):
-    """The platform source's own status `data` keys: none (one pull secret shared by every cluster)."""
-
-
-# What a cluster's owner reads for this source's own failures (docs/contract.md's table).
-REASONS = {
-    "SourceNotFound": "The platform's registry credentials were not found; the platform team must restore them.",
-    "SourceUnavailable": "The platform's registry credentials are unusable; the platform team must fix them.",
-}
+from pullsecret.source.platform.reports import REASONS, PlatformData
 
 
 def build(wiring: Wiring) -> Source:

@@ -1,5 +1,5 @@
 """The platform source's settings (PULL_SECRET_SOURCE, PULL_SECRET_SOURCE_TTL), read and checked at cold start
-(pullsecret.settings.configured)."""
+(pullsecret.configured)."""
 
 from __future__ import annotations
 

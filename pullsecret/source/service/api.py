@@ -47,7 +47,7 @@ from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.source.service import tries
-from pullsecret.source.service.registration import ServiceData
+from pullsecret.source.service.reports import ServiceData
 
 SERVICE = "pullsecretservice"
 SHOWN = "Pull Secret Service"

@@ -1,5 +1,5 @@
 """The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked at cold start
-(pullsecret.settings.configured). Which source is selected is the registry's choice (pullsecret.source.sources)."""
+(pullsecret.configured). Which source is selected is the registry's choice (pullsecret.source.sources)."""
 
 from __future__ import annotations
 

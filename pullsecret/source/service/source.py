@@ -44,8 +44,8 @@ from pullsecret.source.service.api import (
     PullSecretServiceClient,
     ServiceAnswer,
 )
-from pullsecret.source.service.registration import ServiceData
 from pullsecret.source.service.rekey import ServiceRekeying
+from pullsecret.source.service.reports import ServiceData
 from pullsecret.source.service.settings import NAME, ServiceSettings
 
 
