@@ -41,6 +41,17 @@ class TransientError(AdapterError):
     default_reason = "TransientFailure"
 
 
+class RateLimited(TransientError):
+    """A service's rate limit refused the call (429): `retry_after_s` is how long it asks the caller to wait. An
+    event is redelivered all the same (Pub/Sub's backoff); a long-running caller (`rekey`) waits it out."""
+
+    def __init__(
+        self, message: str, *, retry_after_s: float, reason: str | None = None, service: str | None = None
+    ) -> None:
+        super().__init__(message, reason=reason, service=service)
+        self.retry_after_s = retry_after_s
+
+
 class TerminalError(AdapterError):
     """A failure no retry can fix (bad input, ownership, permissions): reported, then acknowledged."""
 

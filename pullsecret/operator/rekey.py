@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pullsecret.errors import AdapterError, TransientError
+from pullsecret.errors import AdapterError, RateLimited, TransientError
 from pullsecret.model import events, names, preconditions
 from pullsecret.operator import convergence
 from pullsecret.publishing import Publisher, sentinel_event
@@ -517,18 +517,15 @@ class _Step:
         return self._honouring_429(str(cluster["id"]), check=not self.request.compromise or near)
 
     def _honouring_429(self, cluster_id: str, *, check: bool) -> Rekeyed:
-        """The source's step; a 429 (a TransientError with `retry_after_s`) waits its Retry-After and asks again."""
+        """The source's step; a 429 (RateLimited) waits its Retry-After and asks again."""
         for _ in range(MAX_RATE_LIMITED):
             try:
                 return self.rekeying.rotate(
                     cluster_id, cutoff=self.cutoff, compromise=self.request.compromise, check=check
                 )
-            except TransientError as exc:
-                retry_after = getattr(exc, "retry_after_s", None)
-                if retry_after is None:
-                    raise
+            except RateLimited as exc:
                 self.limited += 1
-                self.sleep(float(retry_after))
+                self.sleep(exc.retry_after_s)
         raise TransientError(
             f"the service answered 429 {MAX_RATE_LIMITED} times for cluster {cluster_id}: its limits are lower than "
             "--service-limits says",
