@@ -1,6 +1,6 @@
 """The recipe of docs/design.md ("Adding a delivery mode or a source"): a throwaway mode and a throwaway source,
 each one package written here into a temporary directory plus one registration line, pass the conformance story
-(tests/unit/conformance.py) with every registered source and mode, reading no other implementation; the
+(tests/fakes/conformance.py) with every registered source and mode, reading no other implementation; the
 configuration accepts the mode, and its own settings (its package's settings module), with nothing else changed."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Notified, Rekeyed, Source
-from tests.unit import conformance
+from tests.fakes import conformance
 
 # One package per implementation, using only the seams' neutral types: a delivery that keeps what it delivers in
 # a dict (its "cluster"), a source that mints a pull secret per cluster (its "service").

@@ -10,8 +10,8 @@ import pytest
 
 from emulators.hyperfleet.rules import MASKED_KEY_PATTERNS
 from pullsecret.model.status_data import Retention, StatusData
-from tests.protocol import lifecycle_world
-from tests.unit import conformance
+from tests.fakes import conformance
+from tests.fakes.hyperfleet import HyperFleet
 
 DECLARED = set(typing.get_type_hints(StatusData))
 
@@ -21,20 +21,18 @@ def test_no_declared_key_is_masked(key: str) -> None:
     assert not [p for p in MASKED_KEY_PATTERNS if p in key.lower()]
 
 
-@pytest.mark.parametrize("source", sorted(conformance.SOURCE_KITS))
-@pytest.mark.parametrize("mode", sorted(conformance.DELIVERY_KITS))
-def test_every_key_a_report_carries_is_declared(mode: str, source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_key_a_report_carries_is_declared(kits: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """Each registered mode x source through the conformance story (provisioning, a change, a repair, a
     deletion): every report's `data` keys are StatusData's."""
     sent: list[dict[str, Any]] = []
-    report_status = lifecycle_world.HyperFleet.report_status
+    report_status = HyperFleet.report_status
 
-    def recorded(self: lifecycle_world.HyperFleet, cluster_id: str, body: dict[str, Any]) -> int:
+    def recorded(self: HyperFleet, cluster_id: str, body: dict[str, Any]) -> int:
         sent.append(body)
         return report_status(self, cluster_id, body)
 
-    monkeypatch.setattr(lifecycle_world.HyperFleet, "report_status", recorded)
-    conformance.story(conformance.DELIVERY_KITS[mode](), conformance.SOURCE_KITS[source]())
+    monkeypatch.setattr(HyperFleet, "report_status", recorded)
+    conformance.story(*kits)
     assert len(sent) >= 4
     undeclared = {key for body in sent for key in body["data"]} - DECLARED
     assert not undeclared, f"reported but not declared in StatusData: {sorted(undeclared)}"
