@@ -13,10 +13,12 @@ implementation through its registration's factory (pullsecret/delivery/*/mode.py
 pullsecret/source/*/source.py REGISTRATION) and hands it the in-memory double of the external service its own client
 talks to, and answers, in words every mode shares, what the management cluster's namespace would see
 (`delivered`), how to damage it (`damage`), and, for a source, how its pull secret changes (`change`) and whether it
-still holds a credential for the cluster (`holds`). Where the factory builds a network client from the settings (the
-direct mode's GKE and Kubernetes clients, the Pull Secret Service's HTTP client), the kit puts the double in that
-client's place on what the factory built (`DirectDelivery.clusters` and `.kube`, `ServiceSource.client`); the
-external-secrets mode and the platform source take the shared Secret Manager client and the store from their wiring.
+still holds a credential for the cluster (`holds`). Where the factory builds a network client from the settings, the
+kit puts the double in that client's place on what the factory built: the direct mode's GKE lookup and connection
+(`DirectDelivery.clusters`: the factory's own Secrets writer and admission-policy guard then talk, through the
+product's SecretsApi, to a management cluster's API server in this process, tests/fakes/kubernetes.py), and the Pull
+Secret Service's HTTP client (`ServiceSource.client`); the external-secrets mode and the platform source take the
+shared Secret Manager client and the store from their wiring.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from pullsecret.source import sources
 from pullsecret.source.base import Source
 from pullsecret.source.service.source import ServiceSource
 from tests.fakes.hyperfleet import HyperFleet
-from tests.fakes.kubernetes import FakeClusters, FakeKubeSecrets
+from tests.fakes.kubernetes import ControlPlane, InProcessClusters
 from tests.fakes.pullsecretservice import Service, document
 from tests.fakes.runtime import Calm, InlineExecutor, NoRegistryChecks
 from tests.fakes.secretmanager import Secret, SecretManager
@@ -77,8 +79,10 @@ SETTINGS = Settings(
 )
 
 
-IDENTITY = RuntimeIdentity("p", "fn@p.iam")  # no call: the factories read its e-mail (None here) and hold it
 RUNTIME = "fn@p.iam.gserviceaccount.com"
+# The runtime identity's credentials as the factories read them (its e-mail; no token is asked for: no client here
+# calls Google with it).
+IDENTITY = RuntimeIdentity(pytypes.SimpleNamespace(service_account_email=RUNTIME), "p")  # type: ignore[arg-type]
 
 
 @dataclass
@@ -101,7 +105,12 @@ class World:
 class DeliveryKit(Protocol):
     def settings(self, settings: Settings) -> Settings: ...
 
-    def build(self, world: World, settings: Settings) -> Delivery: ...
+    def build(self, world: World, settings: Settings) -> Delivery:
+        """The mode as the function builds it (its registration's factory), calling as the runtime identity."""
+
+    def operator(self, world: World, settings: Settings) -> Delivery:
+        """The mode as the operator's CLI builds it, calling with the operator's own credentials (inspect and fleet
+        read what the runtime identity may not)."""
 
     def delivered(self, world: World) -> bytes | None:
         """What the cluster's namespace would hold as its pull secret (None: nothing)."""
@@ -138,27 +147,33 @@ def source_wiring(world: World, settings: Settings) -> source_base.Wiring:
 
 @dataclass
 class DirectKit:
-    kube: FakeKubeSecrets = field(default_factory=FakeKubeSecrets)
+    plane: ControlPlane = field(default_factory=lambda: ControlPlane(RUNTIME, (NAMESPACE,)))
 
     def settings(self, settings: Settings) -> Settings:
         return replace(settings, kubernetes_delivery="direct")
 
     def build(self, world: World, settings: Settings) -> Delivery:
-        """The registered factory's `DirectDelivery`, its GKE-and-API-server clients replaced by the in-memory
-        Kubernetes (its admission policy's rules: an apply never goes back)."""
+        """The registered factory's `DirectDelivery` (its Secrets writer and admission-policy guard as built), its
+        GKE lookup and connection replaced by the in-process control plane, called as the runtime identity."""
+        return self._built(world, settings, ControlPlane.RUNTIME_TOKEN)
+
+    def operator(self, world: World, settings: Settings) -> Delivery:
+        """The same, as the operator's CLI calls it: with the operator's own credentials (who may read Secrets)."""
+        return self._built(world, settings, ControlPlane.OPERATOR_TOKEN)
+
+    def _built(self, world: World, settings: Settings, token: str) -> Delivery:
         built = modes.factory("direct")(delivery_wiring(world, settings))
         assert isinstance(built, DirectDelivery), built
-        built.clusters = FakeClusters()
-        built.kube = self.kube  # type: ignore[assignment]
+        built.clusters = InProcessClusters(self.plane, token)
         return built
 
     def delivered(self, world: World) -> bytes | None:
-        live = self.kube.secrets.get((NAMESPACE, KUBE_NAME))
+        live = self.plane.emulator.get_secret(NAMESPACE, KUBE_NAME)
         return None if live is None else base64.b64decode(live["data"][kubesecret.KEY])
 
     def damage(self, world: World) -> None:
         """Someone deletes our Secret on the management cluster."""
-        del self.kube.secrets[(NAMESPACE, KUBE_NAME)]
+        assert self.plane.emulator.delete_secret(NAMESPACE, KUBE_NAME)
 
 
 class ExternalSecretsKit:
@@ -168,6 +183,10 @@ class ExternalSecretsKit:
     def build(self, world: World, settings: Settings) -> Delivery:
         """The registered factory's, over the shared Secret Manager client (its IAM policy methods faked too)."""
         return modes.factory("external-secrets")(delivery_wiring(world, settings))
+
+    def operator(self, world: World, settings: Settings) -> Delivery:
+        """As the operator's CLI builds it: the same (this mode calls Secret Manager only)."""
+        return self.build(world, settings)
 
     def delivered(self, world: World) -> bytes | None:
         """External Secrets Operator syncs the latest version when the namespace's principal may access it."""
@@ -274,6 +293,11 @@ class Staged:
     source: Source
     app: Application
 
+    def operator(self) -> Application:
+        """The operator's CLI over the same services: the same mode built with the operator's own credentials."""
+        delivery = self.delivery_kit.operator(self.world, self.settings)
+        return application(self.world.hyperfleet, self.world.store(), delivery, self.source, self.settings)
+
     def reconcile(self) -> Outcome:
         return entry.run(self.app, CID, Deadline(30.0))
 
@@ -326,8 +350,9 @@ def story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
 
 
 def dry_run_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
-    """`reconcile --dry-run` (pullsecret.operator.dryrun.plan) before the first provisioning, in the steady state
-    and after a change at the source: it says whether the reconcile would write, and writes nothing itself."""
+    """`reconcile --dry-run` (pullsecret.operator.dryrun.plan) before the first provisioning, in the steady state,
+    after a change at the source and after the delivered copy was damaged: it says whether the reconcile would write,
+    and writes nothing itself."""
     stage = staged(delivery_kit, source_kit)
     world = stage.world
 
@@ -348,6 +373,9 @@ def dry_run_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     assert plan.result == "would-write", ("change", plan)
     stage.reconcile()
     assert planned().result == "unchanged"
+    delivery_kit.damage(world)
+    planned()  # what it says depends on what the mode can see of the damage; it repairs nothing
+    assert delivery_kit.delivered(world) != world.sm.latest(SECRET), "the dry run repaired the delivered copy"
 
 
 def where(stage: Staged) -> Where:
@@ -358,25 +386,26 @@ def where(stage: Staged) -> Where:
 
 
 def operator_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
-    """The operator's views of a provisioned cluster, then of its deletion: inspect shows the delivery in sync (or
-    says the mode has no view of the delivered content) and no credential; fleet's strays on the live cluster and
-    what a gone cluster left behind are none; none of it writes."""
+    """The operator's views (their CLI, their own credentials) of a provisioned cluster, then of its deletion:
+    inspect shows the delivery in sync (or says the mode has no view of the delivered content) and no credential;
+    fleet's strays on the live cluster and what the finalized cluster left behind are none; none of it writes."""
     stage = staged(delivery_kit, source_kit)
-    world, delivery = stage.world, stage.delivery
+    operator = stage.operator()
+    world, delivery = stage.world, operator.delivery
     stage.reconcile()
     target = where(stage)
     before = world.written()
 
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown):
-        assert inspect.run(stage.app, CID) == inspect.EXIT_OK
+        assert inspect.run(operator, CID) == inspect.EXIT_OK
     report = json.loads(shown.getvalue())
     assert report["in_sync"] in (True, inspect.NOT_APPLICABLE), report
     assert "error" not in report["kubernetes"] and report["secret_manager"]["name"] == SECRET, report
     assert not [secret for secret in stage.credentials() if secret in shown.getvalue()], "inspect showed a credential"
 
     assert delivery.strays(target, Deadline(30.0)) == [], "strays on a freshly provisioned cluster"
-    assert world.written() == before, "inspect or strays wrote"
+    assert (world.written(), delivery_kit.delivered(world)) == (before, world.sm.latest(SECRET)), "the views wrote"
 
     world.hyperfleet.soft_delete(CID)
     stage.reconcile()
@@ -386,8 +415,9 @@ def operator_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
 
 
 def doctor_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
-    """The doctor's checks the mode and the source declare (pullsecret.doctor.run runs them) each answer at least
-    one line under their own name, and write nothing, before the first provisioning and after it."""
+    """The doctor's checks the mode and the source declare (pullsecret.doctor.run runs them as the runtime
+    identity), against services set up as Terraform sets them up: before the first provisioning none fails (a
+    check with nothing to look at yet says so), after it every one passes; none writes anything."""
     stage = staged(delivery_kit, source_kit)
     world = stage.world
     checks = [*stage.delivery.doctor_checks(), *stage.source.doctor_checks()]
@@ -395,18 +425,15 @@ def doctor_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     for provisioned in (False, True):
         if provisioned:
             stage.reconcile()
-        ctx = Context(
-            stage.settings,
-            RUNTIME,
-            world.hyperfleet,
-            world.sm,
-            NoRegistryChecks(),  # type: ignore[arg-type]
-        )
+        ctx = Context(stage.settings, RUNTIME, world.hyperfleet, world.sm, NoRegistryChecks())  # type: ignore[arg-type]
+        ctx.cluster_projects = {CID: PROJECT}  # what the hyperfleet-api check learns from the listed clusters
         before = world.written()
-        for check in checks:
-            lines = guarded(check.run, ctx, check.name)
-            assert lines, (check.name, "answered no line")
+        lines = [line for check in checks for line in guarded(check.run, ctx, check.name)]
         assert world.written() == before, "a doctor check wrote"
+        assert lines, "the checks answered no line"
+        wanted = (True,) if provisioned else (True, None)
+        failed = [f"{line.check}: {line.ok} {line.text} ({line.fix})" for line in lines if line.ok not in wanted]
+        assert not failed, ("provisioned" if provisioned else "before the first provisioning", failed)
 
 
 def rekey_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:

@@ -2,20 +2,28 @@
 
 As pullsecret/delivery/direct/kubesecret.py and the admission policy have it: the Secret records the generation it
 was applied for; an apply never goes back; a delete of an absent Secret is done. Two doubles: `Kube`, a whole
-`Delivery` for the interleaving explorer (every call a scheduling point), and `FakeKubeSecrets` with `FakeClusters`,
-the parts of the direct mode's own `DirectDelivery` that talk to GKE and the API server (the conformance kit).
+`Delivery` for the interleaving explorer (every call a scheduling point), and `ControlPlane`, a management cluster's
+API server in this process (the Kubernetes emulator's own request handling behind an `InProcessPool`, no socket),
+which the direct mode's own `DirectDelivery`, as its registered factory builds it, reaches through `InProcessClusters`
+in place of GKE and the network (the conformance kit).
 """
 
 from __future__ import annotations
 
+import http
+import io
 import json
-import types as pytypes
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+import urllib3
+
+from emulators.faults import FaultBook
+from emulators.kubernetes import KubernetesEmulator
+from emulators.kubernetes.manifests import render
 from pullsecret.delivery.base import Cleaned, Delivered, Desired, DryRun, Leaving, Stray, Where, Wording
-from pullsecret.delivery.direct import kubesecret
-from pullsecret.delivery.direct.kubesecret import DesiredSecret
+from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.mode import WORDING
 from pullsecret.model.preconditions import Placement
 from pullsecret.retrying import Deadline
@@ -98,44 +106,71 @@ class Kube:
         return "absent" if held is None else json.loads(held[1])["auths"]["quay.io"]["auth"]
 
 
-class FakeClusters:
-    """ManagementClusters: every management cluster's Secrets API is the one in-memory Kubernetes."""
+class InProcessPool:
+    """urllib3's PoolManager for an API server in this process (httpx's MockTransport, one layer down): the
+    official client builds and sends each request as over the network, and the Kubernetes emulator's own `serve`
+    (emulators/kubernetes: RBAC, the admission policy, server-side apply) answers it, with no socket and no TLS."""
 
-    def api_for(self, cluster_name: str, deadline: Deadline) -> Any:
-        return pytypes.SimpleNamespace(cluster=cluster_name)
+    def __init__(self, emulator: KubernetesEmulator) -> None:
+        self.emulator = emulator
 
-    def invalidate(self, cluster_name: str) -> None:
-        return None
+    def request(self, method: str, url: str, *, body: Any = None, headers: Any = None, **_: Any) -> Any:
+        split = urllib.parse.urlsplit(url)
+        sent = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+        raw = body.encode() if isinstance(body, str) else bytes(body or b"")
+        code, payload, extra = self.emulator.serve(method, split.path, split.query, sent, raw)
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        kind = "text/plain; charset=utf-8" if isinstance(payload, bytes) else "application/json"
+        return urllib3.HTTPResponse(
+            body=io.BytesIO(data),
+            status=code,
+            reason=http.HTTPStatus(code).phrase,
+            headers={"Content-Type": kind, **extra},
+            preload_content=False,
+        )
+
+
+class ControlPlane:
+    """One management cluster's API server in this process: the Kubernetes emulator holding the namespaces of the
+    clusters, with the RBAC and admission policy Terraform renders for `runtime` (terraform/kubernetes), and an
+    operator granted every right (who runs inspect and fleet with their own credentials); reached through the
+    product's own SecretsApi with the runtime's or the operator's token over an `InProcessPool`."""
+
+    RUNTIME_TOKEN = "ya29.runtime-in-process"
+    OPERATOR_TOKEN = "ya29.operator-in-process"
+    OPERATOR = "operator@example.com"
+
+    def __init__(self, runtime: str, namespaces: tuple[str, ...]) -> None:
+        tokens = {self.RUNTIME_TOKEN: runtime, self.OPERATOR_TOKEN: self.OPERATOR}
+        self.emulator = KubernetesEmulator(FaultBook(), authenticate=tokens.get)
+        for namespace in namespaces:
+            self.emulator.add_namespace(namespace)
+        self.emulator.apply_manifests(render(runtime))
+        self.emulator.grant(self.OPERATOR)
+
+    def api(self, cluster_name: str, *, token: str = RUNTIME_TOKEN) -> SecretsApi:
+        """The product's SecretsApi of the cluster, sending `token`, answered in this process."""
+        from kubernetes.client.configuration import Configuration
+
+        configuration = Configuration(
+            host=f"https://{cluster_name.rsplit('/', 1)[-1]}.in-process.invalid",
+            api_key={"authorization": f"Bearer {token}"},
+        )
+        api = SecretsApi(configuration)
+        api._rest.pool_manager = InProcessPool(self.emulator)  # type: ignore[attr-defined]
+        return api
 
 
 @dataclass
-class FakeKubeSecrets:
-    """KubeSecrets over one in-memory Kubernetes: our Secrets by (namespace, name), as the API server stores them;
-    an apply never goes back to an older generation (the admission policy's rule)."""
+class InProcessClusters:
+    """ClusterApis: every management cluster is the one in-process `ControlPlane` (no GKE call, no connection),
+    called with one identity's token."""
 
-    secrets: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    plane: ControlPlane
+    token: str = ControlPlane.RUNTIME_TOKEN
 
-    def ensure_guarded(self, api: Any, deadline: Deadline) -> None:
+    def api_for(self, cluster_name: str, deadline: Deadline) -> SecretsApi:
+        return self.plane.api(cluster_name, token=self.token)
+
+    def invalidate(self, cluster_name: str) -> None:
         return None
-
-    def probe(self, api: Any, ns: str, name: str, deadline: Deadline) -> kubesecret.Probed:
-        return kubesecret.Probed(
-            json.loads(json.dumps(self.secrets[(ns, name)])) if (ns, name) in self.secrets else None
-        )
-
-    def apply(self, api: Any, desired: DesiredSecret, deadline: Deadline, probed: kubesecret.Probed) -> Delivered:
-        live = self.secrets.get((desired.namespace, desired.name))
-        held = kubesecret.generation_of(((live or {}).get("metadata") or {}).get("annotations") or {})
-        if live is not None and held > desired.generation:
-            return Delivered(False, str(live["metadata"]["resourceVersion"]), stale=True, recorded_generation=held)
-        if live is not None and not kubesecret.differs(live, desired):
-            return Delivered(False, str(live["metadata"]["resourceVersion"]))
-        version = int(((live or {}).get("metadata") or {}).get("resourceVersion") or 0) + 1
-        self.secrets[(desired.namespace, desired.name)] = desired.manifest(kubesecret.now(), str(version))
-        return Delivered(True, str(version))
-
-    def delete(self, api: Any, namespace: str, name: str, deadline: Deadline) -> bool:
-        return self.secrets.pop((namespace, name), None) is not None
-
-    def read(self, api: Any, namespace: str, name: str, deadline: Deadline) -> dict[str, Any] | None:
-        return self.secrets.get((namespace, name))

@@ -8,8 +8,8 @@ source:
   state (https://cloud.google.com/secret-manager/docs/access-secret-version), so accessing it when disabled or
   destroyed answers FAILED_PRECONDITION; a destroyed version keeps its number and loses its payload;
   UpdateSecret with a stale etag answers FAILED_PRECONDITION (ABORTED in some regions; the store handles both).
-- IAM (`SecretManager`, GetIamPolicy / SetIamPolicy on the same client): the policy is stored as set; a gone secret
-  answers NOT_FOUND.
+- IAM (`SecretManager`, GetIamPolicy / SetIamPolicy / TestIamPermissions on the same client): the policy is stored
+  as set; a gone secret answers NOT_FOUND (TestIamPermissions: an empty set).
 """
 
 from __future__ import annotations
@@ -219,6 +219,13 @@ class SecretManager(FakeSecretManager):
         self._secret(request["resource"])
         self.policies[request["resource"]] = request["policy"].SerializeToString()
         return request["policy"]
+
+    def test_iam_permissions(self, *, request: dict[str, Any], **_: Any) -> Any:
+        """What the runtime identity holds on a secret, as Terraform grants it in external-secrets mode (its
+        managed role, policy permissions included): every permission asked; none on an absent secret (the API
+        answers an empty set, not NOT_FOUND)."""
+        held = request["resource"] in self.secrets
+        return pytypes.SimpleNamespace(permissions=list(request["permissions"]) if held else [])
 
     def members(self, secret_name: str) -> set[str]:
         policy = policy_pb2.Policy.FromString(self.policies.get(secret_name, b""))
