@@ -4,9 +4,10 @@ in-memory services of this package.
 The story (`story`): a cluster is provisioned, its source's pull secret changes, its delivered copy is damaged and
 repaired, and it is deleted. The product's own reconcile (pullsecret.reconcile.entry.run over an `Application`) runs
 it with the real `SecretStore` over the in-memory Secret Manager (tests/fakes/secretmanager.py) and HyperFleet
-(tests/fakes/hyperfleet.py). The operator's side, in its own stories: the dry run (`dry_run_story`: what it says, and
-that it writes nothing), inspect, strays and left-behind (`operator_story`), the doctor's checks (`doctor_story`:
-they answer and write nothing) and rekeying (`rekey_story`: the source's rotation, delivered by the next reconcile).
+(tests/fakes/hyperfleet.py). The operator's side, in stories of its own: the dry run (`dry_run_story`: what it says,
+and that it writes nothing), inspect, strays and left-behind (`operator_story`), the doctor's checks
+(`doctor_story`: none fails before the first provisioning, all pass after it, none writes) and rekeying
+(`rekey_story`: the source's rotation, delivered by the next reconcile).
 
 Each registered implementation has a kit here (`DELIVERY_KITS`, `SOURCE_KITS`, by registered name): it builds the
 implementation through its registration's factory (pullsecret/delivery/*/mode.py REGISTRATION,
@@ -301,6 +302,11 @@ class Staged:
     def reconcile(self) -> Outcome:
         return entry.run(self.app, CID, Deadline(30.0))
 
+    def state(self) -> tuple[str, bytes | None]:
+        """What the services hold and what the namespace would see: equal before and after a step that writes
+        nothing."""
+        return self.world.written(), self.delivery_kit.delivered(self.world)
+
     def credentials(self) -> list[str]:
         """Every credential string the cluster's stored pull secret holds (none may be shown)."""
         stored = self.world.sm.latest(SECRET)
@@ -357,9 +363,9 @@ def dry_run_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     world = stage.world
 
     def planned() -> dryrun.Plan:
-        before, delivered = world.written(), delivery_kit.delivered(world)
+        before = stage.state()
         plan = dryrun.plan(stage.app, CID)
-        assert (world.written(), delivery_kit.delivered(world)) == (before, delivered), ("dry run wrote", plan)
+        assert stage.state() == before, ("dry run wrote", plan)
         assert not any(secret in line for line in plan.lines for secret in stage.credentials()), plan.lines
         return plan
 
@@ -394,7 +400,7 @@ def operator_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     world, delivery = stage.world, operator.delivery
     stage.reconcile()
     target = where(stage)
-    before = world.written()
+    before = stage.state()
 
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown):
@@ -405,7 +411,7 @@ def operator_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     assert not [secret for secret in stage.credentials() if secret in shown.getvalue()], "inspect showed a credential"
 
     assert delivery.strays(target, Deadline(30.0)) == [], "strays on a freshly provisioned cluster"
-    assert (world.written(), delivery_kit.delivered(world)) == (before, world.sm.latest(SECRET)), "the views wrote"
+    assert stage.state() == before, "inspect or strays wrote"
 
     world.hyperfleet.soft_delete(CID)
     stage.reconcile()
@@ -427,9 +433,9 @@ def doctor_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
             stage.reconcile()
         ctx = Context(stage.settings, RUNTIME, world.hyperfleet, world.sm, NoRegistryChecks())  # type: ignore[arg-type]
         ctx.cluster_projects = {CID: PROJECT}  # what the hyperfleet-api check learns from the listed clusters
-        before = world.written()
+        before = stage.state()
         lines = [line for check in checks for line in guarded(check.run, ctx, check.name)]
-        assert world.written() == before, "a doctor check wrote"
+        assert stage.state() == before, "a doctor check wrote"
         assert lines, "the checks answered no line"
         wanted = (True,) if provisioned else (True, None)
         failed = [f"{line.check}: {line.ok} {line.text} ({line.fix})" for line in lines if line.ok not in wanted]
@@ -448,9 +454,9 @@ def rekey_story(delivery_kit: DeliveryKit, source_kit: SourceKit) -> None:
     assert rekeying.refusal(created_before=False, compromise=False) is None
     cutoff = time.time() + 60.0
 
-    before = world.written()
+    before = stage.state()
     assert rekeying.preview(CID, cutoff=cutoff, compromise=False), "the dry run's words are empty"
-    assert world.written() == before, "rekey's dry run wrote"
+    assert stage.state() == before, "rekey's dry run wrote"
 
     rekeyed = rekeying.rotate(CID, cutoff=cutoff, compromise=False)
     assert rekeyed.counted == ("rotated" if stage.source.own_credentials else "current"), rekeyed
