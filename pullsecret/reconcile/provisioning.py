@@ -8,9 +8,8 @@
 3. store: the merged pull secret as the newest Secret Manager version, a write only if it differs (the write
    protocol and its invariants: pullsecret/secretstore/versions.py).
 4. apply: the delivery (pullsecret.delivery), only after the Secret Manager write succeeded, while a new version's
-   read-back and the cluster's generation re-read (A3) run alongside; then (L1 of pullsecret.reconcile.finalize) the
-   cluster
-   read again when anything was written.
+   read-back and the cluster's generation re-read (A3) run alongside; then (L1 of reconcile/finalize.py) the
+   cluster read again when anything was written.
 5. report: stale, applied or unchanged (sent by pullsecret.reconcile.outcome), with the status data
    (pullsecret.model.status_data): where it went, what was repaired, the lineage, the retention run after a
    write, each registry's answer.

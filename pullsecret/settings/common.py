@@ -117,8 +117,7 @@ class Settings:
     # (registry, realm) host names whose token realm lies on another registrable domain (REGISTRY_TRUSTED_REALMS).
     registry_trusted_realms: tuple[tuple[str, str], ...] = (("registry.redhat.io", "sso.redhat.com"),)
     registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
-    # A mode's or a source's own settings without a field here, by name (pullsecret.settings.configured: each reads its
-    # own).
+    # A mode's or a source's own settings without a field here, by name (settings/configured.py: each reads its own).
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def publish_rate(self) -> float:

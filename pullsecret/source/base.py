@@ -9,8 +9,7 @@ order, and knows nothing else of it:
   `ready=False`. `first` says our status records no stored version (pullsecret.model.status_data.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
 - `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
-  its strings registered for redaction (logs.protect) before anything can print them; pullsecret.reconcile.merge merges
-  it
+  its strings registered for redaction (logs.protect) before anything can print them; reconcile/merge.py merges it
   with the cluster's own `spec.pullSecret`; `create=False` (`reconcile --dry-run`) reads only, and raises
   `WouldCreate` where the reconcile would create something at the source (nothing started with `first` creates
   either: a dry run never asks for the first provisioning's generate-or-retrieve);

@@ -123,7 +123,7 @@ def test_grant_keeps_exactly_one_member_of_ours() -> None:
     ]
 
 
-def test_revoke_removes_ours_and_the_bindings_it_empties_only() -> None:
+def test_remove_access_removes_ours_and_the_bindings_it_empties_only() -> None:
     policy = make((ACCESSOR, [member("clusters-a")]), (ACCESSOR, ["user:a@example.com", member("clusters-b")]))
     assert without_members(policy, MINE)
     assert shape(policy) == [(ACCESSOR, ["user:a@example.com"], "")]

@@ -9,11 +9,11 @@ the function writes the Secret Manager secret as in direct mode, and keeps its a
 SecretStore and ExternalSecret for the component that owns the management cluster (`external_secrets_manifests`).
 
 What is ours in a secret's allow policy: the members EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE produces, for any
-namespace, in unconditional accessor bindings. Invariants, kept by `grant` and `revoke`:
+namespace, in unconditional accessor bindings. Invariants, kept by `grant` and `remove_access`:
 
 - after `grant`, exactly one unconditional accessor binding holds the principal of the cluster's namespace, and
   no other member of ours remains (a cluster placed elsewhere before loses its old namespace's access);
-- after `revoke`, no member of ours remains; a binding it leaves empty is dropped;
+- after `remove_access`, no member of ours remains; a binding it leaves empty is dropped;
 - every other binding, member, condition and the policy's version are written back as read;
 - the only member a write may add is the principal rendered here from a namespace that is a Kubernetes
   namespace name matching MANAGEMENT_NAMESPACE_PATTERN: anything else is refused before any call (a placement
@@ -263,9 +263,9 @@ class ExternalSecretsDelivery:
             fields["written"] = written
         return Delivered(written=written, revision="")
 
-    def revoke(self, secret_name: str, deadline: Deadline) -> str:
+    def remove_access(self, secret_name: str, deadline: Deadline) -> str:
         """Remove our members from the secret's policy: "removed", "absent", or "secret absent"."""
-        with log.step("secretmanager.revoke_access") as fields:
+        with log.step("secretmanager.remove_access") as fields:
             try:
                 removed = self._update(secret_name, lambda p: without_members(p, self._mine), None, deadline)
             except gexc.NotFound:
@@ -277,9 +277,9 @@ class ExternalSecretsDelivery:
     def cleanup(self, leaving: Leaving, deadline: Deadline) -> Cleaned:
         """Deletion: our access removed from the secret before it is deleted or disabled (the status `data`)."""
         if leaving.secret_name is None:
-            access = "no GCP project known; nothing to revoke"
+            access = "no GCP project known; nothing to remove"
         else:
-            access = self.revoke(leaving.secret_name, deadline)
+            access = self.remove_access(leaving.secret_name, deadline)
         left = f"left to External Secrets Operator (access {access})"
         return Cleaned(
             {"delivery": MODE, "access_cleanup": access, "kubernetes_cleanup": left}, f"Kubernetes Secret {left}"
