@@ -1,6 +1,7 @@
 """The lifecycle explorer's world (tests/protocol/test_lifecycle_protocol.py, test_sweep_protocol.py): one cluster's
-in-memory services in service mode, the function built over them as the conformance kits build it, and the check
-that no credential outlives the cluster's Finalized report (L1-L4 of pullsecret/reconcile/finalize.py)."""
+in-memory services in service mode, the function built over them as the conformance kits build it (its source
+through the registered factory), and the check that no credential outlives the cluster's Finalized report (L1-L4
+of pullsecret/reconcile/finalize.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.settings.common import Settings
-from pullsecret.source.service.source import ServiceSource
 from tests.fakes import conformance
 from tests.fakes.hyperfleet import HyperFleet
 from tests.fakes.kubernetes import Kube
@@ -49,12 +49,14 @@ class Lifecycle:
     problems: list[str] = field(default_factory=list)
 
     def application(self) -> Application:
-        """One instance of the function: its own store, source and pool."""
+        """One instance of the function: its own store, pool and source (the service source as its kit builds it,
+        through the registered factory, over this world's service)."""
+        services = conformance.World(sm=self.sm, hyperfleet=self.hyperfleet, service=self.service)  # type: ignore[arg-type]
         return conformance.application(
             self.hyperfleet,
             SecretStore(self.sm, pacer=WritePacer(sleep=lambda s: None)),  # type: ignore[arg-type]
             self.kube,  # type: ignore[arg-type]
-            ServiceSource(self.service, ("quay",)),  # type: ignore[arg-type]
+            conformance.ServiceKit().build(services, SETTINGS),
             SETTINGS,
         )
 
