@@ -20,7 +20,7 @@ from tests.support import PLATFORM_PULL_SECRET, PLATFORM_SOURCE_SECRET, Admin
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every registered delivery mode x every registered source, by registered name.
-REGISTERED_PAIRS = list(itertools.product(sorted(modes.MODES), sorted(s.name for s in sources.SOURCES)))
+REGISTERED_PAIRS = list(itertools.product(sorted(modes.names()), sorted(s.name for s in sources.SOURCES)))
 
 
 @pytest.fixture(scope="session", autouse=True)

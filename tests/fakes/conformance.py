@@ -10,8 +10,8 @@ and that it writes nothing), inspect, strays and left-behind (`operator_story`),
 (`rekey_story`: the source's rotation, delivered by the next reconcile).
 
 Each registered implementation has a kit here (`DELIVERY_KITS`, `SOURCE_KITS`, by registered name): it builds the
-implementation through its registration's factory (pullsecret/delivery/*/mode.py REGISTRATION,
-pullsecret/source/*/source.py REGISTRATION) and hands it the in-memory double of the external service its own client
+implementation through its registration's factory (REGISTRATION in pullsecret/delivery/*/registration.py and
+pullsecret/source/*/registration.py) and hands it the in-memory double of the external service its own client
 talks to, and answers, in words every mode shares, what the management cluster's namespace would see
 (`delivered`), how to damage it (`damage`), and, for a source, how its pull secret changes (`change`) and whether it
 still holds a credential for the cluster (`holds`). Where the factory builds a network client from the settings, the
@@ -40,6 +40,7 @@ from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery, Leaving, Where
 from pullsecret.delivery.direct import kubesecret
 from pullsecret.delivery.direct.mode import DirectDelivery
+from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
 from pullsecret.doctor.kit import Context, guarded
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.model import dockerconfig, preconditions
@@ -53,6 +54,8 @@ from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Source
+from pullsecret.source.platform.settings import PlatformSettings
+from pullsecret.source.service.settings import ServiceSettings
 from pullsecret.source.service.source import ServiceSource
 from tests.fakes.hyperfleet import HyperFleet
 from tests.fakes.kubernetes import ControlPlane, InProcessClusters
@@ -72,10 +75,12 @@ SETTINGS = Settings(
     management_cluster="projects/hf-project/locations/us-central1/clusters/mgmt-1",
     registry_verification="off",
     deployment_id="d-test",
-    pull_secret_source_ttl_s=0.0,
-    external_secrets_principal_template=(
-        "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p.svc.id.goog"
-        "/subject/ns/{namespace}/sa/external-secrets"
+    own=(
+        PlatformSettings(ttl_s=0.0),
+        ExternalSecretsSettings(
+            "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p.svc.id.goog"
+            "/subject/ns/{namespace}/sa/external-secrets"
+        ),
     ),
 )
 
@@ -130,9 +135,14 @@ class SourceKit(Protocol):
         """The source still holds a credential of the cluster's own (always False for a shared one)."""
 
 
+def registered_mode(name: str) -> delivery_base.Factory:
+    """The factory a mode's registration names (pullsecret.delivery.modes.MODES)."""
+    return modes.registration(name).build
+
+
 def registered_source(name: str) -> source_base.Factory:
     """The factory a source's registration names (pullsecret.source.sources.SOURCES)."""
-    return next(registered.build for registered in sources.SOURCES if registered.name == name)
+    return sources.registration(name).build
 
 
 def delivery_wiring(world: World, settings: Settings) -> delivery_base.Wiring:
@@ -163,7 +173,7 @@ class DirectKit:
         return self._built(world, settings, ControlPlane.OPERATOR_TOKEN)
 
     def _built(self, world: World, settings: Settings, token: str) -> Delivery:
-        built = modes.factory("direct")(delivery_wiring(world, settings))
+        built = registered_mode("direct")(delivery_wiring(world, settings))
         assert isinstance(built, DirectDelivery), built
         built.clusters = InProcessClusters(self.plane, token)
         return built
@@ -183,7 +193,7 @@ class ExternalSecretsKit:
 
     def build(self, world: World, settings: Settings) -> Delivery:
         """The registered factory's, over the shared Secret Manager client (its IAM policy methods faked too)."""
-        return modes.factory("external-secrets")(delivery_wiring(world, settings))
+        return registered_mode("external-secrets")(delivery_wiring(world, settings))
 
     def operator(self, world: World, settings: Settings) -> Delivery:
         """As the operator's CLI builds it: the same (this mode calls Secret Manager only)."""
@@ -191,7 +201,7 @@ class ExternalSecretsKit:
 
     def delivered(self, world: World) -> bytes | None:
         """External Secrets Operator syncs the latest version when the namespace's principal may access it."""
-        principal = SETTINGS.external_secrets_principal_template.format(namespace=NAMESPACE)  # type: ignore[union-attr]
+        principal = SETTINGS.of(ExternalSecretsSettings).principal_template.format(namespace=NAMESPACE)
         return world.sm.latest(SECRET) if principal in world.sm.members(SECRET) else None
 
     def damage(self, world: World) -> None:
@@ -204,15 +214,15 @@ class ExternalSecretsKit:
 
 class PlatformKit:
     def settings(self, settings: Settings) -> Settings:
-        return replace(settings, pull_secret_source=f"{PLATFORM_SECRET}/versions/latest")
+        return replace(settings, source="platform").with_own(
+            PlatformSettings(f"{PLATFORM_SECRET}/versions/latest", 0.0)
+        )
 
     def build(self, world: World, settings: Settings) -> Source:
         """The registered factory's, over the store's Secret Manager client."""
         world.sm.secrets.setdefault(PLATFORM_SECRET, Secret(labels={}))
         self.change(world)
-        built = registered_source("platform")(source_wiring(world, settings))
-        assert built is not None, "the platform source's factory built nothing with PULL_SECRET_SOURCE set"
-        return built
+        return registered_source("platform")(source_wiring(world, settings))
 
     def change(self, world: World) -> None:
         """The platform team adds a version of the platform pull secret."""
@@ -228,11 +238,8 @@ class PlatformKit:
 
 class ServiceKit:
     def settings(self, settings: Settings) -> Settings:
-        return replace(
-            settings,
-            pull_secret_service_url="http://pull-secret-service.invalid",
-            pull_secret_service_registries=("quay.io",),
-        )
+        service = ServiceSettings("http://pull-secret-service.invalid", registries=("quay.io",))
+        return replace(settings, source="service").with_own(service)
 
     def build(self, world: World, settings: Settings) -> Source:
         """The registered factory's `ServiceSource`, its HTTP client replaced by the in-memory service's."""

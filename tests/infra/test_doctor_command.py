@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.doctor import run as doctor
-from pullsecret.settings import configured
 from tests.infra.doctor_output import ROOT, RUNTIME, render
 
 SERVICE = {"pull_secret_source_secret": "", "enable_source_rotation": False}

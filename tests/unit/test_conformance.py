@@ -13,7 +13,7 @@ from tests.fakes import conformance
 
 
 def test_every_registered_mode_and_source_has_a_kit() -> None:
-    assert set(modes.MODES) <= set(conformance.DELIVERY_KITS)
+    assert set(modes.names()) <= set(conformance.DELIVERY_KITS)
     assert {s.name for s in sources.SOURCES} <= set(conformance.SOURCE_KITS)
 
 

@@ -45,9 +45,9 @@ from pullsecret.logs import current as current_log_context
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
-from pullsecret.model.status_data import StatusData
 from pullsecret.retrying import Deadline
 from pullsecret.source.service import tries
+from pullsecret.source.service.reports import ServiceData
 
 SERVICE = "pullsecretservice"
 SHOWN = "Pull Secret Service"
@@ -87,7 +87,7 @@ class ServiceAnswer:
     credentials: tuple[Credential, ...] = ()
     created_at: str | None = None
 
-    def status_data(self) -> StatusData:
+    def status_data(self) -> ServiceData:
         """What the status says of the source: the service, and per registry the username's fingerprint."""
         return {"source": SOURCE_NAME, "minted": [c.data() for c in self.credentials]}
 
