@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pullsecret.errors import TerminalError, TransientError
+from pullsecret.errors import RateLimited, TerminalError, TransientError
 from pullsecret.logs import event_context, protect
 from pullsecret.source.service import api as service_api
 from pullsecret.source.service.api import PullSecretServiceClient, _Answer
@@ -27,7 +27,7 @@ def problem(status: int, code: str | None = None, detail: str = "") -> _Answer:
         (problem(409, "HYPERFLEET-CNF-001", "rotation in progress"), TransientError, "RotationInProgress"),
         (problem(503), TransientError, "DependencyUnavailable"),
         (problem(500, "HYPERFLEET-INT-001"), TransientError, "DependencyUnavailable"),
-        (problem(429), TransientError, "DependencyUnavailable"),
+        (problem(429), RateLimited, "DependencyUnavailable"),
         (problem(400, "HYPERFLEET-VAL-001", "Invalid cloud provider"), TerminalError, "PullSecretServiceRejected"),
         (problem(422), TerminalError, "PullSecretServiceRejected"),
     ],
@@ -40,6 +40,24 @@ def test_each_answer_class_is_transient_or_terminal_as_the_ddr_says(
     assert isinstance(failure, (TransientError, TerminalError))
     assert failure.reason == reason and failure.service == "pullsecretservice"
     assert "Pull Secret Service" in failure.message
+
+
+@pytest.mark.parametrize(
+    ("headers", "extension", "wait_s"),
+    [
+        ({"Retry-After": "42"}, 42, 42.0),  # §3.5's 429: both say it
+        ({}, 17, 17.0),  # the body's retry_after_seconds without the header
+        ({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}, None, 60.0),  # no seconds: the DDR's example
+        ({"Retry-After": "999999"}, None, 3600.0),  # bounded
+    ],
+)
+def test_a_429_carries_the_wait_it_asks_for(headers: dict[str, str], extension: int | None, wait_s: float) -> None:
+    body = {"status": 429, "code": "HYPERFLEET-LMT-001", "detail": "Rate limit exceeded: 100 requests per minute"}
+    if extension is not None:
+        body["retry_after_seconds"] = extension
+    failure = CLIENT._failure(_Answer(429, headers, json.dumps(body).encode()), "revoke")
+    assert isinstance(failure, RateLimited) and failure.retry_after_s == wait_s
+    assert f"retry after {wait_s:g} s" in failure.message
 
 
 def test_a_terminal_refusal_names_the_service_and_its_code() -> None:

@@ -12,7 +12,8 @@ An answer is `{"cluster_id", "pull_secret": {"auths": {...}}, "credentials": [{"
 "created_at", ...}], "created_at", ...}`. Errors are RFC 7807 problem+json with a HyperFleet `code`.
 
 What each failure means here (the DDR's "Client Retry Guidance", section 1.4):
-- 409 CNF-001, 429, 5xx, connection errors and timeouts: transient (redelivered with backoff), nothing written.
+- 409 CNF-001, 429, 5xx, connection errors and timeouts: transient (redelivered with backoff), nothing written; a
+  429 is RateLimited, with the Retry-After it asks for (section 3.5), which the operator's `rekey` waits out.
 - 400 and other 4xx: terminal (`PullSecretServiceRejected`, reported, acknowledged): the same request cannot succeed.
 - 401, and 403 without an authorization code: the credential is re-read or re-minted once and the call made again;
   still refused, a transient `CredentialsRefused` logged at error level (our own identity is never the cluster's
@@ -37,7 +38,7 @@ import certifi
 import urllib3
 
 from pullsecret import outbound
-from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret.errors import RateLimited, TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.identity.bearer import ApiCredential
@@ -292,6 +293,10 @@ class PullSecretServiceClient:
         text = f"{what}: the {SHOWN} answered {code}{f' {problem}' if problem else ''}{_detail(answer)}"
         if code == 409 and problem == ROTATING:
             return TransientError(text + "; a rotation is in progress", reason=ROTATION_IN_PROGRESS, service=SERVICE)
+        if code == 429:  # DDR §3.5: the caller's ServiceAccount spent its budget; Retry-After says for how long
+            wait_s = _retry_after(answer)
+            text += f"; retry after {wait_s:g} s"
+            return RateLimited(text, retry_after_s=wait_s, reason="DependencyUnavailable", service=SERVICE)
         if code in RETRY_STATUSES or code >= 500 or code == 409:
             return TransientError(text, reason="DependencyUnavailable", service=SERVICE)
         return TerminalError(text, reason="PullSecretServiceRejected", service=SERVICE)
@@ -328,6 +333,20 @@ class PullSecretServiceClient:
             service=SERVICE,
         )
         return TransientError(message, reason="EndpointNotFound", service=SERVICE)
+
+
+def _retry_after(answer: _Answer) -> float:
+    """A 429's wait: its Retry-After in seconds, else the problem's `retry_after_seconds` (§3.5 sends both), else the
+    DDR's example, 60 s; between 1 s and an hour."""
+    header = (answer.headers.get("Retry-After") or "").strip()
+    extension = _problem(answer).get("retry_after_seconds")
+    if header.isdigit():
+        seconds = float(header)
+    elif isinstance(extension, int) and not isinstance(extension, bool):
+        seconds = float(extension)
+    else:
+        seconds = 60.0
+    return min(max(seconds, 1.0), 3600.0)
 
 
 def _past_deadline(what: str) -> TransientError:
