@@ -238,7 +238,7 @@ class PlatformKit:
 
 class ServiceKit:
     def settings(self, settings: Settings) -> Settings:
-        service = ServiceSettings("http://pull-secret-service.invalid", registries=("quay.io",))
+        service = ServiceSettings("http://pull-secret-service.invalid", registries=("quay.io",), ttl_s=0.0)
         return replace(settings, source="service").with_own(service)
 
     def build(self, world: World, settings: Settings) -> Source:
