@@ -215,7 +215,7 @@ def measure(
             code = rekey.run(command, request, publisher=push, out=lines.append)  # type: ignore[arg-type]
             command_s = time.perf_counter() - began
             push.wait()
-        creator.join()
+            creator.join()  # the new clusters' events log too
         refused = dict(stack.admin.get("/pullsecretservice/limits").get("refused", {}))
         rejected = int(stack.quota_state().get("rejected", 0))
     finally:
