@@ -408,8 +408,17 @@ def _recorded(
         out(f"{'error: ' if claimed[0] != EXIT_NOTHING_DONE else 'rekey: '}{claimed[1]}")
         return claimed[0]
     try:
+        # A record started before this run is resumed (an interrupted run's, saved or not): its first page is read.
         return _work(
-            app, request, record=claimed, ledger=ledger, rekeying=rekeying, publisher=publisher, out=out, sleep=sleep
+            app,
+            request,
+            record=claimed,
+            ledger=ledger,
+            rekeying=rekeying,
+            publisher=publisher,
+            out=out,
+            sleep=sleep,
+            resumed=claimed.started < now,
         )
     except BaseException:
         _release(ledger, claimed)
@@ -435,6 +444,7 @@ def _work(
     publisher: Publisher,
     out: Out,
     sleep: Callable[[float], None],
+    resumed: bool,
 ) -> int:
     """Handle every selected cluster after the record's place, saving it after each page (K2)."""
     topic = app.settings.adapter_topic
@@ -442,7 +452,7 @@ def _work(
     pending: list[Any] = []
     last = record.after
     pool = ThreadPoolExecutor(max_workers=LOOKAHEAD, thread_name_prefix="rekey-step")
-    step = _Step(rekeying, request, record.cutoff, resumed=bool(record.after), sleep=sleep)
+    step = _Step(rekeying, request, record.cutoff, resumed=resumed, sleep=sleep)
 
     try:
         total = _total(app, request)
