@@ -24,9 +24,12 @@ function's and refuses when they differ in what changes the result (pullsecret.o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.doctor import run as doctor
@@ -45,6 +48,7 @@ EXIT_USAGE = 2
 EXIT_TRANSIENT = 3
 EXIT_NOTHING_DONE = 4
 EXIT_CONFIG = 5
+EXIT_INTERRUPTED = 130  # as a shell reports a process ended by SIGINT
 EXIT_PIPE = 141  # as a shell reports a process ended by SIGPIPE
 
 _RESULT_EXIT = {
@@ -70,6 +74,8 @@ exit codes:
   5    configuration error, nothing done: a setting, Google credentials missing or refused, this shell's settings
        differing from the running playground's or the deployed function's, a shell left from a stopped
        playground (the message names what and the fix)
+  130  interrupted (Ctrl-C, SIGTERM): one line; a step is never left half-written, and running the same
+       command again finishes or repeats it
   141  stdout's reader stopped reading (`--json | head`), as a shell reports SIGPIPE
 
 environment (the function's own; README.md, Configuration, lists them all):
@@ -81,6 +87,8 @@ environment (the function's own; README.md, Configuration, lists them all):
   KUBERNETES_DELIVERY          direct (default) or external-secrets (with EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE)
   MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
   SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
+  ADAPTER_TOPIC                projects/P/topics/T, the adapter's own topic: rekey publishes each cluster's
+                               reconcile event there (required by rekey)
   LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines (-v); seconds of in-process retries
   PULLSECRET_DEPLOYED_FUNCTION projects/P/locations/L/functions/F: as --deployed (compare before writing)
   PULLSECRET_OPERATOR_KUBECONFIG  a kubeconfig inspect and fleet read the management cluster with (your own
@@ -197,10 +205,51 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
             return EXIT_USAGE
     try:
-        return _checked(args)
+        with _terminated_as_interrupt():
+            return _checked(args)
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM): one line, no traceback
+        print(_interrupted(args), file=sys.stderr)
+        _quiet_exit()
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout's reader stopped (`--json | head`): nothing more to say to it
         _detach_stdout()
         return EXIT_PIPE
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """The line an interrupted command ends with: what is left, and what to run."""
+    if not _writes(args):
+        return f"interrupted: {args.command} stopped; it writes nothing (exit {EXIT_INTERRUPTED})"
+    return (
+        f"interrupted: {args.command} stopped between two steps; each write is whole (none is left half-done), "
+        f"and running the same command again picks up from where it is (exit {EXIT_INTERRUPTED})"
+    )
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, a closing terminal) ends the command as Ctrl-C does; SIGINT raises even in a background job
+    (a shell starts one with SIGINT ignored)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _quiet_exit() -> None:
+    """After an interrupt the command's worker threads may still be in a call: the interpreter must not wait for
+    them (nor print their tracebacks) on its way out."""
+    if threading.active_count() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
 
 
 def _detach_stdout() -> None:
@@ -251,7 +300,7 @@ def _checked(args: argparse.Namespace) -> int:
         print(f"no Google credentials: {_credentials_fix(os.environ)}", file=sys.stderr)
         return EXIT_CONFIG
     except TransientError as exc:
-        if exc.reason == "CredentialsUnavailable":
+        if exc.reason == "CredentialsUnavailable" and exc.service == "metadata":  # Google's, not a minted token
             print(f"no usable Google credentials: {exc.message}; {_credentials_fix(os.environ)}", file=sys.stderr)
             return EXIT_CONFIG
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
@@ -282,7 +331,7 @@ def _reachable(adapter: Adapter, args: argparse.Namespace) -> int:
     wait, naming what it tried): a missing or refused credential, an endpoint that answers nothing, said at once."""
     from pullsecret.operator import playground, reach
 
-    blocked = reach.unreachable(adapter.settings, playground_running=playground.running() is not None)
+    blocked = reach.unreachable(adapter.settings, playground_running=playground.running(env=os.environ) is not None)
     if blocked is not None:
         print(blocked, file=sys.stderr)
         return EXIT_TRANSIENT
