@@ -17,8 +17,9 @@ MUTATION_STAMP := $(MUTATION_VENV)/.installed
 SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 # The suite runs on three workers (pytest-xdist): most of its time is waiting on emulators and subprocesses, and one
-# worker takes longer than CI's 20 minutes allow. PYTEST_FLAGS= (empty) runs it in one process.
-PYTEST_FLAGS ?= -n 3
+# worker takes longer than CI's 20 minutes allow. PYTEST_FLAGS= (empty) runs it in one process. `loadgroup`: a module
+# marked xdist_group (its playgrounds shared by its tests) runs on one worker; every other test is spread as before.
+PYTEST_FLAGS ?= -n 3 --dist loadgroup
 
 .PHONY: venv demo up down trigger rotate logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
