@@ -172,8 +172,8 @@ def summary(function: FunctionProcess, report: dict[str, Any], count: int) -> No
     say(f"  In short        {did}; {words}")
     health = next((c for c in conditions if c["type"] == "Health"), None)
     applied = next((c for c in conditions if c["type"] == "Applied"), None)
-    registry_only = health is not None and health["reason"] == "ExecutionFailed:registry"
-    if registry_only and applied is not None and applied["status"] == "True":
+    applied_anyway = applied is not None and applied["status"] == "True"
+    if health is not None and health["reason"] == "ExecutionFailed:registry" and applied_anyway:
         say(
             f"                  Health {health['status']} on purpose: the demo pull secret holds one credential the "
             "registry refuses (see data.registry_checks); the rest applied all the same."

@@ -267,6 +267,7 @@ def print_report(report: dict[str, Any], cluster_id: str, *, token_file: bool = 
     # HYPERFLEET_API_AUTH=google-id-token or service-account-token: the function signs in itself, this shell holds
     # no HyperFleet token; the operator CLI reads the status as the function does.
     print(
-        "Our status as the HyperFleet API holds it (conditions, lineage; the function signs in itself, no token file):\n"
+        "Our status as the HyperFleet API holds it (conditions, lineage; the function signs in itself: no token "
+        "file):\n"
         f"  .venv/bin/python -m pullsecret inspect {cluster_id}"
     )

@@ -78,7 +78,7 @@ exit codes:
        command again finishes or repeats it
   141  stdout's reader stopped reading (`--json | head`), as a shell reports SIGPIPE
 
-environment (the function's own; README.md, Configuration, lists them all):
+environment (the function's own; docs/configuration.md lists them all):
   HYPERFLEET_API_URL           required: the HyperFleet API base URL
   HYPERFLEET_API_TOKEN_FILE    file holding the HyperFleet bearer token
   PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N); or

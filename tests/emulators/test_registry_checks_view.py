@@ -1,4 +1,5 @@
-"""`make trigger` and `make demo` show each registry check with what it means, in docs/registry-verification.md's words."""
+"""`make trigger` and `make demo` show each registry check with what it means, in the words of
+docs/registry-verification.md."""
 
 from __future__ import annotations
 

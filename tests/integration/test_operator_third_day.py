@@ -92,6 +92,10 @@ class Playgrounds:
     def all(self) -> tuple[Running, ...]:
         return (self.first, self.gateway, self.id_token)
 
+    def ready(self, *which: Running) -> None:
+        for one in which or (self.first,):
+            one.wait_ready()
+
     def admin(self, state: str = ".playground") -> str:
         for line in (self.repo / state / "env").read_text().splitlines():
             if line.startswith("export EMULATORS_ADMIN="):
@@ -104,9 +108,7 @@ def playgrounds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Playground
     repo = bare_copy(tmp_path_factory.mktemp("third-day") / "repo", venv=True)
     running = Playgrounds(repo)
     try:
-        for one in running.all():
-            one.wait_ready()
-        yield running
+        yield running  # each test waits for the playgrounds it uses: one that does not start fails those alone
     finally:
         for one in running.all():
             one.stop()
@@ -148,6 +150,7 @@ def interrupted(repo: Path, command: str, *, after: float, state: str = ".playgr
 def test_make_demo_from_a_sourced_shell_runs_on_its_own_and_leaves_the_playground_alone(
     playgrounds: Playgrounds,
 ) -> None:
+    playgrounds.ready()
     admin = playgrounds.admin()
     before = requests.get(f"{admin}/calls", timeout=10).json()
     code, output = shell(playgrounds.repo, "make -s demo", timeout=300)
@@ -160,6 +163,7 @@ def test_make_demo_from_a_sourced_shell_runs_on_its_own_and_leaves_the_playgroun
 def test_a_gateway_playground_with_external_secrets_reconciles_and_says_how_to_read_the_status(
     playgrounds: Playgrounds,
 ) -> None:
+    playgrounds.ready(playgrounds.gateway)
     ready = playgrounds.gateway.ready_line()
     assert "delivery external-secrets, HyperFleet sign-in service-account-token" in ready, ready
     code, output = shell(
@@ -176,6 +180,7 @@ def test_a_gateway_playground_with_external_secrets_reconciles_and_says_how_to_r
 
 # 3. A second playground's shell is compared with that playground, not the first.
 def test_the_cli_in_a_second_playgrounds_shell_is_not_sent_to_the_first(playgrounds: Playgrounds) -> None:
+    playgrounds.ready(playgrounds.first, playgrounds.gateway)
     code, output = shell(playgrounds.repo, ".venv/bin/python -m pullsecret reconcile cls-demo01", state=".playground-2")
     assert code == 0, output
     assert "source .playground/env" not in output and "refusing" not in output, output
@@ -187,6 +192,7 @@ def test_the_cli_in_a_second_playgrounds_shell_is_not_sent_to_the_first(playgrou
     ["fleet", "fleet --fix", "inspect cls-demo01", "doctor", "rekey --dry-run"],
 )
 def test_ctrl_c_ends_a_cli_command_in_one_line_with_130(playgrounds: Playgrounds, command: str) -> None:
+    playgrounds.ready()
     admin = playgrounds.admin()
     slow = {"service": "*", "method": "*", "latency_ms": 1500}
     requests.post(f"{admin}/faults", json=slow, timeout=10).raise_for_status()
@@ -203,6 +209,7 @@ def test_ctrl_c_ends_a_cli_command_in_one_line_with_130(playgrounds: Playgrounds
 
 
 def test_ctrl_c_during_make_demo_stops_it(playgrounds: Playgrounds) -> None:
+    playgrounds.ready()
     proc = subprocess.Popen(
         ["make", "-s", "demo"],
         cwd=playgrounds.repo,
@@ -229,6 +236,7 @@ def test_ctrl_c_during_make_demo_stops_it(playgrounds: Playgrounds) -> None:
 def test_one_malformed_cluster_id_is_one_row_and_its_trigger_hint_does_not_create_it(
     playgrounds: Playgrounds,
 ) -> None:
+    playgrounds.ready()
     code, output = shell(playgrounds.repo, "make -s trigger CLUSTER=CLS-NEVER")
     assert "ready_clusters/CLS-NEVER" not in output and "Try a lowercase id" in output, output
     admin = playgrounds.admin()
@@ -246,6 +254,7 @@ def test_one_malformed_cluster_id_is_one_row_and_its_trigger_hint_does_not_creat
 
 # 6, 10. What fleet says --fix will do is what --fix does; --fix's rows say why they are not read.
 def test_fleet_says_what_fix_removes_and_fix_removes_that(playgrounds: Playgrounds) -> None:
+    playgrounds.ready()
     admin = playgrounds.admin()
     repo = playgrounds.repo
     grant = {
@@ -274,6 +283,7 @@ def test_fleet_says_what_fix_removes_and_fix_removes_that(playgrounds: Playgroun
 
 # 7. Exit codes through make; a value handed over as typed; make logs for a cluster without a line.
 def test_make_trigger_and_make_logs_exit_as_the_table_says(playgrounds: Playgrounds) -> None:
+    playgrounds.ready()
     repo = playgrounds.repo
     code, output = shell(repo, "make -s trigger CLUSTER=cls-demo01")
     assert code == 0 and "make: ***" not in output, output
@@ -298,6 +308,7 @@ def test_make_trigger_and_make_logs_exit_as_the_table_says(playgrounds: Playgrou
 
 # 8, 9. An ID-token playground starts; a misspelt precondition adapter is said at once and at each trigger.
 def test_an_id_token_playground_with_a_misspelt_precondition_says_so(playgrounds: Playgrounds) -> None:
+    playgrounds.ready(playgrounds.id_token)
     ready = playgrounds.id_token.ready_line()
     assert "HyperFleet sign-in google-id-token" in ready, ready
     assert "preconditions NOT met: PRECONDITION_ADAPTERS names placment" in ready, ready
@@ -311,6 +322,7 @@ def test_an_id_token_playground_with_a_misspelt_precondition_says_so(playgrounds
 
 
 def test_help_names_adapter_topic_and_deployed_offline_fails_at_once(playgrounds: Playgrounds) -> None:
+    playgrounds.ready()
     code, output = shell(playgrounds.repo, ".venv/bin/python -m pullsecret rekey --help", state=None)
     assert code == 0 and "ADAPTER_TOPIC" in output, output
     started = time.monotonic()
@@ -325,6 +337,7 @@ def test_help_names_adapter_topic_and_deployed_offline_fails_at_once(playgrounds
 
 # 10. Small things: the doctor counts in words, make rotate in external-secrets mode writes no Kubernetes Secret.
 def test_small_words(playgrounds: Playgrounds) -> None:
+    playgrounds.ready(playgrounds.gateway)
     code, output = shell(playgrounds.repo, ".venv/bin/python -m pullsecret doctor", state=".playground-2")
     assert "(1 clusters)" not in output and "(1 cluster)" in output, output
     code, output = shell(
