@@ -46,7 +46,13 @@ def _what_to_run(env: Mapping[str, str], cwd: Path) -> str:
 
 def _from_playground(env: Mapping[str, str]) -> bool:
     """Whether the shell holds what only the playground's env file exports (PLAYGROUND_MARKERS)."""
-    return any((env.get(name) or "").strip() for name in PLAYGROUND_MARKERS)
+    marks = (
+        env.get("EMULATORS_ADMIN"),
+        env.get("FUNCTION_URL"),
+        env.get("PULLSECRET_OPERATOR_KUBECONFIG"),
+        env.get("PULLSECRET_PLAYGROUND"),
+    )
+    return any((value or "").strip() for value in marks)
 
 
 def _listening(host: str, port: int) -> bool:
