@@ -36,7 +36,7 @@ def product_handler(env: Mapping[str, str]) -> Handler:
 
 def seed_handler(env: Mapping[str, str]) -> Handler:
     from bench.seedflow import SeedFlow
-    from pullsecret.settings import configured
+    from pullsecret import configured
 
     return SeedFlow(configured.load(env)).handle
 

@@ -18,14 +18,15 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret.delivery.direct.mode import WORDING
+from pullsecret import configured
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.errors import TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.identity.google import RuntimeIdentity, authorized_channel, secret_manager_client
 from pullsecret.model import dockerconfig, events, preconditions, status
 from pullsecret.secretstore import sm_labels
-from pullsecret.settings import configured
 from pullsecret.settings.common import Settings
+from pullsecret.source.platform.settings import PlatformSettings
 
 KEY = ".dockerconfigjson"
 
@@ -77,7 +78,7 @@ class SeedFlow:
         decision = preconditions.evaluate(cluster, statuses, settings, cluster_id=cluster_id)
         if not isinstance(decision, preconditions.Act):
             return "skipped"
-        source = self.sm.access_secret_version(name=settings.pull_secret_source)
+        source = self.sm.access_secret_version(name=settings.of(PlatformSettings).version)
         platform = dockerconfig.parse(bytes(source.payload.data), source="PULL_SECRET_SOURCE")
         merged = dockerconfig.merge(platform, None, precedence=settings.merge_precedence).secret
         secret_id = settings.secret_id_template.format(cluster_id=cluster_id)

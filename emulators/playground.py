@@ -139,8 +139,8 @@ def function_settings(stack: Stack, state_dir: Path, *, source: str, given: Mapp
 def check_settings(given: Mapping[str, str], *, source: str) -> str | None:
     """The configuration error the function would stop at with these settings and the playground's own (None:
     none), before any start; when the error names a setting the playground fixes, it says its value."""
+    from pullsecret import configured
     from pullsecret.errors import ConfigError
-    from pullsecret.settings import configured
 
     sourcing = {"PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9/"} if source == "service" else {}
     sourcing = sourcing or {"PULL_SECRET_SOURCE": seed.SOURCE_VERSION}

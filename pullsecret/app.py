@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
+from pullsecret import configured
 from pullsecret.delivery import base as delivery_base
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Delivery
@@ -27,7 +28,6 @@ from pullsecret.logs import log
 from pullsecret.registry.verification import RegistryVerifier
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.settings import configured
 from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pullsecret import logs
+from pullsecret import declared, logs
 from pullsecret.app import Application
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.identity.google import RuntimeIdentity
@@ -39,7 +39,7 @@ def framework_fields(result: str, service: str | None, seconds: float) -> dict[s
     event_status = "failed" if result in _FAILED else "skipped" if result in _SKIPPED else "success"
     fields: dict[str, Any] = {"event_status": event_status, "duration_s": round(seconds, 4)}
     if event_status == "failed":
-        fields["error_type"] = status.phase_of(service)
+        fields["error_type"] = declared.WORDS.phase_of(service)
     return fields
 
 
@@ -250,6 +250,7 @@ class Adapter(Application):
                     generation,
                     "UnexpectedError",
                     f"internal error ({type(exc).__name__}); see the adapter's logs",
+                    words=declared.WORDS,
                 )
                 hyperfleet.report_status(cluster_id, report.body(self.settings.adapter_name))
         except (TransientError, TerminalError) as report_exc:

@@ -1,8 +1,8 @@
 """The delivery seam: how the stored pull secret reaches its management cluster (KUBERNETES_DELIVERY).
 
-A delivery mode is one package implementing `Delivery` (its module's REGISTRATION: its value, its words, its
-factory) and one line in pullsecret.delivery.modes.MODES. The reconcile (pullsecret.reconcile.entry) knows nothing else
-of it, and calls it in this order:
+A delivery mode is one package implementing `Delivery` (its `registration` module's REGISTRATION: its value, its
+words, its settings record, what it declares, its factory) and one line in pullsecret.delivery.modes.MODES. The
+reconcile (pullsecret.reconcile.entry) knows nothing else of it, and calls it in this order:
 
 - `probe(where, deadline)`, beside the other reads and before any write: the live state as a `Probed`, which
   holds what the mode needs to write there;
@@ -25,7 +25,7 @@ in this mode) and `fleet_notes` (what fleet cannot look for in this mode).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +33,8 @@ from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import TransientError
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.model.preconditions import Placement
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status import Declared
+from pullsecret.model.status_data import OwnData
 from pullsecret.retrying import Deadline
 from pullsecret.settings.common import Settings
 
@@ -116,7 +117,7 @@ class Wording:
 class Cleaned:
     """What a deletion's cleanup did: its status `data`, and a phrase the Finalized message says it with."""
 
-    data: StatusData
+    data: OwnData  # a record of the mode's declared TypedDict
     said: str  # e.g. "Kubernetes Secret deleted"
 
 
@@ -161,7 +162,7 @@ class Delivery(Protocol):
 
     def probe(self, where: Where, deadline: Deadline) -> Probed: ...
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData: ...
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> OwnData: ...
 
     def after_transient(self, placement: Placement, error: TransientError) -> None: ...
 
@@ -188,14 +189,22 @@ class Wiring:
 
 
 Factory = Callable[[Wiring], Delivery]
+# (the environment, the KUBERNETES_DELIVERY value chosen) -> the mode's own settings record (a frozen dataclass whose
+# fields all have defaults, read back with Settings.of); refuses its variables under another mode; raises ConfigError.
+SettingsReader = Callable[[Mapping[str, str], str], object]
 
 
 @dataclass(frozen=True)
 class Registration:
-    """A delivery mode as pullsecret.delivery.modes lists it: its KUBERNETES_DELIVERY value, its words (templates,
-    for the docs' table) and its factory. A mode's module defines one as REGISTRATION, so mypy checks that what its
-    factory builds keeps the `Delivery` interface."""
+    """A delivery mode as pullsecret.delivery.modes lists it (one shape with pullsecret.source.base.Registration):
+    its KUBERNETES_DELIVERY value (`name`), its words (templates, for the docs' table), its own settings' reader,
+    what it declares (status keys, failure reasons with the owner's words, the services it calls) and its factory.
+    A mode's `registration` module defines one as REGISTRATION and imports nothing of its machinery: the factory
+    imports it when the mode is built (so one mode's machinery stays out of another's cold start), and mypy checks
+    that what it builds keeps the `Delivery` interface."""
 
-    mode: str
+    name: str
     wording: Wording
     build: Factory
+    settings: SettingsReader | None = None
+    declared: Declared = field(default_factory=Declared)

@@ -1,37 +1,35 @@
-"""The delivery modes by KUBERNETES_DELIVERY value: adding a mode is one package (a `Delivery`, its factory, its
-`Wording`, registered as its module's REGISTRATION; its own settings, if any, in its package's `settings` module)
-and one line here (the values KUBERNETES_DELIVERY accepts are these keys: pullsecret.settings.configured).
+"""The delivery modes by KUBERNETES_DELIVERY value: adding a mode is one package (its `registration` module's
+REGISTRATION: its value, words, settings record, declarations and factory; its machinery beside it) and one line
+here (the values KUBERNETES_DELIVERY accepts are these names: pullsecret.configured).
 
-Only the configured mode's module is imported: direct mode's Kubernetes client, GKE client and admission-policy
-check stay out of an external-secrets instance's cold start, and the reverse.
+One shape with pullsecret.source.sources: a tuple of registrations, each imported from its package's `registration`
+module, which imports none of the mode's machinery (a registration's factory imports it when the mode is built):
+direct mode's Kubernetes client, GKE client and admission-policy check stay out of an external-secrets instance's
+cold start, and the reverse.
 """
 
 from __future__ import annotations
 
-import importlib
+from pullsecret.delivery.base import Delivery, Registration, Wiring
+from pullsecret.delivery.direct import registration as direct
+from pullsecret.delivery.external_secrets import registration as external_secrets
 
-from pullsecret.delivery.base import Delivery, Factory, Registration, Wiring
+MODES: tuple[Registration, ...] = (direct.REGISTRATION, external_secrets.REGISTRATION)
 
-MODES: dict[str, str] = {
-    "direct": "pullsecret.delivery.direct.mode",
-    "external-secrets": "pullsecret.delivery.external_secrets.mode",
-}
+
+def names() -> tuple[str, ...]:
+    """The KUBERNETES_DELIVERY values the registered modes answer to."""
+    return tuple(registered.name for registered in MODES)
 
 
 def registration(mode: str) -> Registration:
-    """The registration of a KUBERNETES_DELIVERY value (imports that mode's module); raises TypeError when the
-    module registers no mode."""
-    registered = importlib.import_module(MODES[mode]).REGISTRATION
-    if not isinstance(registered, Registration) or registered.mode != mode:
-        raise TypeError(f"{MODES[mode]} registers no delivery mode {mode!r}")
-    return registered
-
-
-def factory(mode: str) -> Factory:
-    """The factory of a KUBERNETES_DELIVERY value (imports that mode's module)."""
-    return registration(mode).build
+    """The registration of a KUBERNETES_DELIVERY value; raises KeyError when no mode is registered under it."""
+    for registered in MODES:
+        if registered.name == mode:
+            return registered
+    raise KeyError(f"no delivery mode is registered as {mode!r}")
 
 
 def build(wiring: Wiring) -> Delivery:
-    """The delivery KUBERNETES_DELIVERY names."""
-    return factory(wiring.settings.kubernetes_delivery)(wiring)
+    """The delivery KUBERNETES_DELIVERY names (its machinery imported now)."""
+    return registration(wiring.settings.kubernetes_delivery).build(wiring)

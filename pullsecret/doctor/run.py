@@ -19,25 +19,51 @@ import argparse
 import threading
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import werkzeug.exceptions
 from werkzeug.wrappers import Response
 
 from pullsecret.doctor import adapters, checks, identity
-from pullsecret.doctor.kit import RESOURCE_MANAGER, Context, Line, guarded
+from pullsecret.doctor.kit import RESOURCE_MANAGER, Context, DoctorCheck, Line, guarded
 from pullsecret.identity.google import RuntimeIdentity, secret_manager_client
 from pullsecret.logs import log
 
 if TYPE_CHECKING:
-    from pullsecret.app import Application
+    from pullsecret.hyperfleet.client import HyperFleetClient
+    from pullsecret.registry.verification import RegistryVerifier
+    from pullsecret.settings.common import Settings
 
 EVENT_TYPE = "com.redhat.hyperfleet.pullsecret.doctor"
 MIN_INTERVAL_S = 10.0
 _MARK = {True: "ok  ", False: "FAIL", None: "skip"}
 
 
-def run(app: Application, extra_clusters: Iterable[str] = ()) -> list[Line]:
+class Checked(Protocol):
+    """A delivery mode or a source, as the doctor sees it: the checks it declares (pullsecret.doctor.kit)."""
+
+    def doctor_checks(self) -> list[DoctorCheck]: ...
+
+
+class Deployment(Protocol):
+    """What the doctor reads of the process (pullsecret.app.Application has it): the doctor stays below the
+    implementations, whose checks it runs through `Checked`, and below the process object that builds them."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def identity(self) -> RuntimeIdentity: ...
+    @property
+    def hyperfleet(self) -> HyperFleetClient: ...
+    @property
+    def registries(self) -> RegistryVerifier: ...
+    @property
+    def source(self) -> Checked: ...
+    @property
+    def delivery(self) -> Checked: ...
+
+
+def run(app: Deployment, extra_clusters: Iterable[str] = ()) -> list[Line]:
     """Every check, in order, as `app`'s runtime identity; writes nothing. The delivery mode adds its own checks
     (pullsecret.delivery.base.Delivery.doctor_checks) between Secret Manager's and the registries'."""
     settings = app.settings
@@ -123,7 +149,7 @@ def add_parser(commands: Any, epilog: str) -> None:
     )
 
 
-def main(app: Application, args: argparse.Namespace) -> int:
+def main(app: Deployment, args: argparse.Namespace) -> int:
     lines = run(app, args.management_cluster)
     print(render(lines))
     return exit_code(lines)
@@ -134,7 +160,7 @@ _running = threading.Lock()
 _last_run = [float("-inf")]
 
 
-def answer(app: Application) -> werkzeug.exceptions.HTTPException:
+def answer(app: Deployment) -> werkzeug.exceptions.HTTPException:
     """The HTTP answer to a doctor CloudEvent: the report as text/plain (200), or 429 when one ran just now.
 
     Raised by the CloudEvent function (main.py): functions-framework answers any other return with "OK", and

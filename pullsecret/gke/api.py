@@ -33,6 +33,8 @@ import certifi
 import urllib3
 from google.api_core import exceptions as gexc
 
+from pullsecret import outbound
+
 API = "https://container.googleapis.com"
 _OK = 200
 _NAME = re.compile(r"^projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
@@ -138,14 +140,14 @@ class GkeClusters:
         base = f"http://{emulator_host}" if emulator_host else API
         tls = {} if emulator_host else {"ca_certs": certifi.where()}
         self._pool = urllib3.connection_from_url(base, maxsize=pool_size, retries=False, **tls)
-        self._headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
 
     def get_cluster(self, name: str, *, timeout: float) -> ClusterAnswer:
         """The cluster `projects/P/locations/L/clusters/C`; google-api-core exceptions on an error answer."""
         path = resource_path(name)
-        headers = {**self._headers, "Authorization": f"Bearer {self._identity.token()}"}
+        # No traceparent, as before the builder: GetCluster's answer is cached across events.
+        sent = outbound.request(token=self._identity.token(), trace=False)
         response = self._pool.request(
-            "GET", path, headers=headers, timeout=urllib3.Timeout(total=timeout), redirect=False
+            "GET", path, headers=sent.headers, timeout=urllib3.Timeout(total=timeout), redirect=False
         )
         if response.status != _OK:
             raise api_error(response.status, response.data)

@@ -28,8 +28,6 @@ framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/clien
 
 from __future__ import annotations
 
-import json
-import secrets
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -37,13 +35,13 @@ from urllib.parse import quote, urlencode, urlsplit
 import certifi
 import urllib3
 
+from pullsecret import outbound
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import answers, budget, jsonsplit
 from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
 from pullsecret.identity.bearer import ApiCredential, hyperfleet_credential
 from pullsecret.identity.google import RuntimeIdentity
-from pullsecret.logs import TraceContext, log
-from pullsecret.logs import current as current_log_context
+from pullsecret.logs import log
 from pullsecret.settings.common import Settings
 
 _PAGE_SIZE = 100
@@ -84,14 +82,14 @@ class HyperFleetClient:
             self._base,
             maxsize=pool_size,
             retries=retry,
-            timeout=urllib3.Timeout(connect=self._timeout[0], read=self._timeout[1]),
+            timeout=outbound.timeout(connect=self._timeout[0], read=self._timeout[1]),
             **tls,
         )
         self._path = urlsplit(self._base).path
-        self._headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
+        self._system_header: dict[str, str] = {}
         if settings.hyperfleet_system_header:
             # hyperfleet-api pkg/tenant/middleware.go: exactly "true" makes the caller the system identity.
-            self._headers[settings.hyperfleet_system_header] = "true"
+            self._system_header[settings.hyperfleet_system_header] = "true"
 
     @property
     def credential(self) -> ApiCredential | None:
@@ -151,19 +149,12 @@ class HyperFleetClient:
         params: Mapping[str, Any] | None = None,
         json_body: Any = None,
     ) -> Answer:
-        headers = dict(self._headers)
-        if token:
-            headers["Authorization"] = f"{self._token.scheme if self._token else 'Bearer'} {token}"
-        trace = current_log_context().trace
-        if trace is not None:
-            headers["traceparent"] = outgoing_traceparent(trace)
-        body = None
-        if json_body is not None:
-            body = json.dumps(json_body, allow_nan=False).encode()
-            headers["Content-Type"] = "application/json"
+        sent = outbound.request(
+            token=token, scheme=self._token.scheme if self._token else "Bearer", json_body=json_body
+        )
         url = self._path + path + (f"?{urlencode(params)}" if params else "")
         try:
-            response = self._pool.request(method, url, body=body, headers=headers)
+            response = self._pool.request(method, url, body=sent.body, headers={**sent.headers, **self._system_header})
             return Answer(response.status, response.headers, response.data)
         except urllib3.exceptions.HTTPError as exc:
             if looks_like_io(exc) or isinstance(exc, urllib3.exceptions.MaxRetryError):
@@ -329,8 +320,3 @@ def _unparseable(what: str, body: bytes) -> UnparseableCluster:
             f"({jsonsplit.WALK_BYTES // 1024} KiB of text or {jsonsplit.WALK_SECONDS} s of CPU per event)",
             generation=None,
         )
-
-
-def outgoing_traceparent(trace: TraceContext) -> str:
-    """W3C traceparent for an outgoing call: the event's trace id, a new span id, the sampled flag."""
-    return f"00-{trace.trace_id}-{secrets.token_hex(8)}-{'01' if trace.sampled else '00'}"

@@ -36,6 +36,7 @@ from urllib.parse import quote
 import certifi
 import urllib3
 
+from pullsecret import outbound
 from pullsecret.errors import AdapterError, TransientError
 from pullsecret.gke.api import GkeClusters
 from pullsecret.gke.endpoints import Endpoint, choose_endpoint, get_cluster
@@ -181,14 +182,10 @@ class ServiceAccountToken:
             "kind": "TokenRequest",
             "spec": {"audiences": [self.audience], "expirationSeconds": EXPIRATION_SECONDS},
         }
-        headers = {
-            "Authorization": f"Bearer {self._identity.token()}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "hyperfleet-pullsecret-adapter",
-        }
+        # No traceparent: the token is minted for the process, not for one event (it outlives the event).
+        sent = outbound.request(token=self._identity.token(), json_body=body, trace=False)
         try:
-            return pool.request("POST", path, body=json.dumps(body).encode(), headers=headers)
+            return pool.request("POST", path, body=sent.body, headers=sent.headers)
         except urllib3.exceptions.HTTPError as exc:
             self._endpoint = None  # it may have moved (a new IP, a rotated CA): ask GKE again next time
             cause = type(getattr(exc, "reason", None)).__name__

@@ -18,6 +18,7 @@ enforces or advises (contract.md §2, hyperfleet-api 2026) and how the reports f
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -30,9 +31,11 @@ MAX_DETAIL = 300
 # from this adapter's Available status, reason and message (pkg/services/aggregation.go, pkg/util/naming.go;
 # HYPERFLEET-538). So Available's message is short, says what to do, names no internal setting or resource and
 # nothing secret, and says what this delivery mode did; Applied and Health keep the operator's detail.
-# docs/contract.md "What a cluster's owner reads" holds this table (and each delivery mode's ready messages,
-# its package's WORDING); tests/unit/test_available_messages.py holds
-# the code to it. `{detail}` (the owner's own input found wrong, or what is awaited) only where the owner can act.
+# These are the reasons any deployment can report; each delivery mode and source declares its own (`Declared`), and
+# `Words` holds them all (pullsecret.declared.WORDS). docs/contract.md "What a cluster's owner reads" holds the
+# table (and each delivery mode's ready messages, its registration's wording); tests/unit/test_available_messages.py
+# holds the code to it. `{detail}` (the owner's own input found wrong, or what is awaited) only where the owner can
+# act.
 AVAILABLE_MESSAGES = {
     "PreconditionsNotMet": "Waiting for the cluster's other setup steps: {detail}. No action needed yet.",
     "StaleGeneration": "Nothing to do: a newer version of this cluster's settings is already handled.",
@@ -53,18 +56,8 @@ AVAILABLE_MESSAGES = {
     "ManagementClusterNotFound": "The cluster's hosting location was not found; the platform team must fix it.",
     "ManagementClusterNotReady": "The cluster's hosting location is not ready; it will be retried when it changes.",
     "ManagementClusterUnreachable": "The cluster's hosting location cannot be reached; the platform team must fix it.",
-    "AdmissionPolicyMissing": "A safety policy is missing where the cluster is hosted; the platform team must install "
-    "it.",
-    "AdmissionPolicyUnverified": "A safety policy where the cluster is hosted could not be checked; the platform team "
-    "must fix it.",
-    "SecretTypeMismatch": "An older pull secret of the wrong kind is in the way; the platform team must remove it.",
-    "RefusedPrincipal": "The cluster's hosting location cannot be granted access; the platform team must fix it.",
-    "SourceNotFound": "The platform's registry credentials were not found; the platform team must restore them.",
-    "SourceUnavailable": "The platform's registry credentials are unusable; the platform team must fix them.",
-    "PullSecretServiceRejected": "The Pull Secret Service refused this cluster; the platform team must fix it.",
     "ForbiddenSecretProject": "This cluster's cloud project is not one the platform may store its pull secret in; "
     "correct the project in its settings or ask the platform team.",
-    "PolicyIdentityMismatch": "A manual run by the platform team was refused (wrong identity); nothing changed.",
     "ProjectNotFound": "The cluster's cloud project was not found; check it exists and is active.",
     "RegistryCredentialRejected": (
         "A registry refused the pull secret's credentials; the platform team must renew them."
@@ -75,44 +68,78 @@ AVAILABLE_MESSAGES = {
 # Any other reason (a failure the code maps at run time, e.g. from a service's error code).
 AVAILABLE_OTHER = "The pull secret could not be set up ({reason}); the platform team must look into it."
 
-
-def available_message(reason: str, detail: str = "") -> str:
-    """The owner's Available message for a reason that is not PullSecretAvailable (docs/contract.md table)."""
-    template = AVAILABLE_MESSAGES.get(reason, AVAILABLE_OTHER)
-    short = " ".join(detail.split())[:MAX_DETAIL].rstrip(" .")
-    return template.format(detail=short, reason=reason)
-
-
-def shows_detail(reason: str) -> bool:
-    """Whether the owner's message carries the detail (their own input, or what is awaited)."""
-    return "{detail}" in AVAILABLE_MESSAGES.get(reason, AVAILABLE_OTHER)
-
-
 HEALTHY = "Healthy"
 RESOURCES_SKIPPED = "ResourcesSkipped"
 # The framework pairs a skipped run with Health=False; the words say it is a wait, not a failure.
 WAITING = " (waiting, nothing failed: the work runs on the first event after that)"
 # Where a runtime failure happened, as the adapter framework names its phases (`ExecutionFailed:<phase>`).
 PHASE_PRECONDITIONS = "preconditions"  # reading and judging the cluster (HyperFleet API)
-PHASE_RESOURCES = "resources"  # Secret Manager, GKE, the Kubernetes Secret
+PHASE_RESOURCES = "resources"  # Secret Manager, and each implementation's services (`Declared.services`)
 PHASE_UNKNOWN = "unknown"  # the framework's own word when the phase is not known
 PHASE_REGISTRY = "registry"  # REGISTRY_VERIFICATION: a registry refused the pull secret's credential
+# The services every deployment calls whose failures are the resources phase; each implementation adds its own.
+RESOURCE_SERVICES = frozenset({"secretmanager", "metadata"})
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What one registered delivery mode or source reports, declared by its registration so that the model names no
+    implementation: its own status `data` keys (`keys`: a TypedDict of its own, total=False, which its writers
+    build, so mypy checks each key), its failure reasons with what a cluster's owner reads for each (Available's
+    message), and the services its errors name (their failures are the framework's `resources` phase)."""
+
+    keys: Callable[..., Mapping[str, object]] | None = None
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    services: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a cluster's owner reads for each failure reason, and which services' failures are the `resources`
+    phase: the common ones (AVAILABLE_MESSAGES, RESOURCE_SERVICES) and every registered implementation's
+    (`assembled`; the function's own: pullsecret.declared.WORDS)."""
+
+    messages: Mapping[str, str]
+    resources: frozenset[str]
+
+    @classmethod
+    def assembled(cls, declared: tuple[Declared, ...], *, services: tuple[str, ...] = ()) -> Words:
+        """The common words with each declaration's; raises ValueError when two give one reason different words."""
+        messages = dict(AVAILABLE_MESSAGES)
+        for one in declared:
+            for reason, message in one.reasons.items():
+                if messages.setdefault(reason, message) != message:
+                    raise ValueError(f"the reason {reason} is declared with two messages")
+        found = {service for one in declared for service in one.services}
+        return cls(messages, RESOURCE_SERVICES | found | set(services))
+
+    def available_message(self, reason: str, detail: str = "") -> str:
+        """The owner's Available message for a reason that is not PullSecretAvailable (docs/contract.md table)."""
+        template = self.messages.get(reason, AVAILABLE_OTHER)
+        short = " ".join(detail.split())[:MAX_DETAIL].rstrip(" .")
+        return template.format(detail=short, reason=reason)
+
+    def shows_detail(self, reason: str) -> bool:
+        """Whether the owner's message carries the detail (their own input, or what is awaited)."""
+        return "{detail}" in self.messages.get(reason, AVAILABLE_OTHER)
+
+    def phase_of(self, service: str | None) -> str:
+        """The framework phase a failing service belongs to."""
+        if service == "hyperfleet":
+            return PHASE_PRECONDITIONS
+        if service in self.resources:
+            return PHASE_RESOURCES
+        if service == "registry":
+            return PHASE_REGISTRY
+        return PHASE_UNKNOWN
+
+
+COMMON = Words(AVAILABLE_MESSAGES, RESOURCE_SERVICES)  # the reasons every deployment has (no implementation's)
 
 
 def execution_failed(phase: str) -> str:
     """The Health reason of a runtime failure in `phase`."""
     return f"ExecutionFailed:{phase}"
-
-
-def phase_of(service: str | None) -> str:
-    """The framework phase a failing service belongs to."""
-    if service == "hyperfleet":
-        return PHASE_PRECONDITIONS
-    if service in ("secretmanager", "gke", "kubernetes", "metadata", "pullsecretservice"):
-        return PHASE_RESOURCES
-    if service == "registry":
-        return PHASE_REGISTRY
-    return PHASE_UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -173,7 +200,9 @@ def preconditions_not_met(generation: int, message: str) -> Report:
         generation,
         (
             Condition("Applied", "False", "PreconditionsNotMet", message),
-            Condition("Available", "False", "PreconditionsNotMet", available_message("PreconditionsNotMet", message)),
+            Condition(
+                "Available", "False", "PreconditionsNotMet", COMMON.available_message("PreconditionsNotMet", message)
+            ),
             Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message}{WAITING}"),
         ),
     )
@@ -185,7 +214,7 @@ def stale(generation: int, recorded: int, data: StatusData) -> Report:
         generation,
         (
             Condition("Applied", "False", "StaleGeneration", message),
-            Condition("Available", "False", "StaleGeneration", available_message("StaleGeneration")),
+            Condition("Available", "False", "StaleGeneration", COMMON.available_message("StaleGeneration")),
             Condition("Health", "False", RESOURCES_SKIPPED, f"Resources skipped: {message} (out-of-order delivery)"),
         ),
         data,
@@ -198,19 +227,21 @@ def terminal_failure(
     message: str,
     data: StatusData | None = None,
     *,
+    words: Words,
     phase: str = PHASE_UNKNOWN,
     deleting: bool = False,
 ) -> Report:
     """A failure no retry fixes: not applied, not available, Health False (`ExecutionFailed:<phase>`), the
-    reason itself on Applied and Available. Bad input is a failure too: the framework and ADR-0017 report every
-    terminal error as Health=False, so a dashboard counting unhealthy adapters sees what needs a person.
+    reason itself on Applied and Available (with what `words` says an owner reads for it). Bad input is a failure
+    too: the framework and ADR-0017 report every terminal error as Health=False, so a dashboard counting unhealthy
+    adapters sees what needs a person.
 
     `deleting`: the cluster is soft-deleted, so the API waits for `Finalized=True` before it hard-deletes;
     the report says `Finalized=False` (`AdapterUnhealthy`) and what blocks the cleanup, rather than nothing.
     """
     conditions: tuple[Condition, ...] = (
         Condition("Applied", "False", reason, message),
-        Condition("Available", "False", reason, available_message(reason, message)),
+        Condition("Available", "False", reason, words.available_message(reason, message)),
         Condition(
             "Health", "False", execution_failed(phase), f"Adapter failed at phase [{phase}]: {reason}: {message}"
         ),
@@ -233,7 +264,7 @@ def finalized(generation: int, message: str, data: StatusData, *, unhealthy: str
         generation,
         (
             Condition("Applied", "False", "ResourcesDeleted", message),
-            Condition("Available", "False", "ResourcesDeleted", available_message("ResourcesDeleted")),
+            Condition("Available", "False", "ResourcesDeleted", COMMON.available_message("ResourcesDeleted")),
             health,
             Condition("Finalized", "True", "CleanupConfirmed", message),
         ),

@@ -1,17 +1,20 @@
 """The status `data` record: every key the adapter reports, typed and documented once, and what our last one says.
 
-Pure. Every writer (pullsecret.reconcile.provisioning, pullsecret.reconcile.finalize, each delivery's `status_data` and
-`cleanup`, each
-source's `status_data` and `revoke`, registry verification) builds a `StatusData`, so mypy checks each key against
-this record; an implementation that reports a key of its own declares it here (one line, with its meaning). No key
-contains a word HyperFleet's condition mapping masks (pullsecret.model.status's docstring; contract.md §2):
-`sm_*` names Secret Manager things, `kubernetes_*` Kubernetes ones, registry names are values, never keys.
+Pure. The invariant, stated once: a report's `data` holds the keys declared here (`StatusData`: what every
+deployment reports) and the chosen delivery mode's and source's own, each declared by its registration as a TypedDict
+of its own (`pullsecret.model.status.Declared.keys`) and added with `add_own`. Every writer builds one of these
+records, so mypy checks each key where it is written (pullsecret.reconcile.provisioning and finalize and registry
+verification build a `StatusData`; a delivery's `status_data` and `cleanup` and a source's `status_data` and `revoke`
+their own record); tests/unit/test_status_data.py checks that every key a report carries is declared, once. No key
+contains a word HyperFleet's condition mapping masks (pullsecret.model.status's docstring; contract.md §2): `sm_*`
+names Secret Manager things, registry names are values, never keys.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
 
 from pullsecret.model.dockerconfig import MergeResult
 from pullsecret.model.preconditions import Placement
@@ -40,26 +43,26 @@ class StatusData(TypedDict, total=False):
     conflict_details: list[dict[str, str]]  # per conflict: the side that won, and each side's fingerprint
     shadowed: list[dict[str, Any]]  # registry keys folded into another of the same registry (names, fingerprints)
     # What an event repaired: secret_manager_version, kubernetes_secret, kubernetes_secret_recreated [provisioning],
-    # access_binding [external-secrets delivery].
+    # or a delivery's own repair.
     repaired: str
     lineage: dict[str, Any]  # which credential per registry, since which version (pullsecret.model.lineage.report)
     retention: Retention  # after a Secret Manager write
-    # The delivery's own [delivery/direct, delivery/external_secrets].
-    kubernetes_resource_version: str | None  # the delivered Secret's resourceVersion (direct)
-    delivery: str  # the KUBERNETES_DELIVERY value, when not direct (external-secrets)
-    access_member: str  # the principal granted access to the secret (external-secrets)
-    access_cleanup: str  # deletion: what became of that access (external-secrets)
-    kubernetes_cleanup: str  # deletion: what became of the Kubernetes Secret
-    # The source's own [source/service].
-    source: str  # the source that answered, when not the platform pull secret
-    minted: list[dict[str, Any]]  # per registry: its id, the username's fingerprint, when it was created
-    revoked: str  # deletion: the source's answer to revoking the cluster's credentials
     # Registry verification [registry/verdicts].
     registry_verification: str  # REGISTRY_VERIFICATION's mode
     registry_checks: list[dict[str, Any]]  # each registry's answer (at most 100)
     # Deletion [finalize].
     deletion_policy: str  # DELETION_POLICY applied
     sm_cleanup: str  # what became of the Secret Manager secret
+
+
+# An implementation's own status keys: a record of the TypedDict its registration declares (Declared.keys).
+OwnData = Mapping[str, object]
+
+
+def add_own(data: StatusData, own: OwnData) -> None:
+    """Add an implementation's own keys to `data` (mypy checked each where its TypedDict was built; a TypedDict, like
+    StatusData, admits keys beyond its own)."""
+    cast(dict[str, object], data).update(own)
 
 
 def provisioned_data(

@@ -267,9 +267,9 @@ def _checked(args: argparse.Namespace) -> int:
 
     import google.auth.exceptions
 
+    from pullsecret import configured
     from pullsecret.handler import Adapter
     from pullsecret.operator import playground, staleness
-    from pullsecret.settings import configured
 
     if _writes(args):
         refused = playground.refusal(os.environ)

@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from pullsecret import configured
 from pullsecret.errors import ConfigError
 from pullsecret.operator.settings import RESULT_VARIABLES
-from pullsecret.settings import configured
 
 FUNCTION_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/functions/([^/]+)$")
 ENV_NAME = "PULLSECRET_DEPLOYED_FUNCTION"
@@ -141,11 +141,31 @@ def differences(local: Mapping[str, str], deployed: Mapping[str, str], *, there:
     if mine is None or theirs is None:  # one side does not even load: compare what is written
         names = sorted(n for n in RESULT_VARIABLES if _shown(local, n) != _shown(deployed, n))
     else:
-        names = sorted(
-            {f.upper() for f in mine if mine[f] != theirs[f] and f.upper() in RESULT_VARIABLES}
-            | {n for f in mine if mine[f] != theirs[f] and f.upper() not in RESULT_VARIABLES for n in _named(f)}
-        )
+        names = sorted(_differing(mine, theirs, local, deployed))
     return [f"{name}: here {_shown(local, name)}, {there} {_shown(deployed, name)}" for name in names]
+
+
+def _differing(
+    mine: dict[str, Any], theirs: dict[str, Any], local: Mapping[str, str], deployed: Mapping[str, str]
+) -> set[str]:
+    """The variables behind the effective settings that differ."""
+    common = [f for f in mine if f not in IMPLEMENTATIONS and mine[f] != theirs[f]]
+    names = {f.upper() for f in common if f.upper() in RESULT_VARIABLES}
+    names |= {n for f in common if f.upper() not in RESULT_VARIABLES for n in _named(f)}
+    if any(mine[f] != theirs[f] for f in IMPLEMENTATIONS):
+        names |= _implementations_written(mine, local, deployed)
+    return names
+
+
+def _implementations_written(mine: dict[str, Any], local: Mapping[str, str], deployed: Mapping[str, str]) -> set[str]:
+    """A mode's or a source's own settings differ (its record, Settings.own): each of its variables, as no common
+    field accounts for it, when written differently."""
+    accounted = {n for f in mine if f not in IMPLEMENTATIONS for n in (f.upper(), *_named(f))}
+    return {n for n in RESULT_VARIABLES - accounted if _shown(local, n) != _shown(deployed, n)}
+
+
+# The Settings fields that hold the implementations' own settings (each a record whose fields are no variable's name).
+IMPLEMENTATIONS = ("own", "source")
 
 
 def _named(field: str) -> set[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
+from pullsecret.delivery import modes
 from pullsecret.settings.common import Settings
 
 PROBE_TIMEOUT_S = 3.0
@@ -27,12 +28,14 @@ def _connect(address: tuple[str, int], timeout: float) -> object:
 def endpoints(settings: Settings) -> list[tuple[str, str, str]]:
     """(service, host:port, why this one) for each endpoint this configuration's commands call."""
     found = []
+    # The GKE endpoint only for a mode that declares it calls GKE (its registration's `declared.services`).
+    calls_gke = "gke" in modes.registration(settings.kubernetes_delivery).declared.services
     for service, variable, host, google in (
         ("Secret Manager", "SECRET_MANAGER_EMULATOR_HOST", settings.secret_manager_emulator_host, "secretmanager"),
         ("GKE", "GKE_EMULATOR_HOST", settings.gke_emulator_host, "container"),
     ):
-        if google == "container" and settings.kubernetes_delivery != "direct":
-            continue  # only direct mode reaches the management cluster
+        if google == "container" and not calls_gke:
+            continue
         if host:
             found.append((service, host, f"the emulator {variable} names"))
         else:

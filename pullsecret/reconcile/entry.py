@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pullsecret import declared
 from pullsecret.app import Application, settle
 from pullsecret.errors import TerminalError, TransientError
 from pullsecret.hyperfleet.answers import UnparseableCluster
@@ -104,8 +105,10 @@ def _terminal_report(generation: int, decision: preconditions.Decision | None, e
     deleting = isinstance(decision, preconditions.Deleting)
     # Bad input names no service: its phase is where it was found (judging the cluster, or acting).
     phase = (
-        status.phase_of(exc.service)
+        declared.WORDS.phase_of(exc.service)
         if exc.service
         else (status.PHASE_PRECONDITIONS if decision is None else status.PHASE_RESOURCES)
     )
-    return status.terminal_failure(generation, exc.reason, exc.message, data, phase=phase, deleting=deleting)
+    return status.terminal_failure(
+        generation, exc.reason, exc.message, data, words=declared.WORDS, phase=phase, deleting=deleting
+    )

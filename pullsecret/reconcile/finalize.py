@@ -13,7 +13,8 @@ instances; tests/protocol/test_lifecycle_protocol.py checks them over every inte
 tests/reliability/test_revocation_race.py across two function processes):
 
   L1. An event that wrote anything (the source's POST, a Secret Manager version or secret, the delivery's write)
-      reads the cluster again after its last write and before it answers (`provisioning.Provisioning.run`). Gone
+      reads the cluster again after its last write and before it answers (`provisioning.Provisioning.run`; the
+      read runs beside the status report, which is no such write: a Finalized report is sent after it). Gone
       or deleted: it runs this finalizer itself over where it wrote (`left_behind`), and answers with the
       Finalized report (deleted) or `gone`. Still live: the deletion comes after that read, so the deletion's
       own finalizer runs after every write of this event and removes them.
@@ -33,6 +34,7 @@ tests/reliability/test_revocation_race.py across two function processes):
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,7 @@ from pullsecret.errors import OwnershipConflict
 from pullsecret.logs import log
 from pullsecret.model import preconditions, status
 from pullsecret.model.names import secret_name
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status_data import StatusData, add_own
 from pullsecret.reconcile.target import names
 from pullsecret.retrying import Deadline
 
@@ -61,7 +63,7 @@ def finalize(
         kube_name=kube_name,
     )
     cleaned = app.delivery.cleanup(leaving, deadline)
-    data.update(cleaned.data)
+    add_own(data, cleaned.data)
     if deleting.project_refused is not None:
         # The spec names a project the function may not use: nothing was written there by this adapter while it is
         # refused, and a deletion must not steer a Secret Manager call into it either (docs/trust.md).
@@ -77,7 +79,7 @@ def finalize(
         data["sm_name"] = secret_name(project, secret_id)
         data["sm_cleanup"] = _delete_secret(app, project, secret_id, deadline)
     revoked = app.source.revoke(cluster_id, deadline)
-    data.update(revoked)
+    add_own(data, revoked)
     message = (
         f"cleanup confirmed: {cleaned.said}; "
         f"Secret Manager secret {data['sm_cleanup']} (DELETION_POLICY={settings.deletion_policy})"
@@ -94,11 +96,24 @@ class Undone:
     report: status.Report | None
 
 
-def undo_if_left(app: Application, cluster_id: str, act: preconditions.Act, deadline: Deadline) -> Undone | None:
-    """L1/L2: the cluster read again after a provisioning's writes; gone or deleted, the finalizer runs where
-    the provisioning wrote. None: the cluster is live."""
+def read_again(app: Application, cluster_id: str) -> dict[str, Any] | None:
+    """L1/L2's read: the cluster as the API holds it after this event's writes (None: it no longer exists)."""
     with log.step("hyperfleet.get_cluster", why="after writing"):
-        cluster = app.hyperfleet.get_cluster(cluster_id)
+        return app.hyperfleet.get_cluster(cluster_id)
+
+
+def undo_if_left(
+    app: Application,
+    cluster_id: str,
+    act: preconditions.Act,
+    deadline: Deadline,
+    *,
+    read: Future[dict[str, Any] | None] | None = None,
+) -> Undone | None:
+    """L1/L2: the cluster read again after a provisioning's writes (`read`: that read, already started by the
+    caller after its last write); gone or deleted, the finalizer runs where the provisioning wrote. None: the
+    cluster is live."""
+    cluster = read.result() if read is not None else read_again(app, cluster_id)
     deleting = left_behind(act, cluster)
     if deleting is None:
         return None

@@ -8,9 +8,8 @@
 3. store: the merged pull secret as the newest Secret Manager version, a write only if it differs (the write
    protocol and its invariants: pullsecret/secretstore/versions.py).
 4. apply: the delivery (pullsecret.delivery), only after the Secret Manager write succeeded, while a new version's
-   read-back and the cluster's generation re-read (A3) run alongside; then (L1 of pullsecret.reconcile.finalize) the
-   cluster
-   read again when anything was written.
+   read-back and the cluster's generation re-read (A3) run alongside; then (L1 of reconcile/finalize.py) the
+   cluster read again when anything was written, beside the report.
 5. report: stale, applied or unchanged (sent by pullsecret.reconcile.outcome), with the status data
    (pullsecret.model.status_data): where it went, what was repaired, the lineage, the retention run after a
    write, each registry's answer.
@@ -37,7 +36,7 @@ from pullsecret.model import lineage, preconditions, status, status_data
 from pullsecret.model.dockerconfig import MergeResult
 from pullsecret.model.names import secret_of
 from pullsecret.reconcile import merge, outcome
-from pullsecret.reconcile.finalize import Undone, undo_if_left
+from pullsecret.reconcile.finalize import Undone, read_again, undo_if_left
 from pullsecret.reconcile.outcome import Outcome
 from pullsecret.reconcile.target import Target, target_of
 from pullsecret.registry import verification as registry_verification
@@ -97,7 +96,7 @@ class _Reads:
     checks: registry_verification.Pending | None
     latest: secretstore.Latest
     probed: Probed
-    source_data: status_data.StatusData
+    source_data: status_data.OwnData
     source_wrote: bool = False  # the source created something for this event (the service's POST)
 
 
@@ -135,11 +134,20 @@ class Provisioning:
             )
             data["repaired"] = "secret_manager_version"
         applied = self.apply(reads, desired, stored)
-        if stored.written or applied.written or reads.source_wrote:
-            undone = undo_if_left(self.app, self.target.cluster_id, self.act, self.deadline)
-            if undone is not None:
-                return _undone(self.app, self.target.cluster_id, undone)
-        return self.report(reads, stored, applied, recorded, data)
+        if not (stored.written or applied.written or reads.source_wrote):
+            return self.report(reads, stored, applied, recorded, data)
+        # L1, overlapped with the report: the read starts after the last write, and the event answers only
+        # once it has (a Finalized report, when the cluster was deleted meanwhile, goes after this one).
+        read = self.app.submit(read_again, self.app, self.target.cluster_id)
+        try:
+            reported = self.report(reads, stored, applied, recorded, data)
+        except BaseException:
+            settle([read], self.deadline)  # no work outlives its event; provision's L2 reads again
+            raise
+        undone = undo_if_left(self.app, self.target.cluster_id, self.act, self.deadline, read=read)
+        if undone is not None:
+            return _undone(self.app, self.target.cluster_id, undone)
+        return reported
 
     # -- 1. read ----------------------------------------------------------------------------------------
     def read(self) -> _Reads:
@@ -264,8 +272,8 @@ class Provisioning:
     ) -> Outcome:
         """Stale, applied or unchanged, with what was repaired, the lineage and the retention; sent."""
         app, act = self.app, self.act
-        data.update(app.delivery.status_data(self.target.where, applied, stored_written=stored.written))
-        data.update(reads.source_data)
+        status_data.add_own(data, app.delivery.status_data(self.target.where, applied, stored_written=stored.written))
+        status_data.add_own(data, reads.source_data)
         if applied.stale:
             stale = status.stale(act.generation, applied.recorded_generation, data)
             return outcome.report(app, self.target.cluster_id, "stale", with_registries(stale, reads.checks))

@@ -114,8 +114,7 @@ class NewerGeneration(TransientError):
 
 
 class ClusterGone(TransientError):
-    """The cluster was gone when read after the version landed (A3, L4 of pullsecret.reconcile.finalize): not
-    applied."""
+    """The cluster was gone when read after the version landed (A3, L4 of reconcile/finalize.py): not applied."""
 
     default_reason = "ClusterGone"
 

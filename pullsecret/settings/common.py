@@ -10,12 +10,12 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 from urllib.parse import urlparse
 
 from pullsecret.errors import ConfigError
-from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, SOURCE_VERSION_RE, cluster_allowed
+from pullsecret.model.names import GKE_CLUSTER_RE, PROJECT_ID_RE, cluster_allowed
 from pullsecret.settings import envvars, secret_projects, token_source
 from pullsecret.settings.hostnames import allowed_entry, trusted_realm_entry
 
@@ -36,6 +36,7 @@ MERGE_PRECEDENCES = ("platform", "cluster")
 REGISTRY_VERIFICATION_MODES = ("off", "report", "enforce")
 # Hosts in pull secrets that are not image registries (OpenShift's telemetry/Insights key).
 REGISTRY_SKIP_DEFAULT = ("cloud.openshift.com",)
+Own = TypeVar("Own")  # an implementation's own settings record: a frozen dataclass whose every field has a default
 
 
 @dataclass(frozen=True)
@@ -57,15 +58,8 @@ class Settings:
     deployment_id: str = ""
     precondition_adapters: tuple[str, ...] = ("validation", "dns", "placement")
     placement_adapter: str = "placement"
-    pull_secret_source: str | None = None
-    pull_secret_source_ttl_s: float = 30.0
-    # The HyperFleet Pull Secret Service (per-cluster credentials), in place of PULL_SECRET_SOURCE.
-    pull_secret_service_url: str | None = None
-    pull_secret_service_auth: str = "google-id-token"
-    pull_secret_service_audience: str | None = None
-    pull_secret_service_token_file: str | None = None
-    pull_secret_service_registries: tuple[str, ...] = ("quay", "rhit")
-    pull_secret_service_timeout_s: float = 10.0
+    # The registered pull-secret source the environment selects (pullsecret.source.sources.selected), by name.
+    source: str = ""
     merge_precedence: str = "platform"
     secret_project_id: str | None = None
     # GCP project ids a cluster's spec may name for its secret (`*` stands for any text inside the id); () admits
@@ -83,10 +77,7 @@ class Settings:
     management_namespace_template: str = "clusters-{cluster_id}"
     management_namespace_pattern: re.Pattern[str] = field(default_factory=lambda: re.compile(r"^clusters-[a-z0-9-]+$"))
     kubernetes_secret_template: str = "{cluster_id}-pull-secret"
-    kubernetes_delivery: str = "direct"  # or external-secrets: no connection to the cluster (delivery_external_secrets)
-    external_secrets_principal_template: str | None = None  # principal://... with {namespace}, external-secrets only
-    # The rendered ExternalSecret's refreshInterval (terraform external_secrets_refresh_interval), for the status.
-    external_secrets_refresh_interval: str = "5m"
+    kubernetes_delivery: str = "direct"  # the registered delivery mode KUBERNETES_DELIVERY names (delivery.modes)
     field_manager: str = "hyperfleet-pullsecret"
     secret_manager_emulator_host: str | None = None
     gke_emulator_host: str | None = None
@@ -117,9 +108,22 @@ class Settings:
     # (registry, realm) host names whose token realm lies on another registrable domain (REGISTRY_TRUSTED_REALMS).
     registry_trusted_realms: tuple[tuple[str, str], ...] = (("registry.redhat.io", "sso.redhat.com"),)
     registry_enforce_platform: bool = False  # enforce mode also refuses on the platform pull secret's entries
-    # A mode's or a source's own settings without a field here, by name (pullsecret.settings.configured: each reads its
-    # own).
-    options: Mapping[str, Any] = field(default_factory=dict)
+    # Each registered mode's and source's own settings record, one per record class (pullsecret.configured
+    # reads them all); an implementation reads its own with `of`.
+    own: tuple[object, ...] = ()
+
+    def of(self, kind: type[Own]) -> Own:
+        """This configuration's record of class `kind` (an implementation's own settings); a Settings built without
+        one (by hand, in a test) answers the record's defaults: that implementation not configured."""
+        for record in self.own:
+            if type(record) is kind:
+                return record
+        return kind()
+
+    def with_own(self, *records: object) -> Settings:
+        """These settings with `records` in place of any of the same class."""
+        kinds = {type(record) for record in records}
+        return replace(self, own=(*(r for r in self.own if type(r) not in kinds), *records))
 
     def publish_rate(self) -> float:
         """Rotation events per second: ROTATION_PUBLISH_RATE, else PUBLISH_SHARE of the write quota per cluster."""
@@ -278,7 +282,7 @@ def _deployment_id(env: Mapping[str, str], api_url: str) -> str:
 
 
 def load(env: Mapping[str, str] | None = None) -> Settings:
-    """The common settings (each delivery mode's and source's own: pullsecret.settings.configured.load, which calls this
+    """The common settings (each delivery mode's and source's own: pullsecret.configured.load, which calls this
     first); raises ConfigError naming the first bad variable (in the order below)."""
     env = os.environ if env is None else env
     locations = envvars.items(env, "SECRET_REPLICATION_LOCATIONS", ())
@@ -301,12 +305,7 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
         deployment_id=_deployment_id(env, api_url),
         precondition_adapters=_adapter_names(env),
         placement_adapter=envvars.get(env, "PLACEMENT_ADAPTER") or "placement",
-        # The pull secret: the platform's source and how it merges with the cluster's own.
-        pull_secret_source=envvars.matching(
-            env, "PULL_SECRET_SOURCE", SOURCE_VERSION_RE, "projects/P/secrets/S/versions/(latest|N)"
-        ),
-        pull_secret_source_ttl_s=envvars.number(env, "PULL_SECRET_SOURCE_TTL", 30.0, minimum=0, maximum=3600),
-        pull_secret_service_timeout_s=envvars.number(env, "PULL_SECRET_SERVICE_TIMEOUT", 10.0, minimum=0.1, maximum=60),
+        # The pull secret: how the source's merges with the cluster's own (the source's own settings: configured).
         merge_precedence=envvars.choice(env, "MERGE_PRECEDENCE", "platform", MERGE_PRECEDENCES, upper=False),
         merge_canonical_registries=envvars.flag(env, "MERGE_CANONICAL_REGISTRIES"),
         # Secret Manager: where each cluster's secret lives and how it is replicated and encrypted.

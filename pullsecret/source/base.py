@@ -1,7 +1,8 @@
 """The pull-secret source seam: where the platform's part of a cluster's pull secret comes from.
 
-A source is one package implementing `Source` (and a factory answering None when its configuration is absent,
-registered as its REGISTRATION) and one line in pullsecret.source.sources.SOURCES. The reconcile calls it in this
+A source is one package implementing `Source` (its `registration` module's REGISTRATION: its name, the variable
+that selects it, its settings record, what it declares, its factory) and one line in
+pullsecret.source.sources.SOURCES. The reconcile calls it in this
 order, and knows nothing else of it:
 
 - `start(cluster_id, deadline, first=...)` at the read step, before the other reads are waited for: no call is
@@ -9,8 +10,7 @@ order, and knows nothing else of it:
   `ready=False`. `first` says our status records no stored version (pullsecret.model.status_data.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
 - `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
-  its strings registered for redaction (logs.protect) before anything can print them; pullsecret.reconcile.merge merges
-  it
+  its strings registered for redaction (logs.protect) before anything can print them; reconcile/merge.py merges it
   with the cluster's own `spec.pullSecret`; `create=False` (`reconcile --dry-run`) reads only, and raises
   `WouldCreate` where the reconcile would create something at the source (nothing started with `first` creates
   either: a dry run never asks for the first provisioning's generate-or-retrieve);
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pullsecret.doctor.kit import DoctorCheck
@@ -47,7 +47,8 @@ from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status import Declared
+from pullsecret.model.status_data import OwnData
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
@@ -70,7 +71,7 @@ class Fetch(Protocol):
     def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
         """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
 
-    def status_data(self) -> StatusData: ...
+    def status_data(self) -> OwnData: ...
 
 
 class WouldCreate(Exception):
@@ -181,7 +182,7 @@ class Source(Protocol):
 
     def start(self, cluster_id: str, deadline: Deadline, *, first: bool = False) -> Fetch: ...
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData: ...
+    def revoke(self, cluster_id: str, deadline: Deadline) -> OwnData: ...
 
     def doctor_checks(self) -> list[DoctorCheck]:
         """The doctor checks this source needs (pullsecret.doctor.run), reading only."""
@@ -213,16 +214,24 @@ class Wiring:
     identity: RuntimeIdentity | None = None  # a ServiceAccount token is minted with its GKE access
 
 
-Factory = Callable[[Wiring], Source | None]  # None: this source is not configured
-SettingsReader = Callable[[Mapping[str, str]], dict[str, Any]]  # Settings fields by name; raises ConfigError
+Factory = Callable[[Wiring], Source]
+# (the environment, the selected source's name) -> the source's own settings record (a frozen dataclass whose fields
+# all have defaults, read back with Settings.of); refuses its variables under another source; raises ConfigError.
+SettingsReader = Callable[[Mapping[str, str], str], object]
 
 
 @dataclass(frozen=True)
 class Registration:
-    """A source as pullsecret.source.sources lists it: its name, whether its pull secret holds a cluster's own
-    registry credentials (the delivery's words differ), and its factory (mypy checks what it builds)."""
+    """A source as pullsecret.source.sources lists it (one shape with pullsecret.delivery.base.Registration): its
+    name, the variable whose presence selects it (`selected_by`, with what it names for the error that none or two
+    are selected), whether its pull secret holds a cluster's own registry credentials (the delivery's words
+    differ), its own settings' reader, what it declares (status keys, failure reasons with the owner's words, the
+    services it calls) and its factory, which imports its machinery when it is built (mypy checks what it builds)."""
 
     name: str
+    selected_by: str
+    names: str  # what `selected_by` names, e.g. "the platform pull secret in Secret Manager"
     own_credentials: bool
     build: Factory
-    settings: SettingsReader | None = None  # its own settings, checked at cold start (pullsecret.settings.configured)
+    settings: SettingsReader | None = None
+    declared: Declared = field(default_factory=Declared)

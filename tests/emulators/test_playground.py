@@ -22,8 +22,8 @@ def test_one_admin_call_seeds_a_cluster_whose_preconditions_are_met(stack: Any, 
         "type": "gcp",
         "gcp": {"projectID": "hf-demo-project", "region": "us-central1"},
     }
+    from pullsecret import configured
     from pullsecret.model import preconditions
-    from pullsecret.settings import configured
 
     statuses = stack.hyperfleet.state()["statuses"]["cls-ready1"]
     settings = configured.load(

@@ -109,7 +109,7 @@ def test_the_function_mounts_the_volumes_sets_the_settings_and_may_read_those_se
 def test_the_doctor_command_fetches_each_ca_bundle_as_it_fetches_a_token(tmp_path: Path) -> None:
     """The mount path means nothing on a workstation: doctor_command fetches the PEM as the runtime identity, and
     the configuration it exports loads (a CA bundle setting must name a readable file)."""
-    from pullsecret.settings import configured
+    from pullsecret import configured
     from tests.infra.test_doctor_command import RUNTIME, render
 
     overrides = {"hyperfleet_api_url": "https://hf.example.com", "registry_ca_bundle_secret": REGISTRY_CA}

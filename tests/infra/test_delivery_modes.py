@@ -17,8 +17,9 @@ import yaml
 
 from emulators.iam_terraform import Grant, Module, service_account_grants
 from emulators.stack import TERRAFORM_VARIABLES
+from pullsecret.configured import load
 from pullsecret.delivery.direct.kubesecret import DOCKERCONFIGJSON, KEY
-from pullsecret.settings.configured import load
+from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
 
 NUMBER = "123456789012"
 TERRAFORM_LOCALS = Module(TERRAFORM_VARIABLES, project_number=lambda _p: NUMBER)._locals
@@ -113,7 +114,7 @@ def test_the_principal_template_terraform_sets_is_one_the_function_accepts() -> 
             "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": template,
         }
     )
-    assert settings.external_secrets_principal_template == template
+    assert settings.of(ExternalSecretsSettings).principal_template == template
 
 
 def test_the_readme_shows_what_terraform_renders(manifests: list[dict[str, Any]]) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.doctor import run as doctor
-from pullsecret.settings import configured
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TERRAFORM = ROOT / "terraform"

@@ -19,8 +19,11 @@ from hcl2 import SerializationOptions
 
 from emulators.iam_terraform import Grant, service_account_grants
 from emulators.stack import PROJECT_ID, TERRAFORM_VARIABLES
-from pullsecret.settings import common, configured
+from pullsecret import configured
+from pullsecret.settings import common
+from pullsecret.source.platform.settings import PlatformSettings
 from pullsecret.source.service import settings as service_settings
+from pullsecret.source.service.settings import ServiceSettings
 from tests.infra import reality
 
 TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
@@ -161,8 +164,8 @@ def test_platform_mode_sets_only_the_platform_source(tmp_path: Path) -> None:
         name: "" for name in environment if name.startswith("PULL_SECRET_SERVICE")
     }
     settings = load(environment)
-    assert settings.pull_secret_source == environment["PULL_SECRET_SOURCE"]
-    assert settings.pull_secret_service_url is None
+    assert settings.of(PlatformSettings).version == environment["PULL_SECRET_SOURCE"]
+    assert settings.of(ServiceSettings).url is None
 
 
 def test_service_mode_with_google_id_tokens(tmp_path: Path) -> None:
@@ -178,12 +181,12 @@ def test_service_mode_with_google_id_tokens(tmp_path: Path) -> None:
         "PULL_SECRET_SERVICE_SERVICE_ACCOUNT": "",
     }
     settings = load(environment)
-    assert settings.pull_secret_source is None
-    assert settings.pull_secret_service_url == SERVICE_URL
-    assert settings.pull_secret_service_auth == "google-id-token"
-    assert settings.pull_secret_service_audience == SERVICE_URL
-    assert settings.pull_secret_service_token_file is None
-    assert settings.pull_secret_service_registries == ("quay",)
+    assert settings.of(PlatformSettings).version is None
+    assert settings.of(ServiceSettings).url == SERVICE_URL
+    assert settings.of(ServiceSettings).auth == "google-id-token"
+    assert settings.of(ServiceSettings).audience == SERVICE_URL
+    assert settings.of(ServiceSettings).token_file is None
+    assert settings.of(ServiceSettings).registries == ("quay",)
 
 
 def test_service_mode_with_a_mounted_token(tmp_path: Path) -> None:
@@ -198,10 +201,10 @@ def test_service_mode_with_a_mounted_token(tmp_path: Path) -> None:
     assert environment["PULL_SECRET_SERVICE_TOKEN_FILE"] == "/etc/secrets/pull-secret-service/token"
     assert environment["PULL_SECRET_SERVICE_REGISTRIES"] == "quay,rhit"
     settings = load(environment, token_file=tmp_path / "token")
-    assert settings.pull_secret_service_auth == "token-file"
-    assert settings.pull_secret_service_token_file == str(tmp_path / "token")
-    assert settings.pull_secret_service_audience == "pss"
-    assert settings.pull_secret_service_registries == ("quay", "rhit")
+    assert settings.of(ServiceSettings).auth == "token-file"
+    assert settings.of(ServiceSettings).token_file == str(tmp_path / "token")
+    assert settings.of(ServiceSettings).audience == "pss"
+    assert settings.of(ServiceSettings).registries == ("quay", "rhit")
 
 
 def test_the_registries_default_is_the_functions() -> None:
@@ -212,8 +215,8 @@ def test_the_registries_default_is_the_functions() -> None:
     defaults = configured.load(
         {"HYPERFLEET_API_URL": "https://hf.example.com", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
     )
-    assert tuple(variables["pull_secret_service_registries"]["default"]) == defaults.pull_secret_service_registries
-    assert variables["pull_secret_service_auth"]["default"] == defaults.pull_secret_service_auth
+    assert tuple(variables["pull_secret_service_registries"]["default"]) == defaults.of(ServiceSettings).registries
+    assert variables["pull_secret_service_auth"]["default"] == defaults.of(ServiceSettings).auth
     condition = variables["pull_secret_service_registries"]["validation"][0]["condition"]
     assert service_settings.REGISTRY_ID_RE.pattern in condition.replace("\\\\", "\\")
 

@@ -842,7 +842,7 @@ def test_secret_manager_condition_covers_only_the_secret_id_template(config: Con
 
 
 def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(config: Config) -> None:
-    from pullsecret.settings import configured as function_config
+    from pullsecret import configured as function_config
     from pullsecret.source.platform.rotation import progress_secret_id
 
     binding = config.resource("google_project_iam_member", "runtime_secret_manager_record_keeper")
@@ -1034,7 +1034,7 @@ def test_the_real_terraform_renders_allowed_secret_projects_the_function_loads(
 ) -> None:
     """function.tf's SECRET_PROJECT_ID and ALLOWED_SECRET_PROJECTS over main.tf's secret_project_ids, computed by
     terraform and read by pullsecret/settings/common.py: the granted projects, the pinned one among them."""
-    from pullsecret.settings import configured as function_config
+    from pullsecret import configured as function_config
     from tests.infra import reality
 
     binary, why = reality.terraform((1, 9))
@@ -1075,7 +1075,7 @@ def test_placements_may_name_only_clusters_of_the_granted_projects(config: Confi
     assert environment["REGISTRY_ALLOWED_HOSTS"] == '${join(",", var.registry_allowed_hosts)}'
     assert config.variables["registry_allowed_hosts"]["default"] == []
     # A realm on another domain only by a documented pair; the function's own default is the same.
-    from pullsecret.settings import configured as function_config
+    from pullsecret import configured as function_config
 
     assert environment["REGISTRY_TRUSTED_REALMS"] == '${join(",", var.registry_trusted_realms)}'
     default = config.variables["registry_trusted_realms"]["default"]

@@ -102,7 +102,7 @@ def test_a_cluster_reconciles_with_access_granted_and_no_cluster_reached(
 
 
 @pytest.mark.parametrize("policy_name", ["DISABLE", "DELETE"])
-def test_deletion_revokes_the_access_and_reports_finalized(
+def test_deletion_removes_the_access_and_reports_finalized(
     eso_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch, policy_name: str
 ) -> None:
     monkeypatch.setenv("DELETION_POLICY", policy_name)

@@ -231,8 +231,7 @@ def test_a_missing_namespace_goes_back_to_pubsub_without_in_process_retries(
 
 
 def test_the_effective_configuration_never_shows_credentials_in_the_api_url(function_env: dict[str, str]) -> None:
-    from pullsecret import web
-    from pullsecret.settings import configured
+    from pullsecret import configured, web
 
     settings = configured.load({**function_env, "HYPERFLEET_API_URL": "https://robot:s3cret@hf.example.com:8443/base"})
     shown = web.effective_configuration(settings)

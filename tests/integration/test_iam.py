@@ -15,10 +15,10 @@ from google.api_core import exceptions as gexc
 from google.cloud.secretmanager_v1 import types as smtypes
 
 from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
+from pullsecret import configured
 from pullsecret.gke.api import GkeClusters
 from pullsecret.handler import Adapter
 from pullsecret.identity.google import RuntimeIdentity, secret_manager_client
-from pullsecret.settings import configured
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event
 

@@ -15,9 +15,9 @@ import pytest
 from kubernetes.client import AdmissionregistrationV1Api, ApiClient
 
 from emulators.world import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
+from pullsecret.declared import WORDS
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME as POLICY
 from pullsecret.handler import Adapter
-from pullsecret.model import status
 from pullsecret.retrying import Deadline
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
@@ -35,7 +35,7 @@ def available(admin: Admin) -> dict[str, Any]:
     report = [r for r in admin.reports() if r.get("cluster_id") == CID][-1]
     conds = {c["type"]: c for c in report["body"]["conditions"]}
     owner = conds["Available"]
-    assert owner["message"] == status.available_message(owner["reason"], conds["Applied"]["message"])
+    assert owner["message"] == WORDS.available_message(owner["reason"], conds["Applied"]["message"])
     return {**owner, "message": conds["Applied"]["message"]}
 
 

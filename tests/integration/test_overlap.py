@@ -7,6 +7,8 @@ asserted: the emulators' objects and calls, and the statuses the HyperFleet API 
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -78,3 +80,29 @@ def test_a_failed_generation_re_read_after_the_kubernetes_write_is_converged_by_
     calls = admin.calls()
     assert not {m for m in calls.get("secretmanager", {}) if m in ("AddSecretVersion", "CreateSecret")}
     assert not {m for m in calls.get("kubernetes", {}) if not m.endswith(".dryrun")}
+
+
+def _interval(line: dict[str, Any]) -> tuple[float, float]:
+    """A step's [start, end] in seconds, from its log line's time (its end) and its duration."""
+    end = datetime.fromisoformat(line["time"].replace("Z", "+00:00")).timestamp()
+    return end - line["duration_ms"] / 1000, end
+
+
+def test_the_cluster_is_read_again_beside_the_status_report_not_after_it(
+    adapter: Adapter, admin: Admin, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """L1's re-read after the writes overlaps the report (issue 48 item 7): each held 0.6 s at the API, the two
+    steps' logged intervals share most of it; one after the other they would share none."""
+    seed_ready_cluster(admin, CID)
+    for method in ("getClusterById", "putClusterStatuses"):
+        admin.call("POST", "/faults", {"service": "hyperfleet", "method": method, "latency_ms": 600})
+    capsys.readouterr()
+    assert deliver(adapter, 1).result == "applied"
+    admin.call("DELETE", "/faults")
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    (read,) = [x for x in lines if x.get("operation") == "hyperfleet.get_cluster" and x.get("why") == "after writing"]
+    (report,) = [x for x in lines if x.get("operation") == "hyperfleet.report_status"]
+    (read_start, read_end), (report_start, report_end) = _interval(read), _interval(report)
+    shared = min(read_end, report_end) - max(read_start, report_start)
+    assert shared > 0.3, (read, report)
+    assert applied_generations(admin) == [1]

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from emulators.kubernetes import manifests
+from pullsecret.declared import WORDS
 from pullsecret.delivery.direct import admission_policy
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
-from pullsecret.model import status
 from tests.support import (
     CLUSTER_AUTH,
     PLATFORM_AUTH,
@@ -234,7 +234,7 @@ def assert_terminal(adapter: Adapter, admin: Admin, world: Any, reason: str, fra
     assert conds["Available"]["status"] == "False" and conds["Available"]["reason"] == reason
     # The operator's detail is on Applied; Available carries the owner's message (docs/contract.md's table).
     assert fragment in conds["Applied"]["message"]
-    assert conds["Available"]["message"] == status.available_message(reason, conds["Applied"]["message"])
+    assert conds["Available"]["message"] == WORDS.available_message(reason, conds["Applied"]["message"])
     return conds
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from emulators.registry import DEFAULT_PASSWORD, DEFAULT_REFRESH_TOKEN, DEFAULT_USER
+from pullsecret import configured
 from pullsecret.handler import Adapter
-from pullsecret.settings import configured
 from tests.support import (
     Admin,
     eventarc_attributes,

@@ -31,6 +31,7 @@ from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.settings.common import Settings
+from pullsecret.source.service.settings import ServiceSettings
 from pullsecret.source.service.source import ServiceSource
 from tests.protocol import scheduler
 from tests.protocol.lifecycle_world import HyperFleet, Kube, Service
@@ -45,7 +46,8 @@ NAMESPACE, KUBE_NAME = f"clusters-{CID}", f"{CID}-pull-secret"
 REDELIVERIES = 3
 SETTINGS = Settings(
     hyperfleet_api_url="http://hyperfleet.invalid",
-    pull_secret_service_url="http://pull-secret-service.invalid",
+    source="service",
+    own=(ServiceSettings("http://pull-secret-service.invalid"),),
     precondition_adapters=(),
     secret_project_id=PROJECT,
     management_cluster="projects/hf-project/locations/us-central1/clusters/mgmt-1",

@@ -29,6 +29,7 @@ from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.source.platform import rotation
 from pullsecret.source.platform.secret import PlatformSecret
+from pullsecret.source.platform.settings import PlatformSettings
 from tests.protocol import scheduler
 from tests.protocol.scheduler import Run, SchedEvent
 from tests.protocol.world import PROJECT, FakeSecretManager, Secret, Version
@@ -106,7 +107,7 @@ class _Publisher:
 
 
 SETTINGS = pytypes.SimpleNamespace(
-    pull_secret_source=f"{SOURCE}/versions/latest",
+    of=lambda kind: PlatformSettings(f"{SOURCE}/versions/latest"),  # the platform source's own settings
     adapter_topic="projects/p/topics/reconcile",
     secret_project_id=PROJECT,
     secret_id_template="hyperfleet-{cluster_id}-pull-secret",

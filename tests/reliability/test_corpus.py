@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from pullsecret.declared import WORDS
 from pullsecret.errors import TransientError
-from pullsecret.model import status as status_model
 from tests.reliability import harness
 from tests.support import (
     PLATFORM_SOURCE_SECRET,
@@ -222,7 +222,7 @@ def test_corpus_case(
         if "message_contains" in expect:
             # The owner's Available message shows the detail only where the owner can act (docs/contract.md);
             # Applied always carries it.
-            shown = available if status_model.shows_detail(available["reason"]) else conds["Applied"]
+            shown = available if WORDS.shows_detail(available["reason"]) else conds["Applied"]
             assert expect["message_contains"] in shown["message"], f"{case['name']}: {shown['message']!r}"
     else:
         assert reports == [], f"{case['name']}: unexpected status report {reports}"

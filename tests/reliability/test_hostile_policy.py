@@ -15,7 +15,7 @@ from kubernetes.client import ApiException, CoreV1Api
 from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
-from pullsecret.settings import configured
+from pullsecret import configured
 from tests.emulators.test_kubernetes_admission import NAME, OURS, SA, TOKEN, apply, make_api, secret
 from tests.reliability import harness
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from emulators.registry import DEFAULT_USER
+from pullsecret import configured
 from pullsecret.model.dockerconfig import parse
 from pullsecret.registry.egress import Egress, Unresolvable
 from pullsecret.registry.verification import MAX_PER_HOST, RegistryVerifier
 from pullsecret.retrying import Deadline
-from pullsecret.settings import configured
 from tests.reliability import campaign, harness
 from tests.support import gcp_cluster
 

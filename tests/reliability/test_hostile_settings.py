@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
 from pullsecret.handler import Adapter
-from pullsecret.settings.configured import load
 from tests.reliability import campaign, harness
 
 BASE = {"HYPERFLEET_API_URL": "https://hf.example.com", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}

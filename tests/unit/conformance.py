@@ -33,6 +33,7 @@ from pullsecret.delivery.base import Delivered, Delivery
 from pullsecret.delivery.direct import kubesecret
 from pullsecret.delivery.direct.kubesecret import DesiredSecret
 from pullsecret.delivery.direct.mode import DirectDelivery
+from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.reconcile import entry
 from pullsecret.reconcile.outcome import Outcome
@@ -43,6 +44,8 @@ from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Source
+from pullsecret.source.platform.settings import PlatformSettings
+from pullsecret.source.service.settings import ServiceSettings
 from pullsecret.source.service.source import ServiceSource
 from tests.protocol.lifecycle_world import HyperFleet, InlineExecutor, NoRegistryChecks, Service, document
 from tests.protocol.world import FakeSecretManager, Secret
@@ -60,10 +63,12 @@ SETTINGS = Settings(
     management_cluster="projects/hf-project/locations/us-central1/clusters/mgmt-1",
     registry_verification="off",
     deployment_id="d-test",
-    pull_secret_source_ttl_s=0.0,
-    external_secrets_principal_template=(
-        "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p.svc.id.goog"
-        "/subject/ns/{namespace}/sa/external-secrets"
+    own=(
+        PlatformSettings(ttl_s=0.0),
+        ExternalSecretsSettings(
+            "principal://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p.svc.id.goog"
+            "/subject/ns/{namespace}/sa/external-secrets"
+        ),
     ),
 )
 
@@ -213,7 +218,7 @@ class ExternalSecretsKit:
 
     def delivered(self, world: World) -> bytes | None:
         """External Secrets Operator syncs the latest version when the namespace's principal may access it."""
-        principal = SETTINGS.external_secrets_principal_template.format(namespace=NAMESPACE)  # type: ignore[union-attr]
+        principal = SETTINGS.of(ExternalSecretsSettings).principal_template.format(namespace=NAMESPACE)  # type: ignore[union-attr]
         return world.sm.latest(SECRET) if principal in world.sm.members(SECRET) else None
 
     def damage(self, world: World) -> None:
@@ -226,7 +231,9 @@ class ExternalSecretsKit:
 
 class PlatformKit:
     def settings(self, settings: Settings) -> Settings:
-        return replace(settings, pull_secret_source=f"{PLATFORM_SECRET}/versions/latest")
+        return replace(settings, source="platform").with_own(
+            PlatformSettings(f"{PLATFORM_SECRET}/versions/latest", 0.0)
+        )
 
     def build(self, world: World, settings: Settings) -> Source:
         world.sm.secrets.setdefault(PLATFORM_SECRET, Secret(labels={}))
@@ -248,7 +255,7 @@ class PlatformKit:
 
 class ServiceKit:
     def settings(self, settings: Settings) -> Settings:
-        return replace(settings, pull_secret_service_url="http://pull-secret-service.invalid")
+        return replace(settings, source="service").with_own(ServiceSettings("http://pull-secret-service.invalid"))
 
     def build(self, world: World, settings: Settings) -> Source:
         return ServiceSource(world.service, ("quay.io",))  # type: ignore[arg-type]

@@ -1,5 +1,7 @@
 """The Available messages a cluster's owner reads (docs/contract.md "What a cluster's owner reads") are the code's:
-every reason the code can report has a row, each message is short and names nothing internal or secret."""
+the common reasons' (pullsecret.model.status) and each registered mode's and source's (its registration's
+`declared.reasons`, assembled in pullsecret.declared.WORDS); every reason the code can report has a row, each message
+is short and names nothing internal or secret."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+from pullsecret.declared import WORDS
 from pullsecret.delivery import modes
 from pullsecret.model import status
 from pullsecret.source import sources
@@ -24,7 +29,7 @@ INTERNAL = re.compile(
 def _ready() -> dict[tuple[str, str], str]:
     """Every registered delivery mode's ready message for every registered source (its words' templates)."""
     return {
-        (mode, source.name): modes.registration(mode).wording.available(own_credentials=source.own_credentials)
+        (mode.name, source.name): mode.wording.available(own_credentials=source.own_credentials)
         for mode in modes.MODES
         for source in sorted(sources.SOURCES, key=lambda registered: registered.name)
     }
@@ -40,6 +45,8 @@ def _table() -> list[tuple[str, str, str]]:
 def test_the_contract_table_is_the_codes() -> None:
     expected = [("`PullSecretAvailable` (True)", f"`{d}` delivery, `{s}` source", m) for (d, s), m in _ready().items()]
     expected += [(f"`{r}`", "", m) for r, m in status.AVAILABLE_MESSAGES.items()]
+    expected += [(f"`{r}`", f"`{d.name}` delivery", m) for d in modes.MODES for r, m in d.declared.reasons.items()]
+    expected += [(f"`{r}`", f"`{s.name}` source", m) for s in sources.SOURCES for r, m in s.declared.reasons.items()]
     expected.append(("any other reason", "", status.AVAILABLE_OTHER))
     assert _table() == expected
 
@@ -67,31 +74,41 @@ def _reported_reasons() -> set[str]:
 
 
 def test_every_reason_the_code_reports_has_a_row() -> None:
-    missing = _reported_reasons() - set(status.AVAILABLE_MESSAGES)
-    assert not missing, f"reasons without an owner's message in status.AVAILABLE_MESSAGES: {sorted(missing)}"
+    missing = _reported_reasons() - set(WORDS.messages)
+    assert not missing, f"reasons without an owner's message in pullsecret.declared.WORDS: {sorted(missing)}"
 
 
 def test_each_message_is_short_and_names_nothing_internal() -> None:
-    messages = [*_ready().values(), *status.AVAILABLE_MESSAGES.values(), status.AVAILABLE_OTHER]
+    messages = [*_ready().values(), *WORDS.messages.values(), status.AVAILABLE_OTHER]
     for message in messages:
         assert len(message) <= 200, message
         assert not INTERNAL.search(message), (message, INTERNAL.search(message))
 
 
 def test_a_detail_is_shown_only_where_the_owner_can_act_and_is_bounded() -> None:
-    shown = {r for r in status.AVAILABLE_MESSAGES if status.shows_detail(r)}
+    shown = {r for r in WORDS.messages if WORDS.shows_detail(r)}
     assert shown == {"PreconditionsNotMet", "InvalidPullSecret", "InvalidCluster", "UnsupportedPlatform"}
-    assert not status.shows_detail("SomethingNew")  # any other reason: its message names only the reason
-    long = status.available_message("InvalidPullSecret", "x" * 2000)
+    assert not WORDS.shows_detail("SomethingNew")  # any other reason: its message names only the reason
+    long = WORDS.available_message("InvalidPullSecret", "x" * 2000)
     assert len(long) < status.MAX_DETAIL + 100
-    hidden = status.available_message("PermissionDenied", "denied roles/secretmanager.admin on projects/p")
-    assert "projects/p" not in hidden and hidden == status.AVAILABLE_MESSAGES["PermissionDenied"]
-    assert status.available_message("SomethingNew") == status.AVAILABLE_OTHER.format(reason="SomethingNew")
+    hidden = WORDS.available_message("PermissionDenied", "denied roles/secretmanager.admin on projects/p")
+    assert "projects/p" not in hidden and hidden == WORDS.messages["PermissionDenied"]
+    assert WORDS.available_message("SomethingNew") == status.AVAILABLE_OTHER.format(reason="SomethingNew")
 
 
 def test_a_detail_is_one_line_without_its_own_full_stop() -> None:
     # Whitespace runs become one space, and the detail's closing spaces and full stops give way to the template's.
-    shown = status.available_message("InvalidPullSecret", "  .dockerconfig of\n quay.X. \n")
-    assert shown == status.AVAILABLE_MESSAGES["InvalidPullSecret"].format(detail=".dockerconfig of quay.X")
+    shown = WORDS.available_message("InvalidPullSecret", "  .dockerconfig of\n quay.X. \n")
+    assert shown == WORDS.messages["InvalidPullSecret"].format(detail=".dockerconfig of quay.X")
     # No detail given is an empty one: nothing is made up in its place.
-    assert status.available_message("InvalidCluster") == status.available_message("InvalidCluster", "")
+    assert WORDS.available_message("InvalidCluster") == WORDS.available_message("InvalidCluster", "")
+
+
+def test_no_implementations_reason_is_in_the_common_table_and_two_never_word_one_reason_apart() -> None:
+    declared = [*(m.declared for m in modes.MODES), *(s.declared for s in sources.SOURCES)]
+    own = [reason for one in declared for reason in one.reasons]
+    assert own and not set(own) & set(status.AVAILABLE_MESSAGES)
+    assert set(WORDS.messages) == set(status.AVAILABLE_MESSAGES) | set(own)
+    clash = status.Declared(reasons={own[0]: "Something else entirely."})
+    with pytest.raises(ValueError, match=own[0]):
+        status.Words.assembled((*declared, clash))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
-from pullsecret.settings.configured import load
+from pullsecret.source.platform.settings import PlatformSettings
+from pullsecret.source.service.settings import ServiceSettings
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 
@@ -18,8 +20,9 @@ def test_defaults() -> None:
     assert settings.management_namespace_template == "clusters-{cluster_id}"
     assert settings.management_namespace_pattern.pattern == "^clusters-[a-z0-9-]+$"
     assert settings.max_event_age_s == 3600
-    assert settings.pull_secret_source == BASE["PULL_SECRET_SOURCE"]
-    assert settings.pull_secret_service_url is None
+    assert settings.source == "platform"
+    assert settings.of(PlatformSettings) == PlatformSettings(BASE["PULL_SECRET_SOURCE"], ttl_s=30.0)
+    assert settings.of(ServiceSettings) == ServiceSettings()  # read, and not the one selected
 
 
 @pytest.mark.parametrize(
@@ -210,15 +213,18 @@ SERVICE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SERVICE_U
 
 def test_the_pull_secret_service_settings_and_their_defaults() -> None:
     settings = load(SERVICE)
-    assert settings.pull_secret_service_url == "https://pss.example.com"
-    assert settings.pull_secret_service_auth == "google-id-token"
-    assert settings.pull_secret_service_audience == "https://pss.example.com"  # the base URL by default
-    assert settings.pull_secret_service_registries == ("quay", "rhit")
-    assert settings.pull_secret_source is None
+    assert settings.source == "service"
+    service = settings.of(ServiceSettings)
+    assert service.url == "https://pss.example.com"
+    assert service.auth == "google-id-token"
+    assert service.audience == "https://pss.example.com"  # the base URL by default
+    assert service.registries == ("quay", "rhit")
+    assert service.timeout_s == 10.0
+    assert settings.of(PlatformSettings).version is None
     local = load(
         {**SERVICE, "PULL_SECRET_SERVICE_URL": "http://127.0.0.1:9000", "PULL_SECRET_SERVICE_REGISTRIES": "quay"}
     )
-    assert local.pull_secret_service_registries == ("quay",)
+    assert local.of(ServiceSettings).registries == ("quay",)
 
 
 @pytest.mark.parametrize(

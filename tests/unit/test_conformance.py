@@ -11,11 +11,11 @@ from pullsecret.delivery import modes
 from pullsecret.source import sources
 from tests.unit import conformance
 
-PAIRS = list(itertools.product(sorted(modes.MODES), sorted(s.name for s in sources.SOURCES)))
+PAIRS = list(itertools.product(sorted(modes.names()), sorted(s.name for s in sources.SOURCES)))
 
 
 def test_every_registered_mode_and_source_has_a_kit() -> None:
-    assert set(modes.MODES) <= set(conformance.DELIVERY_KITS)
+    assert set(modes.names()) <= set(conformance.DELIVERY_KITS)
     assert {s.name for s in sources.SOURCES} <= set(conformance.SOURCE_KITS)
 
 

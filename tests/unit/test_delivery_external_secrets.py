@@ -8,6 +8,7 @@ import re
 import pytest
 from google.iam.v1 import policy_pb2  # type: ignore[import-untyped]
 
+from pullsecret.configured import load
 from pullsecret.delivery.external_secrets.mode import (
     ACCESSOR,
     RefusedPrincipal,
@@ -18,8 +19,8 @@ from pullsecret.delivery.external_secrets.mode import (
     with_member,
     without_members,
 )
+from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
 from pullsecret.errors import ConfigError, TerminalError
-from pullsecret.settings.configured import load
 
 TEMPLATE = (
     "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
@@ -54,7 +55,7 @@ def test_delivery_modes_and_the_principal_template() -> None:
         {**BASE, "KUBERNETES_DELIVERY": "external-secrets", "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": TEMPLATE}
     )
     assert settings.kubernetes_delivery == "external-secrets"
-    assert settings.external_secrets_principal_template == TEMPLATE
+    assert settings.of(ExternalSecretsSettings).principal_template == TEMPLATE
 
 
 @pytest.mark.parametrize(
@@ -123,7 +124,7 @@ def test_grant_keeps_exactly_one_member_of_ours() -> None:
     ]
 
 
-def test_revoke_removes_ours_and_the_bindings_it_empties_only() -> None:
+def test_remove_access_removes_ours_and_the_bindings_it_empties_only() -> None:
     policy = make((ACCESSOR, [member("clusters-a")]), (ACCESSOR, ["user:a@example.com", member("clusters-b")]))
     assert without_members(policy, MINE)
     assert shape(policy) == [(ACCESSOR, ["user:a@example.com"], "")]

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
+from pullsecret import configured
 from pullsecret.delivery import modes
 from pullsecret.delivery.base import Wiring
+from pullsecret.delivery.direct.settings import DirectSettings
 from pullsecret.errors import ConfigError
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.operator import cli
 from pullsecret.retrying import Deadline
-from pullsecret.settings import configured
 
 BASE = {"HYPERFLEET_API_URL": "http://127.0.0.1:8000", "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest"}
 KUBECONFIG = """\
@@ -60,20 +61,20 @@ def test_a_kubeconfig_that_cannot_be_used_is_a_configuration_error_naming_the_se
 def test_unset_empty_or_under_another_mode_the_setting_is_ignored(tmp_path: Path) -> None:
     gone = str(tmp_path / "gone")
     for env in ({}, {"PULLSECRET_OPERATOR_KUBECONFIG": " "}):
-        assert configured.load({**BASE, **env}).options["operator_kubeconfig"] is None
+        assert configured.load({**BASE, **env}).of(DirectSettings).operator_kubeconfig is None
     external = {
         "KUBERNETES_DELIVERY": "external-secrets",
         "EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE": "principal://iam.googleapis.com/projects/1/x/{namespace}",
         "PULLSECRET_OPERATOR_KUBECONFIG": gone,  # the playground's env file exports it in every mode
     }
-    assert configured.load({**BASE, **external}).options["operator_kubeconfig"] is None
+    assert configured.load({**BASE, **external}).of(DirectSettings).operator_kubeconfig is None
 
 
 def test_direct_mode_reads_the_kubeconfigs_cluster_with_its_identity_and_any_other_through_gke(
     kubeconfig: str,
 ) -> None:
     settings = configured.load({**BASE, "PULLSECRET_OPERATOR_KUBECONFIG": f" {kubeconfig} "})
-    assert settings.options["operator_kubeconfig"] == kubeconfig
+    assert settings.of(DirectSettings).operator_kubeconfig == kubeconfig
     identity = RuntimeIdentity(AnonymousCredentials(), project_id="p")  # type: ignore[no-untyped-call]
     delivery = modes.build(Wiring(settings=settings, identity=identity, secret_manager=None))
     clusters = delivery.clusters  # type: ignore[attr-defined]

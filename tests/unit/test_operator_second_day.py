@@ -10,8 +10,9 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from pullsecret import configured
 from pullsecret.operator import inspect, playground, reach, staleness
-from pullsecret.settings import common, configured
+from pullsecret.settings import common
 
 
 def _closed_port() -> int:

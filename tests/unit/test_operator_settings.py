@@ -138,6 +138,7 @@ def _listed_by_construction(tree: ast.AST) -> set[str]:
 # Reads whose name no scan resolves, each checked by hand: (module, helper called).
 BY_HAND = {
     ("deployed", "_shown"): "names drawn from RESULT_VARIABLES itself",
+    ("sources", "get"): "each registered source's SELECTED_BY, its settings module's own read (listed through it)",
 }
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from pullsecret.configured import load
 from pullsecret.errors import ConfigError
 from pullsecret.model import preconditions
 from pullsecret.model.dockerconfig import InvalidPullSecret
 from pullsecret.model.preconditions import Act, Deleting, InvalidCluster, InvalidPlacement, NotMet, evaluate
-from pullsecret.settings.configured import load
 
 SETTINGS = load(
     {

@@ -6,6 +6,7 @@ import ipaddress
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.errors import ConfigError
 from pullsecret.registry.egress import (
     _PRIVATE_SUFFIXES,
@@ -18,7 +19,6 @@ from pullsecret.registry.egress import (
     name_refusal,
     realm_trusted,
 )
-from pullsecret.settings import configured
 from pullsecret.settings.hostnames import allowed_entry, split_host, trusted_realm_entry
 
 

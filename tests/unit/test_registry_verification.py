@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pullsecret.delivery.direct.mode import WORDING
+from pullsecret import configured
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.errors import ConfigError
 from pullsecret.model import status
 from pullsecret.registry.credentials import Credential, beyond_per_host, credential_of, hostname_of, registry_host
@@ -15,7 +16,6 @@ from pullsecret.registry.handshake import token_of
 from pullsecret.registry.http import MAX_BODY, Answer
 from pullsecret.registry.verdicts import Check, RegistryRejected, Verification, not_contacted, safe_name, unexpected
 from pullsecret.registry.www_authenticate import Challenge, parse_challenges, pick_challenge
-from pullsecret.settings import configured
 
 
 def _direct(*, changed: bool) -> dict[str, str]:

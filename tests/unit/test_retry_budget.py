@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from pullsecret.configured import load
 from pullsecret.errors import TransientError
 from pullsecret.hyperfleet import budget as client
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.retrying import CALL_TIMEOUT_S
-from pullsecret.settings.configured import load
 
 DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 ADR_0017_EVENT_S = 120.0

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from pullsecret import configured
 from pullsecret.delivery import modes
 from pullsecret.errors import ConfigError
 from pullsecret.model.preconditions import Act, Placement
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
-from pullsecret.settings import configured
 from pullsecret.source import base, sources
 from pullsecret.source.platform.secret import PlatformSecret
 from pullsecret.source.platform.source import PlatformSource
@@ -48,9 +48,10 @@ def _wiring(env: dict[str, str], store: Any) -> base.Wiring:
 
 
 def test_every_registered_delivery_mode_is_accepted_and_has_a_factory() -> None:
-    for mode in modes.MODES:
-        factory = modes.factory(mode)
-        assert mode == sys.modules[factory.__module__].MODE
+    for registered in modes.MODES:
+        mode = registered.name
+        assert modes.registration(mode) is registered
+        assert mode == sys.modules[registered.build.__module__].settings.MODE
         with contextlib.suppress(ConfigError):  # a mode's own settings may be required: not KUBERNETES_DELIVERY
             assert configured.load({**BASE, "KUBERNETES_DELIVERY": mode}).kubernetes_delivery == mode
     with pytest.raises(ConfigError, match="KUBERNETES_DELIVERY"):
@@ -58,7 +59,7 @@ def test_every_registered_delivery_mode_is_accepted_and_has_a_factory() -> None:
 
 
 def test_no_source_configured_is_a_configuration_error_naming_both() -> None:
-    with pytest.raises(ConfigError, match=r"PULL_SECRET_SOURCE.*PULL_SECRET_SERVICE_URL.*neither"):
+    with pytest.raises(ConfigError, match=r"PULL_SECRET_SOURCE.*PULL_SECRET_SERVICE_URL.*none is set"):
         configured.load({"HYPERFLEET_API_URL": "http://127.0.0.1:8000"})
 
 

@@ -6,7 +6,7 @@ import io
 import json
 from datetime import UTC, datetime
 
-from pullsecret.delivery.direct.mode import WORDING
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.logs import Logger, event_context, parse_trace, protect
 from pullsecret.model import status
 
@@ -20,8 +20,8 @@ def test_every_report_has_the_three_required_conditions_once() -> None:
     reports = [
         status.provisioned(2, **_direct(changed=True), data={"sm_version": "v"}),
         status.preconditions_not_met(2, "waiting"),
-        status.terminal_failure(2, "InvalidPullSecret", "bad"),
-        status.terminal_failure(2, "UnexpectedError", "bug"),
+        status.terminal_failure(2, "InvalidPullSecret", "bad", words=status.COMMON),
+        status.terminal_failure(2, "UnexpectedError", "bug", words=status.COMMON),
         status.stale(2, 3, {}),
         status.finalized(2, "gone", {}),
     ]
@@ -47,8 +47,11 @@ def test_not_met_follows_the_framework_health_condition() -> None:
 
 def test_every_terminal_failure_is_unhealthy_with_its_phase() -> None:
     # ADR-0017 reports terminal errors as Health=False, bad input included.
-    business = {c.type: c for c in status.terminal_failure(1, "InvalidPullSecret", "m", phase="resources").conditions}
-    runtime = {c.type: c for c in status.terminal_failure(1, "UnexpectedError", "m").conditions}
+    business = {
+        c.type: c
+        for c in status.terminal_failure(1, "InvalidPullSecret", "m", phase="resources", words=status.COMMON).conditions
+    }
+    runtime = {c.type: c for c in status.terminal_failure(1, "UnexpectedError", "m", words=status.COMMON).conditions}
     assert (business["Health"].status, business["Health"].reason) == ("False", "ExecutionFailed:resources")
     assert business["Available"].reason == "InvalidPullSecret" and "InvalidPullSecret" in business["Health"].message
     assert (runtime["Health"].status, runtime["Health"].reason) == ("False", "ExecutionFailed:unknown")

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pullsecret.delivery.direct.mode import WORDING
+from pullsecret.declared import WORDS
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.model import status
 
 
@@ -20,13 +21,15 @@ REPORTS = [
     status.provisioned(2, **_direct(changed=False), data={}),
     status.preconditions_not_met(2, "waiting"),
     status.stale(2, 3, {}),
-    status.terminal_failure(2, "InvalidPullSecret", "bad input", phase="resources"),
-    status.terminal_failure(2, "PermissionDenied", "denied", phase=status.phase_of("kubernetes")),
-    status.terminal_failure(2, "RequestRejected", "rejected", phase=status.phase_of("hyperfleet")),
-    status.terminal_failure(2, "UnexpectedError", "bug"),
+    status.terminal_failure(2, "InvalidPullSecret", "bad input", phase="resources", words=status.COMMON),
+    status.terminal_failure(2, "PermissionDenied", "denied", phase=WORDS.phase_of("kubernetes"), words=status.COMMON),
+    status.terminal_failure(2, "RequestRejected", "rejected", phase=WORDS.phase_of("hyperfleet"), words=status.COMMON),
+    status.terminal_failure(2, "UnexpectedError", "bug", words=status.COMMON),
     status.finalized(2, "gone", {}),
-    status.terminal_failure(2, "PermissionDenied", "delete secret s: denied", phase="resources", deleting=True),
-    status.terminal_failure(2, "InvalidCluster", "bad id", deleting=True),
+    status.terminal_failure(
+        2, "PermissionDenied", "delete secret s: denied", phase="resources", deleting=True, words=status.COMMON
+    ),
+    status.terminal_failure(2, "InvalidCluster", "bad id", deleting=True, words=status.COMMON),
     status.finalized(2, "gone", {}, unhealthy="ForbiddenSecretProject: Secret Manager not touched: p"),
 ]
 FINALIZED_REASONS = {"NotDeleting", "CleanupInProgress", "CleanupConfirmed", "AdapterUnhealthy"}

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pullsecret.delivery.direct.mode import WORDING
+from pullsecret.declared import WORDS
+from pullsecret.delivery.direct.reports import WORDING
 from pullsecret.delivery.external_secrets import mode as external_secrets_mode
 from pullsecret.model import status
 
@@ -141,7 +142,9 @@ def test_stale_carries_its_data() -> None:
 
 @pytest.mark.parametrize("reason", ["UnexpectedError", "PermissionDenied", "RequestRejected"])
 def test_a_runtime_failure_turns_health_false_with_its_phase(reason: str) -> None:
-    report = status.terminal_failure(4, reason, "it broke", {"k": "v"}, phase=status.PHASE_RESOURCES)
+    report = status.terminal_failure(
+        4, reason, "it broke", {"k": "v"}, phase=status.PHASE_RESOURCES, words=status.COMMON
+    )
     assert report.data == {"k": "v"}
     assert conditions(report) == [
         ("Applied", "False", reason, "it broke"),
@@ -152,7 +155,9 @@ def test_a_runtime_failure_turns_health_false_with_its_phase(reason: str) -> Non
 
 def test_a_business_failure_turns_health_false_and_reports_finalized_false_when_deleting() -> None:
     # ADR-0017: terminal errors, bad input included, are Health=False.
-    report = status.terminal_failure(4, "InvalidPullSecret", "bad input", phase=status.PHASE_RESOURCES, deleting=True)
+    report = status.terminal_failure(
+        4, "InvalidPullSecret", "bad input", phase=status.PHASE_RESOURCES, deleting=True, words=status.COMMON
+    )
     assert report.data == {}
     assert conditions(report) == [
         ("Applied", "False", "InvalidPullSecret", "bad input"),
@@ -231,4 +236,4 @@ def test_registry_rejected_turns_only_health_false() -> None:
     ],
 )
 def test_phase_of_each_service(service: str | None, phase: str) -> None:
-    assert status.phase_of(service) == phase
+    assert WORDS.phase_of(service) == phase

@@ -19,11 +19,9 @@ from pullsecret.delivery.base import (
     Desired,
     DryRun,
     Leaving,
-    Registration,
     Stray,
     Where,
     Wiring,
-    Wording,
 )
 from pullsecret.delivery.direct import admission_policy, kubesecret
 from pullsecret.delivery.direct import doctor as doctor_direct
@@ -31,26 +29,16 @@ from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis, OperatorClusters
+from pullsecret.delivery.direct.reports import WORDING, DirectData
+from pullsecret.delivery.direct.settings import MODE, DirectSettings
 from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import AdapterError, OwnershipConflict, TransientError
 from pullsecret.gke.api import GkeClusters
 from pullsecret.logs import bind, log
 from pullsecret.model import dockerconfig
 from pullsecret.model.preconditions import Placement
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status_data import OwnData, StatusData
 from pullsecret.retrying import Deadline
-
-MODE = "direct"
-# docs/contract.md "What a cluster's owner reads" holds Available's; tests/unit/test_available_messages.py holds it.
-WORDING = Wording(
-    available_shared="Pull secret ready: stored and delivered where this cluster's control plane runs.",
-    available_own=(
-        "Pull secret ready: this cluster's own registry credentials are stored and delivered where its control "
-        "plane runs."
-    ),
-    applied_changed="pull secret stored in Secret Manager and applied to the management cluster",
-    applied_unchanged="pull secret already up to date in Secret Manager and on the management cluster",
-)
 
 # What fleet cannot look for in this mode.
 NOT_LISTABLE = (
@@ -119,8 +107,9 @@ class DirectDelivery:
             probed = self.kube.probe(api, where.placement.namespace, where.kube_name, deadline)
         return DirectProbed(secret=probed, api=api, kube=self.kube, placement=where.placement)
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData:
-        return {"kubernetes_resource_version": applied.revision}
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> OwnData:
+        data: DirectData = {"kubernetes_resource_version": applied.revision}
+        return data
 
     def after_transient(self, placement: Placement, error: TransientError) -> None:
         """An unreachable API server's endpoint or CA may have changed: the redelivery asks GKE again."""
@@ -128,19 +117,21 @@ class DirectDelivery:
             self.clusters.invalidate(placement.management_cluster)
 
     def cleanup(self, leaving: Leaving, deadline: Deadline) -> Cleaned:
-        data = self._delete(leaving, deadline)
-        return Cleaned(data, f"Kubernetes Secret {data['kubernetes_cleanup']}")
-
-    def _delete(self, leaving: Leaving, deadline: Deadline) -> StatusData:
         placement = leaving.placement
         if placement is None:
-            return {"kubernetes_cleanup": "placement unknown; nothing to delete"}
-        bind(management_cluster=placement.management_cluster)
-        data: StatusData = {
+            unknown: DirectData = {"kubernetes_cleanup": "placement unknown; nothing to delete"}
+            return Cleaned(unknown, f"Kubernetes Secret {unknown['kubernetes_cleanup']}")
+        where: StatusData = {
             "management_cluster": placement.management_cluster,
             "kubernetes_namespace": placement.namespace,
             "kubernetes_name": leaving.kube_name,
         }
+        data = self._delete(leaving, placement, deadline)
+        return Cleaned({**where, **data}, f"Kubernetes Secret {data['kubernetes_cleanup']}")
+
+    def _delete(self, leaving: Leaving, placement: Placement, deadline: Deadline) -> DirectData:
+        bind(management_cluster=placement.management_cluster)
+        data: DirectData = {}
         api = self._guarded_api(placement, deadline)
         with log.step("kubernetes.delete_secret", namespace=placement.namespace, name=leaving.kube_name) as fields:
             try:
@@ -232,7 +223,7 @@ def build(wiring: Wiring) -> DirectDelivery:
         endpoint=settings.management_endpoint,
         vpc_egress=settings.vpc_egress,
     )
-    kubeconfig = settings.options.get("operator_kubeconfig")
+    kubeconfig = settings.of(DirectSettings).operator_kubeconfig
     if kubeconfig:
         clusters = OperatorClusters.from_kubeconfig(kubeconfig, clusters)
     return DirectDelivery(
@@ -247,6 +238,3 @@ def build(wiring: Wiring) -> DirectDelivery:
             ),
         ),
     )
-
-
-REGISTRATION = Registration(MODE, WORDING, build)

@@ -1,7 +1,6 @@
 """Direct mode's settings (PULLSECRET_OPERATOR_KUBECONFIG), read and checked at cold start whichever mode is chosen.
 
-pullsecret.settings.configured calls `read` for every registered mode's package that has a settings module. This mode's
-one
+pullsecret.configured calls `read` for every registered mode (its registration names it). This mode's one
 setting is the operator's, not the function's: a kubeconfig the operator CLI's `inspect` and `fleet` read direct
 mode's Secret with (pullsecret.delivery.direct.operator_kubeconfig, which builds its client with `load`). Under
 another mode it is ignored, not refused: the playground's env file exports it whichever mode it runs.
@@ -10,6 +9,7 @@ another mode it is ignored, not refused: the playground's env file exports it wh
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pullsecret.errors import ConfigError
@@ -20,16 +20,21 @@ MODE = "direct"
 OPERATOR_KUBECONFIG = "PULLSECRET_OPERATOR_KUBECONFIG"
 
 
-def read(env: Mapping[str, str], mode: str) -> dict[str, Any]:
-    """The Settings fields this mode owns, with KUBERNETES_DELIVERY=`mode`; raises ConfigError naming the variable.
+@dataclass(frozen=True)
+class DirectSettings:
+    """The operator's kubeconfig (None when unset, empty, or under another mode)."""
 
-    `operator_kubeconfig` (in Settings.options): the path, checked to be a usable kubeconfig; None when unset,
-    empty, or under another mode."""
+    operator_kubeconfig: str | None = None
+
+
+def read(env: Mapping[str, str], mode: str) -> DirectSettings:
+    """This mode's settings, with KUBERNETES_DELIVERY=`mode`: the kubeconfig checked to be usable; raises
+    ConfigError naming the variable."""
     path = (env.get(OPERATOR_KUBECONFIG) or "").strip()
     if mode != MODE or not path:
-        return {"operator_kubeconfig": None}
+        return DirectSettings()
     load(path)
-    return {"operator_kubeconfig": path}
+    return DirectSettings(path)
 
 
 def load(path: str) -> tuple[str, Any]:

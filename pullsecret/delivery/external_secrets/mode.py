@@ -9,11 +9,11 @@ the function writes the Secret Manager secret as in direct mode, and keeps its a
 SecretStore and ExternalSecret for the component that owns the management cluster (`external_secrets_manifests`).
 
 What is ours in a secret's allow policy: the members EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE produces, for any
-namespace, in unconditional accessor bindings. Invariants, kept by `grant` and `revoke`:
+namespace, in unconditional accessor bindings. Invariants, kept by `grant` and `remove_access`:
 
 - after `grant`, exactly one unconditional accessor binding holds the principal of the cluster's namespace, and
   no other member of ours remains (a cluster placed elsewhere before loses its old namespace's access);
-- after `revoke`, no member of ours remains; a binding it leaves empty is dropped;
+- after `remove_access`, no member of ours remains; a binding it leaves empty is dropped;
 - every other binding, member, condition and the policy's version are written back as read;
 - the only member a write may add is the principal rendered here from a namespace that is a Kubernetes
   namespace name matching MANAGEMENT_NAMESPACE_PATTERN: anything else is refused before any call (a placement
@@ -48,22 +48,21 @@ from pullsecret.delivery.base import (
     Desired,
     DryRun,
     Leaving,
-    Registration,
     Stray,
     Where,
     Wiring,
     Wording,
 )
 from pullsecret.delivery.external_secrets import doctor as doctor_external_secrets
+from pullsecret.delivery.external_secrets.reports import WORDING, ExternalSecretsData
+from pullsecret.delivery.external_secrets.settings import MODE, ExternalSecretsSettings
 from pullsecret.doctor.kit import DoctorCheck
 from pullsecret.errors import ConfigError, TerminalError, TransientError, from_google, is_retryable_google
 from pullsecret.logs import log
 from pullsecret.model.names import NAMESPACE_RE
 from pullsecret.model.preconditions import Placement
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status_data import OwnData, StatusData
 from pullsecret.retrying import Deadline
-
-MODE = "external-secrets"
 
 
 class IamPolicyClient(Protocol):
@@ -72,22 +71,6 @@ class IamPolicyClient(Protocol):
     def get_iam_policy(self, *, request: dict[str, Any], retry: Any, timeout: float) -> Any: ...
 
     def set_iam_policy(self, *, request: dict[str, Any], retry: Any, timeout: float) -> Any: ...
-
-
-# docs/contract.md "What a cluster's owner reads" holds Available's; `{refresh}`: the rendered ExternalSecret's
-# refreshInterval (EXTERNAL_SECRETS_REFRESH_INTERVAL), spelled out.
-WORDING = Wording(
-    available_shared=(
-        "Pull secret stored and readable by the hosting side's External Secrets Operator, which copies it for "
-        "the control plane within {refresh}."
-    ),
-    available_own=(
-        "Pull secret with this cluster's own registry credentials stored and readable by the hosting side's "
-        "External Secrets Operator, which copies it for the control plane within {refresh}."
-    ),
-    applied_changed="pull secret stored in Secret Manager, readable by the External Secrets Operator's principal",
-    applied_unchanged="pull secret already up to date in Secret Manager, readable by the External Secrets Operator",
-)
 
 
 def spelled(duration: str) -> str:
@@ -263,9 +246,9 @@ class ExternalSecretsDelivery:
             fields["written"] = written
         return Delivered(written=written, revision="")
 
-    def revoke(self, secret_name: str, deadline: Deadline) -> str:
+    def remove_access(self, secret_name: str, deadline: Deadline) -> str:
         """Remove our members from the secret's policy: "removed", "absent", or "secret absent"."""
-        with log.step("secretmanager.revoke_access") as fields:
+        with log.step("secretmanager.remove_access") as fields:
             try:
                 removed = self._update(secret_name, lambda p: without_members(p, self._mine), None, deadline)
             except gexc.NotFound:
@@ -277,18 +260,18 @@ class ExternalSecretsDelivery:
     def cleanup(self, leaving: Leaving, deadline: Deadline) -> Cleaned:
         """Deletion: our access removed from the secret before it is deleted or disabled (the status `data`)."""
         if leaving.secret_name is None:
-            access = "no GCP project known; nothing to revoke"
+            access = "no GCP project known; nothing to remove"
         else:
-            access = self.revoke(leaving.secret_name, deadline)
+            access = self.remove_access(leaving.secret_name, deadline)
         left = f"left to External Secrets Operator (access {access})"
-        return Cleaned(
-            {"delivery": MODE, "access_cleanup": access, "kubernetes_cleanup": left}, f"Kubernetes Secret {left}"
-        )
+        data: ExternalSecretsData = {"delivery": MODE, "access_cleanup": access, "kubernetes_cleanup": left}
+        return Cleaned(data, f"Kubernetes Secret {left}")
 
-    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> StatusData:
-        data: StatusData = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
+    def status_data(self, where: Where, applied: Delivered, *, stored_written: bool) -> OwnData:
+        data: ExternalSecretsData = {"delivery": MODE, "access_member": self.principal(where.placement.namespace)}
         if applied.written and not stored_written:
-            data["repaired"] = "access_binding"
+            repair: StatusData = {"repaired": "access_binding"}
+            return {**data, **repair}
         return data
 
     def after_transient(self, placement: Placement, error: TransientError) -> None:
@@ -389,15 +372,13 @@ class ExternalSecretsDelivery:
 def build(wiring: Wiring) -> ExternalSecretsDelivery:
     """The external-secrets delivery of `wiring`'s settings, on the shared Secret Manager client."""
     settings = wiring.settings
-    if settings.external_secrets_principal_template is None:  # configured.load refuses that: a Settings built by hand
+    own = settings.of(ExternalSecretsSettings)
+    if own.principal_template is None:  # configured.load refuses that: a Settings built by hand
         raise ConfigError("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE is required with KUBERNETES_DELIVERY=external-secrets")
     client: IamPolicyClient = wiring.secret_manager  # the shared SecretManagerServiceClient
     return ExternalSecretsDelivery(
         client,
-        principal_template=settings.external_secrets_principal_template,
+        principal_template=own.principal_template,
         namespace_pattern=settings.management_namespace_pattern,
-        refresh=settings.external_secrets_refresh_interval,
+        refresh=own.refresh_interval,
     )
-
-
-REGISTRATION = Registration(MODE, WORDING, build)

@@ -1,14 +1,13 @@
 """External Secrets mode's settings (EXTERNAL_SECRETS_*), read and checked at cold start whichever mode is chosen.
 
-pullsecret.settings.configured calls `read` for every registered mode's package that has a settings module: the chosen
-mode
+pullsecret.configured calls `read` for every registered mode (its registration names it): the chosen mode
 validates its own settings, another mode refuses what only this one reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from pullsecret.errors import ConfigError
 from pullsecret.settings import envvars
@@ -17,12 +16,20 @@ MODE = "external-secrets"
 PRINCIPAL_PREFIX = "principal://iam.googleapis.com/"
 
 
-def read(env: Mapping[str, str], mode: str) -> dict[str, Any]:
-    """The Settings fields this mode owns, with KUBERNETES_DELIVERY=`mode`; raises ConfigError naming the variable."""
-    return {
-        "external_secrets_principal_template": _principal_template(env, mode),
-        "external_secrets_refresh_interval": envvars.duration(env, "EXTERNAL_SECRETS_REFRESH_INTERVAL") or "5m",
-    }
+@dataclass(frozen=True)
+class ExternalSecretsSettings:
+    """The namespace's principal (principal://... with {namespace}; None under another mode) and the rendered
+    ExternalSecret's refreshInterval (terraform external_secrets_refresh_interval), for the status."""
+
+    principal_template: str | None = None
+    refresh_interval: str = "5m"
+
+
+def read(env: Mapping[str, str], mode: str) -> ExternalSecretsSettings:
+    """This mode's settings, with KUBERNETES_DELIVERY=`mode`; raises ConfigError naming the variable."""
+    return ExternalSecretsSettings(
+        _principal_template(env, mode), envvars.duration(env, "EXTERNAL_SECRETS_REFRESH_INTERVAL") or "5m"
+    )
 
 
 def _principal_template(env: Mapping[str, str], mode: str) -> str | None:

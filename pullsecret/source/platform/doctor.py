@@ -6,10 +6,11 @@ from pullsecret.doctor.kit import Context, Line
 from pullsecret.errors import AdapterError
 from pullsecret.model import dockerconfig
 from pullsecret.source.platform.secret import PlatformSecret
+from pullsecret.source.platform.settings import PlatformSettings
 
 
 def pull_secret_source(ctx: Context, secret: PlatformSecret) -> list[Line]:
-    source = ctx.settings.pull_secret_source
+    source = ctx.settings.of(PlatformSettings).version
     if source is None:
         return [Line("pull-secret-source", None, "PULL_SECRET_SOURCE is unset: only the clusters' own pull secrets")]
     try:
@@ -26,7 +27,7 @@ def pull_secret_source(ctx: Context, secret: PlatformSecret) -> list[Line]:
 
 
 def _source_fix(ctx: Context, exc: AdapterError) -> str:
-    source = ctx.settings.pull_secret_source or ""
+    source = ctx.settings.of(PlatformSettings).version or ""
     secret = source.rsplit("/versions/", 1)[0]
     project, secret_id = secret.split("/")[1], secret.rsplit("/", 1)[-1]
     if exc.reason == "PermissionDenied":

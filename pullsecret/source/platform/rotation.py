@@ -60,6 +60,7 @@ from pullsecret.secretstore import SecretStore
 from pullsecret.settings.common import Settings
 from pullsecret.source.platform.progress import Ledger, Progress, progress_secret_id
 from pullsecret.source.platform.secret import PlatformSecret
+from pullsecret.source.platform.settings import PlatformSettings
 
 # Named here too for the callers of `rotation` (tests read the attribute name and the record's secret id).
 __all__ = ["CONTINUATION", "Held", "Progress", "fan_out", "progress_secret_id"]
@@ -75,7 +76,7 @@ def source_matches(settings: Settings, notification: SecretVersionAdded) -> bool
 
     Compares the secret id only: notifications name the project by number, configuration by id.
     """
-    match = names.SOURCE_VERSION_RE.match(settings.pull_secret_source or "")
+    match = names.SOURCE_VERSION_RE.match(settings.of(PlatformSettings).version or "")
     if match is None:
         return False
     return notification.secret.rsplit("/", 1)[-1] == match.group(2) and match.group(3) == "latest"
@@ -105,8 +106,9 @@ def _verified_newest(
             operation="rotation",
         )
         return None
-    assert settings.pull_secret_source is not None  # source_matches
-    newest = secret.newest_version(settings.pull_secret_source, deadline)
+    version = settings.of(PlatformSettings).version
+    assert version is not None  # source_matches
+    newest = secret.newest_version(version, deadline)
     if newest is None or newest != notification.version:
         log.warning(
             f"rotation: the notification names {notification.version[:300] or 'no version'}, but the source's newest "

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 
 from pullsecret.doctor.kit import DoctorCheck
+from pullsecret.errors import ConfigError
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log, protect
@@ -19,17 +20,16 @@ from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.events import SecretVersionAdded
 from pullsecret.model.preconditions import Act
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status_data import OwnData
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
 from pullsecret.settings.common import Settings
-from pullsecret.source.base import Notified, Registration, Source, Wiring
+from pullsecret.source.base import Notified, Source, Wiring
 from pullsecret.source.platform import doctor, rotation
 from pullsecret.source.platform.rekey import PlatformRekeying
 from pullsecret.source.platform.secret import PlatformSecret
-
-NAME = "platform"
+from pullsecret.source.platform.settings import NAME, PlatformSettings
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class PlatformFetch:
         protect(platform.sensitive_strings())
         return platform
 
-    def status_data(self) -> StatusData:
+    def status_data(self) -> OwnData:
         return {}
 
 
@@ -73,11 +73,12 @@ class PlatformSource(Source):
     def __init__(
         self, settings: Settings, store: SecretStore, secret: PlatformSecret, identity: RuntimeIdentity | None = None
     ) -> None:
-        assert settings.pull_secret_source is not None  # build: only when it is set
+        version = settings.of(PlatformSettings).version
+        assert version is not None  # build: only when it is set
         self.settings = settings
         self.store = store  # the fan-out's progress record
         self.secret = secret
-        self.version_name = settings.pull_secret_source
+        self.version_name = version
         self.identity = identity
         self._parsed: tuple[bytes, PullSecret] | None = None
         self._publisher: Publisher | None = None
@@ -95,7 +96,7 @@ class PlatformSource(Source):
             self._parsed = parsed  # one assignment: concurrent events see the old or the new pair
         return parsed[1]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> OwnData:
         """Shared by every cluster: nothing to remove for one."""
         return {}
 
@@ -147,13 +148,12 @@ class PlatformSource(Source):
         return PlatformRekeying(self)
 
 
-def build(wiring: Wiring) -> PlatformSource | None:
-    """The platform source when PULL_SECRET_SOURCE is set (its cache over the store's Secret Manager client)."""
+def build(wiring: Wiring) -> PlatformSource:
+    """The platform source of PULL_SECRET_SOURCE (its cache over the store's Secret Manager client); raises
+    ConfigError for a Settings built without it."""
     settings = wiring.settings
-    if not settings.pull_secret_source:
-        return None
-    secret = PlatformSecret(wiring.store.calls, ttl_s=settings.pull_secret_source_ttl_s)
+    own = settings.of(PlatformSettings)
+    if not own.version:
+        raise ConfigError("PULL_SECRET_SOURCE is required with the platform source")
+    secret = PlatformSecret(wiring.store.calls, ttl_s=own.ttl_s)
     return PlatformSource(settings, wiring.store, secret, wiring.identity)
-
-
-REGISTRATION = Registration(NAME, PlatformSource.own_credentials, build)

@@ -36,18 +36,18 @@ from urllib.parse import quote, urlsplit
 import certifi
 import urllib3
 
+from pullsecret import outbound
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
-from pullsecret.hyperfleet.client import outgoing_traceparent
 from pullsecret.identity.bearer import ApiCredential
 from pullsecret.logs import current as current_log_context
 from pullsecret.logs import log, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
-from pullsecret.model.status_data import StatusData
 from pullsecret.retrying import Deadline
 from pullsecret.source.service import tries
+from pullsecret.source.service.reports import ServiceData
 
 SERVICE = "pullsecretservice"
 SHOWN = "Pull Secret Service"
@@ -87,7 +87,7 @@ class ServiceAnswer:
     credentials: tuple[Credential, ...] = ()
     created_at: str | None = None
 
-    def status_data(self) -> StatusData:
+    def status_data(self) -> ServiceData:
         """What the status says of the source: the service, and per registry the username's fingerprint."""
         return {"source": SOURCE_NAME, "minted": [c.data() for c in self.credentials]}
 
@@ -231,25 +231,14 @@ class PullSecretServiceClient:
         self, method: str, path: str, *, what: str, token: str | None, json_body: Any, deadline: Deadline
     ) -> _Answer:
         """One try: its connect and read timeouts, and the whole of its body, inside what remains of `deadline`."""
-        headers = {"Accept": "application/json", "User-Agent": "hyperfleet-pullsecret-adapter"}
-        if token:
-            headers["Authorization"] = f"{self._credential.scheme if self._credential else 'Bearer'} {token}"
-        trace = current_log_context().trace
-        if trace is not None:
-            headers["traceparent"] = outgoing_traceparent(trace)
-        body = None
-        if json_body is not None:
-            body = json.dumps(json_body, allow_nan=False).encode()
-            headers["Content-Type"] = "application/json"
-        remaining = deadline.remaining()
-        if remaining <= 0:
+        scheme = self._credential.scheme if self._credential else "Bearer"
+        sent = outbound.request(token=token, scheme=scheme, json_body=json_body)
+        if deadline.remaining() <= 0:
             raise _past_deadline(what)
-        timeout = urllib3.Timeout(
-            connect=min(budget.CONNECT_TIMEOUT_S, remaining), read=min(self._timeout_s, remaining)
-        )
+        timeout = outbound.timeout(connect=budget.CONNECT_TIMEOUT_S, read=self._timeout_s, deadline=deadline)
         try:
             response = self._pool.request(
-                method, self._path + path, body=body, headers=headers, preload_content=False, timeout=timeout
+                method, self._path + path, body=sent.body, headers=sent.headers, preload_content=False, timeout=timeout
             )
             try:
                 data = _body(response, deadline, what)

@@ -1,64 +1,51 @@
 """The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked at cold start
-(pullsecret.settings.configured).
-
-Exactly one pull-secret source is configured: PULL_SECRET_SOURCE (the platform secret) or PULL_SECRET_SERVICE_URL.
-"""
+(pullsecret.configured). Which source is selected is the registry's choice (pullsecret.source.sources)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pullsecret.errors import ConfigError
 from pullsecret.settings import envvars
 
+NAME = "service"
+SELECTED_BY = "PULL_SECRET_SERVICE_URL"
 API_AUTH_MODES = ("token-file", "google-id-token", "service-account-token")
 REGISTRY_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 
 
 @dataclass(frozen=True)
 class ServiceSettings:
+    """The service's base URL (None: this source is not the one selected), how the function authenticates to it,
+    the registries it asks for, and its read timeout."""
+
     url: str | None = None
     auth: str = "google-id-token"
     audience: str | None = None
     token_file: str | None = None
     registries: tuple[str, ...] = ("quay", "rhit")
+    timeout_s: float = 10.0
 
 
-def read(env: Mapping[str, str]) -> ServiceSettings:
-    """PULL_SECRET_SERVICE_*: exactly one of PULL_SECRET_SOURCE and PULL_SECRET_SERVICE_URL names the source."""
-    url = envvars.get(env, "PULL_SECRET_SERVICE_URL")
-    if (url is None) == (envvars.get(env, "PULL_SECRET_SOURCE") is None):
-        raise ConfigError(
-            "exactly one of PULL_SECRET_SOURCE (the platform pull secret in Secret Manager) and "
-            "PULL_SECRET_SERVICE_URL (the HyperFleet Pull Secret Service) must be set, "
-            + ("both are" if url is not None else "neither is")
-        )
-    if url is None:
+def read(env: Mapping[str, str], selected: str) -> ServiceSettings:
+    """PULL_SECRET_SERVICE_* (the source `selected` by the registry: the others must be unset unless it is this one);
+    raises ConfigError naming the variable."""
+    timeout_s = envvars.number(env, "PULL_SECRET_SERVICE_TIMEOUT", 10.0, minimum=0.1, maximum=60)
+    url = envvars.get(env, SELECTED_BY)
+    if selected != NAME:
         for name in ("PULL_SECRET_SERVICE_AUTH", "PULL_SECRET_SERVICE_AUDIENCE", "PULL_SECRET_SERVICE_TOKEN_FILE"):
             if envvars.get(env, name) is not None:
                 raise ConfigError(f"{name} must be unset without PULL_SECRET_SERVICE_URL")
-        return ServiceSettings()
+        return ServiceSettings(timeout_s=timeout_s)
+    assert url is not None  # the registry selected this source: its variable is set
     base = _service_url(url)
     auth, token_file = _service_auth(env)
     audience = envvars.get(env, "PULL_SECRET_SERVICE_AUDIENCE") or base
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
-    return ServiceSettings(base, auth, audience, token_file, _service_registries(env))
-
-
-def fields(env: Mapping[str, str]) -> dict[str, Any]:
-    """The Settings fields this source owns (its registration's settings reader); raises ConfigError."""
-    service = read(env)
-    return {
-        "pull_secret_service_url": service.url,
-        "pull_secret_service_auth": service.auth,
-        "pull_secret_service_audience": service.audience,
-        "pull_secret_service_token_file": service.token_file,
-        "pull_secret_service_registries": service.registries,
-    }
+    return ServiceSettings(base, auth, audience, token_file, _service_registries(env), timeout_s)
 
 
 def _service_url(url: str) -> str:

@@ -25,17 +25,16 @@ pullsecret.source.service.rekey: ask the service to rotate, compare what a clust
 from __future__ import annotations
 
 from pullsecret.doctor.kit import Context, DoctorCheck, Line
-from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.errors import AdapterError, ConfigError, TerminalError, TransientError
 from pullsecret.identity.bearer import ApiCredential, BearerToken, GoogleIdToken, service_account_token
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import log
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.model.preconditions import Act
-from pullsecret.model.status_data import StatusData
+from pullsecret.model.status_data import OwnData
 from pullsecret.retrying import Deadline
 from pullsecret.settings.common import Settings
-from pullsecret.source.base import Registration, Source, Wiring, WouldCreate
-from pullsecret.source.service import settings as service_settings
+from pullsecret.source.base import Source, Wiring, WouldCreate
 from pullsecret.source.service.api import (
     NOT_FOUND,
     ROTATION_IN_PROGRESS,
@@ -46,8 +45,8 @@ from pullsecret.source.service.api import (
     ServiceAnswer,
 )
 from pullsecret.source.service.rekey import ServiceRekeying
-
-NAME = "service"
+from pullsecret.source.service.reports import ServiceData
+from pullsecret.source.service.settings import NAME, ServiceSettings
 
 
 class ServiceFetch:
@@ -107,8 +106,9 @@ class ServiceFetch:
                 raise
             return answer
 
-    def status_data(self) -> StatusData:
-        return self._answer.status_data() if self._answer is not None else {"source": SOURCE_NAME}
+    def status_data(self) -> OwnData:
+        none: ServiceData = {"source": SOURCE_NAME}
+        return self._answer.status_data() if self._answer is not None else none
 
 
 class ServiceSource(Source):
@@ -127,13 +127,14 @@ class ServiceSource(Source):
     def doctor_checks(self) -> list[DoctorCheck]:
         return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]
 
-    def revoke(self, cluster_id: str, deadline: Deadline) -> StatusData:
+    def revoke(self, cluster_id: str, deadline: Deadline) -> OwnData:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""
         with log.step(f"{SERVICE}.delete") as fields:
             deleted = self.client.delete(cluster_id, deadline)
             # The DDR's DELETE answers 204 whether or not it held credentials (§3.2.6): "confirmed" says none remain.
             fields["result"] = "confirmed" if deleted else "absent"
-        return {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
+        data: ServiceData = {"source": SOURCE_NAME, "revoked": "confirmed" if deleted else "none held"}
+        return data
 
     def rekeying(self) -> ServiceRekeying:
         """`rekey` rotates each cluster's credentials at the service; CREDS compares them."""
@@ -147,7 +148,7 @@ PROBE_CLUSTER = "cls-doctorprobe00"
 def _answers(source: ServiceSource, ctx: Context) -> list[Line]:
     """The service answers and accepts the runtime identity, without creating anything (a GET; 404 NTF-001 is fine,
     any other 404 is a URL that reaches no route of the service: the function would need NTF-001 there too)."""
-    url = ctx.settings.pull_secret_service_url
+    url = ctx.settings.of(ServiceSettings).url
     try:
         code, problem = source.client.probe(PROBE_CLUSTER)
     except AdapterError as exc:
@@ -168,11 +169,11 @@ def _answers(source: ServiceSource, ctx: Context) -> list[Line]:
 
 
 def _fix(ctx: Context, exc: AdapterError) -> str:
-    settings = ctx.settings
-    if exc.reason == "CredentialsRefused" and settings.pull_secret_service_token_file is None:  # google-id-token
+    own = ctx.settings.of(ServiceSettings)
+    if exc.reason == "CredentialsRefused" and own.token_file is None:  # google-id-token
         return (
             f"the {SHOWN} must admit Google ID tokens of {ctx.runtime} with audience "
-            f"{settings.pull_secret_service_audience!r} (docs/trust.md); the DDR's service accepts Kubernetes "
+            f"{own.audience!r} (docs/trust.md); the DDR's service accepts Kubernetes "
             "ServiceAccount tokens only: use PULL_SECRET_SERVICE_AUTH=token-file with such a token"
         )
     if exc.reason == "CredentialsRefused":
@@ -187,14 +188,14 @@ def _fix(ctx: Context, exc: AdapterError) -> str:
 def credential(settings: Settings, identity: RuntimeIdentity | None = None) -> ApiCredential:
     """The credential PULL_SECRET_SERVICE_AUTH names: an ID token of the runtime identity, a token file, or a
     ServiceAccount token minted on the token cluster (sent as Bearer, the design record's scheme)."""
-    source = settings.caller.service_token
+    source, own = settings.caller.service_token, settings.of(ServiceSettings)
     if source is not None:
-        audience = settings.pull_secret_service_audience or settings.pull_secret_service_url or ""
+        audience = own.audience or own.url or ""
         return service_account_token(settings, source, audience, identity, SERVICE)
-    token_file = settings.pull_secret_service_token_file  # config: set exactly in token-file mode
+    token_file = own.token_file  # config: set exactly in token-file mode
     if token_file is not None:
         return BearerToken(token_file, setting="PULL_SECRET_SERVICE_TOKEN_FILE", service=SERVICE)
-    audience = settings.pull_secret_service_audience or settings.pull_secret_service_url or ""
+    audience = own.audience or own.url or ""
     return GoogleIdToken(
         audience,
         setting="PULL_SECRET_SERVICE_AUDIENCE",
@@ -203,18 +204,17 @@ def credential(settings: Settings, identity: RuntimeIdentity | None = None) -> A
     )
 
 
-def build(wiring: Wiring) -> ServiceSource | None:
-    """The service source when PULL_SECRET_SERVICE_URL is set."""
+def build(wiring: Wiring) -> ServiceSource:
+    """The service source of PULL_SECRET_SERVICE_URL (the registry built it: it is the one selected); raises
+    ConfigError for a Settings built without its URL."""
     settings = wiring.settings
-    if not settings.pull_secret_service_url:
-        return None
+    own = settings.of(ServiceSettings)
+    if not own.url:
+        raise ConfigError("PULL_SECRET_SERVICE_URL is required with the Pull Secret Service source")
     client = PullSecretServiceClient(
-        settings.pull_secret_service_url,
+        own.url,
         credential=credential(settings, wiring.identity),
-        timeout_s=settings.pull_secret_service_timeout_s,
+        timeout_s=own.timeout_s,
         ca_bundle=settings.caller.service_ca_bundle,
     )
-    return ServiceSource(client, settings.pull_secret_service_registries)
-
-
-REGISTRATION = Registration(NAME, ServiceSource.own_credentials, build, service_settings.fields)
+    return ServiceSource(client, own.registries)
