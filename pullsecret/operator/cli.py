@@ -204,9 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         if not preconditions_cluster_id_ok(cluster_id):
             print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
             return EXIT_USAGE
+    interrupts: list[int] = []
     try:
-        with _terminated_as_interrupt():
-            return _checked(args)
+        with _terminated_as_interrupt(interrupts):
+            code = _checked(args)
+        # A command that handles the interrupt itself (rekey saves its progress and says so) ended on it all the same.
+        return EXIT_INTERRUPTED if interrupts else code
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM): one line, no traceback
         print(_interrupted(args), file=sys.stderr)
         _quiet_exit()
@@ -227,15 +230,20 @@ def _interrupted(args: argparse.Namespace) -> str:
 
 
 @contextlib.contextmanager
-def _terminated_as_interrupt() -> Iterator[None]:
+def _terminated_as_interrupt(received: list[int]) -> Iterator[None]:
     """SIGTERM (`kill`, a closing terminal) ends the command as Ctrl-C does; SIGINT raises even in a background job
-    (a shell starts one with SIGINT ignored)."""
+    (a shell starts one with SIGINT ignored). Each signal is recorded in `received` before it raises."""
     import signal
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def interrupt(signum: int, frame: Any) -> None:
+        received.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    saved = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
