@@ -342,6 +342,10 @@ def test_small_words(playgrounds: Playgrounds) -> None:
     playgrounds.ready(playgrounds.gateway)
     code, output = shell(playgrounds.repo, ".venv/bin/python -m pullsecret doctor", state=".playground-2")
     assert "(1 clusters)" not in output and "(1 cluster)" in output, output
+    # Issue 52, item 2: the gateway's token is minted (GetCluster granted as Terraform grants it in these modes);
+    # what fails is the demo's refused registry credential alone, on purpose.
+    failed = [line for line in output.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and "/demo: the registry refused the credential" in failed[0], output
     code, output = shell(
         playgrounds.repo, ".venv/bin/python -m emulators rotate --state-dir .playground-2", state=".playground-2"
     )
