@@ -24,17 +24,17 @@ function's and refuses when they differ in what changes the result (pullsecret.o
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.doctor import run as doctor
 from pullsecret.errors import ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
+from pullsecret.operator import interrupts
+from pullsecret.operator.interrupts import EXIT_INTERRUPTED
 from pullsecret.operator.settings import VIEW_VARIABLES
 
 if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
@@ -48,7 +48,6 @@ EXIT_USAGE = 2
 EXIT_TRANSIENT = 3
 EXIT_NOTHING_DONE = 4
 EXIT_CONFIG = 5
-EXIT_INTERRUPTED = 130  # as a shell reports a process ended by SIGINT
 EXIT_PIPE = 141  # as a shell reports a process ended by SIGPIPE
 
 _RESULT_EXIT = {
@@ -204,60 +203,19 @@ def main(argv: list[str] | None = None) -> int:
         if not preconditions_cluster_id_ok(cluster_id):
             print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
             return EXIT_USAGE
-    interrupts: list[int] = []
+    received: list[int] = []
     try:
-        with _terminated_as_interrupt(interrupts):
+        with interrupts.as_interrupt(received):
             code = _checked(args)
         # A command that handles the interrupt itself (rekey saves its progress and says so) ended on it all the same.
-        return EXIT_INTERRUPTED if interrupts else code
+        return EXIT_INTERRUPTED if received else code
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM): one line, no traceback
-        print(_interrupted(args), file=sys.stderr)
-        _quiet_exit()
+        print(interrupts.line(args.command, writes=_writes(args)), file=sys.stderr)
+        interrupts.leave()
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout's reader stopped (`--json | head`): nothing more to say to it
         _detach_stdout()
         return EXIT_PIPE
-
-
-def _interrupted(args: argparse.Namespace) -> str:
-    """The line an interrupted command ends with: what is left, and what to run."""
-    if not _writes(args):
-        return f"interrupted: {args.command} stopped; it writes nothing (exit {EXIT_INTERRUPTED})"
-    return (
-        f"interrupted: {args.command} stopped between two steps; each write is whole (none is left half-done), "
-        f"and running the same command again picks up from where it is (exit {EXIT_INTERRUPTED})"
-    )
-
-
-@contextlib.contextmanager
-def _terminated_as_interrupt(received: list[int]) -> Iterator[None]:
-    """SIGTERM (`kill`, a closing terminal) ends the command as Ctrl-C does; SIGINT raises even in a background job
-    (a shell starts one with SIGINT ignored). Each signal is recorded in `received` before it raises."""
-    import signal
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        received.append(signum)
-        signal.default_int_handler(signum, frame)
-
-    saved = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-
-
-def _quiet_exit() -> None:
-    """After an interrupt the command's worker threads may still be in a call: the interpreter must not wait for
-    them (nor print their tracebacks) on its way out."""
-    if threading.active_count() > 1:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
 
 
 def _detach_stdout() -> None:
