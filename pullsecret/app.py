@@ -77,7 +77,7 @@ class Collaborators:
 class Application:
     """The one per-process object: settings, identity, and the collaborators built on first use (`collaborators`).
 
-    `collaborators` given: the process runs over them (in-memory services in tests/unit/conformance.py); none:
+    `collaborators` given: the process runs over them (in-memory services in tests/fakes/conformance.py); none:
     `Collaborators.build` makes them on the first access to any of them."""
 
     def __init__(

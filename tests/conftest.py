@@ -1,8 +1,10 @@
-"""Fixtures: the emulator stack (one per session), a clean world per test, the function's environment."""
+"""Fixtures: the emulator stack (one per session), a clean world per test, the function's environment, and the
+conformance kits of every registered delivery mode x source (tests/fakes/conformance.py)."""
 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import tempfile
@@ -12,9 +14,13 @@ from typing import Any
 
 import pytest
 
+from pullsecret.delivery import modes
+from pullsecret.source import sources
 from tests.support import PLATFORM_PULL_SECRET, PLATFORM_SOURCE_SECRET, Admin
 
 ROOT = Path(__file__).resolve().parent.parent
+# Every registered delivery mode x every registered source, by registered name.
+REGISTERED_PAIRS = list(itertools.product(sorted(modes.names()), sorted(s.name for s in sources.SOURCES)))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -91,6 +97,16 @@ def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
     monkeypatch.setattr(_metadata, "_GCE_METADATA_HOST", env["GCE_METADATA_HOST"])
     return env
+
+
+@pytest.fixture(params=REGISTERED_PAIRS, ids=[f"{mode}-{source}" for mode, source in REGISTERED_PAIRS])
+def kits(request: pytest.FixtureRequest) -> tuple[Any, Any]:
+    """The conformance kits (a `DeliveryKit` and a `SourceKit`, tests/fakes/conformance.py) of one registered mode
+    and source, each built by its registration's factory: a test taking it runs once per pair."""
+    from tests.fakes import conformance
+
+    mode, source = request.param
+    return conformance.DELIVERY_KITS[mode](), conformance.SOURCE_KITS[source]()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -15,7 +15,7 @@ from emulators.faults import FaultBook
 from emulators.gke import GkeEmulator
 from pullsecret.gke.api import ClusterAnswer, GkeClusters
 from pullsecret.identity.google import RuntimeIdentity
-from tests.emulators.test_gke import CA_PEM, NAME, NUMBER, PROJECT, SA, TOKENS, make_client
+from tests.emulators.gke_client import CA_PEM, NAME, NUMBER, PROJECT, SA, TOKENS, make_client
 
 PRIVATE = f"projects/{PROJECT}/locations/us-central1/clusters/private-1"
 LEGACY = f"projects/{PROJECT}/locations/us-central1/clusters/legacy-1"

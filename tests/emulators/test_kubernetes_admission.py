@@ -20,17 +20,10 @@ from kubernetes.client import ApiException
 from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
+from tests.kubernetes_clients import CONFIG, NAME, NS, OTHER, OTHER_TOKEN, OURS, SA, TOKEN, Api, apply, make_api, secret
 
-SA = "hf-pullsecret-run@hyperfleet-adapters-prod.iam.gserviceaccount.com"
-TOKEN = "ya29.runtime-token"
-OTHER = "someone@example.com"
-OTHER_TOKEN = "ya29.other-token"
-NS = "clusters-abc"
-NAME = "abc-pull-secret"
 POLICY = "hyperfleet-pullsecret-adapter-scope"
 PREFIX = f"ValidatingAdmissionPolicy '{POLICY}' with binding '{POLICY}' denied request: "
-Api = Any
-CONFIG = base64.b64encode(json.dumps({"auths": {"quay.io": {"auth": "dTpw"}}}).encode()).decode()
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +45,6 @@ def emu(server: KubernetesEmulator) -> KubernetesEmulator:
     return server
 
 
-def make_api(emu: KubernetesEmulator, tmp_path: Path, token: str) -> Api:
-    ca = tmp_path / "ca.pem"
-    ca.write_bytes(emu.ca_pem)
-    config = client.Configuration(
-        host=f"https://{emu.address}", ssl_ca_cert=str(ca), api_key={"authorization": f"Bearer {token}"}
-    )
-    config.retries = False
-    return client.ApiClient(config)
-
-
 @pytest.fixture
 def api(emu: KubernetesEmulator, tmp_path: Path) -> Api:
     return client.CoreV1Api(make_api(emu, tmp_path, TOKEN))
@@ -70,36 +53,6 @@ def api(emu: KubernetesEmulator, tmp_path: Path) -> Api:
 @pytest.fixture
 def other(emu: KubernetesEmulator, tmp_path: Path) -> Api:
     return client.CoreV1Api(make_api(emu, tmp_path, OTHER_TOKEN))
-
-
-def secret(
-    labels: dict[str, str] | None = None, generation: str | None = "3", type_: str = "kubernetes.io/dockerconfigjson"
-) -> dict[str, Any]:
-    annotations = {} if generation is None else {"hyperfleet.io/generation": generation}
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": NAME, "labels": labels or {}, "annotations": annotations},
-        "type": type_,
-        "data": {".dockerconfigjson": CONFIG} if type_ == "kubernetes.io/dockerconfigjson" else {"x": CONFIG},
-    }
-
-
-# Ours, as the previous release labelled it: the fleet-wide managed-by, this adapter's name, and the cluster whose
-# Secret's name KUBERNETES_SECRET_TEMPLATE gives (policy revision 4: managed-by=hyperfleet alone is not ours).
-OURS = {"managed-by": "hyperfleet", "adapter": "pullsecret", "cluster-id": "abc"}
-
-
-def apply(api: Api, body: dict[str, Any], namespace: str = NS, force: bool = False, **kw: Any) -> Any:
-    return api.patch_namespaced_secret(
-        NAME,
-        namespace,
-        body,
-        field_manager="hyperfleet-pullsecret",
-        force=force,
-        _content_type="application/apply-patch+yaml",
-        **kw,
-    )
 
 
 def denied(err: pytest.ExceptionInfo[ApiException], reason_word: str) -> dict[str, Any]:

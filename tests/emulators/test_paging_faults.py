@@ -10,7 +10,7 @@ from google.cloud import secretmanager_v1 as sm
 
 from emulators.faults import FaultBook
 from emulators.secretmanager import SecretManagerEmulator
-from tests.emulators.test_secretmanager import NUMBER, PROJECT, make_client
+from tests.emulators.secretmanager_client import NUMBER, PROJECT, make_client
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ token and the registry CA; the Pub/Sub emulator's log) land there, and every pro
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,114 +21,11 @@ import pytest
 
 from emulators.faults import FaultBook
 from emulators.functionproc import FunctionProcess
-from emulators.playground import holder, read_env_file
+from emulators.playground import holder
 from emulators.pubsub import PubSubEmulator
 from emulators.signals import interruptible
+from tests.emulators.playground_process import READY_S, Playground, carrying, emulators_cli
 from tests.support import ROOT, bare_copy, clean_env
-
-READY_S = 120.0
-
-
-def _carrying(tmpdir: Path) -> list[str]:
-    """Processes whose environment holds TMPDIR=`tmpdir`: what a playground started, still alive."""
-    marker = f"TMPDIR={tmpdir}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                found.append(f"{entry.name}: {command[:200]}")
-        except OSError:
-            continue
-    return found
-
-
-class Playground:
-    """`python -m emulators playground` (what `make up` runs) with its own TMPDIR and state folder."""
-
-    def __init__(
-        self,
-        base: Path,
-        state: Path,
-        *options: str,
-        sigint_ignored: bool = False,
-        root: Path = ROOT,
-        env: dict[str, str] | None = None,
-        make: tuple[str, ...] | None = None,
-    ) -> None:
-        self.tmpdir = base / "tmp"
-        self.tmpdir.mkdir(exist_ok=True)
-        self.state = state
-        self.out = base / f"out-{time.monotonic_ns()}.txt"
-        with self.out.open("w") as sink:
-            command = [sys.executable, "-m", "emulators", "playground", "--state-dir", str(state), *options]
-            if make is not None:  # `make up VAR=...` in `root` (its state folder is root/.playground)
-                command = ["make", "-s", "up", *make]
-            if sigint_ignored:  # what a shell does to a background job (`make up &`); kept across exec
-                command = ["bash", "-c", 'trap "" INT; exec "$0" "$@"', *command]
-            self.proc = subprocess.Popen(
-                command,
-                cwd=root,
-                env=clean_env(TMPDIR=str(self.tmpdir), **(env or {})),
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def output(self) -> str:
-        return self.out.read_text()
-
-    def wait_ready(self) -> dict[str, str]:
-        deadline = time.monotonic() + READY_S
-        while time.monotonic() < deadline:
-            if "Ctrl-C stops everything" in self.output():
-                return read_env_file(self.state / "env")
-            assert self.proc.poll() is None, self.output()
-            time.sleep(0.1)
-        raise AssertionError("the playground did not get ready:\n" + self.output())
-
-    def wait_exit(self, timeout: float = 60.0) -> int:
-        return self.proc.wait(timeout=timeout)
-
-    def kill(self) -> None:
-        """After a test, whatever happened: let it stop what it started, then kill whatever is left of it."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        for left in _carrying(self.tmpdir):  # children in sessions of their own, when the playground could not
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(left.split(":", 1)[0]), signal.SIGKILL)
-
-    def assert_nothing_left(self) -> None:
-        assert _carrying(self.tmpdir) == [], "processes left behind"
-        assert list(self.tmpdir.iterdir()) == [], "temporary folders left behind (the token and the CA)"
-        assert not (self.state / "env").exists(), "the env file was left behind"
-
-
-def emulators_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "emulators", *args],
-        cwd=ROOT,
-        env=env or clean_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def playgrounds(tmp_path: Path) -> Iterator[list[Playground]]:
-    started: list[Playground] = []
-    yield started
-    for playground in started:
-        playground.kill()
 
 
 def test_a_second_up_is_refused_and_down_stops_the_first(tmp_path: Path, playgrounds: list[Playground]) -> None:
@@ -236,14 +132,14 @@ def test_down_after_an_edit_and_retry_stops_the_restarted_function(
     playground = Playground(tmp_path, state, "--no-pubsub", root=repo)
     playgrounds.append(playground)
     playground.wait_ready()
-    first = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
+    first = [p for p in carrying(playground.tmpdir) if "functions-framework" in p]
     edited = repo / "pullsecret" / "model" / "status.py"
     edited.write_text(edited.read_text() + "\n# edited\n")
     deadline = time.monotonic() + READY_S
     while "serves the new code again" not in playground.output():
         assert time.monotonic() < deadline and playground.proc.poll() is None, playground.output()
         time.sleep(0.1)
-    restarted = [p for p in _carrying(playground.tmpdir) if "functions-framework" in p]
+    restarted = [p for p in carrying(playground.tmpdir) if "functions-framework" in p]
     assert restarted and restarted != first, (first, restarted)
     stopped = emulators_cli("down", "--state-dir", str(state))
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
@@ -252,7 +148,7 @@ def test_down_after_an_edit_and_retry_stops_the_restarted_function(
 
 
 def _function_booting(playground: Playground) -> bool:
-    return any("functions-framework" in p for p in _carrying(playground.tmpdir))
+    return any("functions-framework" in p for p in carrying(playground.tmpdir))
 
 
 def _pubsub_booting(playground: Playground) -> bool:
@@ -296,7 +192,7 @@ def test_an_interrupted_demo_leaves_no_process_and_no_temporary_folder(tmp_path:
     )
     try:
         deadline = time.monotonic() + READY_S
-        while not any("functions-framework" in p for p in _carrying(tmpdir)):
+        while not any("functions-framework" in p for p in carrying(tmpdir)):
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGTERM)
@@ -305,7 +201,7 @@ def test_an_interrupted_demo_leaves_no_process_and_no_temporary_folder(tmp_path:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130 and "Demo interrupted" in said and "Traceback" not in said, said
-    assert _carrying(tmpdir) == []
+    assert carrying(tmpdir) == []
     assert list(tmpdir.iterdir()) == []
 
 
@@ -358,7 +254,7 @@ def test_ctrl_c_while_python_is_still_loading_says_so_in_one_line(tmp_path: Path
     # line that says it stopped, and nothing left behind.
     assert proc.returncode == 130 and "Traceback" not in said, said
     assert "Interrupted" in said, said
-    assert _carrying(tmpdir) == []
+    assert carrying(tmpdir) == []
     assert list(tmpdir.iterdir()) == []
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.emulators.test_playground_lifecycle import READY_S, Playground, emulators_cli, playgrounds  # noqa: F401
+from tests.emulators.playground_process import READY_S, Playground, emulators_cli
 from tests.support import ROOT, bare_copy, clean_env
 
 
@@ -29,7 +29,7 @@ def pullsecret_cli(*args: str, env: dict[str, str], root: Path = ROOT) -> subpro
 
 def test_service_mode_with_settings_given_to_make_up_the_cli_agrees_with_the_function(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     root = bare_copy(tmp_path / "repo", venv=True)
     state = root / ".playground"
@@ -57,7 +57,7 @@ def test_service_mode_with_settings_given_to_make_up_the_cli_agrees_with_the_fun
     assert again.stderr == ""  # the log lines only with -v
 
 
-def test_external_secrets_mode_needs_one_setting(tmp_path: Path, playgrounds: list[Playground]) -> None:  # noqa: F811
+def test_external_secrets_mode_needs_one_setting(tmp_path: Path, playgrounds: list[Playground]) -> None:
     root = bare_copy(tmp_path / "repo", venv=True)
     state = root / ".playground"
     played = Playground(tmp_path, state, root=root, env={"KUBERNETES_DELIVERY": "external-secrets"}, make=())
@@ -77,7 +77,7 @@ def test_external_secrets_mode_needs_one_setting(tmp_path: Path, playgrounds: li
 
 def test_service_account_token_mode_needs_one_setting_and_the_doctor_is_green(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     """`HYPERFLEET_API_AUTH=service-account-token make up`: the gateway in front of the API, the token minted on the
     regional cluster; the function reconciles through it and the doctor, from the sourced shell, is green."""
@@ -98,7 +98,7 @@ def test_service_account_token_mode_needs_one_setting_and_the_doctor_is_green(
     assert {line.split()[1] for line in lines if line.startswith("FAIL")} <= {"registries"}, doctor.stdout
 
 
-def test_an_invalid_setting_is_one_line_and_starts_nothing(tmp_path: Path, playgrounds: list[Playground]) -> None:  # noqa: F811
+def test_an_invalid_setting_is_one_line_and_starts_nothing(tmp_path: Path, playgrounds: list[Playground]) -> None:
     state = tmp_path / "state"
     played = Playground(tmp_path, state, "--no-pubsub", env={"REGISTRY_VERIFICATION": "enforced"})
     playgrounds.append(played)
@@ -113,7 +113,7 @@ def test_an_invalid_setting_is_one_line_and_starts_nothing(tmp_path: Path, playg
 
 def test_a_syntax_error_names_its_file_and_line_and_trigger_says_the_function_is_down(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     root = bare_copy(tmp_path / "repo", venv=True)
     state = tmp_path / "state"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from emulators.pubsub import PubSubEmulator
-from tests.emulators.test_playground_lifecycle import READY_S, Playground, emulators_cli, playgrounds  # noqa: F401
+from tests.emulators.playground_process import Playground, emulators_cli
 from tests.support import ROOT, Admin, clean_env
 
 KUBECTL = shutil.which("kubectl")
@@ -40,7 +40,7 @@ def _sourced(*files: Path, before: dict[str, str]) -> dict[str, str]:
 
 def test_a_shell_that_sourced_two_playgrounds_holds_the_second_ones_settings_and_the_cli_agrees(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     state = tmp_path / "state"
     earlier = Playground(tmp_path, state, "--no-pubsub", env={"KUBERNETES_DELIVERY": "external-secrets"})
@@ -102,7 +102,7 @@ def test_a_shell_that_sourced_two_playgrounds_holds_the_second_ones_settings_and
 
 def test_a_management_cluster_the_playground_does_not_allow_is_refused_before_anything_starts(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     played = Playground(tmp_path, tmp_path / "state", "--no-pubsub", env={"MANAGEMENT_CLUSTER": MGMT_2})
     playgrounds.append(played)
@@ -117,7 +117,7 @@ def test_a_management_cluster_the_playground_does_not_allow_is_refused_before_an
 
 def test_an_unknown_cluster_is_one_answer_on_both_paths_and_rotate_reaches_the_next_trigger(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     if not PubSubEmulator.available()[0]:
         pytest.skip(PubSubEmulator.available()[1])
@@ -150,7 +150,7 @@ def test_an_unknown_cluster_is_one_answer_on_both_paths_and_rotate_reaches_the_n
 
 def test_make_rotate_of_the_platform_pull_secret_reaches_the_next_trigger(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     state = tmp_path / "state"
     played = Playground(tmp_path, state, "--no-pubsub")
@@ -166,7 +166,7 @@ def test_make_rotate_of_the_platform_pull_secret_reaches_the_next_trigger(
 
 def test_a_ctrl_c_in_the_first_moment_of_a_background_make_up_is_not_lost(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     played = Playground(tmp_path, tmp_path / "state", "--no-pubsub", sigint_ignored=True)
     playgrounds.append(played)
@@ -184,7 +184,7 @@ def test_a_ctrl_c_in_the_first_moment_of_a_background_make_up_is_not_lost(
 
 def test_a_shell_left_from_an_earlier_playground_is_refused_before_any_write(
     tmp_path: Path,
-    playgrounds: list[Playground],  # noqa: F811
+    playgrounds: list[Playground],
 ) -> None:
     """The stale shell: it sourced an external-secrets playground, which stopped; a direct one runs now and the
     shell never sourced its file. `reconcile` refuses before it writes, naming each difference and the fix."""

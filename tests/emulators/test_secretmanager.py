@@ -9,50 +9,17 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import google.auth.transport.grpc
-import google.auth.transport.requests
-import grpc
 import pytest
 from google.api_core import exceptions as gexc
 from google.api_core import retry as gretry
 from google.cloud import secretmanager_v1 as sm
-from google.cloud.secretmanager_v1.services.secret_manager_service.transports import (
-    SecretManagerServiceGrpcTransport,
-)
-from google.oauth2.credentials import Credentials
 
 from emulators.faults import FaultBook
 from emulators.secretmanager import SecretManagerEmulator, crc32c, crc32c_pure
+from tests.emulators.secretmanager_client import NUMBER, PROJECT, SA_A, SA_B, TOKENS, make_client
 
-PROJECT = "my-project"
-NUMBER = "123456789012"
 AUTO: dict[str, dict[str, str]] = {"automatic": {}}
-SA_A = "adapter@my-project.iam.gserviceaccount.com"
-SA_B = "intruder@other.iam.gserviceaccount.com"
-TOKENS = {"tok-a": SA_A, "tok-b": SA_B}
-
 ClientFactory = Callable[..., sm.SecretManagerServiceClient]
-
-
-def make_client(address: str, token: str | None = None, *, insecure: bool = False) -> sm.SecretManagerServiceClient:
-    """The production recipe: local channel credentials plus google-auth's per-call bearer token."""
-    if insecure:
-        channel = grpc.insecure_channel(address)
-    elif token is None:
-        channel = grpc.secure_channel(address, grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP))
-    else:
-        plugin = google.auth.transport.grpc.AuthMetadataPlugin(  # type: ignore[no-untyped-call]
-            Credentials(token=token),  # type: ignore[no-untyped-call]
-            google.auth.transport.requests.Request(),
-        )
-        channel = grpc.secure_channel(
-            address,
-            grpc.composite_channel_credentials(
-                grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP),
-                grpc.metadata_call_credentials(plugin),
-            ),
-        )
-    return sm.SecretManagerServiceClient(transport=SecretManagerServiceGrpcTransport(channel=channel))
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from google.api_core import exceptions as gexc
 
 from emulators.faults import FaultBook
 from emulators.secretmanager import SecretManagerEmulator
-from tests.emulators.test_secretmanager import NUMBER, PROJECT, SA_A, TOKENS, make_client
+from tests.emulators.secretmanager_client import NUMBER, PROJECT, SA_A, TOKENS, make_client
 
 MANAGED = ["secretmanager.secrets.get", "secretmanager.versions.add", "secretmanager.versions.access"]
 # Terraform's condition shape (terraform/iam.tf secret_manager_condition) for the template hf-{cluster_id}-ps.

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.infra import reality
-from tests.infra.test_terraform_validations import hcl_literal, load, terraform_test
+from tests.infra.terraform_offline import hcl_literal, load, terraform_test
 
 TERRAFORM_DIR = reality.REPOSITORY_ROOT / "terraform"
 GATEWAY_CA = "projects/hyperfleet-adapters-prod/secrets/gateway-root-ca"
@@ -110,7 +110,7 @@ def test_the_doctor_command_fetches_each_ca_bundle_as_it_fetches_a_token(tmp_pat
     """The mount path means nothing on a workstation: doctor_command fetches the PEM as the runtime identity, and
     the configuration it exports loads (a CA bundle setting must name a readable file)."""
     from pullsecret import configured
-    from tests.infra.test_doctor_command import RUNTIME, render
+    from tests.infra.doctor_output import RUNTIME, render
 
     overrides = {"hyperfleet_api_url": "https://hf.example.com", "registry_ca_bundle_secret": REGISTRY_CA}
     script = render(tmp_path, overrides)

@@ -8,7 +8,6 @@ Kubernetes service account's own principal, no static keys) and no-direct-connec
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,8 @@ from emulators.stack import TERRAFORM_VARIABLES
 from pullsecret.configured import load
 from pullsecret.delivery.direct.kubesecret import DOCKERCONFIGJSON, KEY
 from pullsecret.delivery.external_secrets.settings import ExternalSecretsSettings
+from tests.infra.terraform_offline import NUMBER, heredoc
 
-NUMBER = "123456789012"
 TERRAFORM_LOCALS = Module(TERRAFORM_VARIABLES, project_number=lambda _p: NUMBER)._locals
 POLICY_PERMISSIONS = {"secretmanager.secrets.getIamPolicy", "secretmanager.secrets.setIamPolicy"}
 
@@ -52,13 +51,6 @@ def test_google_id_token_needs_no_token_secret() -> None:
     assert len(token_grants) == 1
     found = grants(hyperfleet_api_auth="google-id-token", hyperfleet_api_token_secret="")
     assert not [g for g in found if "runtime_hyperfleet_token" in g.address]
-
-
-def heredoc(raw: str) -> str:
-    """The text of a `<<-EOT` heredoc as Terraform gives it (markers removed, common indentation stripped)."""
-    lines = raw.splitlines()
-    assert lines[0].strip() == "<<-EOT" and lines[-1].strip() == "EOT", raw[:80]
-    return textwrap.dedent("\n".join(lines[1:-1]))
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from emulators.iam_terraform import Module
 from emulators.stack import TERRAFORM_VARIABLES
 from tests.infra import crd_schema, reality
 from tests.infra.terraform_fmt import terraform_binary
-from tests.infra.test_delivery_modes import NUMBER, heredoc
+from tests.infra.terraform_offline import NUMBER, heredoc
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACTS = ROOT / "emulators" / "contracts"

@@ -4,34 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from emulators.world import PROJECT_ID
-from tests.support import SENSITIVE, Admin, seed_ready_cluster
+from tests.integration.cli_process import cli
+from tests.support import Admin, seed_ready_cluster
 
 CID = "cls-cli001"
 NAMESPACE = f"clusters-{CID}"
 KUBE_NAME = f"{CID}-pull-secret"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "pullsecret", *args],
-        check=False,
-        cwd=ROOT,
-        env=env if env is not None else dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    for secret in SENSITIVE:
-        assert secret not in result.stdout + result.stderr, "a credential reached the CLI output"
-    return result
 
 
 def test_reconcile_runs_the_function_code_and_reports(function_env: dict[str, str], admin: Admin, world: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pullsecret.operator.settings import RESULT_VARIABLES
-from tests.integration.test_cli import cli
+from tests.integration.cli_process import cli
 from tests.support import Admin, seed_ready_cluster
 
 CID = "cls-deploy01"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_cli import ROOT, cli
+from tests.integration.cli_process import ROOT, cli
 from tests.support import clean_env, seed_ready_cluster
 
 BASE = {

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from emulators.world import TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
-from tests.integration.test_external_secrets import TEMPLATE
+from tests.integration.external_secrets_mode import TEMPLATE
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,37 +7,18 @@ import base64
 import io
 import json
 from collections.abc import Iterator
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pullsecret.operator import cli
+from tests.integration.doctor_report import MANAGED, doctor, failed_checks, rebind_without
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
 
 CID = "cls-doctor1"
+pytestmark = pytest.mark.usefixtures("restored_log")  # cli.main's logger settings put back after each test
 ROOT = Path(__file__).resolve().parent.parent.parent
-
-
-@pytest.fixture(autouse=True)
-def restored_log() -> Iterator[None]:
-    """cli.main points the process-wide logger at stderr and sets its level: put both back for the next tests."""
-    from pullsecret.logs import log
-
-    saved = (log._stream, log.level)
-    yield
-    log._stream, log.level = saved
-
-
-def doctor(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main(["doctor", *args])
-    text = out.getvalue()
-    for secret in SENSITIVE:
-        assert secret not in text, "a credential reached the doctor's report"
-    return code, text
 
 
 # -- every delivery mode x authentication mode to the HyperFleet API, with what Terraform grants in it ----------
@@ -99,7 +80,6 @@ def test_green_on_the_stack(mode: str, admin: Admin, world: Any) -> None:
 
 
 # -- each grant taken away, one at a time ------------------------------------------------------------
-MANAGED = 'google_project_iam_member.runtime_secret_manager_managed["hf-demo-project"]'
 VIEWER = 'google_project_iam_member.runtime_cluster_viewer["hf-demo-project"]'
 SOURCE = "google_secret_manager_secret_iam_member.runtime_pull_secret_source[0]"
 CREATOR = 'google_project_iam_member.runtime_secret_manager_creator["hf-demo-project"]'
@@ -176,29 +156,6 @@ def test_every_permission_terraform_grants_is_asked_or_said_why_not(mode: str, w
     assert granted == set(removals(mode)) | not_asked(mode)
 
 
-def _rebind_without(world: Any, address: str, permission: str) -> None:
-    from emulators.world import RUNTIME_SA
-
-    for emulator in (world.secretmanager, world.gke):
-        emulator.iam.revoke(RUNTIME_SA)
-        for grant in world.grants:
-            kept = grant.permissions - {permission} if grant.address == address else grant.permissions
-            emulator.bind(
-                RUNTIME_SA,
-                grant.role,
-                grant.resource,
-                permissions=frozenset(kept),
-                condition=grant.condition,
-                title=grant.condition_title,
-            )
-
-
-def _failed(text: str) -> dict[str, str]:
-    """{check: its line and fix} of every failed check in a report."""
-    lines = text.splitlines()
-    return {line.split()[1]: line + "\n" + lines[i + 1] for i, line in enumerate(lines) if line.startswith("FAIL")}
-
-
 @pytest.mark.parametrize(
     ("mode", "address", "permission"),
     [(m, a, p) for m in MODES for a, p in sorted(removals(m))],
@@ -209,10 +166,10 @@ def test_each_iam_permission_removed_names_its_fix(
 ) -> None:
     seed_ready_cluster(admin, CID)
     assert cli.main(["reconcile", CID, "--quiet"]) == 0  # a cluster's secret exists: TestIamPermissions answers
-    _rebind_without(world, address, permission)
+    rebind_without(world, address, permission)
     code, text = doctor()
     check, named = removals(mode)[(address, permission)]
-    failed = _failed(text)
+    failed = failed_checks(text)
     assert code == 1 and list(failed) == [check], text
     for words in named:
         assert words in failed[check], text
@@ -308,7 +265,7 @@ def test_each_cluster_grant_or_policy_broken_names_its_fix(
     change, check, named = OTHER_REMOVALS[case]
     change(world)
     code, text = doctor()
-    failed = _failed(text)
+    failed = failed_checks(text)
     assert code == 1 and list(failed) == [check], text
     for words in named:
         assert words in failed[check], text
@@ -465,7 +422,7 @@ def test_each_dependency_that_does_not_answer_names_its_fix(
     change, check, named = DEPENDENCIES[case]
     args = change(world, function_env)
     code, text = doctor(*args)
-    failed = _failed(text)
+    failed = failed_checks(text)
     assert code == 1 and list(failed) == [check], text
     for words in named:
         assert words in failed[check], text
@@ -478,7 +435,7 @@ def test_a_misspelt_precondition_adapter_fails_the_doctor_and_is_warned_at_cold_
     seed_ready_cluster(admin, CID)
     monkeypatch.setenv("PRECONDITION_ADAPTERS", "validation,dns,placment")
     code, text = doctor()
-    failed = _failed(text)
+    failed = failed_checks(text)
     assert code == 1 and list(failed) == ["precondition-adapters"], text
     assert "placment (did you mean placement?)" in failed["precondition-adapters"], text
     from pullsecret.handler import Adapter

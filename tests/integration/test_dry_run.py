@@ -7,7 +7,7 @@ import base64
 import json
 from typing import Any
 
-from tests.integration.test_cli import cli
+from tests.integration.cli_process import cli
 from tests.support import PLATFORM_PULL_SECRET, PLATFORM_SOURCE_SECRET, Admin, seed_ready_cluster
 
 CID = "cls-dry0001"

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as gexc
 
-from emulators.world import PROJECT_ID, PROJECT_NUMBER
+from emulators.world import PROJECT_ID
 from pullsecret.handler import Adapter
 from pullsecret.identity.google import RuntimeIdentity, secret_manager_client
-from tests.integration.test_cli import cli
-from tests.integration.test_doctor import restored_log  # noqa: F401 - cli.main's logger settings put back
+from tests.integration.cli_process import cli
+from tests.integration.external_secrets_mode import TEMPLATE
 from tests.support import PLATFORM_SOURCE_SECRET, Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster
 from tests.support import sentinel_event as event
 
@@ -27,10 +27,6 @@ NAMESPACE = f"clusters-{CID}"
 SECRET_ID = f"hyperfleet-{CID}-pull-secret"
 SECRET = f"projects/{PROJECT_ID}/secrets/{SECRET_ID}"
 ACCESSOR = "roles/secretmanager.secretAccessor"
-TEMPLATE = (
-    f"principal://iam.googleapis.com/projects/{PROJECT_NUMBER}/locations/global/workloadIdentityPools/"
-    f"{PROJECT_ID}.svc.id.goog/subject/ns/{{namespace}}/sa/hyperfleet-pull-secret-reader"
-)
 MEMBER = TEMPLATE.format(namespace=NAMESPACE)
 
 
@@ -239,7 +235,7 @@ def test_the_doctor_asks_for_the_policy_permissions_and_reaches_no_cluster(
     eso_env: dict[str, str], admin: Admin, world: Any
 ) -> None:
     """The delivery lists the doctor's mode checks: the allow policy's permissions, no GKE, RBAC or admission policy."""
-    from tests.integration.test_doctor import doctor
+    from tests.integration.doctor_report import doctor
 
     seed_ready_cluster(admin, CID)
     assert deliver(Adapter.from_environment()).result == "applied"
@@ -256,13 +252,13 @@ def test_the_doctor_asks_for_the_policy_permissions_and_reaches_no_cluster(
 def test_the_doctor_names_a_missing_policy_permission_and_its_fix(
     eso_env: dict[str, str], admin: Admin, world: Any, permission: str
 ) -> None:
-    from tests.integration.test_doctor import MANAGED, _failed, _rebind_without, doctor
+    from tests.integration.doctor_report import MANAGED, doctor, failed_checks, rebind_without
 
     seed_ready_cluster(admin, CID)
     assert deliver(Adapter.from_environment()).result == "applied"
-    _rebind_without(world, MANAGED, permission)
+    rebind_without(world, MANAGED, permission)
     code, text = doctor()
-    failed = _failed(text)
+    failed = failed_checks(text)
     assert code == 1 and list(failed) == ["secret-manager.iam-policy"], text
     assert (
         permission in failed["secret-manager.iam-policy"] and "terraform apply" in failed["secret-manager.iam-policy"]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from emulators.world import PROJECT_ID, PROJECT_NUMBER, RUNTIME_SA
-from tests.integration.test_cli import cli
-from tests.integration.test_external_secrets import TEMPLATE
+from tests.integration.cli_process import cli
+from tests.integration.external_secrets_mode import TEMPLATE
 from tests.support import Admin, seed_ready_cluster
 
 GONE, DELETED, LIVE = "cls-fleet-gone", "cls-fleet-del", "cls-fleet-live"

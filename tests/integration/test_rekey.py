@@ -20,12 +20,11 @@ from emulators.pubsub import PubSubEmulator
 from pullsecret.handler import Adapter
 from pullsecret.operator import convergence, rekey
 from pullsecret.publishing import Publisher
-from tests.integration.test_service_source import make_adapter, registry_accepts, service_env
+from tests.integration.service_mode import registry_accepts, service_env
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
 
 AVAILABLE, REASON = PubSubEmulator.available()
 pytestmark = [pytest.mark.pubsub, pytest.mark.skipif(not AVAILABLE, reason=REASON)]
-__all__ = ["make_adapter"]
 PROJECT = "hf-demo-project"
 TOPIC = "pullsecret-adapter"
 SUB = "pullsecret-adapter-pull"

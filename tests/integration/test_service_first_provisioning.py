@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.test_service_source import (
+from tests.integration.service_mode import (
     CID,
     KUBE_NAME,
     NAMESPACE,
@@ -16,13 +16,10 @@ from tests.integration.test_service_source import (
     SECRET_ID,
     accounts,
     deliver,
-    make_adapter,
     service_env,
     stored,
 )
 from tests.support import Admin, seed_ready_cluster
-
-__all__ = ["make_adapter"]  # the fixture, shared with test_service_source
 
 
 def api_calls(admin: Admin) -> dict[str, int]:

@@ -11,60 +11,26 @@ import base64
 import io
 import json
 import time
-from collections.abc import Iterator
 from contextlib import redirect_stdout
 from typing import Any
 
 import pytest
-import requests
 
-from pullsecret.errors import TransientError
-from pullsecret.handler import Adapter
 from pullsecret.operator import cli
-from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
-
-CID = "cls-svc01"
-PROJECT = "hf-demo-project"
-SECRET_ID = f"hyperfleet-{CID}-pull-secret"
-NAMESPACE = f"clusters-{CID}"
-KUBE_NAME = f"{CID}-pull-secret"
-ESO_TEMPLATE = (
-    "principal://iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/"
-    "hf-demo-project.svc.id.goog/subject/ns/{namespace}/sa/external-secrets"
+from tests.integration.service_mode import (
+    CID,
+    ESO_TEMPLATE,
+    KUBE_NAME,
+    NAMESPACE,
+    PROJECT,
+    SECRET_ID,
+    accounts,
+    deliver,
+    registry_accepts,
+    service_env,
+    stored,
 )
-
-
-def service_env(world: Any, auth: str) -> dict[str, str | None]:
-    env: dict[str, str | None] = {
-        "PULL_SECRET_SOURCE": None,
-        "PULL_SECRET_SERVICE_URL": world.pullsecretservice.url,
-        "PULL_SECRET_SERVICE_AUTH": auth,
-        "REGISTRY_VERIFICATION": "report",
-    }
-    if auth == "token-file":
-        env["PULL_SECRET_SERVICE_TOKEN_FILE"] = world.service_token_file
-    return env
-
-
-@pytest.fixture
-def make_adapter(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    def build(env: dict[str, str | None]) -> Adapter:
-        for key, value in env.items():
-            if value is None:
-                monkeypatch.delenv(key, raising=False)
-            else:
-                monkeypatch.setenv(key, value)
-        return Adapter.from_environment()
-
-    yield build
-
-
-def deliver(adapter: Adapter, generation: int = 1) -> str:
-    """The outcome; "transient" when the handler raises for redelivery (Pub/Sub would send the event again)."""
-    try:
-        return str(adapter.handle(eventarc_attributes(), pubsub_envelope(sentinel_event(CID, generation))).result)
-    except TransientError:
-        return "transient"
+from tests.support import Admin, seed_ready_cluster
 
 
 def last_body(admin: Admin) -> dict[str, Any]:
@@ -74,36 +40,6 @@ def last_body(admin: Admin) -> dict[str, Any]:
 
 def conditions(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in body["conditions"]}
-
-
-def stored(world: Any) -> dict[str, Any]:
-    payload = world.secretmanager.payload(PROJECT, SECRET_ID)
-    assert payload is not None
-    document: dict[str, Any] = json.loads(payload)
-    return document
-
-
-def accounts(admin: Admin) -> dict[str, str]:
-    """The service's live credentials for the cluster: registry id -> username (the state shows no token)."""
-    state = admin.get("/pullsecretservice/state")
-    found: dict[str, str] = {}
-    for cluster in state.get("clusters", []) if isinstance(state.get("clusters"), list) else []:
-        if cluster.get("cluster_id") == CID:
-            for credential in cluster.get("credentials", []):
-                found[credential["registry_id"]] = credential["username"]
-    if isinstance(state.get("clusters"), dict):
-        for credential in state["clusters"].get(CID, {}).get("credentials", []):
-            found[credential["registry_id"]] = credential["username"]
-    return found
-
-
-def registry_accepts(world: Any, auth: str) -> bool:
-    """The registry emulator's `basic` host (the service's quay) answers /v2/ with this credential."""
-    host = world.registry.hosts()["basic"]
-    answer = requests.get(
-        f"https://{host}/v2/", headers={"Authorization": f"Basic {auth}"}, verify=world.registry_ca_file, timeout=5
-    )
-    return answer.status_code == 200
 
 
 def quay_auth(document: dict[str, Any], world: Any) -> str:
@@ -270,16 +206,6 @@ def test_external_secrets_delivery_in_service_mode_writes_no_kubernetes_secret(
     assert set(stored(world)["auths"]) == {world.registry.hosts()["basic"], world.registry.hosts()["token"]}
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
     assert last_body(admin)["data"]["source"] == "pull-secret-service"
-
-
-@pytest.fixture
-def restored_log() -> Iterator[None]:
-    """cli.main points the process-wide logger at stderr and sets its level: put both back for the next tests."""
-    from pullsecret.logs import log
-
-    saved = (log._stream, log.level)
-    yield
-    log._stream, log.level = saved
 
 
 def doctor_lines() -> tuple[int, dict[str, str]]:

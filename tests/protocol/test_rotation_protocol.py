@@ -1,7 +1,7 @@
 """Every interleaving (within bounds) of two rotation deliveries keeps the fan-out invariants of source/rotation.py.
 
 The real `fan_out` runs against in-memory services whose every call is a scheduling point: the progress record
-and the source in Secret Manager (tests/protocol/world.py), the HyperFleet cluster list, Pub/Sub. The wall clock
+and the source in Secret Manager (tests/fakes/secretmanager.py), the HyperFleet cluster list, Pub/Sub. The wall clock
 moves one second per call, and a redelivery after a transient failure comes BACKOFF_S later. When every delivery
 is done (redelivered and continued to completion), R1-R3 must hold:
 
@@ -30,9 +30,9 @@ from pullsecret.secretstore.pacing import WritePacer
 from pullsecret.source.platform import rotation
 from pullsecret.source.platform.secret import PlatformSecret
 from pullsecret.source.platform.settings import PlatformSettings
-from tests.protocol import scheduler
-from tests.protocol.scheduler import Run, SchedEvent
-from tests.protocol.world import PROJECT, FakeSecretManager, Secret, Version
+from tests.fakes import scheduler
+from tests.fakes.scheduler import Run, SchedEvent
+from tests.fakes.secretmanager import PROJECT, FakeSecretManager, Secret, Version
 
 SOURCE = f"projects/{PROJECT}/secrets/platform"
 PAGE = 2

@@ -3,7 +3,7 @@ creation and provisioning of a new one keeps the sweep's promise (S1-S3 of pulls
 never removes what a live cluster uses.
 
 The sweep is the product's own `fleet.main` (its view and its fixes) over the real `SecretStore`, reconcile and
-`ServiceSource`, against the in-memory services of tests/protocol/lifecycle_world.py, one cluster per page (so a
+`ServiceSource`, against the in-memory services of tests/fakes/, one cluster per page (so a
 cluster leaving the list between two pages is one of the orders explored). Actors:
 
 - S: `fleet --fix`, page size 1;
@@ -25,12 +25,13 @@ from pullsecret.model import status
 from pullsecret.operator import fleet
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import sm_labels
-from tests.protocol import scheduler
-from tests.protocol.lifecycle_world import HyperFleet, Kube, Service, document
-from tests.protocol.scheduler import Run
-from tests.protocol.test_lifecycle_protocol import PROJECT, SETTINGS, Lifecycle
-from tests.protocol.test_write_protocol import scheduled_flights  # noqa: F401 - a fixture
-from tests.protocol.world import FakeSecretManager, Secret, Version
+from tests.fakes import scheduler
+from tests.fakes.hyperfleet import HyperFleet
+from tests.fakes.kubernetes import Kube
+from tests.fakes.pullsecretservice import Service, document
+from tests.fakes.scheduler import Run
+from tests.fakes.secretmanager import FakeSecretManager, Secret, Version
+from tests.protocol.lifecycle import PROJECT, SETTINGS, Lifecycle
 
 A, B, C = "cls-a", "cls-b", "cls-c"
 
@@ -126,7 +127,7 @@ SCENARIOS = [
 
 @pytest.mark.parametrize(("actors", "preemptions"), [s[1:] for s in SCENARIOS], ids=[s[0] for s in SCENARIOS])
 def test_a_sweep_never_removes_what_a_live_cluster_uses(
-    scheduled_flights: Callable[[Run], None],  # noqa: F811 - the fixture imported above
+    scheduled_flights: Callable[[Run], None],
     actors: str,
     preemptions: int,
 ) -> None:

@@ -1,9 +1,9 @@
 """Every interleaving (within bounds) of two or three reconciles of one cluster keeps the write protocol's invariants.
 
 The deliveries run the product's own reconcile (pullsecret/reconcile/entry.py: its steps, in its order, with the real
-`SecretStore` and `ServiceSource`), built as the conformance suite builds it (tests/unit/conformance.py), over the
-in-memory services of tests/protocol/world.py (Secret Manager) and tests/protocol/lifecycle_world.py (HyperFleet,
-the Pull Secret Service, the direct delivery's Kubernetes Secret), in which every call is a scheduling point; the
+`SecretStore` and `ServiceSource`), built as the conformance kits build it (tests/fakes/conformance.py), over the
+in-memory services of tests/fakes/ (Secret Manager, HyperFleet, the Pull Secret Service, the direct delivery's
+Kubernetes Secret), in which every call is a scheduling point; the
 pool runs inline on the actor's thread. Each generation of the cluster carries its own `spec.pullSecret`, so each
 generation has its own merged content. A delivery's first read of the cluster may answer an older generation (the
 event read it before the newer one existed); a delivery that fails transiently is redelivered, and a redelivery
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import os
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,13 +34,14 @@ from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.reconcile.outcome import Outcome
 from pullsecret.retrying import Deadline
-from pullsecret.secretstore import versions
-from tests.protocol import scheduler
-from tests.protocol.lifecycle_world import HyperFleet, Kube, Service, document
-from tests.protocol.scheduler import Run, SchedEvent
-from tests.protocol.world import Secret, Version
-from tests.unit import conformance
-from tests.unit.conformance import CID, KUBE_NAME, NAMESPACE, PROJECT, SECRET, Calm
+from tests.fakes import conformance, scheduler
+from tests.fakes.conformance import CID, KUBE_NAME, NAMESPACE, PROJECT, SECRET
+from tests.fakes.hyperfleet import HyperFleet
+from tests.fakes.kubernetes import Kube
+from tests.fakes.pullsecretservice import Service, document
+from tests.fakes.runtime import Calm
+from tests.fakes.scheduler import Run
+from tests.fakes.secretmanager import Secret, Version
 
 REDELIVERIES = 3
 # Version retention (best effort after a write, pullsecret/secretstore/retention.py) is left out: the in-memory
@@ -144,21 +144,6 @@ def merged(serial: int, own: dict[str, Any]) -> PullSecret:
         precedence=SETTINGS.merge_precedence,
         canonical_keys=SETTINGS.merge_canonical_registries,
     ).secret
-
-
-@pytest.fixture
-def scheduled_flights(monkeypatch: pytest.MonkeyPatch) -> Callable[[Run], None]:
-    """The store's single-flight waits become scheduling points of the current run (no real blocking)."""
-    current: list[Run] = []
-
-    class Flight(versions.Flight):
-        def __init__(self) -> None:
-            super().__init__()
-            self.done = SchedEvent(current[-1])
-
-    monkeypatch.setattr(versions, "Flight", Flight)
-    monkeypatch.setattr(random, "uniform", lambda a, b: 0.0)  # backoff sleeps: zero, so runs stay deterministic
-    return current.append
 
 
 def build(

@@ -15,7 +15,7 @@ from pullsecret.doctor import run as doctor
 from pullsecret.hyperfleet import jsonsplit
 from pullsecret.operator import fleet
 from tests.reliability import campaign, harness
-from tests.reliability.test_rotation_resume import SUB, TOPIC, drain, notification, source_with_versions
+from tests.reliability.rotation_fanout import SUB, TOPIC, drain, notification, source_with_versions
 from tests.support import eventarc_attributes, gcp_cluster
 
 AVAILABLE, REASON = PubSubEmulator.available()

@@ -21,7 +21,7 @@ from kubernetes.client import ApiException, CoreV1Api
 from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
-from tests.emulators.test_kubernetes_admission import OTHER, OTHER_TOKEN, SA, TOKEN, make_api
+from tests.kubernetes_clients import OTHER, OTHER_TOKEN, SA, TOKEN, make_api
 from tests.reliability import harness
 
 NS = "clusters-abc"

@@ -16,7 +16,7 @@ from emulators.faults import FaultBook
 from emulators.kubernetes import KubernetesEmulator
 from emulators.kubernetes.manifests import render
 from pullsecret import configured
-from tests.emulators.test_kubernetes_admission import NAME, OURS, SA, TOKEN, apply, make_api, secret
+from tests.kubernetes_clients import NAME, OURS, SA, TOKEN, apply, make_api, secret
 from tests.reliability import harness
 
 # Anchored at both ends as config requires, yet each alternative is anchored at one end only.

@@ -1,17 +1,15 @@
-"""Every registered delivery mode x every registered source through the conformance story (tests/unit/conformance.py):
-provisioning, a change, a repair and a deletion, against in-memory services."""
+"""Every registered delivery mode x every registered source through the conformance stories
+(tests/fakes/conformance.py), against in-memory services, each pair's kits from the `kits` fixture
+(tests/conftest.py): provisioning, a change, a repair and a deletion; the dry run; inspect, strays and left-behind;
+the doctor's checks; rekeying."""
 
 from __future__ import annotations
 
-import itertools
-
-import pytest
+from typing import Any
 
 from pullsecret.delivery import modes
 from pullsecret.source import sources
-from tests.unit import conformance
-
-PAIRS = list(itertools.product(sorted(modes.names()), sorted(s.name for s in sources.SOURCES)))
+from tests.fakes import conformance
 
 
 def test_every_registered_mode_and_source_has_a_kit() -> None:
@@ -19,6 +17,21 @@ def test_every_registered_mode_and_source_has_a_kit() -> None:
     assert {s.name for s in sources.SOURCES} <= set(conformance.SOURCE_KITS)
 
 
-@pytest.mark.parametrize(("mode", "source"), PAIRS, ids=[f"{m}-{s}" for m, s in PAIRS])
-def test_provisioning_change_repair_and_deletion(mode: str, source: str) -> None:
-    conformance.story(conformance.DELIVERY_KITS[mode](), conformance.SOURCE_KITS[source]())
+def test_provisioning_change_repair_and_deletion(kits: tuple[Any, Any]) -> None:
+    conformance.story(*kits)
+
+
+def test_the_dry_run_says_what_the_reconcile_would_write_and_writes_nothing(kits: tuple[Any, Any]) -> None:
+    conformance.dry_run_story(*kits)
+
+
+def test_inspect_strays_and_left_behind_see_a_provisioned_then_deleted_cluster(kits: tuple[Any, Any]) -> None:
+    conformance.operator_story(*kits)
+
+
+def test_the_doctors_checks_answer_and_write_nothing(kits: tuple[Any, Any]) -> None:
+    conformance.doctor_story(*kits)
+
+
+def test_a_rekey_rotates_at_the_source_and_the_next_reconcile_delivers_it(kits: tuple[Any, Any]) -> None:
+    conformance.rekey_story(*kits)

@@ -3,7 +3,7 @@ one package written here into a temporary directory beside the others (on the pa
 pullsecret.source) plus one registration line, are accepted by the function's own configuration
 (`pullsecret.configured.load`, then the registries' `build`), alone and beside the registered ones (two
 sources selected at once: one error naming every registered variable); their declared reasons and status keys reach
-the reports; they pass the conformance story (tests/unit/conformance.py) with every registered source and mode,
+the reports; they pass the conformance story (tests/fakes/conformance.py) with every registered source and mode,
 reading no other implementation; and the fence (tests/unit/fence.py) finds them until the contracts name them."""
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pullsecret.settings.common import Settings
 from pullsecret.source import base as source_base
 from pullsecret.source import sources
 from pullsecret.source.base import Notified, Rekeyed, Source
-from tests.protocol import lifecycle_world
-from tests.unit import conformance, fence
+from tests.fakes import conformance, hyperfleet
+from tests.unit import fence
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -395,13 +395,13 @@ def test_a_mode_and_a_source_made_by_the_recipe_pass_together_reporting_declared
     recipe: Recipe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[dict[str, Any]] = []
-    report_status = lifecycle_world.HyperFleet.report_status
+    report_status = hyperfleet.HyperFleet.report_status
 
-    def recorded(self: lifecycle_world.HyperFleet, cluster_id: str, body: dict[str, Any]) -> int:
+    def recorded(self: hyperfleet.HyperFleet, cluster_id: str, body: dict[str, Any]) -> int:
         sent.append(body)
         return report_status(self, cluster_id, body)
 
-    monkeypatch.setattr(lifecycle_world.HyperFleet, "report_status", recorded)
+    monkeypatch.setattr(hyperfleet.HyperFleet, "report_status", recorded)
     conformance.story(MemoryKit(recipe), MintKit(recipe))
     keys = {key for body in sent for key in body["data"]}
     assert {"memory", "mint_serial"} <= keys

@@ -15,8 +15,8 @@ from pullsecret.delivery import modes
 from pullsecret.model.status import Declared
 from pullsecret.model.status_data import Retention, StatusData
 from pullsecret.source import sources
-from tests.protocol import lifecycle_world
-from tests.unit import conformance
+from tests.fakes import conformance
+from tests.fakes.hyperfleet import HyperFleet
 
 COMMON = set(typing.get_type_hints(StatusData))
 
@@ -36,13 +36,13 @@ def test_every_key_a_report_carries_is_declared(mode: str, source: str, monkeypa
     """Each registered mode x source through the conformance story (provisioning, a change, a repair, a
     deletion): every report's `data` keys are StatusData's, the mode's own or the source's own."""
     sent: list[dict[str, Any]] = []
-    report_status = lifecycle_world.HyperFleet.report_status
+    report_status = HyperFleet.report_status
 
-    def recorded(self: lifecycle_world.HyperFleet, cluster_id: str, body: dict[str, Any]) -> int:
+    def recorded(self: HyperFleet, cluster_id: str, body: dict[str, Any]) -> int:
         sent.append(body)
         return report_status(self, cluster_id, body)
 
-    monkeypatch.setattr(lifecycle_world.HyperFleet, "report_status", recorded)
+    monkeypatch.setattr(HyperFleet, "report_status", recorded)
     conformance.story(conformance.DELIVERY_KITS[mode](), conformance.SOURCE_KITS[source]())
     assert len(sent) >= 4
     allowed = COMMON | own_keys(modes.registration(mode).declared) | own_keys(sources.registration(source).declared)

@@ -1,15 +1,15 @@
-"""In-memory services for the interleaving explorer: every call is a scheduling point of the current `Run`.
+"""In-memory Secret Manager: every call is a scheduling point of the current `Run` (tests/fakes/scheduler.py; `Calm`
+when nothing is explored).
 
-Only the behaviour the write protocol and the rotation fan-out rely on, each rule from its source:
+Only the behaviour the write protocol, the rotation fan-out and the external-secrets mode rely on, each rule from its
+source:
 - Secret Manager (https://cloud.google.com/secret-manager/docs/reference/rpc/google.cloud.secretmanager.v1):
   version ids count up from 1 and are never reused; `latest` is the most recently created version whatever its
   state (https://cloud.google.com/secret-manager/docs/access-secret-version), so accessing it when disabled or
   destroyed answers FAILED_PRECONDITION; a destroyed version keeps its number and loses its payload;
   UpdateSecret with a stale etag answers FAILED_PRECONDITION (ABORTED in some regions; the store handles both).
-- Kubernetes: the Secret records the generation it was applied for; `kubesecret.apply` refuses to go back
-  (pullsecret/delivery/direct/kubesecret.py) and its write is atomic (resourceVersion precondition).
-- HyperFleet status: a report older than the stored one is discarded (hyperfleet-api
-  pkg/services/adapter_status_validation.go, as emulators/hyperfleet/ models it).
+- IAM (`SecretManager`, GetIamPolicy / SetIamPolicy / TestIamPermissions on the same client): the policy is stored
+  as set; a gone secret answers NOT_FOUND (TestIamPermissions: an empty set).
 """
 
 from __future__ import annotations
@@ -21,10 +21,13 @@ from typing import Any
 
 import google_crc32c
 from google.api_core import exceptions as gexc
+from google.iam.v1 import policy_pb2
 
-from tests.protocol.scheduler import Run
+from tests.fakes.runtime import Calm
+from tests.fakes.scheduler import Run
 
 PROJECT = "123456789"
+ACCESSOR = "roles/secretmanager.secretAccessor"
 
 
 @dataclass
@@ -198,3 +201,36 @@ class FakeSecretManager:
     def newest(self, name: str) -> Version | None:
         secret = self.secrets.get(name)
         return secret.versions[-1] if secret and secret.versions else None
+
+
+class SecretManager(FakeSecretManager):
+    """The in-memory Secret Manager, with the IAM policy methods the external-secrets mode calls on the same client
+    (GetIamPolicy / SetIamPolicy, https://cloud.google.com/secret-manager/docs/reference/rpc/google.iam.v1)."""
+
+    def __init__(self) -> None:
+        super().__init__(Calm())  # type: ignore[arg-type]
+        self.policies: dict[str, bytes] = {}
+
+    def get_iam_policy(self, *, request: dict[str, Any], **_: Any) -> policy_pb2.Policy:
+        self._secret(request["resource"])  # NotFound when the secret is gone
+        return policy_pb2.Policy.FromString(self.policies.get(request["resource"], b""))
+
+    def set_iam_policy(self, *, request: dict[str, Any], **_: Any) -> policy_pb2.Policy:
+        self._secret(request["resource"])
+        self.policies[request["resource"]] = request["policy"].SerializeToString()
+        return request["policy"]
+
+    def test_iam_permissions(self, *, request: dict[str, Any], **_: Any) -> Any:
+        """What the runtime identity holds on a secret, as Terraform grants it in external-secrets mode (its
+        managed role, policy permissions included): every permission asked; none on an absent secret (the API
+        answers an empty set, not NOT_FOUND)."""
+        held = request["resource"] in self.secrets
+        return pytypes.SimpleNamespace(permissions=list(request["permissions"]) if held else [])
+
+    def members(self, secret_name: str) -> set[str]:
+        policy = policy_pb2.Policy.FromString(self.policies.get(secret_name, b""))
+        return {m for b in policy.bindings if b.role == ACCESSOR and not b.HasField("condition") for m in b.members}
+
+    def latest(self, secret_name: str) -> bytes | None:
+        version = self.newest(secret_name)
+        return version.data if version is not None and version.state == "ENABLED" else None

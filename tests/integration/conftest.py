@@ -1,0 +1,34 @@
+"""The integration suite's fixtures: an Adapter built from the function's environment with changes, and the
+process-wide logger put back after the operator CLI ran in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pullsecret.handler import Adapter
+
+
+@pytest.fixture
+def make_adapter(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    def build(env: dict[str, str | None]) -> Adapter:
+        for key, value in env.items():
+            if value is None:
+                monkeypatch.delenv(key, raising=False)
+            else:
+                monkeypatch.setenv(key, value)
+        return Adapter.from_environment()
+
+    yield build
+
+
+@pytest.fixture
+def restored_log() -> Iterator[None]:
+    """cli.main points the process-wide logger at stderr and sets its level: put both back for the next tests."""
+    from pullsecret.logs import log
+
+    saved = (log._stream, log.level)
+    yield
+    log._stream, log.level = saved
