@@ -17,8 +17,9 @@ MUTATION_STAMP := $(MUTATION_VENV)/.installed
 SCHEMA_DIR := .cache/provider-schema
 SCHEMA_STAMP := $(SCHEMA_DIR)/.built
 # The suite runs on three workers (pytest-xdist): most of its time is waiting on emulators and subprocesses, and one
-# worker takes longer than CI's 20 minutes allow. PYTEST_FLAGS= (empty) runs it in one process.
-PYTEST_FLAGS ?= -n 3
+# worker takes longer than CI's 20 minutes allow. PYTEST_FLAGS= (empty) runs it in one process. `loadgroup`: a module
+# marked xdist_group (its playgrounds shared by its tests) runs on one worker; every other test is spread as before.
+PYTEST_FLAGS ?= -n 3 --dist loadgroup
 
 .PHONY: venv demo up down trigger rotate logs test unit lint typecheck infra-check provider-schema emulators bench reliability mutation clean
 
@@ -79,20 +80,24 @@ up: $(RUN_STAMP)
 down: $(RUN_STAMP)
 	@$(PY) -m emulators down
 
+# Values given on make's command line reach a recipe's environment too: the recipes below quote them from there
+# ("$$CLUSTER"), so `make trigger CLUSTER='cls nope!'` hands the command one argument, as typed.
+# Exit codes (README, "Exit codes"): make exits 0 when the command did, else 2 after its own line naming the
+# command's code (`make: *** [Makefile:NN: trigger] Error 4`); 130 on Ctrl-C.
+
 # The function's log, one readable line per record: make logs [CLUSTER=cls-demo01] [FOLLOW=1]
 logs: $(RUN_STAMP)
-	@$(PY) -m emulators logs $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(FOLLOW),--follow)
+	@$(PY) -m emulators logs $(if $(CLUSTER),--cluster "$$CLUSTER") $(if $(FOLLOW),--follow)
 
-# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]; exit codes: README
-# ("Trigger a reconcile"), the operator CLI's for the same outcome
+# One reconcile through the path Pub/Sub uses: make trigger CLUSTER=cls-demo01 [VIA=pubsub]
 trigger: $(RUN_STAMP)
-	@test -n "$(CLUSTER)" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
-	@$(PY) -m emulators trigger $(CLUSTER) --via $(or $(VIA),push)
+	@test -n "$$CLUSTER" || { echo "usage: make trigger CLUSTER=<cluster id> [VIA=push|pubsub]"; exit 2; }
+	@$(PY) -m emulators trigger "$$CLUSTER" --via "$${VIA:-push}"
 
 # A rotation on the playground: at the Pull Secret Service (SOURCE=service; COMPLETE=1 ends it) or of the platform
 # pull secret; then `make trigger`: make rotate [CLUSTER=cls-demo01] [COMPLETE=1]
 rotate: $(RUN_STAMP)
-	@$(PY) -m emulators rotate $(or $(CLUSTER),cls-demo01) $(if $(COMPLETE),--complete)
+	@$(PY) -m emulators rotate "$${CLUSTER:-cls-demo01}" $(if $(COMPLETE),--complete)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,8 +1,8 @@
-"""The bench's tables, from one run's results: printed, written as markdown, and copied into the READMEs.
+"""The bench's tables, from one run's results: printed, written as markdown, and copied into bench/README.md.
 
-Every figure has one label, used in the printed table, in `tables.md` and in the READMEs, so the words a
+Every figure has one label, used in the printed table, in `tables.md` and in bench/README.md, so the words a
 reader sees are the words the bench prints. A full run replaces the block between the markers below in
-README.md and bench/README.md with `tables.md`, so one quiet run refreshes every table (and the plots).
+bench/README.md with `tables.md`, so one quiet run refreshes every table (and the plots).
 """
 
 from __future__ import annotations

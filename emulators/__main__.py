@@ -1,7 +1,7 @@
 """`python -m emulators`: the emulator stack alone (`up`), the local playground (`playground`, = `make up`;
 `down`, = `make down`), the end-to-end demo (`demo`, = `make demo`), one reconcile through the Pub/Sub path
 (`trigger`, = `make trigger`), a rotation at the pull secret's source (`rotate`, = `make rotate`), the function's
-log made readable (`logs`, = `make logs`), and a Sentinel event as JSON (`event`).
+log made readable (`logs`, = `make logs`), and a Sentinel event as JSON (`event`). Exit codes: README.md, "Exit codes".
 
 Everything but the standard library is imported once a command runs, inside `main`'s handler: loading the
 emulators and client libraries takes seconds on a busy machine, and Ctrl-C during it must end in one line, not

@@ -84,16 +84,32 @@ def _follow(handle: IO[str]) -> Iterator[str]:
             time.sleep(0.2)
 
 
+EXIT_NOTHING_FOUND = 4  # = the operator CLI's "nothing done": no line of that cluster
+
+
 def show(path: Path, *, cluster: str | None = None, raw: bool = False, follow: bool = False) -> int:
-    """Print `path` readably; exit code 2 when there is no such log."""
+    """Print `path` readably; exit code 2 when there is no such log, 4 when `--cluster` matched no line (one line on
+    stderr says so, naming the clusters the log does have); `--follow` keeps reading (Ctrl-C ends it, 130)."""
     if not path.exists():
         print(f"No function log at {path}: `make up` writes it while the playground runs.", file=sys.stderr)
         return 2
     with path.open(encoding="utf-8", errors="replace") as handle:
-        source: Iterable[str] = _follow(handle) if follow else handle
-        try:
-            for out in render(source, cluster=cluster, raw=raw):
-                print(out, flush=follow)
-        except (KeyboardInterrupt, BrokenPipeError):
-            return 0
+        if follow:
+            for out in render(_follow(handle), cluster=cluster, raw=raw):
+                print(out, flush=True)
+        shown = 0
+        for out in render(handle, cluster=cluster, raw=raw):
+            print(out)
+            shown += 1
+    if cluster is not None and shown == 0:
+        print(f"No line of cluster {cluster} in {path}{_named(path)}.", file=sys.stderr)
+        return EXIT_NOTHING_FOUND
     return 0
+
+
+def _named(path: Path) -> str:
+    """`; it names cls-a, cls-b` for the clusters the log has lines of (at most five), or `; it names none`."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        found = sorted({c for c in (cluster_of(r) for r in map(parse, handle) if r is not None) if c})
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return f"; it names {shown or 'no cluster'}"

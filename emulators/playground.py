@@ -31,6 +31,7 @@ from emulators.functionproc import ROOT, FunctionProcess
 from emulators.operator_identity import grant as grant_operator
 from emulators.playground_env import (
     OPERATOR_KUBECONFIG,
+    PLAYGROUND_STATE,
     env_file_text,
     managed_variables,
     read_env_file,
@@ -74,9 +75,12 @@ def given_settings(environ: Mapping[str, str]) -> dict[str, str]:
     from pullsecret.operator.settings import FUNCTION_VARIABLES, SOURCE_VARIABLES
 
     given = {k: environ[k] for k in FUNCTION_VARIABLES if k in environ and k not in SOURCE_VARIABLES}
+    if hyperfleet_auth(given) != "token-file":
+        # The function signs in itself (an ID token, a ServiceAccount token): the token file is the playground's,
+        # and an earlier playground's (from a sourced env file) would be refused with these modes.
+        given.pop("HYPERFLEET_API_TOKEN_FILE", None)
     if behind_gateway(given):
         # HYPERFLEET_API_AUTH=service-account-token make up: the regional cluster's account, through the gateway.
-        given.pop("HYPERFLEET_API_TOKEN_FILE", None)  # an earlier playground's, from a sourced env file
         given = {**GATEWAY_SETTINGS, **given}
     mode = given.get("KUBERNETES_DELIVERY", "").strip().lower()
     if mode == "external-secrets" and not given.get("EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE", "").strip():
@@ -92,8 +96,28 @@ GATEWAY_SETTINGS = {
 }
 
 
+def hyperfleet_auth(settings: Mapping[str, str]) -> str:
+    """How the function signs in to HyperFleet (HYPERFLEET_API_AUTH, its default token-file)."""
+    return settings.get("HYPERFLEET_API_AUTH", "").strip() or "token-file"
+
+
 def behind_gateway(given: Mapping[str, str]) -> bool:
-    return given.get("HYPERFLEET_API_AUTH", "").strip() == "service-account-token"
+    return hyperfleet_auth(given) == "service-account-token"
+
+
+def terraform_variables(settings: Mapping[str, str]) -> dict[str, str]:
+    """The terraform/ variables of these settings' modes that change what the runtime identity is granted (empty:
+    the stack's default grants hold): the delivery, and how it signs in to HyperFleet (service-account-token: GKE
+    GetCluster on the cluster that mints its token, which external-secrets mode otherwise grants nowhere)."""
+    variables: dict[str, str] = {}
+    if _delivery(settings) == "external-secrets":
+        variables["kubernetes_delivery"] = "external-secrets"
+    auth = hyperfleet_auth(settings)
+    if auth != "token-file":
+        variables.update(hyperfleet_api_auth=auth, hyperfleet_api_token_secret="")
+    if auth == "service-account-token":
+        variables["hyperfleet_token_cluster"] = settings.get("HYPERFLEET_API_TOKEN_CLUSTER", TOKEN_CLUSTER)
+    return variables
 
 
 # The playground's own defaults (a shell's setting wins): the platform pull secret cached 2 s, not 30, so that a
@@ -106,6 +130,9 @@ def function_settings(stack: Stack, state_dir: Path, *, source: str, given: Mapp
     playground's defaults and the demo's."""
     base = {**function_env(stack, state_dir, source), **PLAYGROUND_DEFAULTS}
     ours = stack.env()
+    if hyperfleet_auth(given) != "token-file":  # refused beside an ID token or a ServiceAccount token
+        base.pop("HYPERFLEET_API_TOKEN_FILE", None)
+        ours.pop("HYPERFLEET_API_TOKEN_FILE", None)
     return {**base, **{k: v for k, v in given.items() if k not in ours}, **ours}
 
 
@@ -131,11 +158,14 @@ def check_settings(given: Mapping[str, str], *, source: str) -> str | None:
     return None
 
 
-def exports(stack: Stack, function: FunctionProcess, settings: Mapping[str, str], operator: Path) -> dict[str, str]:
+def exports(
+    stack: Stack, function: FunctionProcess, settings: Mapping[str, str], operator: Path, state_dir: Path
+) -> dict[str, str]:
     """Everything a shell needs to use the playground: every setting the function runs with (so the CLI run from
     that shell decides as the function does), the URLs, the operator's kubeconfig, gcloud's Pub/Sub override."""
     env = dict(settings)
     env.update({"EMULATORS_ADMIN": stack.admin.url, "FUNCTION_URL": function.url, OPERATOR_KUBECONFIG: str(operator)})
+    env[PLAYGROUND_STATE] = str(state_dir)  # which playground this shell is aimed at (a second one has its own)
     if stack.pubsub is not None:
         # gcloud has no PUBSUB_EMULATOR_HOST switch: its endpoint override (a URL ending in "/"), a project,
         # and no credentials make `gcloud pubsub ...` talk to the emulator (checked with Cloud SDK 528).
@@ -149,7 +179,9 @@ def exports(stack: Stack, function: FunctionProcess, settings: Mapping[str, str]
     return env
 
 
-def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, mode: str = "") -> str:
+def next_steps(
+    cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, mode: str = "", met: str = "all preconditions met"
+) -> str:
     python = ".venv/bin/python"
     default = state_dir == STATE_DIR
     # A second playground's hints name its own state folder: `make` targets use the default one.
@@ -161,7 +193,7 @@ def next_steps(cluster_id: str, state_dir: Path, pubsub_reason: str | None, *, m
     logs = "make logs" if default else f"{python} -m emulators logs --state-dir {state_dir}"
     stop = "make down" if default else f"{python} -m emulators down --state-dir {state_dir}"
     lines = [
-        f"Ready: emulators, the function and cluster {cluster_id} (all preconditions met){mode}.",
+        f"Ready: emulators, the function and cluster {cluster_id} ({met}){mode}.",
         f"In another shell, from the repository: source {state_dir}/env   (or paste the export lines above)",
         "Next commands to try:",
         f"  {trigger}              # a Pub/Sub push envelope, posted to the function",
@@ -246,7 +278,18 @@ def _delivery(settings: Mapping[str, str]) -> str:
 
 
 def _mode_text(source: str, settings: Mapping[str, str]) -> str:
-    return f"; source {source}, delivery {_delivery(settings)}"
+    return f"; source {source}, delivery {_delivery(settings)}, HyperFleet sign-in {hyperfleet_auth(settings)}"
+
+
+def preconditions_text(settings: Mapping[str, str]) -> str:
+    """What the ready line says of the seeded clusters' preconditions under these settings."""
+    unreported = seed.unreported_preconditions(settings)
+    if not unreported:
+        return "all preconditions met"
+    return (
+        f"preconditions NOT met: PRECONDITION_ADAPTERS names {', '.join(unreported)}, which no adapter reports here; "
+        "every reconcile will wait (PreconditionsNotMet) until you fix it and `make up` again"
+    )
 
 
 def _serve(
@@ -268,9 +311,9 @@ def _serve(
         stack = Stack(pubsub=reason is None, gateway=behind_gateway(given))
         stack.start()
         settings = function_settings(stack, state_dir, source=source, given=given)
-        if settings.get("KUBERNETES_DELIVERY", "").strip().lower() == "external-secrets":
-            # The grants Terraform gives the runtime identity in that mode (terraform/, kubernetes_delivery).
-            stack.apply_terraform_iam(kubernetes_delivery="external-secrets")
+        variables = terraform_variables(settings)
+        if variables:  # the grants Terraform gives the runtime identity in these modes
+            stack.apply_terraform_iam(**variables)
         if source == "platform":
             # The demo's platform pull secret: the registry emulator's hosts, so verification talks to them only.
             seed.platform_pull_secret(stack, demo_pull_secret(stack.registry.hosts()))
@@ -287,13 +330,14 @@ def _serve(
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
             stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
-        env = exports(stack, function, settings, operator)
+        env = exports(stack, function, settings, operator, state_dir)
         delivery = _delivery(settings)
         record = settings_record(settings, env, pid=os.getpid(), source=source, delivery=delivery)
         write_state_files(state_dir, env, record)
         first = clusters[0] if clusters else DEMO_CLUSTER
         shown = Path(shown_path(state_dir))
-        print(env_file_text(env) + next_steps(first, shown, reason, mode=_mode_text(source, settings)))
+        steps = next_steps(first, shown, reason, mode=_mode_text(source, settings), met=preconditions_text(settings))
+        print(env_file_text(env) + steps)
         sys.stdout.flush()
         ready = True
         _watch(running, settings, state_dir)

@@ -28,6 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FORMAT = 1
 OPERATOR_KUBECONFIG = "PULLSECRET_OPERATOR_KUBECONFIG"
+# The state folder of the playground a shell sourced (= pullsecret.operator.playground.STATE_VARIABLE): the CLI
+# compares that one's settings, not the default folder's (a second playground, `--state-dir .playground-2`).
+PLAYGROUND_STATE = "PULLSECRET_PLAYGROUND"
 # Read by the client libraries in the function process (google-auth, the Cloud clients, gcloud), not by pullsecret/.
 CLIENT_VARIABLES = frozenset(
     {
@@ -49,6 +52,7 @@ SHELL_VARIABLES = frozenset(
         "CLOUDSDK_CORE_PROJECT",
         "CLOUDSDK_AUTH_DISABLE_CREDENTIALS",
         OPERATOR_KUBECONFIG,
+        PLAYGROUND_STATE,
         "PULLSECRET_DEPLOYED_FUNCTION",
     }
 )

@@ -9,7 +9,8 @@
   with a new credential for `cloud.openshift.com` (the entry verification skips), then a wait of
   PULL_SECRET_SOURCE_TTL seconds (2 on the playground) so that the next trigger sees it.
 
-Either way the next `make trigger CLUSTER=...` stores one new version and writes the Kubernetes Secret once.
+Either way the next `make trigger CLUSTER=...` stores one new version and writes the Kubernetes Secret once (in
+external-secrets mode no Kubernetes write: External Secrets Operator copies the version).
 Reads the running playground from `<state>/settings.json`; one line and exit 2 when none runs.
 """
 
@@ -32,12 +33,20 @@ def rotate(cluster_id: str, *, state_dir: Path, complete: bool = False) -> int:
         print(f"No playground is running from {state_dir} (no settings.json): run `make up` first.")
         return 2
     admin = str(record["emulators_admin"]).rstrip("/")
+    delivered = delivery_text(str(record.get("delivery") or "direct"))
     if record.get("source") == "service":
-        return _service(admin, record.get("settings") or {}, cluster_id, complete)
+        return _service(admin, record.get("settings") or {}, cluster_id, complete, delivered)
     if complete:
         print("COMPLETE=1 is for a rotation at the Pull Secret Service (a `SOURCE=service make up` playground).")
         return 2
-    return _platform(admin, record.get("settings") or {}, cluster_id)
+    return _platform(admin, record.get("settings") or {}, cluster_id, delivered)
+
+
+def delivery_text(delivery: str) -> str:
+    """What the next trigger does on the management cluster, in this delivery mode."""
+    if delivery == "external-secrets":
+        return "no Kubernetes write: External Secrets Operator copies the new version"
+    return "the Kubernetes Secret written once"
 
 
 def _running(state_dir: Path) -> dict[str, Any] | None:
@@ -50,7 +59,7 @@ def _running(state_dir: Path) -> dict[str, Any] | None:
     return record
 
 
-def _service(admin: str, settings: dict[str, str], cluster_id: str, complete: bool) -> int:
+def _service(admin: str, settings: dict[str, str], cluster_id: str, complete: bool, delivered: str) -> int:
     step = "rotation/complete" if complete else "rotation"
     answer = requests.post(f"{admin}/pullsecretservice/clusters/{cluster_id}/{step}", json={}, timeout=30)
     if answer.status_code == 404:
@@ -76,12 +85,12 @@ def _service(admin: str, settings: dict[str, str], cluster_id: str, complete: bo
         time.sleep(ttl)
     else:
         print(f"(PULL_SECRET_SERVICE_TTL is {ttl:g} s: the function asks the service again only after it, or on rekey)")
-    print(f"Next: make trigger CLUSTER={cluster_id}   (stores the new set: one new version, one Kubernetes write)")
+    print(f"Next: make trigger CLUSTER={cluster_id}   (stores the new set: one new version, {delivered})")
     print(f"Then: make rotate CLUSTER={cluster_id} COMPLETE=1   (ends the rotation: the old set is deleted)")
     return 0
 
 
-def _platform(admin: str, settings: dict[str, str], cluster_id: str) -> int:
+def _platform(admin: str, settings: dict[str, str], cluster_id: str, delivered: str) -> int:
     secret = settings.get("PULL_SECRET_SOURCE", "").rsplit("/versions/", 1)[0]
     url = f"{admin}/secretmanager/{secret}"
     versions = requests.get(url, timeout=30).json()["versions"]
@@ -97,5 +106,5 @@ def _platform(admin: str, settings: dict[str, str], cluster_id: str) -> int:
     ttl = float(settings.get("PULL_SECRET_SOURCE_TTL") or 30)
     print(f"Waiting {ttl:g} s (PULL_SECRET_SOURCE_TTL: how long the function caches the platform pull secret) ...")
     time.sleep(ttl)
-    print(f"Next: make trigger CLUSTER={cluster_id}   (one new version, the Kubernetes Secret written once)")
+    print(f"Next: make trigger CLUSTER={cluster_id}   (one new version, {delivered})")
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from emulators.world import MANAGEMENT_CLUSTER, PROJECT_ID
@@ -48,6 +49,14 @@ DEMO_PULL_SECRET = {
     }
 }
 PRECONDITION_ADAPTERS = ("validation", "dns")  # plus placement, which also carries data
+REPORTING_ADAPTERS = (*PRECONDITION_ADAPTERS, "placement")  # every adapter a seeded cluster has a status of
+
+
+def unreported_preconditions(settings: Mapping[str, str]) -> list[str]:
+    """The adapters PRECONDITION_ADAPTERS names (the function's default: these three) that no seeded cluster has a
+    status of: a misspelt name (`placment`) keeps every reconcile waiting on its preconditions."""
+    named = [name.strip() for name in settings.get("PRECONDITION_ADAPTERS", "").split(",") if name.strip()]
+    return [name for name in named if name not in REPORTING_ADAPTERS]
 
 
 def platform_pull_secret(stack: Stack, content: dict[str, Any] | None = None) -> bool:

@@ -41,6 +41,8 @@ PUSH_QUIET_S = 3.0  # a push not answered within this is said to be waited for
 PLAYGROUND_KEYS = ("EMULATORS_ADMIN", "FUNCTION_URL")
 # = pullsecret.model.events._CLUSTER_ID: the ids the function takes from an event (a test holds them equal).
 CLUSTER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._~-]{0,254}$")
+# An id the function can name a Kubernetes namespace and Secret after (a lowercase RFC 1123 label's characters).
+NAMEABLE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 # = pullsecret.operator.cli._RESULT_EXIT: the CLI's exit code for each result (a test holds them equal).
 RESULT_EXIT = {
     "applied": 0,
@@ -160,7 +162,16 @@ def _trigger(cluster_id: str, *, via: str, settings: Mapping[str, str], state_di
         time.sleep(0.1)
     print_outcome(log_path, log_offset, cluster_id)
     if len(found) > before:
-        print_report(found[-1], cluster_id)
+        print_report(found[-1], cluster_id, token_file=bool(settings.get("HYPERFLEET_API_TOKEN_FILE")))
+        waiting = _waiting_on_misspelt(found[-1], settings)
+        if waiting:
+            print(waiting)
+    elif not known and not NAMEABLE.fullmatch(cluster_id):
+        print(
+            f"No status reported: HyperFleet has no cluster {cluster_id}, and none could be reconciled under that id: "
+            "its Kubernetes namespace and Secret names must be lowercase letters, digits and '-' (HyperFleet's own "
+            "ids are). Try a lowercase id."
+        )
     elif not known:
         print(f"No status reported: HyperFleet has no cluster {cluster_id}, nothing to reconcile. A ready one:")
         print(f'  curl -s -X PUT "$EMULATORS_ADMIN/ready_clusters/{cluster_id}"')
@@ -219,7 +230,20 @@ def print_outcome(log_path: Path, offset: int, cluster_id: str) -> None:
             print(f"  {logview.readable(record, clock=False)}")
 
 
-def print_report(report: dict[str, Any], cluster_id: str) -> None:
+def _waiting_on_misspelt(report: dict[str, Any], settings: Mapping[str, str]) -> str | None:
+    """A note when the status waits on preconditions that cannot be met here: PRECONDITION_ADAPTERS names an
+    adapter no seeded cluster has a status of (a misspelling the function warned of at its start)."""
+    waiting = any(c.get("reason") == "PreconditionsNotMet" for c in report["body"]["conditions"])
+    unreported = seed.unreported_preconditions(settings)
+    if not waiting or not unreported:
+        return None
+    return (
+        f"Note: this will not pass: PRECONDITION_ADAPTERS names {', '.join(unreported)}, which no adapter reports "
+        "on this playground (the function warned at its start: make logs). Fix the name and `make up` again."
+    )
+
+
+def print_report(report: dict[str, Any], cluster_id: str, *, token_file: bool = True) -> None:
     body = report["body"]
     print(
         f"Status reported ({report['method']} -> {report['code']}), observed_generation {body['observed_generation']}:"
@@ -233,8 +257,17 @@ def print_report(report: dict[str, Any], cluster_id: str) -> None:
         for line in registry_checks.lines(checks):
             print(f"    {line}")
     print(f"  data keys: {', '.join(sorted(data)) or '-'}")
+    if token_file:
+        print(
+            "The whole stored status, as the HyperFleet API holds it:\n"
+            '  curl -s -H "Authorization: Bearer $(cat "$HYPERFLEET_API_TOKEN_FILE")" '
+            f'"$HYPERFLEET_API_URL/api/hyperfleet/v1/clusters/{cluster_id}/statuses"'
+        )
+        return
+    # HYPERFLEET_API_AUTH=google-id-token or service-account-token: the function signs in itself, this shell holds
+    # no HyperFleet token; the operator CLI reads the status as the function does.
     print(
-        "The whole stored status, as the HyperFleet API holds it:\n"
-        '  curl -s -H "Authorization: Bearer $(cat "$HYPERFLEET_API_TOKEN_FILE")" '
-        f'"$HYPERFLEET_API_URL/api/hyperfleet/v1/clusters/{cluster_id}/statuses"'
+        "Our status as the HyperFleet API holds it (conditions, lineage; the function signs in itself: no token "
+        "file):\n"
+        f"  .venv/bin/python -m pullsecret inspect {cluster_id}"
     )

@@ -99,6 +99,23 @@ def function_env(world: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     return env
 
 
+@pytest.fixture
+def make_adapter(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Build adapters from the function environment with overrides (None: the variable unset)."""
+
+    from pullsecret.handler import Adapter
+
+    def build(env: dict[str, str | None]) -> Adapter:
+        for key, value in env.items():
+            if value is None:
+                monkeypatch.delenv(key, raising=False)
+            else:
+                monkeypatch.setenv(key, value)
+        return Adapter.from_environment()
+
+    yield build
+
+
 @pytest.fixture(params=REGISTERED_PAIRS, ids=[f"{mode}-{source}" for mode, source in REGISTERED_PAIRS])
 def kits(request: pytest.FixtureRequest) -> tuple[Any, Any]:
     """The conformance kits (a `DeliveryKit` and a `SourceKit`, tests/fakes/conformance.py) of one registered mode

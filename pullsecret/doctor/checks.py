@@ -65,7 +65,8 @@ def hyperfleet_api(ctx: Context) -> list[Line]:
             refused += 1
             continue
         ctx.cluster_projects[str(cluster_id)] = project
-    lines = [Line("hyperfleet-api", True, f"{url} answers and accepts the adapter's token ({total} clusters)")]
+    counted = f"{total} cluster{'' if total == 1 else 's'}"
+    lines = [Line("hyperfleet-api", True, f"{url} answers and accepts the adapter's token ({counted})")]
     if refused:
         text = f"{refused} listed cluster(s) with an id or GCP project id that is not a valid name: not asked about"
         lines.append(Line("hyperfleet-api", None, text))

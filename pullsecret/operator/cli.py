@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from pullsecret.doctor import run as doctor
 from pullsecret.errors import ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
+from pullsecret.operator import interrupts
+from pullsecret.operator.interrupts import EXIT_INTERRUPTED
 from pullsecret.operator.settings import VIEW_VARIABLES
 
 if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
@@ -70,9 +73,11 @@ exit codes:
   5    configuration error, nothing done: a setting, Google credentials missing or refused, this shell's settings
        differing from the running playground's or the deployed function's, a shell left from a stopped
        playground (the message names what and the fix)
+  130  interrupted (Ctrl-C, SIGTERM): one line; a step is never left half-written, and running the same
+       command again finishes or repeats it
   141  stdout's reader stopped reading (`--json | head`), as a shell reports SIGPIPE
 
-environment (the function's own; README.md, Configuration, lists them all):
+environment (the function's own; docs/configuration.md lists them all):
   HYPERFLEET_API_URL           required: the HyperFleet API base URL
   HYPERFLEET_API_TOKEN_FILE    file holding the HyperFleet bearer token
   PULL_SECRET_SOURCE           the platform pull secret, projects/P/secrets/S/versions/(latest|N); or
@@ -81,6 +86,8 @@ environment (the function's own; README.md, Configuration, lists them all):
   KUBERNETES_DELIVERY          direct (default) or external-secrets (with EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE)
   MANAGEMENT_CLUSTER           default GKE management cluster, projects/P/locations/L/clusters/C
   SECRET_PROJECT_ID            pin one Secret Manager project (else the cluster's spec.platform.gcp.projectID)
+  ADAPTER_TOPIC                projects/P/topics/T, the adapter's own topic: rekey publishes each cluster's
+                               reconcile event there (required by rekey)
   LOG_LEVEL, RETRY_DEADLINE    log level of the stderr lines (-v); seconds of in-process retries
   PULLSECRET_DEPLOYED_FUNCTION projects/P/locations/L/functions/F: as --deployed (compare before writing)
   PULLSECRET_OPERATOR_KUBECONFIG  a kubeconfig inspect and fleet read the management cluster with (your own
@@ -221,8 +228,16 @@ def main(argv: list[str] | None = None) -> int:
         if not preconditions_cluster_id_ok(cluster_id):
             print(f"error: {cluster_id[:80]!r} is not a HyperFleet cluster id", file=sys.stderr)
             return EXIT_USAGE
+    received: list[int] = []
     try:
-        return _checked(args)
+        with interrupts.as_interrupt(received):
+            code = _checked(args)
+        # A command that handles the interrupt itself (rekey saves its progress and says so) ended on it all the same.
+        return EXIT_INTERRUPTED if received else code
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM): one line, no traceback
+        print(interrupts.line(args.command, writes=_writes(args)), file=sys.stderr)
+        interrupts.leave()
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # stdout's reader stopped (`--json | head`): nothing more to say to it
         _detach_stdout()
         return EXIT_PIPE
@@ -276,7 +291,7 @@ def _checked(args: argparse.Namespace) -> int:
         print(f"no Google credentials: {_credentials_fix(os.environ)}", file=sys.stderr)
         return EXIT_CONFIG
     except TransientError as exc:
-        if exc.reason == "CredentialsUnavailable":
+        if exc.reason == "CredentialsUnavailable" and exc.service == "metadata":  # Google's, not a minted token
             print(f"no usable Google credentials: {exc.message}; {_credentials_fix(os.environ)}", file=sys.stderr)
             return EXIT_CONFIG
         print(f"transient failure, try again: {exc.message}", file=sys.stderr)
@@ -307,7 +322,7 @@ def _reachable(adapter: Adapter, args: argparse.Namespace) -> int:
     wait, naming what it tried): a missing or refused credential, an endpoint that answers nothing, said at once."""
     from pullsecret.operator import playground, reach
 
-    blocked = reach.unreachable(adapter.settings, playground_running=playground.running() is not None)
+    blocked = reach.unreachable(adapter.settings, playground_running=playground.running(env=os.environ) is not None)
     if blocked is not None:
         print(blocked, file=sys.stderr)
         return EXIT_TRANSIENT

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import socket
 import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pullsecret import configured
 from pullsecret.errors import ConfigError
@@ -25,6 +28,9 @@ from pullsecret.operator.settings import RESULT_VARIABLES
 FUNCTION_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/functions/([^/]+)$")
 ENV_NAME = "PULLSECRET_DEPLOYED_FUNCTION"
 GCLOUD_TIMEOUT_S = 60.0
+REACH_TIMEOUT_S = 5.0
+ENDPOINT_OVERRIDE = "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDFUNCTIONS"
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "CLOUDSDK_PROXY_ADDRESS")
 
 Runner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
 
@@ -42,8 +48,38 @@ def describe_command(function: str) -> list[str]:
     return ["gcloud", "functions", "describe", name, "--region", region, "--project", project, "--format", "json"]
 
 
+def _endpoint(env: Mapping[str, str]) -> tuple[str, int]:
+    """The host and port gcloud's Cloud Functions calls go to (its endpoint override, else Google's)."""
+    override = urlsplit((env.get(ENDPOINT_OVERRIDE) or "").strip())
+    if override.hostname:
+        return override.hostname, override.port or (80 if override.scheme == "http" else 443)
+    return "cloudfunctions.googleapis.com", 443
+
+
+def _reachable(env: Mapping[str, str]) -> None:
+    """Raise DeployedUnknown at once when the Cloud Functions API accepts no connection: gcloud itself retries for
+    half a minute offline and then says little."""
+    if any((env.get(name) or "").strip() for name in PROXY_VARIABLES):
+        return  # gcloud goes through a proxy: a direct connection says nothing
+    host, port = _endpoint(env)
+    try:
+        with socket.create_connection((host, port), timeout=REACH_TIMEOUT_S):
+            return
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+    raise DeployedUnknown(f"cannot reach {host}:{port} ({why}): offline? cannot read the deployed function's settings")
+
+
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    _reachable(os.environ)
     return subprocess.run(command, capture_output=True, text=True, check=False, timeout=GCLOUD_TIMEOUT_S)
+
+
+def said(stderr: str) -> str:
+    """gcloud's own error line (`ERROR: (gcloud....) ...`), else its last line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return (errors or lines[-1:] or ["(no message)"])[0]
 
 
 def environment_of(described: Any) -> dict[str, str]:
@@ -62,7 +98,7 @@ def environment_of(described: Any) -> dict[str, str]:
 
 
 def read(function: str, *, run: Runner = _run) -> dict[str, str]:
-    """The deployed function's environment; raises DeployedUnknown with gcloud's own last line when it fails."""
+    """The deployed function's environment; raises DeployedUnknown with gcloud's own error line when it fails."""
     command = describe_command(function)
     try:
         done = run(command)
@@ -71,8 +107,7 @@ def read(function: str, *, run: Runner = _run) -> dict[str, str]:
     except subprocess.TimeoutExpired:
         raise DeployedUnknown(f"gcloud functions describe took longer than {GCLOUD_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
-        said = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or ["(no message)"]
-        raise DeployedUnknown(f"gcloud functions describe {function} failed: {said[0][:300]}")
+        raise DeployedUnknown(f"gcloud functions describe {function} failed: {said(done.stderr)[:300]}")
     try:
         return environment_of(json.loads(done.stdout))
     except ValueError:

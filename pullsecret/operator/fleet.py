@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from pullsecret.app import Application
 
 PAGE_SIZE = 100
+UNREAD = "not read: no get on Secrets"  # the delivery column of a Secret these credentials may not read
 
 
 @dataclass
@@ -178,7 +179,7 @@ def _delivered(app: Application, row: Row, ours: _Ours, placement: preconditions
     """What the delivery shows (its `inspect`), in the row's column."""
     shown = app.delivery.inspect(placement, kube_name, _deadline(app))
     if "error" in shown:
-        row.delivery = "not readable by these credentials" if "403" in str(shown["error"]) else "unreadable"
+        row.delivery = UNREAD if "403" in str(shown["error"]) else "unreadable"
     elif shown.get("exists") is False:
         row.delivery = "Secret absent"
     elif "content_fingerprint" in shown:
@@ -192,7 +193,9 @@ def _delivered(app: Application, row: Row, ours: _Ours, placement: preconditions
 
 def _disagreements(row: Row, ours: _Ours, generation: int | None, newest: dict[str, Any] | None) -> list[str]:
     found = []
-    if generation is not None and ours.observed != generation:
+    if ours.observed is None:
+        found.append("no status of ours yet (never reconciled)")
+    elif generation is not None and ours.observed != generation:
         found.append(f"status is of generation {ours.observed}, the cluster is at {generation}")
     if ours.available == "True" and newest is None:
         found.append("Available but no Secret Manager version")
@@ -323,7 +326,11 @@ def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
     projects: set[str] = {app.settings.secret_project_id} if app.settings.secret_project_id else set()
     for cluster in clusters(app, page_size=page_size):
         cluster_id = str(cluster.get("id"))
-        row = row_of(app, cluster, view)
+        try:
+            row = row_of(app, cluster, view)
+        except AdapterError as exc:  # one cluster that cannot be read (an id no name can be made of) is one row
+            generation = cluster.get("generation") if isinstance(cluster.get("generation"), int) else None
+            row = Row(cluster_id, generation, "-", "-", "-", "-", [f"not read: {exc.message[:120]}"])
         known[cluster_id] = cluster
         view.rows.append(row)
         project, refused = sweep.project_of(app, cluster)
@@ -362,13 +369,15 @@ def render(view: View, app: Application) -> list[str]:
 
 
 def fix_hint(fixable: int, outlived: int) -> str:
-    """What --fix would remove, counted as the list above counts (what is not ours stays)."""
+    """What --fix would remove, counted as the list above counts. A stray without a fix of its own (a gone
+    cluster's Kubernetes Secret) is removed by its cluster's secret's fix, the finalizer's order: it goes too."""
     if fixable == outlived:
         return f"run again with --fix to remove {'it' if fixable == 1 else f'these {fixable}'} (ours)"
-    kept = outlived - fixable
+    along = outlived - fixable
     return (
-        f"run again with --fix to remove the {fixable} of these {outlived} that {'is' if fixable == 1 else 'are'} "
-        f"ours; the other {kept} {'is' if kept == 1 else 'are'} not the adapter's and stay{'s' if kept == 1 else ''}"
+        f"run again with --fix to remove these {outlived} (ours): {fixable} removal{'' if fixable == 1 else 's'}; "
+        f"the other {along} {'goes' if along == 1 else 'go'} with {'its' if along == 1 else 'their'} cluster's "
+        "secret (the delivery is cleaned up first)"
     )
 
 
@@ -377,6 +386,11 @@ def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callab
     view = build(app, page_size=page_size)
     for line in render(view, app):
         out(printable(line))
+    if fix and any(row.delivery == UNREAD for row in view.rows):
+        out(
+            "note: DELIVERY is not read with --fix: it runs as the runtime identity, which may not get Secrets; "
+            "`fleet` without --fix reads them with PULLSECRET_OPERATOR_KUBECONFIG"
+        )
     fixable = [o for o in view.orphans if o.fix is not None]
     if not fix:
         if fixable:

@@ -8,6 +8,8 @@ say, KUBERNETES_DELIVERY=external-secrets left from an earlier playground report
 direct-mode cluster. `refusal` names each difference and the fix (`source .playground/env`), as
 pullsecret.operator.deployed does for a deployed function. A shell aimed elsewhere (a real API) is not compared: the
 playground is not what it runs against. A record whose pid is gone is no running playground (staleness says so).
+Which playground: the one whose env file the shell sourced (PULLSECRET_PLAYGROUND, its state folder: a second
+playground's shell is compared with that one), else this checkout's `.playground/`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,20 @@ STATE_DIR = Path(".playground")
 SETTINGS_FILE = STATE_DIR / "settings.json"
 ENV_FILE = STATE_DIR / "env"
 FORMAT = 1
+STATE_VARIABLE = "PULLSECRET_PLAYGROUND"  # = emulators.playground_env.PLAYGROUND_STATE
+
+
+def state_dir(env: Mapping[str, str], cwd: Path | None = None) -> Path:
+    """The state folder of the playground this shell sourced (PULLSECRET_PLAYGROUND), else this checkout's."""
+    named = (env.get(STATE_VARIABLE) or "").strip()
+    return Path(named) if named else (Path.cwd() if cwd is None else cwd) / STATE_DIR
+
+
+def env_file(env: Mapping[str, str], cwd: Path | None = None) -> str:
+    """That playground's env file as a person types it: relative to `cwd` when inside it."""
+    where = Path.cwd() if cwd is None else cwd
+    path = state_dir(env, where) / "env"
+    return str(path.relative_to(where)) if path.is_relative_to(where) else str(path)
 
 
 def _alive(pid: Any) -> bool:
@@ -40,9 +56,9 @@ def _alive(pid: Any) -> bool:
     return True
 
 
-def running(cwd: Path | None = None) -> dict[str, str] | None:
-    """The settings of the playground running from this checkout (`cwd`), or None (none, stopped, unreadable)."""
-    path = (Path.cwd() if cwd is None else cwd) / SETTINGS_FILE
+def running(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, str] | None:
+    """The settings of the playground this shell is aimed at (`state_dir`), or None (none, stopped, unreadable)."""
+    path = state_dir(env or {}, cwd) / "settings.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -70,7 +86,7 @@ def found_differences(env: Mapping[str, str], cwd: Path | None = None) -> list[s
     """Each result-changing setting in which this shell differs from the running playground's function."""
     if not aimed_at_playground(env):
         return []
-    theirs = running(cwd)
+    theirs = running(cwd, env)
     if theirs is None:
         return []
     return differences(env, theirs, there="playground")
@@ -81,10 +97,11 @@ def refusal(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
     found = found_differences(env, cwd)
     if not found:
         return None
+    shown = env_file(env, cwd)
     return (
-        f"refusing to write: this shell's settings differ from the running playground's ({SETTINGS_FILE}) in what "
-        "changes the result:\n  " + "\n  ".join(found) + f"\nrun `source {ENV_FILE}` in this shell (it sets or unsets "
-        "every variable the function reads); nothing was written"
+        f"refusing to write: this shell's settings differ from the running playground's ({shown[: -len('env')]}"
+        "settings.json) in what changes the result:\n  " + "\n  ".join(found) + f"\nrun `source {shown}` in this "
+        "shell (it sets or unsets every variable the function reads); nothing was written"
     )
 
 
@@ -96,12 +113,12 @@ def warning(env: Mapping[str, str], cwd: Path | None = None) -> str | None:
     names = ", ".join(line.split(":", 1)[0] for line in found)
     return (
         f"warning: this shell's settings differ from the running playground's in {names}: what follows is what "
-        f"this shell's configuration sees; run `source {ENV_FILE}` to see the function's"
+        f"this shell's configuration sees; run `source {env_file(env, cwd)}` to see the function's"
     )
 
 
 def unsourced_hint(env: Mapping[str, str], cwd: Path | None = None) -> str:
     """The fix to append to a configuration error of a shell next to a running playground, or ''."""
-    if not aimed_at_playground(env) or running(cwd) is None:
+    if not aimed_at_playground(env) or running(cwd, env) is None:
         return ""
-    return f"; a playground is running in this checkout: run `source {ENV_FILE}` in this shell first"
+    return f"; a playground is running in this checkout: run `source {env_file(env, cwd)}` in this shell first"

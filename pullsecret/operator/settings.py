@@ -103,6 +103,8 @@ AMBIENT_VARIABLES = frozenset(
         "EMULATORS_ADMIN",  # the playground's env file exports it: a shell left from one (operator/staleness.py)
         "FUNCTION_URL",  # likewise
         "PULLSECRET_OPERATOR_KUBECONFIG",  # inspect and fleet read with it (pullsecret/delivery/direct/settings.py)
+        "PULLSECRET_PLAYGROUND",  # the state folder of the playground a shell sourced (operator/playground.py)
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDFUNCTIONS",  # where gcloud asks for --deployed (operator/deployed.py)
     }
 )
 

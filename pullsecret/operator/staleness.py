@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 ENV_FILE = Path(".playground") / "env"
 CONNECT_TIMEOUT_S = 0.5
 # Exported by the playground's env file (emulators/playground_env.py) and by nothing else a shell sets.
-PLAYGROUND_MARKERS = ("EMULATORS_ADMIN", "FUNCTION_URL", "PULLSECRET_OPERATOR_KUBECONFIG")
+PLAYGROUND_MARKERS = ("EMULATORS_ADMIN", "FUNCTION_URL", "PULLSECRET_OPERATOR_KUBECONFIG", "PULLSECRET_PLAYGROUND")
 
 
 def _loopback(host: str | None) -> bool:
@@ -32,15 +32,26 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
-def _what_to_run(cwd: Path) -> str:
+def _what_to_run(env: Mapping[str, str], cwd: Path) -> str:
+    """A running playground's env file to source again (the one this shell came from, PULLSECRET_PLAYGROUND), or
+    how to start one."""
+    from pullsecret.operator.playground import env_file, state_dir
+
+    if (state_dir(env, cwd) / "env").exists():
+        return f"a playground is running: run `source {env_file(env, cwd)}` again in this shell"
     if (cwd / ENV_FILE).exists():
-        return f"a playground is running: run `source {ENV_FILE}` again in this shell"
+        return f"a playground is running: run `source {ENV_FILE}` in this shell"
     return f"start the playground with `make up`, then `source {ENV_FILE}` in this shell"
 
 
 def _from_playground(env: Mapping[str, str]) -> bool:
     """Whether the shell holds what only the playground's env file exports (PLAYGROUND_MARKERS)."""
-    marks = (env.get("EMULATORS_ADMIN"), env.get("FUNCTION_URL"), env.get("PULLSECRET_OPERATOR_KUBECONFIG"))
+    marks = (
+        env.get("EMULATORS_ADMIN"),
+        env.get("FUNCTION_URL"),
+        env.get("PULLSECRET_OPERATOR_KUBECONFIG"),
+        env.get("PULLSECRET_PLAYGROUND"),
+    )
     return any((value or "").strip() for value in marks)
 
 
@@ -64,7 +75,7 @@ def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
     if playground and token and not os.path.exists(token):
         return (
             f"this shell's settings are left from a playground that stopped: HYPERFLEET_API_TOKEN_FILE names "
-            f"{token}, which no longer exists; {_what_to_run(where)}"
+            f"{token}, which no longer exists; {_what_to_run(env, where)}"
         )
     try:
         port = url.port or (443 if url.scheme == "https" else 80)
@@ -75,7 +86,7 @@ def hint(env: Mapping[str, str], *, cwd: Path | None = None) -> str | None:
     if playground:
         return (
             f"this shell's settings are left from a playground that stopped: nothing listens at "
-            f"{url.scheme}://{url.netloc} (HYPERFLEET_API_URL); {_what_to_run(where)}"
+            f"{url.scheme}://{url.netloc} (HYPERFLEET_API_URL); {_what_to_run(env, where)}"
         )
     return (
         f"nothing listens at {url.scheme}://{url.netloc} (HYPERFLEET_API_URL, no playground's): start what "

@@ -1,4 +1,5 @@
-"""`make trigger` and `make demo` show each registry check with what it means, in the README's words."""
+"""`make trigger` and `make demo` show each registry check with what it means, in the words of
+docs/registry-verification.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tests.support import ROOT
 
 
 def readme_meanings() -> dict[str, str]:
-    section = (ROOT / "README.md").read_text().split("## Registry verification", 1)[1]
+    section = (ROOT / "docs" / "registry-verification.md").read_text().split("# Registry verification", 1)[1]
     rows = re.findall(r"^\| `(\w+)` \| (.+?) \|$", section, re.MULTILINE)
     return {result: meaning.replace("**", "") for result, meaning in rows}
 

@@ -195,7 +195,10 @@ def repository_commands(root: Path = REPOSITORY_ROOT) -> list[Command]:
     for script in sorted((root / "terraform" / "scripts").glob("*.sh")):
         chunks.append((script.relative_to(root).as_posix(), script.read_text()))
     chunks.extend(_cloudbuild_shell(root / "cloudbuild.yaml"))
-    for doc in (root / "README.md", root / "terraform" / "README.md"):
+    # The READMEs, and the documents the README's details moved to (issue 52).
+    moved = ("design.md", "configuration.md", "registry-verification.md", "leak-runbook.md")
+    docs = [root / "README.md", root / "terraform" / "README.md", root / "emulators" / "README.md"]
+    for doc in [*docs, *(root / "docs" / name for name in moved)]:
         chunks.extend(_markdown_shell(doc))
     return [command for source, text in chunks for command in commands_in_shell(text, source)]
 

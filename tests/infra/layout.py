@@ -1,7 +1,8 @@
 """The package tree as the docs show it: one row per folder and module of `pullsecret/`, its job from its docstring.
 
-docs/design.md ("Layout") and README.md hold the table between `<!-- layout:begin -->` and `<!-- layout:end -->`;
-`python -m tests.infra.layout` rewrites both from the tree, and tests/infra/test_layout.py fails when they differ.
+docs/design.md ("Layout") holds the table between `<!-- layout:begin -->` and `<!-- layout:end -->` (the README
+links to it); `python -m tests.infra.layout` rewrites it from the tree, and tests/infra/test_layout.py fails when it
+differs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGE = ROOT / "pullsecret"
-DOCS = (ROOT / "docs" / "design.md", ROOT / "README.md")
+DOCS = (ROOT / "docs" / "design.md",)
 BEGIN, END = "<!-- layout:begin -->", "<!-- layout:end -->"
 _BLOCK = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.S)
 

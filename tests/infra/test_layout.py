@@ -1,4 +1,4 @@
-"""The docs' module tables are the tree's: a module added, moved or renamed shows in README.md and docs/design.md."""
+"""The docs' module table is the tree's: a module added, moved or renamed shows in docs/design.md ("Layout")."""
 
 from __future__ import annotations
 

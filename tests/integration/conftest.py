@@ -4,24 +4,8 @@ process-wide logger put back after the operator CLI ran in this process."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-
-from pullsecret.handler import Adapter
-
-
-@pytest.fixture
-def make_adapter(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    def build(env: dict[str, str | None]) -> Adapter:
-        for key, value in env.items():
-            if value is None:
-                monkeypatch.delenv(key, raising=False)
-            else:
-                monkeypatch.setenv(key, value)
-        return Adapter.from_environment()
-
-    yield build
 
 
 @pytest.fixture

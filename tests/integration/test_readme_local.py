@@ -23,7 +23,7 @@ import pytest
 from emulators.pubsub import PubSubEmulator
 from tests.support import ROOT, bare_copy, clean_env, shell_blocks
 
-README_SECTION = "## Running locally"
+README_SECTION = "## The playground (`make up`)"
 ADMIN_SECTION = "## The admin API"
 
 

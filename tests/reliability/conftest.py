@@ -8,31 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pullsecret.handler import Adapter
 from tests.reliability import harness
 
 _ran = False
 
 
 @pytest.fixture
-def adapter_factory(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def adapter_factory(make_adapter: Any) -> Any:
     """Build adapters from the function environment, with overrides (e.g. a short RETRY_DEADLINE)."""
-
-    def build(**overrides: str | None) -> Adapter:
-        for key, value in overrides.items():
-            if value is None:
-                monkeypatch.delenv(key, raising=False)
-            else:
-                monkeypatch.setenv(key, value)
-        return Adapter.from_environment()
-
-    yield build
+    return lambda **overrides: make_adapter(overrides)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

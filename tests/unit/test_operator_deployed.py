@@ -63,3 +63,23 @@ def test_refusal_names_the_difference_or_why_it_could_not_compare() -> None:
         "gcloud", "functions", "describe", "pullsecret", "--region", "us-central1", "--project", "hf-prod",
         "--format", "json",
     ]  # fmt: skip
+
+
+def test_a_failed_describe_says_gclouds_error_line_not_its_last() -> None:
+    # Issue 52, item 9: offline or signed out, gcloud ends with advice; the error is the line that says ERROR.
+    from pullsecret.operator import deployed
+
+    stderr = (
+        "ERROR: (gcloud.functions.describe) You do not currently have an active account selected.\n"
+        "Please run:\n\n  $ gcloud auth login\n\nto obtain new credentials.\n\n"
+        "If you have already logged in with a different account, run:\n\n  $ gcloud config set account ACCOUNT\n"
+    )
+
+    def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", stderr)
+
+    with pytest.raises(deployed.DeployedUnknown) as raised:
+        deployed.read("projects/p/locations/l/functions/f", run=run)
+    assert str(raised.value).endswith(
+        "failed: ERROR: (gcloud.functions.describe) You do not currently have an active account selected."
+    ), raised.value

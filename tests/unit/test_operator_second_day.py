@@ -105,8 +105,10 @@ def test_fleets_delivery_column_fits_its_longest_cell_and_its_counts_agree() -> 
     header, first, second = lines[1], lines[2], lines[3]
     column = header.index("DISAGREES")
     assert first[column - 1 :] == " -" and second[column - 1 :] == " -", lines  # each row's DISAGREES under its head
+    # What --fix does (issue 52, item 6): the Kubernetes Secret without a fix of its own goes with its cluster's secret.
     assert fleet.fix_hint(1, 2) == (
-        "run again with --fix to remove the 1 of these 2 that is ours; the other 1 is not the adapter's and stays"
+        "run again with --fix to remove these 2 (ours): 1 removal; the other 1 goes with its cluster's secret "
+        "(the delivery is cleaned up first)"
     )
     assert fleet.fix_hint(2, 2) == "run again with --fix to remove these 2 (ours)"
 
