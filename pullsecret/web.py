@@ -56,18 +56,25 @@ def log_malformed_delivery(content_type: str | None, body: bytes) -> str:
     return f"malformed delivery: {reason}\n"
 
 
+def _shown(value: Any) -> Any:
+    """One setting as JSON shows it: a pattern's text, a tuple as a list, a record as its fields."""
+    if isinstance(value, re.Pattern):
+        return value.pattern
+    if isinstance(value, tuple):
+        return [_shown(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _shown(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
 def effective_configuration(settings: Settings) -> dict[str, Any]:
     """The settings as one log line shows them: every field, no secret (the API URL loses any user:password)."""
     shown: dict[str, Any] = {}
     for item in dataclasses.fields(settings):
         value = getattr(settings, item.name)
-        if isinstance(value, re.Pattern):
-            value = value.pattern
-        elif isinstance(value, tuple):
-            value = list(value)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            value = dataclasses.asdict(value)  # the caller identity: cluster, account, CA paths; no token
-        shown[item.name] = value
+        if item.name == "own":  # each registered implementation's own record, by its class (no secret either)
+            value = {type(record).__name__: _shown(record) for record in settings.own}
+        shown[item.name] = _shown(value)
     url = urlsplit(settings.hyperfleet_api_url)
     if url.username or url.password:
         host = (url.hostname or "") + (f":{url.port}" if url.port else "")
