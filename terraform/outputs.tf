@@ -54,8 +54,8 @@ output "source_rotation_topic" {
 }
 
 output "fan_out_topic" {
-  description = "ADAPTER_TOPIC: the adapter's own topic for its fan-out events (rotation), read by its own trigger only; null when enable_source_rotation is false. Never Sentinel's topic."
-  value       = var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : null
+  description = "ADAPTER_TOPIC: the adapter's own topic for its fan-out events (the source rotation's, and `python -m pullsecret rekey`'s), read by its own trigger only, in both source modes. Never Sentinel's topic."
+  value       = google_pubsub_topic.fan_out.id
 }
 
 output "source_rotation_trigger" {
