@@ -169,3 +169,8 @@ output "doctor_command" {
     length(local.doctor_file_secrets) == 0 ? [] : [join(" ", concat(["rm -f"], [for name in keys(local.doctor_file_secrets) : format("\"$%s\"", name)]))],
   )))
 }
+
+output "rekey_service_account_email" {
+  description = "The account `python -m pullsecret rekey` runs as (operators impersonate it, never the runtime account); null without operators. The Pull Secret Service must admit it as it admits the runtime account (terraform/README.md, Operators)."
+  value       = length(google_service_account.rekey) > 0 ? google_service_account.rekey[0].email : null
+}

@@ -23,7 +23,7 @@ variable "region" {
 }
 
 variable "name_suffix" {
-  description = "Suffix of every name this instance creates that must be unique in its project or in a shared secret or management project: service accounts (hf-pullsecret-run-SUFFIX), custom roles (hyperfleetPullSecretManager_SUFFIX), the function and its topics, triggers and bucket (FUNCTION_NAME-SUFFIX), the Sentinel topic it creates, log-based metrics (SUFFIX_ prefix unless fleet_metric_prefix is set), alert policies and the dashboard. Set one per instance when two instances share a project (two regions) or a secret project (two environments). Empty: the names of a single deployment."
+  description = "Suffix of every name this instance creates that must be unique in its project or in a shared secret or management project: service accounts (hf-pullsecret-run-SUFFIX), custom roles (hyperfleetPullSecretManager_SUFFIX), the function and its topics, triggers and bucket (FUNCTION_NAME-SUFFIX), the Sentinel topic it creates, log-based metrics (SUFFIX_ prefix unless fleet_metric_prefix is set), alert policies and the dashboard. Set one per instance when two instances share a project (two regions) or a secret project (two environments). Empty: the names of a single deployment. It cannot be changed once applied: every name would be replaced, and the topics that hold events (Sentinel's, the fan-out's, the dead letters and their subscription) carry prevent_destroy, so such a plan is refused (terraform/README.md, \"What is never destroyed\"); deploy another instance under the new suffix instead."
   type        = string
   default     = ""
 
