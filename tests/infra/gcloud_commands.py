@@ -57,6 +57,14 @@ SHELL_VALUES = {
     "root": "terraform/environments/production",  # cloudbuild.yaml's deploy step
     "_TF_STATE_BUCKET": "hyperfleet-tf-state",
     "_TFVARS_URI": "gs://hyperfleet-tf-state/pullsecret.tfvars",
+    "LOCATION": "europe-west1",  # Cloud Build's own substitutions in cloudbuild.yaml
+    "COMMIT_SHA": "5eec32f0" * 5,
+    # A root's bootstrap (terraform/bootstrap/commands.tf, tests/infra/test_bootstrap.py): what its script sets.
+    "DATA_DIR": "/tmp/first-values",
+    "number": "123456789012",
+    "agent": "service-123456789012@gcp-sa-secretmanager.iam.gserviceaccount.com",
+    "label": "",
+    "TESTER": "hf-pullsecret-tester@hyperfleet-adapters-prod.iam.gserviceaccount.com",
 }
 # `terraform output -raw NAME` in the docs: what a real apply of example.tfvars would print.
 TERRAFORM_OUTPUTS = {
@@ -182,19 +190,24 @@ def _markdown_shell(path: Path) -> list[tuple[str, str]]:
 def _cloudbuild_shell(path: Path) -> list[tuple[str, str]]:
     text = path.read_text()
     comments = "\n".join(re.sub(r"^\s*#\s?", "", line) for line in text.splitlines() if line.lstrip().startswith("#"))
-    chunks = [("cloudbuild.yaml (comments)", comments)]
+    chunks = [(f"{path.name} (comments)", comments)]
     for step in yaml.safe_load(text)["steps"]:
         words = [str(step.get("entrypoint", "")), *map(str, step.get("args", [])), str(step.get("script", ""))]
         # $$ is Cloud Build's escape for a shell $; ${_X} and $PROJECT_ID are its substitutions (bash variables here).
-        chunks.append((f"cloudbuild.yaml (step {step.get('id')})", "\n".join(words).replace("$$", "$")))
+        chunks.append((f"{path.name} (step {step.get('id')})", "\n".join(words).replace("$$", "$")))
     return chunks
+
+
+# The deploy build and the test build (issue 51, item 9: apart, under two accounts).
+CLOUDBUILD_FILES = ("cloudbuild.yaml", "cloudbuild-test.yaml")
 
 
 def repository_commands(root: Path = REPOSITORY_ROOT) -> list[Command]:
     chunks: list[tuple[str, str]] = []
     for script in sorted((root / "terraform" / "scripts").glob("*.sh")):
         chunks.append((script.relative_to(root).as_posix(), script.read_text()))
-    chunks.extend(_cloudbuild_shell(root / "cloudbuild.yaml"))
+    for build in CLOUDBUILD_FILES:
+        chunks.extend(_cloudbuild_shell(root / build))
     for doc in (root / "README.md", root / "terraform" / "README.md"):
         chunks.extend(_markdown_shell(doc))
     return [command for source, text in chunks for command in commands_in_shell(text, source)]
