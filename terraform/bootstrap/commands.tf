@@ -89,7 +89,7 @@ locals {
       "#!/usr/bin/env bash",
       "# Bootstrap of the root for ${var.project_id} (${var.region}${var.name_suffix == "" ? "" : ", suffix ${var.name_suffix}"}), rendered from its values by terraform/scripts/bootstrap.sh.",
       "set -euo pipefail",
-      ": \"$${DATA_DIR:?set DATA_DIR to the directory holding each secret's first value, in a file named after the secret}\"",
+      ": \"$${DATA_DIR:?set DATA_DIR to the directory holding the first value of each secret, in a file named after it}\"",
       "",
       "# 1. The bootstrap APIs, in every project this root touches.",
       "gcloud services enable serviceusage.googleapis.com cloudresourcemanager.googleapis.com iam.googleapis.com storage.googleapis.com secretmanager.googleapis.com cloudbuild.googleapis.com eventarc.googleapis.com pubsub.googleapis.com --project=${local.b_project}",
@@ -118,13 +118,13 @@ locals {
       flatten([for p in local.b_secrets : [
         "label=\"$(gcloud projects describe ${p} --format='value(labels.hyperfleet-environment)')\"",
         "case \"$label\" in ''|${join("|", concat([var.environment], var.secret_project_shared_with))}) ;; *) echo \"${p} is $label's secret project; give ${var.environment} its own, or list $label in secret_project_shared_with\" >&2; exit 1 ;; esac",
-        "if [ -z \"$label\" ]; then gcloud projects update ${p} --update-labels=hyperfleet-environment=${var.environment}; fi",
+        "if [ -z \"$label\" ]; then gcloud alpha projects update ${p} --update-labels=hyperfleet-environment=${var.environment}; fi",
       ]]),
     ),
     [
       "",
       "# 4. The deployer (Cloud Build runs plan and apply as it) and its roles, per scope (../../cloudbuild.yaml).",
-      "gcloud iam service-accounts describe ${local.b_deployer} --project=${local.b_project} >/dev/null 2>&1 || gcloud iam service-accounts create hf-pullsecret-deployer --project=${local.b_project} --display-name='HyperFleet pull-secret adapter deployer'",
+      "gcloud iam service-accounts describe ${local.b_deployer} --project=${local.b_project} >/dev/null 2>/dev/null || gcloud iam service-accounts create hf-pullsecret-deployer --project=${local.b_project} --display-name='HyperFleet pull-secret adapter deployer'",
     ],
     flatten([for p in local.b_all : concat(
       [for role in local.b_project_roles[p] : "gcloud projects add-iam-policy-binding ${p} --member=serviceAccount:${local.b_deployer} --role=${role} --condition=None"],
@@ -135,13 +135,13 @@ locals {
     [
       "",
       "# 5. The test account: the tests run as it, with no right beyond writing their build's logs.",
-      "gcloud iam service-accounts describe ${local.b_tester} --project=${local.b_project} >/dev/null 2>&1 || gcloud iam service-accounts create hf-pullsecret-tester --project=${local.b_project} --display-name='HyperFleet pull-secret adapter tests'",
+      "gcloud iam service-accounts describe ${local.b_tester} --project=${local.b_project} >/dev/null 2>/dev/null || gcloud iam service-accounts create hf-pullsecret-tester --project=${local.b_project} --display-name='HyperFleet pull-secret adapter tests'",
       "gcloud projects add-iam-policy-binding ${local.b_project} --member=serviceAccount:${local.b_tester} --role=roles/logging.logWriter --condition=None",
       "",
       "# 6. The secrets this root names: created when missing, and the deployer's right to bind the runtime account.",
     ],
     flatten([for s in local.b_named_secrets : [
-      "gcloud secrets describe ${split("/", s)[3]} --project=${split("/", s)[1]} >/dev/null 2>&1 || gcloud secrets create ${split("/", s)[3]} --project=${split("/", s)[1]} --replication-policy=automatic --data-file=\"$DATA_DIR/${split("/", s)[3]}\"",
+      "gcloud secrets describe ${split("/", s)[3]} --project=${split("/", s)[1]} >/dev/null 2>/dev/null || gcloud secrets create ${split("/", s)[3]} --project=${split("/", s)[1]} --replication-policy=automatic --data-file=\"$DATA_DIR/${split("/", s)[3]}\"",
       "gcloud secrets add-iam-policy-binding ${split("/", s)[3]} --project=${split("/", s)[1]} --member=serviceAccount:${local.b_deployer} --role=roles/secretmanager.admin --condition=None",
     ]]),
   )

@@ -309,6 +309,8 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     ),
     # {_IAM}/logging#logging.logWriter
     "roles/logging.logWriter": frozenset({"logging.logEntries.create"}),
+    # {_IAM}/cloudbuild#cloudbuild.builds.viewer: the deploy build finds this commit's test build
+    "roles/cloudbuild.builds.viewer": frozenset({"cloudbuild.builds.get", "cloudbuild.builds.list"}),
     # {_IAM}/secretmanager#secretmanager.admin
     "roles/secretmanager.admin": frozenset(
         {
