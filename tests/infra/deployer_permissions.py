@@ -188,6 +188,10 @@ STEP_PERMISSIONS: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "release": (
+        "https://developer.hashicorp.com/terraform/language/resources/terraform-data",  # the state alone, no API
+        frozenset(),
+    ),
     "rotation_trigger_ack_deadline": (
         "https://cloud.google.com/pubsub/docs/access-control",
         frozenset({"eventarc.triggers.get", "pubsub.subscriptions.get", "pubsub.subscriptions.update"}),
@@ -328,7 +332,6 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
 # `data.` prefix for data sources).
 SCOPES: dict[str, str] = {
     "google_project_service.secret_project_secretmanager": SECRET_PROJECT,
-    "google_project_service_identity.secret_projects_secretmanager": SECRET_PROJECT,
     "google_project_iam_custom_role.secret_manager_managed": SECRET_PROJECT,
     "google_project_iam_custom_role.secret_manager_creator": SECRET_PROJECT,
     "google_project_iam_member.runtime_secret_manager_managed": SECRET_PROJECT,
