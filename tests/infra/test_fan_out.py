@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,55 @@ def test_every_trigger_that_dead_letters_has_an_alert_condition() -> None:
         ]
         assert covering, f"{address}: its trigger {trigger} dead-letters, and no alert condition watches it"
     assert alert.get("combiner") == "OR" and "count" not in alert  # either fires it, in every mode
+
+
+def _terraform_in(terraform: Path, work: Path, env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(terraform), *command, "-input=false", "-no-color"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+COUNTED = 'resource "terraform_data" "fan_out" {\n  count = 1\n  input = "a"\n}\n'
+PROTECTED = 'resource "terraform_data" "fan_out" {\n  input = "a"\n  lifecycle {\n    prevent_destroy = true\n  }\n}\n'
+CALL = 'module "adapter" {\n  source = "./m"\n}\n'
+
+
+def test_an_existing_fan_out_keeps_its_topic(tmp_path: Path) -> None:
+    # The fan-out had `count` (source rotation only); it has none now. A state from before the module (production's,
+    # moved.tf) and a state of a root (module.adapter...[0]) must both keep the instance, never plan a replacement,
+    # which prevent_destroy would refuse. The real terraform plans the moves as written, on terraform_data stand-ins.
+    terraform, why = reality.terraform((1, 9))
+    if terraform is None:
+        reality.missing(why)
+    assert terraform is not None
+    rotation = (TERRAFORM / "rotation.tf").read_text()
+    module_move = re.search(r"moved \{\s*from = google_pubsub_topic\.fan_out\[0\]\s*to\s*= [^}]*\}", rotation)
+    root_moves = (TERRAFORM / "environments" / "production" / "moved.tf").read_text()
+    root_move = re.search(r"moved \{\s*from = google_pubsub_topic\.fan_out\s*to\s*= [^}]*\}", root_moves)
+    assert module_move and root_move
+    env = reality.terraform_env(tmp_path)
+    for case in ("before the module", "a root"):
+        work = tmp_path / case.replace(" ", "-")
+        (work / "m").mkdir(parents=True)
+        if case == "before the module":
+            (work / "main.tf").write_text(COUNTED)
+        else:
+            (work / "m" / "main.tf").write_text(COUNTED)
+            (work / "main.tf").write_text(CALL)
+        for command in (["init"], ["apply", "-auto-approve"]):
+            assert _terraform_in(terraform, work, env, *command).returncode == 0, (case, command)
+        stand_in = "terraform_data"
+        (work / "m" / "main.tf").write_text(
+            PROTECTED + module_move.group(0).replace("google_pubsub_topic", stand_in) + "\n"
+        )
+        (work / "main.tf").write_text(CALL + root_move.group(0).replace("google_pubsub_topic", stand_in) + "\n")
+        assert _terraform_in(terraform, work, env, "init").returncode == 0
+        planned = _terraform_in(terraform, work, env, "plan")
+        assert planned.returncode == 0, (case, planned.stderr[-1500:])
+        assert "has moved to module.adapter.terraform_data.fan_out\n" in planned.stdout, (case, planned.stdout)
+        assert "Plan: 0 to add, 0 to change, 0 to destroy." in planned.stdout, (case, planned.stdout)
