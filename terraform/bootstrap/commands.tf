@@ -129,6 +129,8 @@ locals {
     flatten([for p in local.b_all : concat(
       [for role in local.b_project_roles[p] : "gcloud projects add-iam-policy-binding ${p} --member=serviceAccount:${local.b_deployer} --role=${role} --condition=None"],
       length(local.b_iam_roles[p]) == 0 ? [] : [
+        # The unconditioned grant of the releases before this one would void the condition: removed (absent: nothing).
+        "gcloud projects remove-iam-policy-binding ${p} --member=serviceAccount:${local.b_deployer} --role=roles/resourcemanager.projectIamAdmin --condition=None >/dev/null 2>/dev/null || true",
         "gcloud projects add-iam-policy-binding ${p} --member=serviceAccount:${local.b_deployer} --role=roles/resourcemanager.projectIamAdmin --condition=\"^|^title=hyperfleet-pullsecret${local.b_suffix}|description=only the roles this instance grants|expression=api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly([${join(", ", [for r in local.b_iam_roles[p] : "'${r}'"])}])\"",
       ],
     )]),

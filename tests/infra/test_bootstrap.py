@@ -191,8 +191,10 @@ def test_project_iam_admin_may_grant_only_what_the_module_grants(
                 for role in needed.get(scope, set()):
                     assert role.replace("{project}", f"projects/{project}") in allowed, (root, scope, role)
         for line in out["script"].splitlines():
-            if PROJECT_IAM_ADMIN in line:
+            if PROJECT_IAM_ADMIN in line and "add-iam-policy-binding" in line:
                 assert "modifiedGrantsByRole" in line and "hasOnly([" in line and "--condition=None" not in line
+            elif PROJECT_IAM_ADMIN in line:  # the unconditioned grant of earlier releases, removed
+                assert "remove-iam-policy-binding" in line and "--condition=None" in line
 
 
 def test_the_project_wide_grants_are_the_bootstraps(rendered: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> None:
