@@ -154,7 +154,7 @@ resource "google_project_iam_member" "runtime_secret_manager_managed" {
     # Another environment's secret project (its label, set by the bootstrap) is refused unless shared explicitly:
     # sharing gives this instance an unconditioned secrets.create there, and its deployer projectIamAdmin.
     precondition {
-      condition     = contains(concat(["", var.environment], var.secret_project_shared_with), lookup(data.google_project.secret_projects[each.value].labels, "hyperfleet-environment", "")) || var.environment == ""
+      condition     = contains(concat(["", var.environment], var.secret_project_shared_with), lookup(data.google_project.secret_projects[each.value].effective_labels, "hyperfleet-environment", "")) || var.environment == ""
       error_message = "This secret project is labelled hyperfleet-environment for another environment: give this environment a secret project of its own (terraform/README.md, \"Environments\"), or list that environment in secret_project_shared_with to share it on purpose."
     }
   }

@@ -6,6 +6,7 @@ terraform for every mode, and documented per command in terraform/README.md."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -93,14 +94,23 @@ def test_fleet_needs_more_than_the_viewer_role_and_the_module_offers_it() -> Non
     assert "iam.serviceAccounts.getAccessToken" in text and "google_service_account.runtime.name" in text
 
 
-def _resource(kind: str, name: str) -> dict[str, Any]:
+@functools.cache
+def _resources() -> dict[tuple[str, str], dict[str, Any]]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted(TERRAFORM.glob("*.tf")):
         with path.open() as handle:
             for block in hcl2.load(handle, serialization_options=OPTIONS).get("resource", []):
-                if name in block.get(kind, {}):
-                    found: dict[str, Any] = block[kind][name]
-                    return found
-    raise AssertionError(f"no {kind}.{name}")
+                for kind, named in block.items():
+                    for name, body in named.items():
+                        found[(kind, name)] = body
+    return found
+
+
+def _resource(kind: str, name: str) -> dict[str, Any]:
+    found = _resources().get((kind, name))
+    if found is None:
+        raise AssertionError(f"no {kind}.{name}")
+    return found
 
 
 def test_the_doctors_impersonation_of_the_runtime_account_is_never_standing(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ variable "source_commit" {
 }
 
 variable "environment" {
-  description = "The environment this instance belongs to (production, staging, ...). With it set, the plan refuses a secret project labelled hyperfleet-environment with another environment (the bootstrap labels each secret project with the first environment it serves), unless that environment is in secret_project_shared_with: staging never shares production's secrets, grants or deployer rights by default (issue 51, item 8). Empty: no check."
+  description = "The environment this instance belongs to (production, staging, ...). With it set, the plan refuses a secret project labelled hyperfleet-environment with another environment (the bootstrap labels each secret project with the first environment it serves; read from its effective_labels), unless that environment is in secret_project_shared_with: staging never shares production's secrets, grants or deployer rights by default (issue 51, item 8). Empty: no check."
   type        = string
   default     = ""
 
