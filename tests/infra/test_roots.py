@@ -455,7 +455,8 @@ def test_the_plan_refuses_another_environments_secret_project(tmp_path: Path) ->
             if "runtime_secret_manager_managed" in b.get("google_project_iam_member", {})
         ]
     condition = managed["lifecycle"][0]["precondition"][0]["condition"].removeprefix("${").removesuffix("}")
-    condition = condition.replace("data.google_project.secret_projects[each.value].effective_labels", "var.labels_of_project")
+    labels = "data.google_project.secret_projects[each.value].effective_labels"
+    condition = condition.replace(labels, "var.labels_of_project")
     cases = {
         "own": ("staging", [], {"hyperfleet-environment": "staging"}, True),
         "unlabelled": ("staging", [], {}, True),
