@@ -187,27 +187,33 @@ def _markdown_shell(path: Path) -> list[tuple[str, str]]:
     return chunks
 
 
-def _cloudbuild_shell(path: Path) -> list[tuple[str, str]]:
-    text = path.read_text()
-    comments = "\n".join(re.sub(r"^\s*#\s?", "", line) for line in text.splitlines() if line.lstrip().startswith("#"))
-    chunks = [(f"{path.name} (comments)", comments)]
-    for step in yaml.safe_load(text)["steps"]:
-        words = [str(step.get("entrypoint", "")), *map(str, step.get("args", [])), str(step.get("script", ""))]
-        # $$ is Cloud Build's escape for a shell $; ${_X} and $PROJECT_ID are its substitutions (bash variables here).
-        chunks.append((f"{path.name} (step {step.get('id')})", "\n".join(words).replace("$$", "$")))
-    return chunks
-
-
-# The deploy build and the test build (issue 51, item 9: apart, under two accounts).
+# The deploy build and, beside it, the test build (issue 51, item 9: apart, under two accounts).
 CLOUDBUILD_FILES = ("cloudbuild.yaml", "cloudbuild-test.yaml")
+
+
+def _cloudbuild_shell(path: Path) -> list[tuple[str, str]]:
+    """The shell of PATH's build and of every other build file beside it (CLOUDBUILD_FILES): comments and steps."""
+    chunks = []
+    for build in [path, *(path.parent / name for name in CLOUDBUILD_FILES if name != path.name)]:
+        if not build.is_file():
+            continue
+        text = build.read_text()
+        comments = "\n".join(
+            re.sub(r"^\s*#\s?", "", line) for line in text.splitlines() if line.lstrip().startswith("#")
+        )
+        chunks.append((f"{build.name} (comments)", comments))
+        for step in yaml.safe_load(text)["steps"]:
+            words = [str(step.get("entrypoint", "")), *map(str, step.get("args", [])), str(step.get("script", ""))]
+            # $$ is Cloud Build's escape for a shell $; ${_X} and $PROJECT_ID are its substitutions (bash variables).
+            chunks.append((f"{build.name} (step {step.get('id')})", "\n".join(words).replace("$$", "$")))
+    return chunks
 
 
 def repository_commands(root: Path = REPOSITORY_ROOT) -> list[Command]:
     chunks: list[tuple[str, str]] = []
     for script in sorted((root / "terraform" / "scripts").glob("*.sh")):
         chunks.append((script.relative_to(root).as_posix(), script.read_text()))
-    for build in CLOUDBUILD_FILES:
-        chunks.extend(_cloudbuild_shell(root / build))
+    chunks.extend(_cloudbuild_shell(root / "cloudbuild.yaml"))
     for doc in (root / "README.md", root / "terraform" / "README.md"):
         chunks.extend(_markdown_shell(doc))
     return [command for source, text in chunks for command in commands_in_shell(text, source)]

@@ -8,9 +8,11 @@ tests/infra/test_roots.py fails when a root's files differ from what this writes
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 MODULE = Path(__file__).resolve().parents[2] / "terraform"
 ROOTS = sorted(p for p in (MODULE / "environments").iterdir() if (p / "backend.tf").is_file())
@@ -41,6 +43,28 @@ FORGOTTEN = (
     "google_kms_crypto_key_iam_member.secret_cmek",
     "google_project_service_identity.secret_projects_secretmanager",
 )
+
+
+# The longest ids the validations allow (project_id: 30 characters; name_suffix: 7), for a fourth root added by the
+# README alone: a new environment in a new region.
+LONGEST_PROJECT = "hyperfleet-adapters-sandbox-eu"
+LONGEST_SECRETS = "hyperfleet-secrets-sandbox-eu1"
+FOURTH_ROOT = {
+    "project_id": LONGEST_PROJECT,
+    "region": "europe-west4",
+    "environment": "sandbox",
+    "name_suffix": "sbxeu4a",
+    "pinned_secret_project_id": LONGEST_SECRETS,
+    "secret_id_template": "hyperfleet-{cluster_id}-pull-secret-sbx",
+    "pull_secret_source_secret": f"projects/{LONGEST_SECRETS}/secrets/platform-pull-secret",
+    "hyperfleet_api_url": "https://hyperfleet.sandbox.example.com",
+    "hyperfleet_api_token_secret": f"projects/{LONGEST_PROJECT}/secrets/hyperfleet-api-token-sbx",
+    "management_cluster": "projects/hyperfleet-mgmt-sandbox-euro-4/locations/europe-west4/clusters/mc-sbx-1",
+}
+
+
+def tfvars_text(values: dict[str, Any]) -> str:
+    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
 
 
 def module_variables() -> list[str]:

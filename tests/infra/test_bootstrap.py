@@ -22,7 +22,7 @@ import hcl2
 import pytest
 
 from tests.infra import deployer_permissions, gcloud_commands, reality
-from tests.infra.test_roots import FOURTH_ROOT, ROOTS, tfvars_text
+from tests.infra.roots import FOURTH_ROOT, ROOTS, tfvars_text
 
 BOOTSTRAP = reality.REPOSITORY_ROOT / "terraform" / "scripts" / "bootstrap.sh"
 # The fourth root of test_roots, with what the sample roots do not exercise: a token cluster in a project of its own,

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from tests.infra import deployer_permissions, reality, roots
+from tests.infra.roots import FOURTH_ROOT, tfvars_text
 
 MODULE = reality.REPOSITORY_ROOT / "terraform"
 ROOTS = sorted(p for p in (MODULE / "environments").iterdir() if (p / "main.tf").is_file())
@@ -276,27 +277,6 @@ def test_each_root_calls_the_module_as_terraform_validate_would() -> None:
 
 
 # -- issue 51: many instances side by side ----------------------------------------------------------------------
-
-# The longest ids the validations allow (project_id: 30 characters; name_suffix: 7), for a fourth root added by the
-# README alone: a new environment in a new region.
-LONGEST_PROJECT = "hyperfleet-adapters-sandbox-eu"
-LONGEST_SECRETS = "hyperfleet-secrets-sandbox-eu1"
-FOURTH_ROOT = {
-    "project_id": LONGEST_PROJECT,
-    "region": "europe-west4",
-    "environment": "sandbox",
-    "name_suffix": "sbxeu4a",
-    "pinned_secret_project_id": LONGEST_SECRETS,
-    "secret_id_template": "hyperfleet-{cluster_id}-pull-secret-sbx",
-    "pull_secret_source_secret": f"projects/{LONGEST_SECRETS}/secrets/platform-pull-secret",
-    "hyperfleet_api_url": "https://hyperfleet.sandbox.example.com",
-    "hyperfleet_api_token_secret": f"projects/{LONGEST_PROJECT}/secrets/hyperfleet-api-token-sbx",
-    "management_cluster": "projects/hyperfleet-mgmt-sandbox-euro-4/locations/europe-west4/clusters/mc-sbx-1",
-}
-
-
-def tfvars_text(values: dict[str, Any]) -> str:
-    return "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
 
 
 @pytest.fixture(scope="module")
