@@ -6,6 +6,12 @@
 
 locals {
   repository_root = "${path.module}/.."
+  # Bucket names are global and at most 63 characters. PROJECT-FUNCTION-src when it fits (every name of the releases
+  # before this one, unchanged); else its first 50 characters, a hash of the whole and -src, so that a long project
+  # id never cuts the suffix off and two instances never render one name (issue 51, item 2: truncated to 59, every
+  # suffix of a 27-character project id gave the same bucket).
+  source_bucket_base = "${var.project_id}-${local.function_name}"
+  source_bucket_name = length(local.source_bucket_base) <= 59 ? "${local.source_bucket_base}-src" : "${substr(local.source_bucket_base, 0, 50)}-${substr(sha256(local.source_bucket_base), 0, 8)}-src"
   # Exactly what Cloud Functions needs to build and run the function: no tests, emulators, venvs.
   function_source_files = sort(concat(
     # The admission policy's template: the function renders it to check the installed one (admission_policy.py).
@@ -94,9 +100,8 @@ data "archive_file" "function_source" {
 
 resource "google_storage_bucket" "function_source" {
   # checkov:skip=CKV_GCP_62:Access logging of a bucket that only holds build source archives; Cloud Audit Logs cover who changed it.
-  project = var.project_id
-  # Bucket names are at most 63 characters.
-  name                        = "${substr("${var.project_id}-${local.function_name}", 0, 59)}-src"
+  project                     = var.project_id
+  name                        = local.source_bucket_name
   location                    = var.region
   labels                      = local.labels
   uniform_bucket_level_access = true
@@ -332,12 +337,13 @@ resource "terraform_data" "rotation_trigger_ack_deadline" {
 }
 
 # The fan-out trigger's subscription: the cluster events trigger's ack deadline and dead-letter policy (its
-# messages are reconcile events like Sentinel's).
+# messages are reconcile events like Sentinel's), in both source modes (rotation.tf); the "events dead-lettered"
+# alert watches it too (monitoring.tf).
 resource "terraform_data" "fan_out_trigger_dead_letter" {
-  count = var.configure_dead_letter && var.enable_source_rotation ? 1 : 0
+  count = var.configure_dead_letter ? 1 : 0
 
   triggers_replace = [
-    google_eventarc_trigger.fan_out[0].id,
+    google_eventarc_trigger.fan_out.id,
     google_pubsub_topic.dead_letter.id,
     var.dead_letter_max_delivery_attempts,
     local.trigger_ack_deadline_seconds,
@@ -349,7 +355,7 @@ resource "terraform_data" "fan_out_trigger_dead_letter" {
     environment = {
       PROJECT_ID            = var.project_id
       REGION                = var.region
-      TRIGGER               = google_eventarc_trigger.fan_out[0].name
+      TRIGGER               = google_eventarc_trigger.fan_out.name
       DEAD_LETTER_TOPIC     = google_pubsub_topic.dead_letter.id
       MAX_DELIVERY_ATTEMPTS = tostring(var.dead_letter_max_delivery_attempts)
       PUBSUB_SERVICE_AGENT  = local.pubsub_service_agent_member

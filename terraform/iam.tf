@@ -149,6 +149,15 @@ resource "google_project_iam_member" "runtime_secret_manager_managed" {
     description = "Only secrets (and their versions) named like SECRET_ID_TEMPLATE: ${var.secret_id_template}."
     expression  = replace(local.secret_manager_condition, "PROJECT_NUMBER", data.google_project.secret_projects[each.value].number)
   }
+
+  lifecycle {
+    # Another environment's secret project (its label, set by the bootstrap) is refused unless shared explicitly:
+    # sharing gives this instance an unconditioned secrets.create there, and its deployer projectIamAdmin.
+    precondition {
+      condition     = contains(concat(["", var.environment], var.secret_project_shared_with), lookup(data.google_project.secret_projects[each.value].effective_labels, "hyperfleet-environment", "")) || var.environment == ""
+      error_message = "This secret project is labelled hyperfleet-environment for another environment: give this environment a secret project of its own (terraform/README.md, \"Environments\"), or list that environment in secret_project_shared_with to share it on purpose."
+    }
+  }
 }
 
 resource "google_project_iam_member" "runtime_secret_manager_record_keeper" {
@@ -174,39 +183,13 @@ resource "google_project_iam_member" "runtime_secret_manager_creator" {
   member  = google_service_account.runtime.member
 }
 
-# SECRET_KMS_KEY: Secret Manager encrypts a CMEK secret's payload as the Secret Manager service agent of
-# the project that holds the secret, so each secret project's agent must be able to use the key (one key,
-# or one per replication location when the name contains {location}). Without this, creating a secret fails.
-locals {
-  secret_kms_keys = var.secret_kms_key == "" ? [] : distinct([
-    for location in(length(var.secret_replication_locations) > 0 ? var.secret_replication_locations : ["global"]) :
-    replace(var.secret_kms_key, "{location}", location)
-  ])
-  secret_kms_grants = {
-    for pair in setproduct(tolist(local.secret_project_ids), local.secret_kms_keys) : "${pair[0]} ${pair[1]}" => {
-      project = pair[0]
-      key     = pair[1]
-    }
-  }
-}
-
-resource "google_project_service_identity" "secret_projects_secretmanager" {
-  provider = google-beta
-  for_each = var.secret_kms_key == "" ? toset([]) : local.secret_project_ids
-
-  project = each.value
-  service = "secretmanager.googleapis.com"
-
-  depends_on = [time_sleep.api_propagation]
-}
-
-resource "google_kms_crypto_key_iam_member" "secret_cmek" {
-  for_each = local.secret_kms_grants
-
-  crypto_key_id = each.value.key
-  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
-  member        = google_project_service_identity.secret_projects_secretmanager[each.value.project].member
-}
+# SECRET_KMS_KEY: Secret Manager encrypts a CMEK secret's payload as the Secret Manager service agent of the project
+# that holds the secret, so each secret project's agent must be able to use the key (one key, or one per replication
+# location when the name contains {location}). That agent and its grant are the secret project's, shared by every
+# instance that keeps secrets there (production's, staging's, a second region's): made once per project outside every
+# root's state, by the bootstrap (terraform/scripts/bootstrap.sh; issue 51, item 7), so that no root's destroy removes
+# the grant another instance's writes rely on. The roots forget the grant an earlier release made (removed blocks in
+# environments/*/main.tf) without deleting it.
 
 # The platform pull secret: read access on that one secret only, in platform mode only (service mode has no
 # platform secret: the runtime account can read no credential shared by every cluster).

@@ -198,12 +198,11 @@ resource "time_sleep" "iam_propagation" {
     grants = sha1(jsonencode(concat(
       [google_project_iam_member.build_log_writer.id, google_project_iam_member.build_source_reader.id],
       [google_artifact_registry_repository_iam_member.build_writer.id],
-      [for g in google_kms_crypto_key_iam_member.secret_cmek : g.id],
       google_secret_manager_secret_iam_member.runtime_hyperfleet_token[*].id,
       google_secret_manager_secret_iam_member.runtime_pull_secret_service_token[*].id,
       [for g in google_secret_manager_secret_iam_member.runtime_ca_bundle : g.id],
       [google_service_account_iam_member.pubsub_agent_trigger_token.id],
-      google_pubsub_topic_iam_member.runtime_fan_out_publisher[*].id,
+      [google_pubsub_topic_iam_member.runtime_fan_out_publisher.id],
     )))
   }
 
@@ -211,11 +210,19 @@ resource "time_sleep" "iam_propagation" {
     google_project_iam_member.build_log_writer,
     google_project_iam_member.build_source_reader,
     google_artifact_registry_repository_iam_member.build_writer,
-    google_kms_crypto_key_iam_member.secret_cmek,
     google_secret_manager_secret_iam_member.runtime_hyperfleet_token,
     google_secret_manager_secret_iam_member.runtime_pull_secret_service_token,
     google_secret_manager_secret_iam_member.runtime_ca_bundle,
     google_service_account_iam_member.pubsub_agent_trigger_token,
     google_pubsub_topic_iam_member.runtime_fan_out_publisher,
   ]
+}
+
+# The commit this state was last applied from (the build passes -var source_commit=$COMMIT_SHA). The build reads
+# it from its saved plan's prior state and refuses to apply a commit that does not descend from it (issue 51, item
+# 3: an older commit's build waiting for the state lock applied over a newer deploy); scripts/release-order.sh.
+resource "terraform_data" "release" {
+  input = {
+    commit = var.source_commit
+  }
 }

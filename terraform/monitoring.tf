@@ -430,13 +430,37 @@ resource "google_monitoring_alert_policy" "dead_lettered" {
   severity              = "ERROR"
   user_labels           = local.labels
 
+  # One condition per trigger whose subscription has a dead-letter policy (function.tf): the cluster events trigger
+  # and the fan-out trigger (the rotation's and rekey's reconcile events, in both source modes); either one
+  # forwarding a message fires the alert (combiner OR). The documented dead-letter metric is the source
+  # subscription's (https://cloud.google.com/pubsub/docs/dead-letter-topics); Eventarc names a trigger's
+  # subscription eventarc-REGION-TRIGGER-sub-NNN.
   conditions {
-    display_name = "messages the trigger's subscription forwarded to ${google_pubsub_topic.dead_letter.name}"
+    display_name = "messages the cluster events trigger's subscription forwarded to ${google_pubsub_topic.dead_letter.name}"
 
     condition_threshold {
-      # The documented dead-letter metric is the source subscription's (https://cloud.google.com/pubsub/docs/dead-letter-topics);
-      # Eventarc names a trigger's subscription eventarc-REGION-TRIGGER-sub-NNN.
       filter          = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=starts_with(\"eventarc-${var.region}-${local.trigger_short_name}-sub-\") AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  conditions {
+    display_name = "messages the fan-out trigger's subscription forwarded to ${google_pubsub_topic.dead_letter.name}"
+
+    condition_threshold {
+      filter          = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=starts_with(\"eventarc-${var.region}-${google_eventarc_trigger.fan_out.name}-sub-\") AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
       comparison      = "COMPARISON_GT"
       threshold_value = 0
       duration        = "0s"
@@ -459,7 +483,7 @@ resource "google_monitoring_alert_policy" "dead_lettered" {
 
   documentation {
     mime_type = "text/markdown"
-    content   = "Cluster events exhausted ${var.dead_letter_max_delivery_attempts} delivery attempts. Pull them from subscription ${google_pubsub_subscription.dead_letter.name}, fix the cause, and republish them to the cluster events topic."
+    content   = "Reconcile events (Sentinel's, or the fan-out's: a rotation or a rekey) exhausted ${var.dead_letter_max_delivery_attempts} delivery attempts. Pull them from subscription ${google_pubsub_subscription.dead_letter.name}, fix the cause, and republish them to the cluster events topic."
   }
 }
 

@@ -54,8 +54,8 @@ output "source_rotation_topic" {
 }
 
 output "fan_out_topic" {
-  description = "ADAPTER_TOPIC: the adapter's own topic for its fan-out events (rotation), read by its own trigger only; null when enable_source_rotation is false. Never Sentinel's topic."
-  value       = var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : null
+  description = "ADAPTER_TOPIC: the adapter's own topic for its fan-out events (the source rotation's, and `python -m pullsecret rekey`'s), read by its own trigger only, in both source modes. Never Sentinel's topic."
+  value       = google_pubsub_topic.fan_out.id
 }
 
 output "source_rotation_trigger" {
@@ -168,4 +168,9 @@ output "doctor_command" {
     ["python -m pullsecret doctor"],
     length(local.doctor_file_secrets) == 0 ? [] : [join(" ", concat(["rm -f"], [for name in keys(local.doctor_file_secrets) : format("\"$%s\"", name)]))],
   )))
+}
+
+output "rekey_service_account_email" {
+  description = "The account `python -m pullsecret rekey` runs as (operators impersonate it, never the runtime account); null without operators. The Pull Secret Service must admit it as it admits the runtime account (terraform/README.md, Operators)."
+  value       = length(google_service_account.rekey) > 0 ? google_service_account.rekey[0].email : null
 }

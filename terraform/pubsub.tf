@@ -19,7 +19,14 @@ resource "google_pubsub_topic" "cluster_events" {
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
+  # Holds events (Sentinel's, or the only copy of a failed one): a `terraform destroy`, or a change that replaces it
+  # (name_suffix, cluster_events_topic_name, function_name, pubsub_kms_key_name), must be a deliberate edit of this
+  # block, never a side effect of a plan (terraform/README.md, "What is never destroyed").
+  lifecycle {
+    prevent_destroy = true
+  }
+
+  depends_on = [time_sleep.api_propagation]
 }
 
 # Events that exhausted their delivery attempts land here for inspection and replay.
@@ -31,7 +38,14 @@ resource "google_pubsub_topic" "dead_letter" {
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
+  # Holds events (Sentinel's, or the only copy of a failed one): a `terraform destroy`, or a change that replaces it
+  # (name_suffix, cluster_events_topic_name, function_name, pubsub_kms_key_name), must be a deliberate edit of this
+  # block, never a side effect of a plan (terraform/README.md, "What is never destroyed").
+  lifecycle {
+    prevent_destroy = true
+  }
+
+  depends_on = [time_sleep.api_propagation]
 }
 
 # A pull subscription so dead-lettered messages are kept (a topic without subscriptions drops them).
@@ -47,6 +61,11 @@ resource "google_pubsub_subscription" "dead_letter" {
 
   expiration_policy {
     ttl = "" # never expires, even when nobody pulls for a long time
+  }
+
+  # The only copy of every dead-lettered event: never deleted by a plan (see the topics above).
+  lifecycle {
+    prevent_destroy = true
   }
 }
 
@@ -69,11 +88,7 @@ resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
   member  = local.pubsub_service_agent_member
 }
 
-# With CMEK, the Pub/Sub service agent must be able to use the key.
-resource "google_kms_crypto_key_iam_member" "pubsub_cmek" {
-  count = var.pubsub_kms_key_name == "" ? 0 : 1
-
-  crypto_key_id = var.pubsub_kms_key_name
-  role          = "roles/cloudkms.cryptoKeyEncrypterDecrypter"
-  member        = local.pubsub_service_agent_member
-}
+# With CMEK (pubsub_kms_key_name), the Pub/Sub service agent must be able to use the key: that grant is the project's
+# (every instance of the project, in every root, uses the same agent and key), so it is made once per project outside
+# every root's state, by the bootstrap (terraform/scripts/bootstrap.sh; issue 51, item 7), and no root's destroy
+# removes it from under the others.

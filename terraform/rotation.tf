@@ -8,18 +8,22 @@
 #                          topic (never Sentinel's: every adapter subscribed there would re-reconcile every
 #                          cluster at each rotation), as the runtime account (publisher on that topic only)
 #   third trigger       -> the fan-out topic back to the function
+# The fan-out topic, its trigger and the runtime's publisher grant exist in both source modes: `python -m pullsecret
+# rekey` publishes there too (issue 48, item 5), and the rekey account of operators.tf may publish there as well.
 # `topics` on the source secret is set by scripts/configure-source-rotation-topic.sh, because the
 # platform team owns that secret (Terraform cannot set one field of a resource it does not own).
-# Platform mode only: service mode (pull_secret_service_url) has no platform pull secret, and variables.tf
-# refuses enable_source_rotation there (the Pull Secret Service rotates; Sentinel's next event delivers).
+# The notification topic, its trigger and the gcloud step are platform mode only: service mode
+# (pull_secret_service_url) has no platform pull secret, and variables.tf refuses enable_source_rotation there (the Pull Secret Service rotates;
+# Sentinel's next event delivers).
 # ---------------------------------------------------------------------------
 
 locals {
   # The function's Cloud Run service, by short name: service_config[0].service is the full
   # projects/P/locations/L/services/S name; Eventarc's cloud_run_service.service takes S.
   function_service_name = reverse(split("/", google_cloudfunctions2_function.adapter.service_config[0].service))[0]
-  # ADAPTER_TOPIC: the adapter's own fan-out topic (below), empty without source rotation.
-  fan_out_topic_id = var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : ""
+  # ADAPTER_TOPIC: the adapter's own fan-out topic (below), in both source modes: the rotation fan-out publishes
+  # there (platform mode), and so does `python -m pullsecret rekey` (both modes; issue 48, item 5).
+  fan_out_topic_id = google_pubsub_topic.fan_out.id
 }
 
 # The Secret Manager service agent of the project holding the source secret (it is that project's
@@ -46,7 +50,7 @@ resource "google_pubsub_topic" "source_rotation" {
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
+  depends_on = [time_sleep.api_propagation]
 }
 
 # Only the Secret Manager service agent may publish to the notification topic.
@@ -59,30 +63,44 @@ resource "google_pubsub_topic_iam_member" "source_rotation_secretmanager_publish
   member  = google_project_service_identity.secretmanager[0].member
 }
 
-# The adapter's own fan-out events (the rotation's reconcile events and its continuations; the compromise
-# response's re-key when it comes) go to a topic of this adapter alone, read by the function's own trigger:
-# on Sentinel's topic every other adapter subscribed to it would re-reconcile every cluster (issue 42, item 8).
+# The adapter's own fan-out events (the rotation's reconcile events and its continuations, and `rekey`'s: the compromise
+# response, issue 48 item 5) go to a topic of this adapter alone, read by the function's own trigger: on Sentinel's
+# topic every other adapter subscribed to it would re-reconcile every cluster (issue 42, item 8). In both source
+# modes: a service-mode instance runs `rekey` too, and needs the topic, its trigger and its dead-letter alert.
 resource "google_pubsub_topic" "fan_out" {
   # checkov:skip=CKV_GCP_83:CMEK is optional (pubsub_kms_key_name); Google-managed encryption is the default and the messages carry only cluster ids.
-  count = var.enable_source_rotation ? 1 : 0
-
   project                    = var.project_id
   name                       = "${local.function_name}-fan-out"
   labels                     = local.labels
   message_retention_duration = var.message_retention_duration
   kms_key_name               = local.pubsub_kms_key_name
 
-  depends_on = [time_sleep.api_propagation, google_kms_crypto_key_iam_member.pubsub_cmek]
+  # Events in flight (a rekey's, a rotation's) live here: a destroy or a replacement (name_suffix, the KMS key)
+  # must be a deliberate edit, never a side effect of a plan (terraform/README.md, "What is never destroyed").
+  lifecycle {
+    prevent_destroy = true
+  }
+
+  depends_on = [time_sleep.api_propagation]
+}
+
+# Earlier releases created the fan-out with source rotation only (count): its one instance keeps its state.
+moved {
+  from = google_pubsub_topic.fan_out[0]
+  to   = google_pubsub_topic.fan_out
 }
 
 # The runtime account publishes to the fan-out topic (ADAPTER_TOPIC) and to no other topic.
 resource "google_pubsub_topic_iam_member" "runtime_fan_out_publisher" {
-  count = var.enable_source_rotation ? 1 : 0
-
   project = var.project_id
-  topic   = google_pubsub_topic.fan_out[0].name
+  topic   = google_pubsub_topic.fan_out.name
   role    = "roles/pubsub.publisher"
   member  = google_service_account.runtime.member
+}
+
+moved {
+  from = google_pubsub_topic_iam_member.runtime_fan_out_publisher[0]
+  to   = google_pubsub_topic_iam_member.runtime_fan_out_publisher
 }
 
 # Earlier releases granted the runtime account publisher on the cluster events topic for the fan-out; that grant
@@ -91,8 +109,6 @@ resource "google_pubsub_topic_iam_member" "runtime_fan_out_publisher" {
 # Third trigger of the same function: the fan-out topic -> the function's Cloud Run service, as the trigger account
 # (like the source rotation trigger below: nothing else is granted for it).
 resource "google_eventarc_trigger" "fan_out" {
-  count = var.enable_source_rotation ? 1 : 0
-
   project         = var.project_id
   location        = var.region
   name            = "${local.function_name}-fan-out"
@@ -106,7 +122,7 @@ resource "google_eventarc_trigger" "fan_out" {
 
   transport {
     pubsub {
-      topic = google_pubsub_topic.fan_out[0].id
+      topic = google_pubsub_topic.fan_out.id
     }
   }
 
@@ -123,6 +139,11 @@ resource "google_eventarc_trigger" "fan_out" {
     google_cloud_run_v2_service_iam_member.trigger_invoker,
     google_service_account_iam_member.pubsub_agent_trigger_token,
   ]
+}
+
+moved {
+  from = google_eventarc_trigger.fan_out[0]
+  to   = google_eventarc_trigger.fan_out
 }
 
 # Second trigger of the same function: notification topic -> the function's Cloud Run service.

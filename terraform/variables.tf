@@ -23,7 +23,7 @@ variable "region" {
 }
 
 variable "name_suffix" {
-  description = "Suffix of every name this instance creates that must be unique in its project or in a shared secret or management project: service accounts (hf-pullsecret-run-SUFFIX), custom roles (hyperfleetPullSecretManager_SUFFIX), the function and its topics, triggers and bucket (FUNCTION_NAME-SUFFIX), the Sentinel topic it creates, log-based metrics (SUFFIX_ prefix unless fleet_metric_prefix is set), alert policies and the dashboard. Set one per instance when two instances share a project (two regions) or a secret project (two environments). Empty: the names of a single deployment."
+  description = "Suffix of every name this instance creates that must be unique in its project or in a shared secret or management project: service accounts (hf-pullsecret-run-SUFFIX), custom roles (hyperfleetPullSecretManager_SUFFIX), the function and its topics, triggers and bucket (FUNCTION_NAME-SUFFIX), the Sentinel topic it creates, log-based metrics (SUFFIX_ prefix unless fleet_metric_prefix is set), alert policies and the dashboard. Set one per instance when two instances share a project (two regions) or a secret project (two environments). Empty: the names of a single deployment. It cannot be changed once applied: every name would be replaced, and the topics that hold events (Sentinel's, the fan-out's, the dead letters and their subscription) carry prevent_destroy, so such a plan is refused (terraform/README.md, \"What is never destroyed\"); deploy another instance under the new suffix instead."
   type        = string
   default     = ""
 
@@ -31,6 +31,39 @@ variable "name_suffix" {
     # 7 characters keep hf-pullsecret-trigger-SUFFIX within the 30 of a service account id.
     condition     = can(regex("^([a-z][a-z0-9]{0,6})?$", var.name_suffix))
     error_message = "The name_suffix must be empty or 1-7 lower-case letters and digits, starting with a letter."
+  }
+}
+
+variable "source_commit" {
+  description = "The commit being applied (the build passes $COMMIT_SHA; by hand, `git rev-parse HEAD`). Recorded in the state (terraform_data.release): the build refuses to apply a commit that does not descend from the recorded one (scripts/release-order.sh). Empty: nothing recorded, and the next build's check has nothing to compare."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([0-9a-f]{40})?$", var.source_commit))
+    error_message = "The source_commit must be empty or a full 40-character git commit id."
+  }
+}
+
+variable "environment" {
+  description = "The environment this instance belongs to (production, staging, ...). With it set, the plan refuses a secret project labelled hyperfleet-environment with another environment (the bootstrap labels each secret project with the first environment it serves; read from its effective_labels), unless that environment is in secret_project_shared_with: staging never shares production's secrets, grants or deployer rights by default (issue 51, item 8). Empty: no check."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^([a-z][a-z0-9-]{0,29})?$", var.environment))
+    error_message = "The environment must be empty or 1-30 lower-case letters, digits and hyphens, starting with a letter."
+  }
+}
+
+variable "secret_project_shared_with" {
+  description = "Other environments whose secret projects this instance may use too: the explicit opt-in to sharing (their instances then hold an unconditioned secrets.create and their deployers projectIamAdmin in the same project). Empty (the default): a secret project labelled for another environment refuses the plan."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for e in var.secret_project_shared_with : can(regex("^[a-z][a-z0-9-]{0,29}$", e))])
+    error_message = "Each entry of secret_project_shared_with must be an environment name: 1-30 lower-case letters, digits and hyphens."
   }
 }
 
@@ -736,7 +769,7 @@ variable "ingress_settings" {
 }
 
 variable "operators" {
-  description = "Principals (e.g. group:hyperfleet-oncall@example.com) granted what the operator CLI needs for this configuration's modes (operators.tf; terraform/README.md, Operators): inspect, fleet and fleet --fix on the adapter's own secrets, the management clusters' endpoint (direct), and the doctor's impersonation of the runtime account. Empty: nothing is granted. Public principals are refused."
+  description = "Principals (e.g. group:hyperfleet-oncall@example.com) granted what the operator CLI needs for this configuration's modes (operators.tf; terraform/README.md, Operators): inspect, fleet and fleet --fix on the adapter's own secrets, the management clusters' endpoint (direct), rekey as an account of its own (hf-pullsecret-rekey-SUFFIX, which they may impersonate), and, only until operator_doctor_until, the doctor's impersonation of the runtime account. Empty: nothing is granted. Public principals are refused."
   type        = list(string)
   default     = []
 
@@ -745,6 +778,21 @@ variable "operators" {
       for m in var.operators : can(regex("^(serviceAccount|group|user|principal|principalSet):", m))
     ])
     error_message = "Each operator must be an IAM member such as group:EMAIL; allUsers and allAuthenticatedUsers are not accepted."
+  }
+}
+
+variable "operator_doctor_until" {
+  description = "RFC 3339 UTC time (e.g. 2026-12-01T18:00:00Z) until which `operators` may impersonate the runtime account to run the doctor from a workstation (doctor_command); IAM refuses the grant from that time on. Empty (the default): no such grant at all, standing or not; the doctor inside the function (gcloud functions call, manual_invokers) needs none. At most 7 days after the plan."
+  type        = string
+  default     = ""
+
+  validation {
+    condition = var.operator_doctor_until == "" || (
+      can(regex("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", var.operator_doctor_until))
+      && can(timecmp(var.operator_doctor_until, plantimestamp()))
+      && try(timecmp(var.operator_doctor_until, timeadd(plantimestamp(), "168h")) <= 0, false)
+    )
+    error_message = "The operator_doctor_until must be empty or an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ) at most 7 days after the plan: the doctor's impersonation of the runtime account is never a standing grant."
   }
 }
 

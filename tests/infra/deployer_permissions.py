@@ -31,6 +31,7 @@ OPTIONS = SerializationOptions(with_comments=False, explicit_blocks=False, strip
 FUNCTION_PROJECT = "function project"
 SECRET_PROJECT = "secret project"
 MANAGEMENT_PROJECT = "management project"
+TOKEN_CLUSTER_PROJECT = "token cluster's project"
 SOURCE_PROJECT = "source secret's project"
 SOURCE_SECRET = "platform pull secret"
 TOKEN_SECRET = "token secret"
@@ -43,6 +44,7 @@ SCOPE_HEADINGS: dict[str, str] = {
     "the function project": FUNCTION_PROJECT,
     "each secret project": SECRET_PROJECT,
     "each management project": MANAGEMENT_PROJECT,
+    "the token cluster's project": TOKEN_CLUSTER_PROJECT,
     "the platform pull secret's project": SOURCE_PROJECT,
     "the platform pull secret": SOURCE_SECRET,
     "the HyperFleet token secret": TOKEN_SECRET,
@@ -186,6 +188,10 @@ STEP_PERMISSIONS: dict[str, tuple[str, frozenset[str]]] = {
             }
         ),
     ),
+    "release": (
+        "https://developer.hashicorp.com/terraform/language/resources/terraform-data",  # the state alone, no API
+        frozenset(),
+    ),
     "rotation_trigger_ack_deadline": (
         "https://cloud.google.com/pubsub/docs/access-control",
         frozenset({"eventarc.triggers.get", "pubsub.subscriptions.get", "pubsub.subscriptions.update"}),
@@ -307,6 +313,8 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     ),
     # {_IAM}/logging#logging.logWriter
     "roles/logging.logWriter": frozenset({"logging.logEntries.create"}),
+    # {_IAM}/cloudbuild#cloudbuild.builds.viewer: the deploy build finds this commit's test build
+    "roles/cloudbuild.builds.viewer": frozenset({"cloudbuild.builds.get", "cloudbuild.builds.list"}),
     # {_IAM}/secretmanager#secretmanager.admin
     "roles/secretmanager.admin": frozenset(
         {
@@ -324,7 +332,6 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
 # `data.` prefix for data sources).
 SCOPES: dict[str, str] = {
     "google_project_service.secret_project_secretmanager": SECRET_PROJECT,
-    "google_project_service_identity.secret_projects_secretmanager": SECRET_PROJECT,
     "google_project_iam_custom_role.secret_manager_managed": SECRET_PROJECT,
     "google_project_iam_custom_role.secret_manager_creator": SECRET_PROJECT,
     "google_project_iam_member.runtime_secret_manager_managed": SECRET_PROJECT,
@@ -335,10 +342,11 @@ SCOPES: dict[str, str] = {
     "google_project_iam_member.runtime_cluster_viewer": MANAGEMENT_PROJECT,
     "google_project_iam_custom_role.cluster_connect": MANAGEMENT_PROJECT,
     "google_project_iam_member.runtime_cluster_connect": MANAGEMENT_PROJECT,
-    # The ServiceAccount token's cluster (HyperFleet's regional cluster): its project takes the deployer's grants of a
-    # management project (a custom role and a binding of the runtime account).
-    "google_project_iam_custom_role.token_cluster": MANAGEMENT_PROJECT,
-    "google_project_iam_member.runtime_token_cluster": MANAGEMENT_PROJECT,
+    # The ServiceAccount token's cluster (HyperFleet's regional cluster): a project of its own, in general neither the
+    # function's nor a management project (issue 51, item 5: it was taken for a management project, and nothing
+    # granted the deployer anything there).
+    "google_project_iam_custom_role.token_cluster": TOKEN_CLUSTER_PROJECT,
+    "google_project_iam_member.runtime_token_cluster": TOKEN_CLUSTER_PROJECT,
     # var.operators (operators.tf): the operator CLI's roles beside the runtime account's.
     "google_project_iam_custom_role.operator_secrets": SECRET_PROJECT,
     "google_project_iam_member.operator_secrets": SECRET_PROJECT,
@@ -346,14 +354,17 @@ SCOPES: dict[str, str] = {
     "google_project_iam_member.operator_lister": SECRET_PROJECT,
     "google_project_iam_custom_role.operator_clusters": MANAGEMENT_PROJECT,
     "google_project_iam_member.operator_clusters": MANAGEMENT_PROJECT,
+    # rekey's own account (issue 48, item 5): its progress records in each secret project, the platform pull secret.
+    "google_project_iam_custom_role.rekey_records": SECRET_PROJECT,
+    "google_project_iam_member.rekey_records": SECRET_PROJECT,
+    "google_project_iam_member.rekey_record_creator": SECRET_PROJECT,
+    "google_secret_manager_secret_iam_member.rekey_pull_secret_source": SOURCE_SECRET,
     "google_project_service_identity.secretmanager": SOURCE_PROJECT,
     "google_secret_manager_secret_iam_member.runtime_pull_secret_source": SOURCE_SECRET,
     "terraform_data.source_rotation_topic": SOURCE_SECRET,
     "google_secret_manager_secret_iam_member.runtime_hyperfleet_token": TOKEN_SECRET,
     "google_secret_manager_secret_iam_member.runtime_pull_secret_service_token": SERVICE_TOKEN_SECRET,
     "google_secret_manager_secret_iam_member.runtime_ca_bundle": CA_BUNDLE_SECRET,
-    "google_kms_crypto_key_iam_member.secret_cmek": KMS_KEY,
-    "google_kms_crypto_key_iam_member.pubsub_cmek": KMS_KEY,
 }
 
 _SCOPE_LINE = re.compile(r"^#   on (.+):$")

@@ -57,6 +57,14 @@ SHELL_VALUES = {
     "root": "terraform/environments/production",  # cloudbuild.yaml's deploy step
     "_TF_STATE_BUCKET": "hyperfleet-tf-state",
     "_TFVARS_URI": "gs://hyperfleet-tf-state/pullsecret.tfvars",
+    "LOCATION": "europe-west1",  # Cloud Build's own substitutions in cloudbuild.yaml
+    "COMMIT_SHA": "5eec32f0" * 5,
+    # A root's bootstrap (terraform/bootstrap/commands.tf, tests/infra/test_bootstrap.py): what its script sets.
+    "DATA_DIR": "/tmp/first-values",
+    "number": "123456789012",
+    "agent": "service-123456789012@gcp-sa-secretmanager.iam.gserviceaccount.com",
+    "label": "",
+    "TESTER": "hf-pullsecret-tester@hyperfleet-adapters-prod.iam.gserviceaccount.com",
 }
 # `terraform output -raw NAME` in the docs: what a real apply of example.tfvars would print.
 TERRAFORM_OUTPUTS = {
@@ -179,14 +187,25 @@ def _markdown_shell(path: Path) -> list[tuple[str, str]]:
     return chunks
 
 
+# The deploy build and, beside it, the test build (issue 51, item 9: apart, under two accounts).
+CLOUDBUILD_FILES = ("cloudbuild.yaml", "cloudbuild-test.yaml")
+
+
 def _cloudbuild_shell(path: Path) -> list[tuple[str, str]]:
-    text = path.read_text()
-    comments = "\n".join(re.sub(r"^\s*#\s?", "", line) for line in text.splitlines() if line.lstrip().startswith("#"))
-    chunks = [("cloudbuild.yaml (comments)", comments)]
-    for step in yaml.safe_load(text)["steps"]:
-        words = [str(step.get("entrypoint", "")), *map(str, step.get("args", [])), str(step.get("script", ""))]
-        # $$ is Cloud Build's escape for a shell $; ${_X} and $PROJECT_ID are its substitutions (bash variables here).
-        chunks.append((f"cloudbuild.yaml (step {step.get('id')})", "\n".join(words).replace("$$", "$")))
+    """The shell of PATH's build and of every other build file beside it (CLOUDBUILD_FILES): comments and steps."""
+    chunks = []
+    for build in [path, *(path.parent / name for name in CLOUDBUILD_FILES if name != path.name)]:
+        if not build.is_file():
+            continue
+        text = build.read_text()
+        comments = "\n".join(
+            re.sub(r"^\s*#\s?", "", line) for line in text.splitlines() if line.lstrip().startswith("#")
+        )
+        chunks.append((f"{build.name} (comments)", comments))
+        for step in yaml.safe_load(text)["steps"]:
+            words = [str(step.get("entrypoint", "")), *map(str, step.get("args", [])), str(step.get("script", ""))]
+            # $$ is Cloud Build's escape for a shell $; ${_X} and $PROJECT_ID are its substitutions (bash variables).
+            chunks.append((f"{build.name} (step {step.get('id')})", "\n".join(words).replace("$$", "$")))
     return chunks
 
 

@@ -10,9 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.infra import deployer_permissions, gcloud_commands
+from tests.infra import gcloud_commands
 
 ROOT = Path(__file__).resolve().parents[2]
 # The API each command group of the path calls (the group is gcloud's first word).
@@ -116,48 +115,34 @@ def test_the_bootstrap_check_catches_a_secret_project_left_without_secret_manage
     path: list[tuple[int, str, list[list[str]]]],
 ) -> None:
     secret_project = gcloud_commands.SHELL_VALUES["SECRET_PROJECT"]
+    # A secret-project command after step 1 (the bootstrap's own are checked by test_bootstrap.py).
+    uses = ["secrets", "describe", "platform-pull-secret", f"--project={secret_project}"]
     narrowed = [
-        (n, t, [c for c in words if not (c[:2] == ["services", "enable"] and _project_of(c) == secret_project)])
+        (
+            n,
+            t,
+            [c for c in words if not (c[:2] == ["services", "enable"] and _project_of(c) == secret_project)]
+            + ([uses] if n == 2 else []),
+        )
         for n, t, words in path
     ]
     assert any("secretmanager.googleapis.com in hyperfleet-secrets-prod" in p for p in bootstrap_problems(narrowed))
 
 
-def test_the_deployer_gets_the_roles_cloudbuild_yaml_lists(path: list[tuple[int, str, list[list[str]]]]) -> None:
-    (text,) = [t for _n, t, _w in path if "gcloud iam service-accounts create" in t]
-    loop = re.search(r"for role in \\\n(.*?); do", text, re.S)
-    assert loop, "the deployer's roles are granted in one loop"
-    written = set(re.findall(r"roles/[\w.]+", loop.group(1)))
-    grants = deployer_permissions.deployer_grants((ROOT / "cloudbuild.yaml").read_text())
-    assert written == grants[deployer_permissions.FUNCTION_PROJECT][0]
-
-
-def test_the_bucket_and_root_it_prepares_are_the_ones_the_trigger_names(
+def test_the_path_runs_the_roots_own_bootstrap_before_the_first_build(
     path: list[tuple[int, str, list[list[str]]]],
 ) -> None:
-    commands = [command for _n, _t, words in path for command in words]
-    (created,) = [c[3] for c in commands if c[:3] == ["storage", "buckets", "create"]]
-    assert ["storage", "buckets", "update", created, "--versioning"] in commands
-    (trigger,) = [c for c in commands if c[:3] == ["builds", "triggers", "create"]]
-    flags = dict(w.split("=", 1) for w in trigger if w.startswith("--") and "=" in w)
-    substitutions = dict(pair.split("=", 1) for pair in flags["--substitutions"].split(","))
-    assert substitutions["_TF_STATE_BUCKET"] == created.removeprefix("gs://")
-    # The root the trigger deploys is the one the path edits and reads (steps 5, 7, 9).
-    root = substitutions["_ROOT"]
-    assert (ROOT / "terraform" / "environments" / root / "backend.tf").is_file(), root
-    assert root == gcloud_commands.SHELL_VALUES["ROOT"]
-    assert re.search(r"^ROOT=" + re.escape(root) + r"\b", deployment_section(), re.M)
-    declared = yaml.safe_load((ROOT / "cloudbuild.yaml").read_text())["substitutions"]
-    assert set(substitutions) <= set(declared)
-    (account,) = [c[3] for c in commands if c[:3] == ["iam", "service-accounts", "create"]]
-    assert flags["--service-account"].endswith(
-        f"/serviceAccounts/{account}@{gcloud_commands.SHELL_VALUES['PROJECT_ID']}.iam.gserviceaccount.com"
-    )
-    bindings = [c for c in commands if c[:2] == ["projects", "add-iam-policy-binding"]]
-    deployer = f"--member=serviceAccount:{gcloud_commands.SHELL_VALUES['DEPLOYER']}"
-    agents = [c for c in bindings if deployer not in c]
-    # Besides the deployer, only Google's own service agents: Eventarc's (step 1) and Cloud Build's (step 6).
-    assert bindings and all(re.search(r"--member=serviceAccount:service-\d+@gcp-sa-", " ".join(c)) for c in agents)
+    # Issue 51, item 1: step 4 hard-coded production's secrets (`hyperfleet-api-token`; the platform pull secret's
+    # `create` answered ALREADY_EXISTS for a second root), and a second region needed "no bootstrap". The path runs
+    # the bootstrap rendered from $ROOT's values (tests/infra/test_bootstrap.py holds it to them, to cloudbuild.yaml
+    # and to the real gcloud), and names no secret of its own.
+    section = deployment_section()
+    assert 'terraform/scripts/bootstrap.sh "terraform/environments/$ROOT"' in section
+    assert 'DATA_DIR=first-values bash "bootstrap-$ROOT.sh"' in section
+    assert section.index("bootstrap.sh") < section.index("gcloud builds triggers run")
+    assert not re.search(r"gcloud secrets create", section), "a secret hard-coded in the path"
+    second = section.split("### Adding the second environment", 1)[1]
+    assert "no bootstrap" not in second and "Run step 2 with `ROOT=production-us`" in second
 
 
 def test_terraform_readme_has_no_stray_sentence_fragments() -> None:
@@ -177,73 +162,25 @@ def test_terraform_readme_says_the_provider_undeletes_a_custom_role() -> None:
     assert "From day 7" in text and "day 37" in text
 
 
-# cloudbuild.yaml's deployer scopes -> how the README's path grants on it: (command words, the value naming the scope).
-SCOPE_COMMANDS = {
-    deployer_permissions.FUNCTION_PROJECT: (["projects", "add-iam-policy-binding"], "PROJECT_ID"),
-    deployer_permissions.SECRET_PROJECT: (["projects", "add-iam-policy-binding"], "SECRET_PROJECT"),
-    deployer_permissions.MANAGEMENT_PROJECT: (["projects", "add-iam-policy-binding"], "MANAGEMENT_PROJECT"),
-    deployer_permissions.SOURCE_PROJECT: (["projects", "add-iam-policy-binding"], "SECRET_PROJECT"),
-}
-
-
-def deployer_grants_in_path(section: str) -> dict[tuple[str, str], set[str]]:
-    """(command, target) -> roles the path grants the deployer, `for role in ...` loops unrolled."""
-    code = "\n".join(re.findall(r"^ *```sh\n(.*?)^ *```", section, re.S | re.M)).replace("\\\n", " ")
-    grants: dict[tuple[str, str], set[str]] = {}
-    values = gcloud_commands.SHELL_VALUES
-    for loop in re.finditer(r"for role in (.*?); do\n(.*?)\n\s*done", code, re.S):
-        roles = set(re.findall(r"roles/[\w.]+", loop.group(1)))
-        target = re.search(r"add-iam-policy-binding \"\$(\w+)\"", loop.group(2))
-        if target and "$DEPLOYER" in loop.group(2):
-            grants.setdefault(("projects", values[target.group(1)]), set()).update(roles)
-    for single in re.finditer(r"gcloud (projects|secrets) add-iam-policy-binding ([^\n]*)", code):
-        text = single.group(2)
-        if "$DEPLOYER" not in text or "$role" in text:
-            continue
-        target = text.split()[0].strip('"')
-        target = values.get(target.lstrip("$"), target)
-        if single.group(1) == "secrets":
-            project = re.search(r"--project=\"?\$(\w+)", text)
-            target = f"{values[project.group(1)] if project else '?'}/{target}"
-        grants.setdefault((single.group(1), target), set()).update(re.findall(r"roles/[\w.]+", text))
-    return grants
-
-
-def test_the_path_grants_the_deployer_every_scope_cloudbuild_yaml_lists() -> None:
-    # Issue 42, item 3: the grants outside the function's project were prose, and no step gave setIamPolicy on
-    # the secrets Terraform binds: the first build failed at the token and source secret bindings.
-    listed = deployer_permissions.deployer_grants((ROOT / "cloudbuild.yaml").read_text())
-    granted = deployer_grants_in_path(deployment_section())
-    values = gcloud_commands.SHELL_VALUES
-    for scope, (command, value) in SCOPE_COMMANDS.items():
-        roles, _custom = listed[scope]
-        have = granted.get((command[0], values[value]), set())
-        assert roles <= have, (scope, roles - have)
-    created = re.findall(r"gcloud secrets create (\S+) --project=\"\$(\w+)\"", deployment_section())
-    assert len(created) >= 2, created
-    holds = deployer_permissions.ROLE_PERMISSIONS
-    for secret, project in created:
-        roles = granted.get(("secrets", f"{values[project]}/{secret}"), set())
-        permissions = set().union(*(holds.get(r, frozenset()) for r in roles))
-        assert "secretmanager.secrets.setIamPolicy" in permissions, f"the deployer cannot bind on {secret}"
-
-
 def test_the_trigger_names_a_repository_connected_before_it(path: list[tuple[int, str, list[list[str]]]]) -> None:
     # Issue 42, item 1: `triggers create github` without a connection fails ("repository mapping does not exist").
     commands = [_group(c) for _n, _t, words in path for c in words]
     index = {" ".join(c[:3]): i for i, c in reversed(list(enumerate(commands)))}
-    (trigger,) = [c for c in commands if c[:3] == ["builds", "triggers", "create"]]
-    flags = dict(w.split("=", 1) for w in trigger if w.startswith("--") and "=" in w)
-    assert "--repo-owner" not in flags and "--repo-name" not in flags, "a 1st-gen GitHub App mapping is never made"
+    triggers = [c for c in commands if c[:3] == ["builds", "triggers", "create"]]
+    assert triggers
+    for trigger in triggers:
+        flags = dict(w.split("=", 1) for w in trigger if w.startswith("--") and "=" in w)
+        assert "--repo-owner" not in flags and "--repo-name" not in flags, "a 1st-gen GitHub App mapping is never made"
     (connection,) = [c for c in commands if c[:3] == ["builds", "connections", "create"]]
     (repository,) = [c for c in commands if c[:3] == ["builds", "repositories", "create"]]
     repo_flags = dict(w.split("=", 1) for w in repository if w.startswith("--") and "=" in w)
     assert repo_flags["--connection"] == connection[4]
-    region = flags["--region"]
     project = gcloud_commands.SHELL_VALUES["PROJECT_ID"]
-    assert flags["--repository"] == (
-        f"projects/{project}/locations/{region}/connections/{connection[4]}/repositories/{repository[3]}"
-    )
+    for trigger in triggers:
+        flags = dict(w.split("=", 1) for w in trigger if w.startswith("--") and "=" in w)
+        assert flags["--repository"] == (
+            f"projects/{project}/locations/{flags['--region']}/connections/{connection[4]}/repositories/{repository[3]}"
+        )
     assert index["builds connections create"] < index["builds repositories create"] < index["builds triggers create"]
     agent = [c for c in commands if c[:2] == ["projects", "add-iam-policy-binding"] and "gcp-sa-cloudbuild" in str(c)]
     assert agent and "--role=roles/secretmanager.admin" in agent[0], "the connection stores its token as this agent"

@@ -273,10 +273,15 @@ def test_secret_accessor_only_on_the_named_secrets(config: Config) -> None:
         "runtime_hyperfleet_token",
         "runtime_pull_secret_service_token",
         "runtime_ca_bundle",  # each CA bundle secret (ca_bundles.tf; tests/infra/test_ca_bundles.py)
+        "rekey_pull_secret_source",  # rekey's own account fans out the platform secret's newest version
     }
-    for kind, _, body in accessors:
+    for kind, name, body in accessors:
         assert kind == "google_secret_manager_secret_iam_member"
-        assert body["member"] == "${google_service_account.runtime.member}"
+        account = "rekey[0]" if name.startswith("rekey_") else "runtime"
+        assert body["member"] == f"${{google_service_account.{account}.member}}"
+    rekey = config.resource("google_secret_manager_secret_iam_member", "rekey_pull_secret_source")
+    assert rekey["secret_id"] == "${local.pull_secret_source_id}"
+    assert rekey["count"] == "${local.rekey_account && !local.pull_secret_service ? 1 : 0}"
     source = config.resource("google_secret_manager_secret_iam_member", "runtime_pull_secret_source")
     assert source["secret_id"] == "${local.pull_secret_source_id}"
     # Service mode: no platform secret to read; the service token only in token-file mode (test_service_mode.py).
@@ -489,10 +494,12 @@ def test_alert_policies_match_the_design(config: Config) -> None:
         config.variables["slow_reconcile_threshold_ms"]["default"]
         < (config.variables["retry_deadline_seconds"]["default"] + 30) * 1000
     )
-    # The subscription's dead-letter count, the documented metric (not the topic's send count).
-    dead = block(block(alerts["dead_lettered"], "conditions"), "condition_threshold")
-    assert "pubsub.googleapis.com/subscription/dead_letter_message_count" in dead["filter"]
-    assert "pubsub_subscription" in dead["filter"]
+    # The subscription's dead-letter count, the documented metric (not the topic's send count), of each trigger
+    # whose subscription dead-letters (tests/infra/test_fan_out.py).
+    for condition in alerts["dead_lettered"]["conditions"]:
+        dead = block(condition, "condition_threshold")
+        assert "pubsub.googleapis.com/subscription/dead_letter_message_count" in dead["filter"]
+        assert "pubsub_subscription" in dead["filter"]
 
 
 def test_function_source_files_exist() -> None:
@@ -606,8 +613,8 @@ def test_runtime_account_publishes_to_its_own_fan_out_topic_only(config: Config)
     kind, name, body = pubsub_grants[0]
     assert (kind, name) == ("google_pubsub_topic_iam_member", "runtime_fan_out_publisher")
     assert body["role"] == "roles/pubsub.publisher"
-    assert body["topic"] == "${google_pubsub_topic.fan_out[0].name}"
-    assert body["count"] == ROTATION_COUNT
+    assert body["topic"] == "${google_pubsub_topic.fan_out.name}"
+    assert "count" not in body  # both source modes: rekey publishes there too (issue 48, item 5)
     topic = config.resource("google_pubsub_topic", "fan_out")
     assert topic["name"] == "${local.function_name}-fan-out"
     assert topic["name"] != config.variables["cluster_events_topic_name"]["default"]
@@ -618,14 +625,14 @@ def test_runtime_account_publishes_to_its_own_fan_out_topic_only(config: Config)
 
 def test_the_fan_out_topic_has_its_own_trigger_to_the_function(config: Config) -> None:
     trigger = config.resource("google_eventarc_trigger", "fan_out")
-    assert trigger["count"] == ROTATION_COUNT
+    assert "count" not in trigger
     assert trigger["service_account"] == "${google_service_account.trigger.email}"
-    assert block(block(trigger, "transport"), "pubsub")["topic"] == "${google_pubsub_topic.fan_out[0].id}"
+    assert block(block(trigger, "transport"), "pubsub")["topic"] == "${google_pubsub_topic.fan_out.id}"
     run = block(block(trigger, "destination"), "cloud_run_service")
     assert run["service"] == "${local.function_service_name}"
     dead_letter = config.resource("terraform_data", "fan_out_trigger_dead_letter")
     assert dead_letter["provisioner"][0]["local-exec"]["environment"]["TRIGGER"] == (
-        "${google_eventarc_trigger.fan_out[0].name}"
+        "${google_eventarc_trigger.fan_out.name}"
     )
 
 
@@ -652,7 +659,7 @@ def test_rotation_trigger_routes_the_notification_topic_to_the_function(config: 
 def test_function_environment_wires_the_fan_out(config: Config) -> None:
     environment = config.locals["function_environment"]
     assert environment["ADAPTER_TOPIC"] == "${local.fan_out_topic_id}"
-    assert config.locals["fan_out_topic_id"] == '${var.enable_source_rotation ? google_pubsub_topic.fan_out[0].id : ""}'
+    assert config.locals["fan_out_topic_id"] == "${google_pubsub_topic.fan_out.id}"
     assert environment["ROTATION_PUBLISH_RATE"] == "${tostring(var.rotation_publish_rate)}"
     # The fan-out's slice ends 30 s before the function timeout (issue 21, item 5).
     assert environment["ROTATION_SLICE"] == "${tostring(var.timeout_seconds - 30)}"
@@ -880,25 +887,52 @@ def test_secret_updates_are_conditioned_on_the_rotation_progress_record_alone(co
         assert not evaluate_condition(expression, name), name
 
 
-def test_cmek_key_is_granted_to_each_secret_projects_secret_manager_agent(config: Config) -> None:
-    identity = config.resource("google_project_service_identity", "secret_projects_secretmanager")
-    assert identity["provider"] in ("${google-beta}", "google-beta")
-    assert identity["service"] == "secretmanager.googleapis.com"
-    assert identity["for_each"] == '${var.secret_kms_key == "" ? toset([]) : local.secret_project_ids}'
-    grant = config.resource("google_kms_crypto_key_iam_member", "secret_cmek")
-    assert grant["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter"
-    assert grant["crypto_key_id"] == "${each.value.key}"
-    agent = "${google_project_service_identity.secret_projects_secretmanager[each.value.project].member}"
-    assert grant["member"] == agent
-    assert grant["for_each"] == "${local.secret_kms_grants}"
-    # One key per replication location when the name holds {location} (as pullsecret/secretstore/calls.py expands it).
-    assert 'replace(var.secret_kms_key, "{location}", location)' in config.locals["secret_kms_keys"]
-    function = config.resource("google_cloudfunctions2_function", "adapter")
-    assert "${time_sleep.iam_propagation}" in function["depends_on"]
-    assert (
-        "${google_kms_crypto_key_iam_member.secret_cmek}"
-        in config.resource("time_sleep", "iam_propagation")["depends_on"]
+def test_no_grant_of_the_module_is_one_another_instance_holds_too(config: Config) -> None:
+    # Issue 51, item 7: the Pub/Sub and Secret Manager service agents' grants on a shared CMEK key were the same
+    # binding in production's, staging's and production-us's state: destroying staging removed production's. A grant
+    # the module makes binds an identity of this instance, or binds on a resource of this instance.
+    own = re.compile(
+        r"\$\{(google_service_account\.|google_pubsub_topic\.|google_project_iam_custom_role\.|google_cloudfunctions2_)"
     )
+    for kind, name, body in config.iam_resources():
+        target = " ".join(
+            str(body.get(k, "")) for k in ("topic", "role", "service_account_id", "name", "cloud_function")
+        )
+        assert own.search(str(body["member"])) or own.search(target), (kind, name)
+    assert not config.of_type("google_kms_crypto_key_iam_member")
+    # The roots forget what an earlier release made (never deleting it); the bootstrap makes it once per project.
+    for root in (TERRAFORM_DIR / "environments").iterdir():
+        text = (root / "main.tf").read_text()
+        for address in ("pubsub_cmek", "secret_cmek"):
+            assert re.search(
+                rf"removed \{{\s*from = module\.adapter\.google_kms_crypto_key_iam_member\.{address}\s*"
+                r"lifecycle \{\s*destroy = false",
+                text,
+            ), (root.name, address)
+    bootstrap = (TERRAFORM_DIR / "bootstrap" / "commands.tf").read_text()
+    assert "gcloud kms keys add-iam-policy-binding ${var.pubsub_kms_key_name}" in bootstrap
+    assert "gcloud kms keys add-iam-policy-binding ${key}" in bootstrap
+
+
+# What holds events (or the only copy of a failed one): never deleted by a plan (issue 51, item 6).
+HOLDS_EVENTS = (
+    ("google_pubsub_topic", "cluster_events"),
+    ("google_pubsub_topic", "dead_letter"),
+    ("google_pubsub_subscription", "dead_letter"),
+    ("google_pubsub_topic", "fan_out"),
+)
+
+
+def test_what_holds_events_is_protected_from_destroy(config: Config) -> None:
+    # Issue 51, item 6: a destroy, or a change of name_suffix or of the KMS key (both replace a topic), deleted
+    # Sentinel's topic and the dead-letter subscription holding the only copy of failed events.
+    for kind, name in HOLDS_EVENTS:
+        lifecycle = config.resource(kind, name).get("lifecycle", [{}])[0]
+        assert lifecycle.get("prevent_destroy") is True, f"{kind}.{name}"
+    suffix = config.variables["name_suffix"]["description"]
+    assert "cannot be changed" in suffix and "prevent_destroy" in suffix
+    readme = (TERRAFORM_DIR / "README.md").read_text()
+    assert "## What is never destroyed" in readme
 
 
 def test_service_accounts_wait_for_the_apis(config: Config) -> None:

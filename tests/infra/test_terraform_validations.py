@@ -42,6 +42,14 @@ GOOD: dict[str, dict[str, Any]] = {
         "secret_project_ids": ["hyperfleet-adapters-prod", "customer-project-1"],
     },
     "second_region": {"name_suffix": "us", "operators": ["group:hyperfleet-oncall@example.com"]},
+    # Issue 51: a doctor window in the past is harmless (IAM refuses it), a recorded commit, an environment that
+    # shares on purpose.
+    "doctor_window": {
+        "operators": ["group:hyperfleet-oncall@example.com"],
+        "operator_doctor_until": "2026-11-30T18:00:00Z",
+    },
+    "recorded_commit": {"source_commit": "5eec32f0" * 5},
+    "environment_sharing_on_purpose": {"environment": "staging", "secret_project_shared_with": ["production"]},
     "short_timeout_without_rotation": {"enable_source_rotation": False, "timeout_seconds": 90},
     # HYPERFLEET_API_AUTH=google-id-token: no token secret to name, mount or grant (issue 19).
     "google_id_token_without_a_token": {"hyperfleet_api_auth": "google-id-token", "hyperfleet_api_token_secret": ""},
@@ -238,6 +246,11 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("hyperfleet_api_ca_bundle_secret", 0, {"hyperfleet_api_ca_bundle_secret": "gateway-root-ca"}),
     ("pull_secret_service_ca_bundle_secret", 0, {"pull_secret_service_ca_bundle_secret": "projects/p-1234/secrets/ca"}),
     ("registry_ca_bundle_secret", 0, {"registry_ca_bundle_secret": "projects/hyperfleet-adapters-prod/secrets/"}),
+    ("operator_doctor_until", 0, {"operator_doctor_until": "2999-01-01T00:00:00Z"}),  # a standing grant in disguise
+    ("operator_doctor_until", 0, {"operator_doctor_until": "tomorrow"}),
+    ("source_commit", 0, {"source_commit": "5eec32f"}),  # a short id could name two commits
+    ("environment", 0, {"environment": "Production"}),
+    ("secret_project_shared_with", 0, {"secret_project_shared_with": ["all", "Prod"]}),
 ]
 
 

@@ -84,16 +84,6 @@ moved {
 }
 
 moved {
-  from = google_project_service_identity.secret_projects_secretmanager
-  to   = module.adapter.google_project_service_identity.secret_projects_secretmanager
-}
-
-moved {
-  from = google_kms_crypto_key_iam_member.secret_cmek
-  to   = module.adapter.google_kms_crypto_key_iam_member.secret_cmek
-}
-
-moved {
   from = google_secret_manager_secret_iam_member.runtime_pull_secret_source
   to   = module.adapter.google_secret_manager_secret_iam_member.runtime_pull_secret_source
 }
@@ -329,11 +319,6 @@ moved {
 }
 
 moved {
-  from = google_kms_crypto_key_iam_member.pubsub_cmek
-  to   = module.adapter.google_kms_crypto_key_iam_member.pubsub_cmek
-}
-
-moved {
   from = google_project_service_identity.secretmanager
   to   = module.adapter.google_project_service_identity.secretmanager
 }
@@ -389,6 +374,33 @@ moved {
 # forgotten here without being removed from the project.
 removed {
   from = google_project_iam_member.eventarc_agent
+
+  lifecycle {
+    destroy = false
+  }
+}
+
+# The CMEK grants of the service agents (and the Secret Manager agent's identity) are the projects' now (issue 51,
+# item 7: the same binding in every root sharing a key; the bootstrap makes them once per project). The old state's
+# copies are forgotten, never deleted (main.tf forgets those already moved into the module).
+removed {
+  from = google_kms_crypto_key_iam_member.pubsub_cmek
+
+  lifecycle {
+    destroy = false
+  }
+}
+
+removed {
+  from = google_kms_crypto_key_iam_member.secret_cmek
+
+  lifecycle {
+    destroy = false
+  }
+}
+
+removed {
+  from = google_project_service_identity.secret_projects_secretmanager
 
   lifecycle {
     destroy = false

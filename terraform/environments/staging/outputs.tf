@@ -103,3 +103,7 @@ output "trigger_ack_deadline_seconds" {
 output "doctor_command" {
   value = module.adapter.doctor_command
 }
+
+output "rekey_service_account_email" {
+  value = module.adapter.rekey_service_account_email
+}
