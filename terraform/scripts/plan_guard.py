@@ -57,9 +57,10 @@ def main(argv: list[str]) -> int:
             reviewed, planned = changes(json.load(first)), changes(json.load(second))
         if reviewed == planned:
             return 0
-        differ = sorted({a for a, _, _ in reviewed} ^ {a for a, _, _ in planned} | {
-            a for (a, x, v), (b, y, w) in zip(reviewed, planned) if (a, x, v) != (b, y, w)
-        })
+        differ = sorted(
+            {a for a, _, _ in reviewed} ^ {a for a, _, _ in planned}
+            | {a for (a, x, v), (b, y, w) in zip(reviewed, planned, strict=False) if (a, x, v) != (b, y, w)}
+        )
         print(f"plan_guard: this plan is not the reviewed one; it differs at {', '.join(differ)}", file=sys.stderr)
         return 1
     print(__doc__, file=sys.stderr)
