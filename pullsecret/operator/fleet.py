@@ -227,8 +227,9 @@ def _gone_fix(app: Application, listed: listing.Listed, cluster_id: str, project
         # The finalizer's order: the delivery first, then the secret that made this findable (a rerun finds it),
         # then the cluster's own credentials at their source.
         data = app.delivery.cleanup(Leaving(listed.name, placement, kube_name), _deadline(app)).data
+        # DELETION_POLICY, as the finalizer applies it: Terraform grants secrets.delete only with DELETE.
         done = app.store.retention.delete_secret(
-            project=project, secret_id=secret_id, policy="DELETE", deadline=_deadline(app)
+            project=project, secret_id=secret_id, policy=settings.deletion_policy, deadline=_deadline(app)
         )
         revoked = app.source.revoke(cluster_id, _deadline(app)).get("revoked")
         return (

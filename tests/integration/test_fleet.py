@@ -215,3 +215,21 @@ def test_fleet_keeps_to_the_functions_project_rules_and_prints_hostile_ids_escap
     assert has_secret(world, LIVE) and kube(world, LIVE) is not None
     calls = admin.calls()["secretmanager"]
     assert calls.get("DeleteSecret", 0) == 0, calls
+
+
+def test_fix_applies_the_deletion_policy_a_disable_deployment_keeps_the_secret_disabled(
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under DELETION_POLICY=DISABLE, `fleet --fix` does to a gone cluster's secret what the finalizer does:
+    disables its versions and keeps it (Terraform grants secrets.delete only with DELETE)."""
+    monkeypatch.setenv("DELETION_POLICY", "DISABLE")
+    for cluster_id in (GONE, LIVE):  # the live cluster's project is the one fleet lists
+        seed_ready_cluster(admin, cluster_id)
+        assert cli("reconcile", cluster_id).returncode == 0
+    admin.delete_cluster(GONE)
+    grant_listing(world)
+    fixed = cli("fleet", "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert f"fixed: removed projects/{PROJECT_NUMBER}/secrets/{secret_id(GONE)} (disabled 1 version(s))" in fixed.stdout
+    assert has_secret(world, GONE)
+    assert [v["state"] for v in world.secretmanager.versions(PROJECT_ID, secret_id(GONE))] == ["DISABLED"]
