@@ -207,17 +207,12 @@ def _rekey_parser(commands: Any) -> None:
 
 
 def _service_limits(text: str) -> Any:
-    from pullsecret.source.base import RateLimits
+    from pullsecret.operator.rekey.request import parse_limits
 
-    minute, _, hour = text.partition(",")
     try:
-        per_minute = float(minute.removesuffix("/min"))
-        per_hour = float(hour.removesuffix("/h")) if hour else RateLimits().rotations_per_hour
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be N/min,M/h, got {text[:40]!r}") from None
-    if not (0 < per_minute <= 1e6 and 0 < per_hour <= 1e6):
-        raise argparse.ArgumentTypeError(f"each limit must be positive, got {text[:40]!r}")
-    return RateLimits(per_minute, per_hour)
+        return parse_limits(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,18 +354,7 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     if args.command == "rekey":
         from pullsecret.operator import rekey
 
-        request = rekey.Request(
-            ids=tuple(args.cluster_ids),
-            created_before=args.created_before,
-            compromise=args.compromise,
-            dry_run=args.dry_run,
-            watch=args.watch,
-            watch_timeout_s=args.watch_timeout,
-            page_size=args.page_size,
-            yes=args.yes,
-            own_identity=args.own_identity,
-            **({"limits": args.service_limits} if args.service_limits is not None else {}),
-        )
+        request = rekey.Request.from_arguments(args)
         return rekey.run(adapter, request, confirm=rekey.ask if sys.stdin.isatty() else None)
     if args.command == "reconcile" and args.dry_run:
         return _dry_run(adapter, args.cluster_id)

@@ -1,10 +1,10 @@
-"""The rekey command's publish pacing (pullsecret.operator.rekey._pace): the rate holds when slots are taken late."""
+"""The rekey command's publish pacing (operator/rekey/run.py's _pace): the rate holds when slots are taken late."""
 
 from __future__ import annotations
 
 import time
 
-from pullsecret.operator.rekey import _pace
+from pullsecret.operator.rekey.run import _pace
 
 
 def test_a_slot_taken_a_little_late_keeps_the_schedule() -> None:
@@ -32,7 +32,7 @@ def test_the_record_waits_for_a_write_slot_longer_than_an_event_would() -> None:
     """A save of the run's record shares the project's write pacer with the function's reconciles; with the
     bench's RETRY_DEADLINE of 8 s, a queue of 8.1 s stopped a 2,000-cluster run after 200 (exit 3). The command is
     no event: its record waits up to a minute, or RETRY_DEADLINE when that is longer."""
-    from pullsecret.operator.rekey import record_deadline_s
+    from pullsecret.operator.rekey.run import record_deadline_s
 
     assert record_deadline_s(8.0) == 60.0
     assert record_deadline_s(60.0) == 60.0

@@ -47,179 +47,46 @@ stragglers.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import math
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pullsecret.errors import AdapterError, RateLimited, TransientError
-from pullsecret.model import events, names, preconditions
-from pullsecret.operator import convergence
+from pullsecret.model import events, names
+from pullsecret.operator.rekey.listing import selected, selected_count
+from pullsecret.operator.rekey.request import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_NOTHING_DONE,
+    EXIT_OK,
+    EXIT_TRANSIENT,
+    EXIT_USAGE,
+    LEASE_S,
+    LOOKAHEAD,
+    MAX_RATE_LIMITED,
+    NODES_WARNING,
+    RECORD_WAIT_S,
+    REPLACE_NODEPOOLS,
+    UNKNOWN,
+    Out,
+    Plan,
+    Progress,
+    Request,
+    duration,
+    plan,
+    rfc3339,
+)
+from pullsecret.operator.rekey.views import dry_run, watch
 from pullsecret.publishing import Publisher, sentinel_event
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore.progress import A_REKEY, Ledger, RunRecord, UntrustedRecord, rekey_secret_id
-from pullsecret.source.base import Budget, RateLimits, Rekeyed, Rekeying
+from pullsecret.source.base import Rekeyed, Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
-
-PAGE_SIZE = 100
-LEASE_S = 600.0  # a run's hold on the record; each save renews it
-# The command is no event: a save of its record may wait for a Secret Manager write slot as long as the quota's
-# one-minute window can make it wait, however short the function's RETRY_DEADLINE (a save given up stops the run).
-RECORD_WAIT_S = 60.0
-REPORT_EVERY_S = 5.0
-# Source steps (the service's GET, rotation POST) started ahead of their cluster's publish slot; an interruption
-# leaves at most this many clusters rotated without their event, which the resume publishes (now newer).
-LOOKAHEAD = 4
-MAX_RATE_LIMITED = 5  # 429s one cluster's step honours before the run stops (and resumes when asked again)
-# The README's exit table: 0 done, 1 failed, 2 usage, 3 transient (try again), 4 nothing done, 5 configuration.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TRANSIENT, EXIT_NOTHING_DONE, EXIT_CONFIG = 0, 1, 2, 3, 4, 5
-Out = Callable[[str], None]
-DDR_LIMITS = RateLimits()  # the Pull Secret Service's DDR §3.5, per ServiceAccount
-UNKNOWN = "unknown to the HyperFleet API (python -m pullsecret fleet lists the cluster ids)"
-NODES_WARNING = (
-    "warning: on Google Cloud the nodes keep the revoked credential. HyperShift writes a changed pull secret to the "
-    "nodes' kubelet config.json only through its Global Pull Secret DaemonSet, which runs on AWS and Azure Replace "
-    "NodePools only (openshift/hypershift #6736, #7234, #8327); here the hosted cluster's Secrets get the new set, "
-    "but every existing node cannot pull an image it has not cached until its NodePool is replaced"
-)
-REPLACE_NODEPOOLS = (
-    "to give the nodes the new credential, replace each re-keyed cluster's NodePools: a NodePool rolls its nodes "
-    "when the pull secret's name changes (openshift/hypershift #8327), not its content; so create a new NodePool "
-    'and delete the old one (docs/lifecycle.md, "What a rotation by content update does on HyperShift")'
-)
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the operator asked: which clusters, how, and whether to only say what would happen."""
-
-    ids: tuple[str, ...] = ()  # empty: every cluster (or those --created-before selects)
-    created_before: float | None = None
-    compromise: bool = False
-    dry_run: bool = False
-    watch: bool = False
-    watch_timeout_s: float = 1800.0
-    page_size: int = PAGE_SIZE
-    yes: bool = False  # --yes: the compromise's warning read, go on without asking
-    own_identity: bool = False  # --own-identity: the command runs as a ServiceAccount of its own at the service
-    limits: RateLimits = DDR_LIMITS  # --service-limits: what the source's service allows one identity
-
-    def key(self, mode: str, cutoff: float) -> str:
-        """The record's key: the same request with the same cutoff finds its own record; a new incident does not."""
-        what = f"{mode}|{','.join(sorted(self.ids))}|{cutoff:.0f}|{self.compromise}"
-        return hashlib.sha256(what.encode()).hexdigest()[:16]
-
-    def cutoff(self, now: float) -> float:
-        """--created-before, else `now` rounded up to whole seconds (as printed, so that the resume command finds the
-        record; up, because the service's times are whole seconds: a credential minted in the run's first second
-        counts as before it, re-keyed rather than missed)."""
-        return self.created_before if self.created_before is not None else float(math.ceil(now))
-
-    def resume_command(self, cutoff: float) -> str:
-        words = ["python -m pullsecret rekey", *sorted(self.ids)]
-        words += ["--compromise"] if self.compromise else []
-        words += [f"--created-before {_rfc3339(cutoff)}"]
-        return " ".join(words)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The limits a run spends and the one that binds: its pace and the time it makes for `clusters`."""
-
-    budgets: tuple[Budget, ...]
-    clusters: int | None
-
-    @property
-    def binding(self) -> Budget:
-        return min(self.budgets, key=lambda b: b.clusters_per_second)
-
-    @property
-    def rate(self) -> float:
-        """Clusters a second (events published a second)."""
-        return max(self.binding.clusters_per_second, 1e-9)
-
-    def lines(self) -> list[str]:
-        found = []
-        for budget in self.budgets:
-            found.append(
-                f"  limit: {budget.limit}, spent by {budget.whose}: {budget.per_cluster:g} per cluster, "
-                f"{budget.clusters_per_second * 60:.1f} clusters/min"
-            )
-        binding = self.binding
-        took = _duration(self.clusters / self.rate) if self.clusters is not None else "?"
-        found.append(
-            f"  binding: {binding.limit} ({binding.whose}): {self.clusters if self.clusters is not None else '?'} "
-            f"cluster(s) take about {took}"
-        )
-        return found
-
-
-def plan(app: Application, request: Request, rekeying: Rekeying, clusters: int | None) -> Plan:
-    """The run's limits: Secret Manager's write quota for the events, and the source's service budgets."""
-    quota = Budget(
-        f"Secret Manager writes, {app.settings.publish_rate():g} events/s (SECRET_WRITE_QUOTA, PUBLISH_SHARE)",
-        "the clusters' project's write quota (the function's writes)",
-        1,
-        app.settings.publish_rate(),
-    )
-    service = rekeying.budgets(
-        compromise=request.compromise,
-        clusters=clusters or 0,
-        own_identity=request.own_identity,
-        limits=request.limits,
-    )
-    return Plan((quota, *service), clusters)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h" if seconds < 172_800 else f"{seconds / 86400:.1f} days"
-
-
-def parse_time(text: str) -> float:
-    """An RFC 3339 time (a date alone means its midnight UTC) as unix seconds; ValueError when not one."""
-    moment = events.parse_time(text)
-    if moment is None:
-        raise ValueError(f"not an RFC 3339 time: {text[:40]!r}")
-    return moment.timestamp()
-
-
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Progress:
-    """Progress lines while a run works: done / remaining / failed and the time left at the plan's pace."""
-
-    def __init__(self, out: Out, total: int | None, rate: float, clock: Callable[[], float]) -> None:
-        self.out, self.total, self.rate, self.clock = out, total, rate, clock
-        self.began = clock()
-        self.shown = self.began
-        self.handled = 0
-
-    def line(self, record: RunRecord, *, force: bool = False) -> None:
-        now = self.clock()
-        if not force and now - self.shown < REPORT_EVERY_S:
-            return
-        self.shown = now
-        done = record.rotated + record.current
-        remaining = max(0, self.total - done - record.failed) if self.total is not None else None
-        eta = _duration(remaining / self.rate) if remaining is not None and self.rate > 0 else "?"
-        self.out(
-            f"rekey: {done} done ({record.rotated} rotated, {record.current} already current), "
-            f"{remaining if remaining is not None else '?'} remaining, {record.failed} failed, ETA {eta}"
-        )
 
 
 def _pace(next_at: float, interval: float, sleep: Callable[[float], None]) -> float:
@@ -232,51 +99,6 @@ def _pace(next_at: float, interval: float, sleep: Callable[[float], None]) -> fl
     return max(next_at + interval, time.monotonic())
 
 
-def selected(app: Application, request: Request, after: str) -> Iterator[dict[str, Any]]:
-    """The selected clusters past `after`, in id order: the ids asked, or every cluster (keyset pages). A page that
-    does not move the cursor past `after` ends the listing with a TransientError (an API that ignores `search`
-    would otherwise answer the same page for ever), as the sweep's paging does."""
-    if request.ids:
-        for cluster_id in sorted(set(request.ids)):
-            if cluster_id > after:
-                cluster = app.hyperfleet.get_cluster(cluster_id)
-                yield cluster if cluster is not None else {"id": cluster_id, "_gone": True}
-        return
-    yield from _listed(app, request.page_size, after)
-
-
-def _listed(app: Application, page_size: int, after: str) -> Iterator[dict[str, Any]]:
-    """Every cluster past `after`, by keyset pages; raises TransientError when a full page does not move it."""
-    while True:
-        if after and not names.SAFE_CLUSTER_ID_RE.match(after):  # it goes into the search string
-            raise ValueError(f"not a cluster id: {after[:40]!r}")
-        search = f"id > '{after}'" if after else None
-        page, _ = app.hyperfleet.list_clusters(page=1, size=page_size, search=search, order="id asc")
-        moved = after
-        for listed in page:
-            listed_id = listed.get("id")
-            if isinstance(listed_id, str) and names.SAFE_CLUSTER_ID_RE.match(listed_id) and listed_id > moved:
-                moved = listed_id
-                yield listed
-        if len(page) < page_size:
-            return
-        if moved == after:
-            raise TransientError(
-                f"the HyperFleet API's cluster listing did not move past {after or 'the start'} (a full page, no id "
-                "after it: is `search` ignored?); stopping rather than listing the same page again",
-                reason="PagingStuck",
-                service="hyperfleet",
-            )
-        after = moved
-
-
-def _total(app: Application, request: Request) -> int | None:
-    if request.ids:
-        return len(set(request.ids))
-    _, total = app.hyperfleet.list_clusters(page=1, size=1)
-    return total
-
-
 def _claim(ledger: Ledger, key: str, *, cutoff: float, now: float, me: str, out: Out) -> RunRecord | tuple[int, str]:
     """This run's record (resumed or new, held by `me`), or (exit code, why) not to run."""
     try:
@@ -285,11 +107,11 @@ def _claim(ledger: Ledger, key: str, *, cutoff: float, now: float, me: str, out:
         out(f"rekey: the progress record {ledger.name} is not trusted ({exc.why}): set aside; this run starts anew")
         found = None
     if found is not None and found.holder and found.holder != me and found.lease_until > now:
-        return EXIT_TRANSIENT, f"another rekey run holds the record until {_rfc3339(found.lease_until)}; try again then"
+        return EXIT_TRANSIENT, f"another rekey run holds the record until {rfc3339(found.lease_until)}; try again then"
     if found is not None and found.key == key and found.done:
-        age = _duration(max(0.0, now - found.started))
+        age = duration(max(0.0, now - found.started))
         return EXIT_NOTHING_DONE, (
-            f"this request (cutoff {_rfc3339(found.cutoff)}) already finished: started {age} ago, {found.rotated} "
+            f"this request (cutoff {rfc3339(found.cutoff)}) already finished: started {age} ago, {found.rotated} "
             f"rotated, {found.current} already current, {found.failed} failed; nothing new to do. A new incident: "
             "run it without --created-before (the cutoff is then its start)"
         )
@@ -357,7 +179,7 @@ def run(
         out(f"error: {refused[1]}")
         return refused[0]
     if request.dry_run:
-        return _dry_run(app, request, rekeying, out)
+        return dry_run(app, request, rekeying, out)
     if request.compromise:
         stop = _confirmed(request, out, confirm)
         if stop is not None:
@@ -455,7 +277,7 @@ def _work(
     step = _Step(rekeying, request, record.cutoff, resumed=resumed, sleep=sleep)
 
     try:
-        total = _total(app, request)
+        total = selected_count(app, request)
         schedule = plan(app, request, rekeying, total)
         _announce(out, request, record, topic, schedule)
         interval = 1.0 / schedule.rate
@@ -548,7 +370,7 @@ def _announce(out: Out, request: Request, record: RunRecord, topic: str, schedul
     """Before the first cluster: what the run does, its limits, the one that binds and its time, how to resume."""
     out(
         f"rekey: {'resuming after ' + record.after if record.after else 'starting'}; credentials created before "
-        f"{_rfc3339(record.cutoff)} are {'revoked at once (compromise)' if request.compromise else 'rotated'}; "
+        f"{rfc3339(record.cutoff)} are {'revoked at once (compromise)' if request.compromise else 'rotated'}; "
         f"events to {topic}"
     )
     for line in schedule.lines():
@@ -609,7 +431,7 @@ def _save(ledger: Ledger, record: RunRecord, pending: list[Any], last: str, *, h
 def _summary(record: RunRecord, out: Out) -> int:
     out(
         f"rekey finished: {record.rotated} rotated, {record.current} already current or nothing to rotate, "
-        f"{record.failed} failed (started {_rfc3339(record.started)}, cutoff {_rfc3339(record.cutoff)})"
+        f"{record.failed} failed (started {rfc3339(record.started)}, cutoff {rfc3339(record.cutoff)})"
     )
     for cluster_id, why in record.failures.items():
         out(f"  failed {cluster_id}: {why}")
@@ -618,63 +440,3 @@ def _summary(record: RunRecord, out: Out) -> int:
     if record.failed and not record.rotated and all(why == UNKNOWN for why in record.failures.values()):
         return EXIT_NOTHING_DONE  # only unknown clusters asked: nothing done
     return EXIT_FAILED if record.failed else EXIT_OK
-
-
-def _dry_run(app: Application, request: Request, rekeying: Rekeying, out: Out) -> int:
-    """What a run would do, per cluster, and the limit that binds it; writing, rotating and asking nothing."""
-    cutoff = request.cutoff(time.time())
-    count = 0
-    unknown = 0
-    for cluster in selected(app, request, ""):
-        cluster_id = str(cluster["id"])
-        count += 1
-        if cluster.get("_gone"):
-            unknown += 1
-            out(f"  {cluster_id}: {UNKNOWN}")
-            continue
-        if cluster.get("deleted_time"):
-            out(f"  {cluster_id}: skipped (being deleted: its deletion revokes)")
-            continue
-        out(f"  {cluster_id}: {rekeying.preview(cluster_id, cutoff=cutoff, compromise=request.compromise)}")
-    if request.compromise:
-        out(NODES_WARNING)
-    schedule = plan(app, request, rekeying, count - unknown)
-    out(f"dry run: {count} cluster(s), credentials created before {_rfc3339(cutoff)}; the limits:")
-    for line in schedule.lines():
-        out(line)
-    if not app.settings.adapter_topic:
-        out("note: ADAPTER_TOPIC is not set: a run would refuse (exit 5); set it to the adapter's own topic")
-    out("nothing was rotated, revoked or published")
-    return EXIT_NOTHING_DONE if unknown and unknown == count else EXIT_OK
-
-
-def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
-    """Follow the selected clusters until each holds the source's current credentials; name the stragglers. A source
-    of each cluster's own credentials is asked once per cluster per pass (`held`): past the first half of the
-    command's per-minute budget (`--service-limits`: what the service's bucket holds), the reads of a pass are
-    spaced to half of it, the rest left to re-keys."""
-    began = time.monotonic()
-    half = request.limits.per_minute / 2
-    while True:
-        behind: dict[str, str] = {}
-        total = 0
-        for cluster in selected(app, request, ""):
-            if cluster.get("_gone") or cluster.get("deleted_time"):
-                continue
-            total += 1
-            if app.source.own_credentials and total > half:
-                sleep(60.0 / half)
-            cluster_id = str(cluster["id"])
-            statuses = app.hyperfleet.list_statuses(cluster_id)
-            ours = preconditions.statuses_by_adapter(statuses).get(app.settings.adapter_name) or {}
-            state = convergence.held(app, cluster_id, ours)
-            if state.state not in ("current", "none", "-"):
-                behind[cluster_id] = f"{state.state}: {state.why}"
-        out(f"watch: {total - len(behind)} of {total} hold the current credentials, {len(behind)} behind")
-        if not behind:
-            return EXIT_OK
-        if time.monotonic() - began >= request.watch_timeout_s:
-            for cluster_id, why in list(behind.items())[:50]:
-                out(f"  straggler {cluster_id}: {why}")
-            return EXIT_FAILED
-        sleep(REPORT_EVERY_S)
