@@ -162,7 +162,9 @@ class Provisioning:
         live_future = app.submit(app.delivery.probe, target.where, deadline)
         latest_future = None if fetch.ready else app.submit(app.store.reads.latest, target.secret_name, deadline)
         try:
-            merged, own_registries = merge.merged(fetch.pull_secret(self.act, deadline), self.act, app.settings)
+            newest = None if latest_future is None else latest_future.result
+            pulled = fetch.pull_secret(self.act, deadline, newest=newest)
+            merged, own_registries = merge.merged(pulled, self.act, app.settings)
             checks = app.registries.start(merged.secret, deadline, own=own_registries)
             latest = (
                 app.store.reads.latest(target.secret_name, deadline)

@@ -9,7 +9,9 @@ order, and knows nothing else of it:
   needed to start; a source that must ask a service may start its call here (on the shared pool) and answer
   `ready=False`. `first` says our status records no stored version (pullsecret.model.status_data.first_provisioning):
   a source may ask for what a first provisioning needs at once (the service's generate-or-retrieve);
-- `Fetch.pull_secret(act, deadline, create=True)`: the source's pull secret for the cluster (None: it has none),
+- `Fetch.pull_secret(act, deadline, create=True, newest=...)`: the source's pull secret for the cluster (None: it
+  has none; `newest` waits for the reconcile's own read of the cluster's newest stored version, for a source that
+  checks what it keeps against it without reading it again),
   its strings registered for redaction (logs.protect) before anything can print them; reconcile/merge.py merges it
   with the cluster's own `spec.pullSecret`; `create=False` (`reconcile --dry-run`) reads only, and raises
   `WouldCreate` where the reconcile would create something at the source (nothing started with `first` creates
@@ -54,6 +56,7 @@ from pullsecret.model.status_data import OwnData
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.reads import Latest
 from pullsecret.settings.common import Settings
 
 Out = Callable[[str], None]  # where the operator's lines go
@@ -70,8 +73,11 @@ class Fetch(Protocol):
     def wrote(self) -> bool:
         """True when `pull_secret` created something at the source (L1 of pullsecret.reconcile.finalize)."""
 
-    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret | None:
-        """`create=False` (a dry run): read only; raises WouldCreate when the source would create it."""
+    def pull_secret(
+        self, act: Act, deadline: Deadline, *, create: bool = True, newest: Callable[[], Latest] | None = None
+    ) -> PullSecret | None:
+        """`create=False` (a dry run): read only; raises WouldCreate when the source would create it. `newest`:
+        the reconcile's read of the cluster's newest stored version (None: the source reads it if it must)."""
 
     def status_data(self) -> OwnData: ...
 

@@ -49,6 +49,8 @@ def test_the_steady_state_asks_the_service_nothing_within_the_ttl(make_adapter: 
     world.book.reset_counters()
     assert [deliver(adapter) for _ in range(5)] == ["unchanged"] * 5
     assert api_calls(admin) == {}  # five Sentinel events, no service request
+    # The kept answer is checked against the newest version the reconcile reads anyway: one read per event, not two.
+    assert admin.calls()["secretmanager"].get("AccessSecretVersion") == 5
     # A failed event makes the next one ask: Secret Manager unavailable once, then the service is read again.
     admin.fault(service="secretmanager", method="AccessSecretVersion", code="UNAVAILABLE", count=100)
     assert deliver(adapter) == "transient"

@@ -235,7 +235,7 @@ SOURCE = {
             def __init__(self, cluster_id):
                 self.cluster_id = cluster_id
 
-            def pull_secret(self, act, deadline, *, create=True):
+            def pull_secret(self, act, deadline, *, create=True, newest=None):
                 MINTED.setdefault(self.cluster_id, 1)
                 return document(MINTED[self.cluster_id])
 

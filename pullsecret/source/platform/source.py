@@ -9,6 +9,7 @@ process (pullsecret.source.platform.rekey).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pullsecret.doctor.kit import DoctorCheck
@@ -24,6 +25,7 @@ from pullsecret.model.status_data import OwnData
 from pullsecret.publishing import Publisher
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.reads import Latest
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Notified, Source, Wiring
 from pullsecret.source.platform import doctor, rotation
@@ -47,7 +49,10 @@ class PlatformFetch:
     def wrote(self) -> bool:
         return False  # a shared secret: nothing is created for one cluster
 
-    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
+    def pull_secret(
+        self, act: Act, deadline: Deadline, *, create: bool = True, newest: Callable[[], Latest] | None = None
+    ) -> PullSecret:
+        del newest  # one secret for every cluster: nothing of a cluster's own to check against its stored version
         raw = self.cached
         if raw is None:
             with log.step("secretmanager.read_source"):

@@ -66,6 +66,7 @@ from pullsecret.model.status_data import OwnData
 from pullsecret.registry.expiring import Expiring
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import SecretStore
+from pullsecret.secretstore.reads import Latest
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Source, Wiring, WouldCreate
 from pullsecret.source.service.api import (
@@ -100,11 +101,13 @@ class ServiceFetch:
         self._answer: ServiceAnswer | None = None
         self.wrote = False  # a POST was sent (it may have minted even when its answer was lost)
 
-    def pull_secret(self, act: Act, deadline: Deadline, *, create: bool = True) -> PullSecret:
+    def pull_secret(
+        self, act: Act, deadline: Deadline, *, create: bool = True, newest: Callable[[], Latest] | None = None
+    ) -> PullSecret:
         """The cluster's credentials: known within the TTL (and still what is stored), else asked; generated when
         the service holds none (`create=False`, a dry run: raises WouldCreate instead, having sent only a GET, first
         provisioning or not). Raises TransientError/TerminalError."""
-        if self._known is not None and self._source.still_stored(self._cluster_id, self._known, act, deadline):
+        if self._known is not None and self._source.still_stored(self._cluster_id, self._known, act, deadline, newest):
             self._answer = self._known
             return self._known.pull_secret
         post = create and act.region and (self._first or self._source.rekeyed(self._cluster_id))
@@ -197,13 +200,22 @@ class ServiceSource(Source):
             if self.ttl_s > 0 and self._store is not None:
                 self._known.put(cluster_id, answer, self.ttl_s)
 
-    def still_stored(self, cluster_id: str, answer: ServiceAnswer, act: Act, deadline: Deadline) -> bool:
+    def still_stored(
+        self,
+        cluster_id: str,
+        answer: ServiceAnswer,
+        act: Act,
+        deadline: Deadline,
+        newest: Callable[[], Latest] | None = None,
+    ) -> bool:
         """The newest version of the cluster's secret holds each of the kept answer's credentials as it is (an
-        instance that delivered a re-key since stored others); otherwise the kept answer is forgotten."""
+        instance that delivered a re-key since stored others); otherwise the kept answer is forgotten. `newest`: the
+        reconcile's own read of that version, waited for here rather than read twice."""
         assert self._store is not None  # remember() keeps nothing without it
         secret_id = self._secret_id_template.format(cluster_id=cluster_id)
         with log.step(f"{SERVICE}.kept", secret_id=secret_id) as fields:
-            latest = self._store.reads.latest(names.secret_name(act.project_id, secret_id), deadline)
+            name = names.secret_name(act.project_id, secret_id)
+            latest = newest() if newest is not None else self._store.reads.latest(name, deadline)
             stored = _fingerprints(latest.data)
             kept = answer.pull_secret.registry_fingerprints()
             fields["result"] = "stored" if all(stored.get(r) == fp for r, fp in kept.items()) else "changed"
