@@ -17,6 +17,8 @@ import ssl
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
+from pullsecret.logs import answer_text
+
 T = TypeVar("T")
 
 
@@ -154,8 +156,9 @@ def kube_reason(exc: Any) -> str:
 
 
 def kube_message(exc: Any) -> str:
-    """The `message` of a Kubernetes Status body (the API server redacts secret contents in it)."""
-    return str(_status_body(exc).get("message") or "")[:300]
+    """The `message` of a Kubernetes Status body (the API server redacts secret contents in it), scrubbed of our own
+    credentials too, then cut to 300 printable characters."""
+    return answer_text(str(_status_body(exc).get("message") or ""), 300)
 
 
 def is_retryable_kube(exc: BaseException) -> bool:

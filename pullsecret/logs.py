@@ -6,6 +6,12 @@ stack trace carry the Error Reporting `@type` so they are grouped there.  Every 
 hold secret material is scrubbed by `Redactor` before the line is serialised; field names (ours, never secret
 material) and the JSON structure are never touched, so a credential such as `", "` or `severity` cannot make
 a line invalid JSON or rename its keys.
+
+Two sets of strings are scrubbed: the event's (`protect`: its pull secrets, the registry tokens of its checks) and
+the process's own credentials (`hold`: every token the adapter reads, mints or fetches, registered when it is read
+or minted and again when it is used; they outlive events, so the CLI's texts are scrubbed of them too). Text that a
+service answered (a problem detail, a title) reaches a message only through `answer_text`: scrubbed of both and of
+anything shaped like a bearer token or a JWT, then cut.
 """
 
 from __future__ import annotations
@@ -17,13 +23,13 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from pullsecret.redaction import Redactor
+from pullsecret.redaction import Held, Redactor, bounded, redact
 
 _LEVELS = {"DEBUG": 10, "INFO": 20, "NOTICE": 25, "WARNING": 30, "ERROR": 40, "CRITICAL": 50, "OFF": 100}
 _ERROR_REPORTING_TYPE = "type.googleapis.com/google.devtools.clouderrorreporting.v1beta1.ReportedErrorEvent"
@@ -95,6 +101,37 @@ def protect(values: Iterable[str]) -> None:
         ctx.redactor.add(values)
 
 
+# The process's own credentials (module docstring); one per process, as the credentials are.
+_held = Held()
+
+
+def hold(values: Iterable[str]) -> None:
+    """Register credentials the process holds (a token read, minted or fetched): never printed, in or out of events."""
+    _held.add(values)
+
+
+def _redactors() -> tuple[Redactor, ...]:
+    held = _held.redactor
+    own = current().redactor
+    return (own, held) if len(held) else (own,)
+
+
+def scrub(text: str) -> str:
+    """`text` without any string of this event's or of the process's credentials."""
+    return redact(text, _redactors())
+
+
+def answer_text(text: str, limit: int) -> str:
+    """A service's answer text (a problem detail, a title, a header) fit for a message, a status or a log line:
+    scrubbed of every registered string and credential shape, then cut to `limit` printable characters."""
+    return bounded(text, limit, _redactors())
+
+
+def scrubbed(value: Any) -> Any:
+    """`value` (a JSON-like document, e.g. a status body) with every string in it scrubbed as a log line's are."""
+    return _scrubbed(value, _scrubber(current().redactor))
+
+
 class Logger:
     """Writes Cloud Logging structured lines; thread-safe; level from configuration."""
 
@@ -140,7 +177,7 @@ class Logger:
             entry["@type"] = _ERROR_REPORTING_TYPE
             entry["stack_trace"] = "".join(traceback.format_exception(exc))
             entry["message"] = f"{message}\n{entry['stack_trace']}"
-        line = _ENCODER.encode(_scrubbed(entry, ctx.redactor))
+        line = _ENCODER.encode(_scrubbed(entry, _scrubber(ctx.redactor)))
         stream = self._stream or sys.stdout
         with self._lock:
             stream.write(line + "\n")
@@ -195,19 +232,27 @@ def did(fields: dict[str, Any]) -> str:
     return "done"
 
 
-def _scrubbed(value: Any, redactor: Redactor) -> Any:
+def _scrubber(own: Redactor) -> Callable[[str], str]:
+    """The event's redactor's scrub, with the process's credentials' when it holds any."""
+    held = _held.redactor
+    if not len(held):
+        return own.scrub
+    both = (own, held)
+    return lambda text: redact(text, both)
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
     """`value` with every string in it scrubbed; keys and structure unchanged, other objects as their text."""
     if isinstance(value, str):
-        return redactor.scrub(value)
+        return scrub(value)
     if isinstance(value, dict):
-        scrub = redactor.scrub
         # Strings (most values) without a call per value; the rest recursively.
-        return {key: scrub(item) if type(item) is str else _scrubbed(item, redactor) for key, item in value.items()}
+        return {key: scrub(item) if type(item) is str else _scrubbed(item, scrub) for key, item in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [_scrubbed(item, redactor) for item in value]
+        return [_scrubbed(item, scrub) for item in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value
-    return redactor.scrub(str(value))
+    return scrub(str(value))
 
 
 log = Logger()

@@ -14,6 +14,14 @@ Cost model (a cluster owner chooses how many strings a pull secret registers, up
 Two tiers keep that cheap when strings arrive one by one (a registry token per handshake) after thousands arrived
 at once (every form of the pull secret, registered up front): late strings go to a small second matcher, merged
 into the first once they outnumber a quarter of it. Thread-safe: registry jobs add while lines are logged.
+
+Two more pieces, for the text a service answers (a problem detail, a title, a message), which may quote what it was
+sent (RFC 9457 §5: problem details can leak what the server saw):
+- `Held`: the credentials the process itself holds (its tokens, read from a file, minted or fetched; they outlive any
+  one event), the newest KEEP of them, scrubbed wherever an event's own strings are;
+- `bounded`: answer text redacted first, then cut (a secret straddling the cut would otherwise leave its prefix), and
+  with `shapes` every credential-shaped token redacted too, registered or not: a value after `Bearer` or after an
+  `Authorization` header name (RFC 6750 §2.1 b64token), and a compact JWS/JWT (RFC 7515 §7.1, its header `eyJ`).
 """
 
 from __future__ import annotations
@@ -27,6 +35,12 @@ REDACTED = "[REDACTED]"
 MIN_SECRET = 4  # shorter strings are not registered (they would redact ordinary words)
 SMALL = 256
 WINDOW = MIN_SECRET
+# Group 1: a credential after a bearer scheme or after `Authorization:` and any scheme; group 2: a compact JWS.
+# At least 8 characters, so that a scheme's parameters (`Bearer realm="..."`) stay readable.
+_SHAPES = re.compile(
+    r"(?:\b(?i:bearer)\s+|\b(?i:authorization)[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w.-]*\s+)([A-Za-z0-9\-._~+/]{8,}=*)"
+    r"|\b(eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)"
+)
 
 
 class _Regex:
@@ -96,6 +110,9 @@ class Redactor:
     def __repr__(self) -> str:
         return f"Redactor({len(self._known)} strings)"
 
+    def __len__(self) -> int:
+        return len(self._known)
+
     def add(self, values: Iterable[str]) -> None:
         with self._lock:
             for value in values:
@@ -122,11 +139,71 @@ class Redactor:
         """`text` with the union of every occurrence of every registered string replaced: overlapping or nested
         occurrences (`abcdefgh` and `efghijkl` in `abcdefghijkl`) are one span, one REDACTED, so no part of any
         secret survives; spans that only touch stay apart."""
+        spans = self.occurrences(text)
+        if not spans:
+            return text
+        return _replace(text, _union(spans))
+
+    def occurrences(self, text: str) -> list[tuple[int, int]]:
+        """Every (start, end) of a registered string in `text`, overlapping ones included (not merged)."""
         bulk, late = self._matchers()
         hits = set(bulk.hits(text)) | set(late.hits(text))
-        if not hits:
-            return text
-        return _replace(text, _union(_occurrences(text, hits)))
+        return _occurrences(text, hits) if hits else []
+
+
+class Held:
+    """The credentials the process holds, the newest `keep` of them (a token held again becomes the newest); their
+    redactor is replaced whole when the oldest is dropped. Thread-safe."""
+
+    KEEP = 32
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._values: dict[str, None] = {}
+        self.redactor = Redactor()
+
+    def __repr__(self) -> str:
+        return f"Held({len(self._values)} credentials)"
+
+    def add(self, values: Iterable[str]) -> None:
+        with self._lock:
+            for value in values:
+                if not value or len(value) < MIN_SECRET:
+                    continue
+                if value in self._values:
+                    del self._values[value]
+                    self._values[value] = None
+                    continue
+                self._values[value] = None
+                if len(self._values) <= self._keep:
+                    self.redactor.add([value])
+                    continue
+                del self._values[next(iter(self._values))]
+                fresh = Redactor()
+                fresh.add(self._values)
+                self.redactor = fresh
+
+
+def shaped(text: str) -> list[tuple[int, int]]:
+    """Every (start, end) of a credential-shaped token in `text` (the module's docstring says which shapes)."""
+    return [match.span(1) if match.group(1) else match.span(2) for match in _SHAPES.finditer(text)]
+
+
+def redact(text: str, redactors: Iterable[Redactor], *, shapes: bool = False) -> str:
+    """`text` with every string any of `redactors` holds (and with `shapes`, every credential-shaped token) replaced,
+    overlapping occurrences as one span (as `Redactor.scrub`)."""
+    spans = [span for redactor in redactors for span in redactor.occurrences(text)]
+    if shapes:
+        spans += shaped(text)
+    return _replace(text, _union(spans)) if spans else text
+
+
+def bounded(text: str, limit: int, redactors: Iterable[Redactor]) -> str:
+    """A service's answer text fit for a message: redacted (registered strings and credential shapes) BEFORE it is
+    cut to `limit` characters, each character that is not printable shown as `?`."""
+    redacted = redact(text, redactors, shapes=True)
+    return "".join(c if c.isprintable() else "?" for c in redacted[:limit])
 
 
 def _occurrences(text: str, secrets: Iterable[str]) -> list[tuple[int, int]]:

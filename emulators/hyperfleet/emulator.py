@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from emulators import hostile
 from emulators.faults import FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.hyperfleet.answers import database_unavailable, problem, rfc3339
@@ -380,6 +381,11 @@ class HyperFleetEmulator(HTTPEmulator):
             reply = Reply.drop(code)
         elif code == "503-database":  # the database connection lost for this one call
             reply, expected = database_unavailable(request.path), True
+        elif hostile.handles(code):  # emulators/hostile.py: an echo of the Authorization header, a redirect
+            reply, expected = (
+                hostile.reply(code, request, lambda status, detail: problem(status, detail, request.path)),
+                True,
+            )
         elif code is not None:
             reply = problem(int(code), "injected fault", request.path)
             expected = True

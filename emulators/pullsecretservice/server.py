@@ -19,8 +19,10 @@ Every API call is rate-limited per authenticated ServiceAccount as §3.5 says (l
 Faults come from the stack's FaultBook, service `pullsecretservice`, one method per operation: `post`, `get`,
 `delete`, `rotations.post`, `rotations.list`, `rotations.get`; an HTTP status (`"503"`) answers that status as
 problem+json (429 with `Retry-After`, §3.5), `"reset"`/`"timeout"`/`"drip"` act on the connection, and
-`lost_response` applies the call before answering the code. `create.quay` / `create.rhit` fail that registry's
-API during a generate (§3.3.1: 500, all or nothing, the credentials created before it kept for the retry).
+`lost_response` applies the call before answering the code; `"echo-authorization"` and the redirects (`"307"`, ...)
+are emulators/hostile.py's (a problem quoting the request's Authorization header; a move to another host).
+`create.quay` / `create.rhit` fail that registry's API during a generate (§3.3.1: 500, all or nothing, the
+credentials created before it kept for the retry).
 
 Admin routes (relative to the stack admin's `/pullsecretservice`, or `/_emulator` on the emulator itself), the
 table `admin_routes()` below: `GET /state`, `POST /reset`, `POST /clusters/{id}/rotation` (start one: a new set
@@ -36,6 +38,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any, ClassVar
 
+from emulators import hostile
 from emulators.faults import LOST_RESPONSE, FaultBook, ServiceControl
 from emulators.httpbase import HTTPEmulator, Reply, Request
 from emulators.idtoken import Jwks
@@ -260,6 +263,8 @@ class PullSecretServiceEmulator(HTTPEmulator):
         if code is not None and not lost:
             if code in ("reset", "timeout"):
                 return Reply.drop(code)
+            if hostile.handles(code):
+                return hostile.reply(code, request, lambda status, detail: self._fault(status, request.path, detail))
             if code != "drip":
                 return self._fault(int(code), request.path)
         identity, refusal = self.access.check(request.header("Authorization"), verb)
@@ -322,9 +327,9 @@ class PullSecretServiceEmulator(HTTPEmulator):
             404, "HYPERFLEET-NTF-000", f"No endpoint {method} {path}", slug="not-found", title="Endpoint Not Found"
         )
 
-    def _fault(self, status: int, instance: str) -> Reply:
+    def _fault(self, status: int, instance: str, detail: str = "injected fault") -> Reply:
         slug, title, code = _FAULT_PROBLEMS.get(status, ("error", "Error", "HYPERFLEET-INT-001"))
-        return problem(ServiceError(status, code, "injected fault", slug=slug, title=title), instance)
+        return problem(ServiceError(status, code, detail, slug=slug, title=title), instance)
 
     def _generate(self, cluster_id: str, request: Request) -> Reply:
         body = _json_object(request)

@@ -91,6 +91,8 @@ def _api_fix(ctx: Context, exc: AdapterError) -> str:
         )
     if exc.reason == "EndpointNotFound":
         return "HYPERFLEET_API_URL reaches no HyperFleet API route: set hyperfleet_api_url to the API's base URL"
+    if exc.reason == "EndpointRedirected":
+        return "HYPERFLEET_API_URL answers a redirect: set hyperfleet_api_url to the URL the API answers at"
     if exc.reason == "PermissionDenied":
         return f"the API or its gateway must let {ctx.runtime} list clusters and report statuses"
     return "make HYPERFLEET_API_URL reachable from where this runs (DNS, firewall, the function's VPC egress)"

@@ -34,6 +34,7 @@ import urllib3
 from google.api_core import exceptions as gexc
 
 from pullsecret import outbound
+from pullsecret.logs import answer_text
 
 API = "https://container.googleapis.com"
 _OK = 200
@@ -108,7 +109,7 @@ def api_error(status: int, body: bytes) -> gexc.GoogleAPICallError:
         error = None
     name = error.get("status") if isinstance(error, dict) else None
     said = error.get("message") if isinstance(error, dict) else None
-    message = f"GetCluster answered HTTP {status}" + (f": {said[:300]}" if isinstance(said, str) else "")
+    message = f"GetCluster answered HTTP {status}" + (f": {answer_text(said, 300)}" if isinstance(said, str) else "")
     if isinstance(name, str) and name != "OK":
         import grpc  # loaded already: google.api_core.exceptions imports it
 

@@ -1,5 +1,9 @@
 """What the HyperFleet API's answers mean: problem codes, refusals of our token, and the configuration errors a
 status code reveals (docs/contract.md §2's table). The client (hyperfleet/client.py) asks; nothing here calls.
+
+Text the API (or a proxy in front of it) wrote, a problem's `detail` or `title`, a `Content-Type`, a `Location`,
+reaches a message only through `logs.answer_text`: scrubbed of every registered secret and credential shape (an
+answer that echoes our `Authorization` header), then cut.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pullsecret.errors import TerminalError, TransientError
-from pullsecret.logs import log
+from pullsecret.logs import answer_text, log
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 REFUSED = (401, 403)
@@ -135,10 +139,34 @@ def json_of(response: Answer, what: str) -> Any:
     except (ValueError, RecursionError):
         # A 2xx that is not JSON is a proxy or a broken deployment, not the cluster's fault.
         raise TransientError(
-            f"{what}: HyperFleet API returned a non-JSON body ({content_type[:60] or 'no content type'})",
+            f"{what}: HyperFleet API returned a non-JSON body ({answer_text(content_type, 60) or 'no content type'})",
             reason="DependencyUnavailable",
             service="hyperfleet",
         ) from None
+
+
+def redirected(response: Answer, what: str, *, base_url: str) -> TransientError:
+    """A 3xx the client did not follow (another host, a loop, no `Location`): HYPERFLEET_API_URL moved, or a proxy in
+    front of the API redirects. A configuration error of the deployment, never the cluster's: ERROR, redelivered."""
+    target = response.headers.get("Location") or ""
+    try:
+        shown = answer_text(shown_url(target.strip()), 200)
+    except ValueError:  # a port out of range: the URL cannot be shown as one
+        shown = ""
+    message = (
+        f"{what}: HYPERFLEET_API_URL {base_url} answered {response.status_code}, a redirect to "
+        f"{shown or 'no Location'}; a configuration error: set HYPERFLEET_API_URL to the URL the API answers at; "
+        "the event will be redelivered"
+    )
+    log.error(
+        message,
+        operation="hyperfleet.route",
+        error_kind="configuration",
+        reason="EndpointRedirected",
+        http_status=response.status_code,
+        service="hyperfleet",
+    )
+    return TransientError(message, reason="EndpointRedirected", service="hyperfleet")
 
 
 def wrong_method(response: Answer, what: str, *, method: str, base_url: str, status_method: str) -> TransientError:
@@ -187,12 +215,12 @@ def shown_url(url: str) -> str:
 
 
 def problem_title(response: Answer) -> str:
-    """' (detail)' from a problem+json answer, or ''."""
+    """' (detail)' from a problem+json answer, scrubbed, then cut to 200 printable characters; or ''."""
     try:
         problem = response.json()
     except (ValueError, RecursionError):
         return ""
     if not isinstance(problem, dict):
         return ""
-    title = str(problem.get("detail") or problem.get("title") or "")[:200]
+    title = answer_text(str(problem.get("detail") or problem.get("title") or ""), 200)
     return f" ({title})" if title else ""

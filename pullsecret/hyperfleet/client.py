@@ -41,7 +41,7 @@ from pullsecret.hyperfleet import answers, budget, jsonsplit
 from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
 from pullsecret.identity.bearer import ApiCredential, hyperfleet_credential
 from pullsecret.identity.google import RuntimeIdentity
-from pullsecret.logs import log
+from pullsecret.logs import log, scrub, scrubbed
 from pullsecret.settings.common import Settings
 
 _PAGE_SIZE = 100
@@ -137,6 +137,8 @@ class HyperFleetClient:
             return answers.refused(response, what, base_url=base_url, remedy=remedy)
         if code == 404 and problem not in answers.GONE_CODES:
             return answers.no_route(response, what, base_url=base_url)
+        if 300 <= code < 400:
+            return answers.redirected(response, what, base_url=base_url)
         return None
 
     def _send(
@@ -226,7 +228,10 @@ class HyperFleetClient:
         """Send the adapter status; returns 201 (stored) or 204 (discarded as stale) or raises."""
         what = f"report status of cluster {cluster_id}"
         response = self._request(
-            self._status_method, f"/clusters/{quote(cluster_id, safe='')}/statuses", what=what, json_body=body
+            self._status_method,
+            f"/clusters/{quote(cluster_id, safe='')}/statuses",
+            what=what,
+            json_body=_scrubbed(body),
         )
         if response.status_code in (200, 201, 204):
             return response.status_code
@@ -304,6 +309,21 @@ class HyperFleetClient:
             else:
                 kept.append(item)
         return kept, total
+
+
+def _scrubbed(body: dict[str, Any]) -> dict[str, Any]:
+    """A status body with its free text (each condition's message, `data`) scrubbed as a log line's strings are, so
+    whoever reads cluster statuses never reads a credential; its vocabulary (types, statuses, reasons) as it is."""
+    conditions = body.get("conditions")
+    shown = dict(body)
+    if isinstance(conditions, list):
+        shown["conditions"] = [
+            {**c, "message": scrub(c["message"])} if isinstance(c, dict) and isinstance(c.get("message"), str) else c
+            for c in conditions
+        ]
+    if "data" in body:
+        shown["data"] = scrubbed(body["data"])
+    return shown
 
 
 def _unparseable(what: str, body: bytes) -> UnparseableCluster:

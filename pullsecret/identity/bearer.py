@@ -19,7 +19,9 @@ The HyperFleet API (HYPERFLEET_API_AUTH) and the Pull Secret Service (PULL_SECRE
   (HYPERFLEET_API_AUTH_SCHEME).
 
 All: thread-safe, `scheme` is the Authorization header's scheme, `refresh(refused)` after a refusal says whether
-another token is there to try, and no token nor any part of one reaches a repr, a message or a log line.
+another token is there to try, and no token nor any part of one reaches a repr, a message or a log line: each token
+is registered with the process's redaction (`logs.hold`) when it is read or minted and whenever it is handed out, so
+a service that quotes it back (a problem detail echoing `Authorization`) has it scrubbed from the message.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pullsecret.errors import TransientError
 from pullsecret.gke.api import GkeClusters
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.identity.satoken import ServiceAccountToken
+from pullsecret.logs import hold
 from pullsecret.settings.common import Settings
 from pullsecret.settings.token_source import TokenSource
 
@@ -103,6 +106,7 @@ class BearerToken:
             ) from None
         if not value:
             raise TransientError(f"{self.setting} is empty", reason="CredentialsUnavailable", service=self.service)
+        hold([value])
         return value
 
     def current(self) -> str:
@@ -112,6 +116,7 @@ class BearerToken:
             if self._value is None or now - self._read_at >= self._max_age_s:
                 self._value = self._read()
                 self._read_at = now
+            hold([self._value])
             return self._value
 
     def refresh(self, refused: str) -> bool:
@@ -230,6 +235,7 @@ class GoogleIdToken:
             raise TransientError(
                 "the metadata server returned no ID token", reason="CredentialsUnavailable", service="metadata"
             )
+        hold([token])
         return token
 
     def current(self) -> str:
@@ -238,6 +244,7 @@ class GoogleIdToken:
             credentials = self._credentials
             if credentials is None or not credentials.valid or not isinstance(credentials.token, str):
                 return self._mint()
+            hold([credentials.token])
             return credentials.token
 
     def refresh(self, refused: str) -> bool:

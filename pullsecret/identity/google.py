@@ -15,6 +15,7 @@ import google.auth.transport.requests
 from google.auth.credentials import Credentials
 
 from pullsecret.errors import TransientError
+from pullsecret.logs import hold
 
 CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -46,7 +47,8 @@ class RuntimeIdentity:
             return self._project_id
 
     def token(self) -> str:
-        """A valid access token, refreshed when google-auth considers it (nearly) expired."""
+        """A valid access token, refreshed when google-auth considers it (nearly) expired; held for redaction (it is
+        sent to GKE and to clusters' API servers, whose answers may quote it)."""
         with self._lock:
             credentials = self._load()
             if not credentials.valid:
@@ -60,6 +62,7 @@ class RuntimeIdentity:
                     ) from None
             token = credentials.token
             assert isinstance(token, str)
+            hold([token])
             return token
 
     def invalidate(self) -> None:

@@ -20,7 +20,9 @@ Invariants:
 3. After a refusal, `refresh` mints once more; a token that itself came from such a refresh and is refused again is
    not re-minted for REMINT_AFTER_S (the caller then reports one ERROR line and the event is redelivered): a
    refusal no new token changes (the allow-list, the audience) costs one extra TokenRequest, not one per call.
-4. The token never reaches a repr, a message or a log line; the ERROR lines name the settings and the fix.
+4. The token never reaches a repr, a message or a log line; the ERROR lines name the settings and the fix. It is
+   registered with the process's redaction (`logs.hold`) when minted and whenever handed out, so an answer that
+   quotes it back is scrubbed (the runtime identity's access token sent here is held the same way).
 A failed mint is our configuration or an outage, never the cluster's: TransientError (the event is redelivered).
 """
 
@@ -41,7 +43,7 @@ from pullsecret.errors import AdapterError, TransientError
 from pullsecret.gke.api import GkeClusters
 from pullsecret.gke.endpoints import Endpoint, choose_endpoint, get_cluster
 from pullsecret.identity.google import RuntimeIdentity
-from pullsecret.logs import log
+from pullsecret.logs import hold, log
 from pullsecret.retrying import Deadline
 from pullsecret.settings.token_source import TokenSource
 
@@ -102,6 +104,7 @@ class ServiceAccountToken:
             if self._token is None or self._clock() >= self._renew_at:
                 self._mint()
             assert self._token is not None
+            hold([self._token])
             return self._token
 
     def refresh(self, refused: str) -> bool:
@@ -143,6 +146,7 @@ class ServiceAccountToken:
             raise self._failure("the TokenRequest answer has no token", alert=False) from None
         if not isinstance(token, str) or not token or seconds <= 0:
             raise self._failure("the TokenRequest answer has no token", alert=False)
+        hold([token])
         self._token = token
         self._renew_at = started + RENEW_AT * min(seconds, EXPIRATION_SECONDS)
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from pullsecret import configured
 from pullsecret.errors import ConfigError
+from pullsecret.logs import answer_text
 from pullsecret.operator.settings import RESULT_VARIABLES
 
 FUNCTION_RE = re.compile(r"^projects/([^/]+)/locations/([^/]+)/functions/([^/]+)$")
@@ -107,7 +108,7 @@ def read(function: str, *, run: Runner = _run) -> dict[str, str]:
     except subprocess.TimeoutExpired:
         raise DeployedUnknown(f"gcloud functions describe took longer than {GCLOUD_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
-        raise DeployedUnknown(f"gcloud functions describe {function} failed: {said(done.stderr)[:300]}")
+        raise DeployedUnknown(f"gcloud functions describe {function} failed: {answer_text(said(done.stderr), 300)}")
     try:
         return environment_of(json.loads(done.stdout))
     except ValueError:

@@ -8,6 +8,7 @@ import pytest
 
 from pullsecret.errors import RateLimited, TerminalError, TransientError
 from pullsecret.logs import event_context, protect
+from pullsecret.source.service import answers
 from pullsecret.source.service import api as service_api
 from pullsecret.source.service.api import PullSecretServiceClient, _Answer
 
@@ -35,7 +36,7 @@ def problem(status: int, code: str | None = None, detail: str = "") -> _Answer:
 def test_each_answer_class_is_transient_or_terminal_as_the_ddr_says(
     answer: _Answer, kind: type[Exception], reason: str
 ) -> None:
-    failure = CLIENT._failure(answer, "generate")
+    failure = answers.failure(answer, "generate")
     assert type(failure) is kind
     assert isinstance(failure, (TransientError, TerminalError))
     assert failure.reason == reason and failure.service == "pullsecretservice"
@@ -55,13 +56,13 @@ def test_a_429_carries_the_wait_it_asks_for(headers: dict[str, str], extension: 
     body = {"status": 429, "code": "HYPERFLEET-LMT-001", "detail": "Rate limit exceeded: 100 requests per minute"}
     if extension is not None:
         body["retry_after_seconds"] = extension
-    failure = CLIENT._failure(_Answer(429, headers, json.dumps(body).encode()), "revoke")
+    failure = answers.failure(_Answer(429, headers, json.dumps(body).encode()), "revoke")
     assert isinstance(failure, RateLimited) and failure.retry_after_s == wait_s
     assert f"retry after {wait_s:g} s" in failure.message
 
 
 def test_a_terminal_refusal_names_the_service_and_its_code() -> None:
-    failure = CLIENT._failure(problem(400, "HYPERFLEET-VAL-001", "Invalid cloud provider: x"), "generate")
+    failure = answers.failure(problem(400, "HYPERFLEET-VAL-001", "Invalid cloud provider: x"), "generate")
     assert "HYPERFLEET-VAL-001" in failure.message and "Invalid cloud provider" in failure.message
 
 
@@ -69,7 +70,7 @@ def test_problem_details_are_bounded_printable_and_redacted() -> None:
     secret = "s3cr3t-token-value"
     with event_context(labels={}, trace=None):
         protect([secret])
-        failure = CLIENT._failure(problem(400, detail=f"bad token {secret}\x1b[31m" + "x" * 5000), "generate")
+        failure = answers.failure(problem(400, detail=f"bad token {secret}\x1b[31m" + "x" * 5000), "generate")
     assert secret not in failure.message and "\x1b" not in failure.message
     assert len(failure.message) < 400
 
@@ -84,7 +85,7 @@ def test_problem_details_are_bounded_printable_and_redacted() -> None:
     ],
 )
 def test_which_answers_refuse_our_token(answer: _Answer, refused: bool) -> None:
-    assert service_api._refused(answer) is refused
+    assert answers.token_refused(answer) is refused
 
 
 def test_credentials_carry_no_token_and_only_a_fingerprint_of_the_username() -> None:

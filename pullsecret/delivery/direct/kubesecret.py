@@ -19,6 +19,7 @@ from pullsecret.delivery.base import Desired
 from pullsecret.delivery.direct.admission_policy import POLICY_NAME
 from pullsecret.delivery.direct.kubeapi import ApiException
 from pullsecret.errors import kube_status
+from pullsecret.logs import answer_text
 from pullsecret.model.names import kube_label_value
 
 DOCKERCONFIGJSON = "kubernetes.io/dockerconfigjson"
@@ -189,7 +190,7 @@ def policy_denial(exc: BaseException) -> tuple[str, str] | None:
     found = _DENIAL.search(message)
     if found is None or found.group(1) != POLICY_NAME:
         return None
-    return found.group(2), message[found.start() :][:400]
+    return found.group(2), answer_text(message[found.start() :], 400)
 
 
 def would_create_without_data(exc: ApiException) -> bool:

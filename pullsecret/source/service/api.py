@@ -11,14 +11,15 @@ The contract (docs/contract.md §3b; openshift-hyperfleet/architecture hyperflee
 An answer is `{"cluster_id", "pull_secret": {"auths": {...}}, "credentials": [{"registry_id", "username",
 "created_at", ...}], "created_at", ...}`. Errors are RFC 7807 problem+json with a HyperFleet `code`.
 
-What each failure means here (the DDR's "Client Retry Guidance", section 1.4):
+What each failure means here (the DDR's "Client Retry Guidance", section 1.4; answers.py decides):
 - 409 CNF-001, 429, 5xx, connection errors and timeouts: transient (redelivered with backoff), nothing written; a
   429 is RateLimited, with the Retry-After it asks for (section 3.5), which the operator's `rekey` waits out.
 - 400 and other 4xx: terminal (`PullSecretServiceRejected`, reported, acknowledged): the same request cannot succeed.
 - 401, and 403 without an authorization code: the credential is re-read or re-minted once and the call made again;
   still refused, a transient `CredentialsRefused` logged at error level (our own identity is never the cluster's
   fault). 403 with `HYPERFLEET-AUZ-*`: terminal `PermissionDenied` (a policy does not change on retry).
-- 404 without NTF-001 on a GET (no route, a proxy): a configuration error, redelivered, never "no credentials".
+- 404 without NTF-001 on a GET (no route, a proxy), and any 3xx on any call (the URL moved; never followed): a
+  configuration error, redelivered, never "no credentials" nor the cluster's fault.
 
 The service is trusted for content, and its answer is still validated (docs/trust.md): the pull secret's strings
 are registered for redaction before it is parsed, and an answer that is not a valid pull secret is terminal
@@ -38,28 +39,21 @@ import certifi
 import urllib3
 
 from pullsecret import outbound
-from pullsecret.errors import RateLimited, TerminalError, TransientError, looks_like_io
+from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.identity.bearer import ApiCredential
-from pullsecret.logs import current as current_log_context
-from pullsecret.logs import log, protect
+from pullsecret.logs import protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
-from pullsecret.source.service import tries
-from pullsecret.source.service.reports import ServiceData
+from pullsecret.source.service import answers, tries
+from pullsecret.source.service.answers import NOT_FOUND, SHOWN
+from pullsecret.source.service.reports import SERVICE, ServiceData
 
-SERVICE = "pullsecretservice"
-SHOWN = "Pull Secret Service"
 SOURCE_NAME = "pull-secret-service"  # the status `data.source` of a pull secret from the service
-NOT_FOUND = "HYPERFLEET-NTF-001"
-ROTATING = "HYPERFLEET-CNF-001"
-ROTATION_IN_PROGRESS = "RotationInProgress"  # the reason of a 409 CNF-001 (transient)
 ROTATION_OPEN = "HYPERFLEET-CNF-002"  # a rotation is already pending or in progress (DDR §3.2.3)
-_AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 _MAX_ANSWER = 256 * 1024  # a pull secret of a few registries is a few KiB; anything larger is refused unread
-_DETAIL_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -129,12 +123,12 @@ class PullSecretServiceClient:
         """The cluster's pull secret, or None when the service holds none (404 NTF-001)."""
         what = f"get the pull secret of cluster {cluster_id}"
         answer = self._request("GET", _path(cluster_id) + "?include_metadata=true", what=what, deadline=deadline)
-        if answer.status == 404 and _problem(answer).get("code") == NOT_FOUND:
+        if answer.status == 404 and answers.problem_of(answer).get("code") == NOT_FOUND:
             return None
         if answer.status == 404:
-            raise self._no_route(answer, what)
+            raise answers.no_route(answer, what, url=self.shown_url)
         if answer.status != 200:
-            raise self._failure(answer, what)
+            raise answers.failure(answer, what)
         return self._parse(answer, cluster_id, what)
 
     def generate(
@@ -145,7 +139,7 @@ class PullSecretServiceClient:
         body = {"cluster_id": cluster_id, "cloud_provider": "gcp", "region": region, "registries": list(registries)}
         answer = self._request("POST", _path(cluster_id), what=what, json_body=body, deadline=deadline)
         if answer.status not in (200, 201):
-            raise self._failure(answer, what)
+            raise answers.failure(answer, what)
         return self._parse(answer, cluster_id, what)
 
     def rotate(self, cluster_id: str, *, reason: str, force_immediate: bool) -> dict[str, str]:
@@ -156,14 +150,14 @@ class PullSecretServiceClient:
         what = f"rotate the credentials of cluster {cluster_id}"
         body = {"reason": reason, "force_immediate": force_immediate}
         answer = self._request("POST", _path(cluster_id) + "/rotations", what=what, json_body=body)
-        problem = _problem(answer) if answer.status >= 400 else {}
+        problem = answers.problem_of(answer) if answer.status >= 400 else {}
         if answer.status == 404 and problem.get("code") == NOT_FOUND:
             return {}
         if answer.status == 409 and problem.get("code") == ROTATION_OPEN:
             return {"open": _short(problem.get("rotation_id")), "status": _short(problem.get("rotation_status"))}
         if answer.status not in (200, 201):
-            raise self._failure(answer, what)
-        created = _problem(answer)
+            raise answers.failure(answer, what)
+        created = answers.problem_of(answer)
         return {"rotation_id": _short(created.get("rotation_id")), "status": _short(created.get("status"))}
 
     def delete(self, cluster_id: str, deadline: Deadline | None = None) -> bool:
@@ -174,14 +168,14 @@ class PullSecretServiceClient:
             return False
         if 200 <= answer.status < 300:
             return True
-        raise self._failure(answer, what)
+        raise answers.failure(answer, what)
 
     def probe(self, cluster_id: str) -> tuple[int, str | None]:
         """The doctor's check: GET a cluster id that cannot exist; (the HTTP status, its HyperFleet error code).
         The good answer is 404 with NTF-001: any other 404 reaches no route of the service."""
         what = "probe the Pull Secret Service"
         answer = self._request("GET", _path(cluster_id), what=what)
-        return answer.status, _code(answer)
+        return answer.status, answers.code_of(answer)
 
     # -- one exchange -------------------------------------------------------------------------------
     def _request(
@@ -190,18 +184,26 @@ class PullSecretServiceClient:
         deadline = deadline or Deadline(self.call_budget_s())
         token = self._credential.current() if self._credential is not None else None
         answer = self._exchange(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
-        if _refused(answer) and self._credential is not None and token is not None and self._credential.refresh(token):
+        if (
+            answers.token_refused(answer)
+            and self._credential is not None
+            and token is not None
+            and self._credential.refresh(token)
+        ):
             token = self._credential.current()
             answer = self._exchange(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
-        if answer.status == 403 and not _refused(answer):
+        if answer.status == 403 and not answers.token_refused(answer):
             raise TerminalError(
-                f"{what}: the {SHOWN} denied the adapter's identity (403 {_code(answer)}); "
+                f"{what}: the {SHOWN} denied the adapter's identity (403 {answers.code_of(answer)}); "
                 "grant it access at the service",
                 reason="PermissionDenied",
                 service=SERVICE,
             )
-        if _refused(answer):
-            raise self._credentials_refused(answer, what)
+        if answers.token_refused(answer):
+            remedy = self._credential.remedy if self._credential else "configure PULL_SECRET_SERVICE_AUTH"
+            raise answers.credentials_refused(answer, what, remedy=remedy)
+        if answers.is_redirect(answer):
+            raise answers.redirected(answer, what, url=self.shown_url)
         return answer
 
     def call_budget_s(self) -> float:
@@ -287,67 +289,6 @@ class PullSecretServiceClient:
             created_at=created[:40] if isinstance(created, str) else None,
         )
 
-    def _failure(self, answer: _Answer, what: str) -> Exception:
-        code = answer.status
-        problem = _code(answer)
-        text = f"{what}: the {SHOWN} answered {code}{f' {problem}' if problem else ''}{_detail(answer)}"
-        if code == 409 and problem == ROTATING:
-            return TransientError(text + "; a rotation is in progress", reason=ROTATION_IN_PROGRESS, service=SERVICE)
-        if code == 429:  # DDR §3.5: the caller's ServiceAccount spent its budget; Retry-After says for how long
-            wait_s = _retry_after(answer)
-            text += f"; retry after {wait_s:g} s"
-            return RateLimited(text, retry_after_s=wait_s, reason="DependencyUnavailable", service=SERVICE)
-        if code in RETRY_STATUSES or code >= 500 or code == 409:
-            return TransientError(text, reason="DependencyUnavailable", service=SERVICE)
-        return TerminalError(text, reason="PullSecretServiceRejected", service=SERVICE)
-
-    def _credentials_refused(self, answer: _Answer, what: str) -> TransientError:
-        code = answer.status
-        remedy = self._credential.remedy if self._credential else "configure PULL_SECRET_SERVICE_AUTH"
-        message = (
-            f"{what}: the {SHOWN} refused the adapter's token ({code}, "
-            f"{'not authenticated' if code == 401 else 'not authorised'}); the event will be redelivered: {remedy}"
-        )
-        log.error(
-            message,
-            operation=f"{SERVICE}.auth",
-            error_kind="credentials",
-            reason="CredentialsRefused",
-            http_status=code,
-            service=SERVICE,
-        )
-        return TransientError(message, reason="CredentialsRefused", service=SERVICE)
-
-    def _no_route(self, answer: _Answer, what: str) -> TransientError:
-        message = (
-            f"{what}: PULL_SECRET_SERVICE_URL {self.shown_url} reaches no Pull Secret Service route (404, "
-            f"{_code(answer) or 'no HyperFleet error code'}); a configuration error: fix PULL_SECRET_SERVICE_URL; "
-            "the event will be redelivered"
-        )
-        log.error(
-            message,
-            operation=f"{SERVICE}.route",
-            error_kind="configuration",
-            reason="EndpointNotFound",
-            http_status=404,
-            service=SERVICE,
-        )
-        return TransientError(message, reason="EndpointNotFound", service=SERVICE)
-
-
-def _retry_after(answer: _Answer) -> float:
-    """A 429's wait: its Retry-After in seconds, else the problem's `retry_after_seconds` (§3.5 sends both), else the
-    DDR's example, 60 s; between 1 s and an hour."""
-    header = (answer.headers.get("Retry-After") or "").strip()
-    extension = _problem(answer).get("retry_after_seconds")
-    if header.isdigit():
-        seconds = float(header)
-    elif isinstance(extension, int) and not isinstance(extension, bool):
-        seconds = float(extension)
-    else:
-        seconds = 60.0
-    return min(max(seconds, 1.0), 3600.0)
-
 
 def _past_deadline(what: str) -> TransientError:
     return TransientError(
@@ -409,36 +350,3 @@ def _credentials(value: Any) -> tuple[Credential, ...]:
             )
         )
     return tuple(found)
-
-
-def _problem(answer: _Answer) -> dict[str, Any]:
-    if len(answer.body) > 64 * 1024:
-        return {}
-    try:
-        problem = json.loads(answer.body)
-    except (ValueError, RecursionError):
-        return {}
-    return problem if isinstance(problem, dict) else {}
-
-
-def _code(answer: _Answer) -> str | None:
-    code = _problem(answer).get("code")
-    return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") and code.isprintable() else None
-
-
-def _detail(answer: _Answer) -> str:
-    """' (detail)', bounded and printable; the event's redaction scrubs it again wherever it is logged."""
-    problem = _problem(answer)
-    text = problem.get("detail") or problem.get("title") or ""
-    if not isinstance(text, str):
-        return ""
-    shown = "".join(c if c.isprintable() else "?" for c in text[:_DETAIL_CHARS])
-    shown = current_log_context().redactor.scrub(shown)
-    return f" ({shown})" if shown else ""
-
-
-def _refused(answer: _Answer) -> bool:
-    """The service refused our token: 401, or a 403 without an authorization code."""
-    if answer.status == 401:
-        return True
-    return answer.status == 403 and not (_code(answer) or "").startswith(_AUTHZ_PREFIX)

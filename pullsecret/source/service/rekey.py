@@ -31,6 +31,7 @@ from typing import Any
 
 from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.hyperfleet.client import HyperFleetClient
+from pullsecret.logs import answer_text
 from pullsecret.model import events
 from pullsecret.publishing import Publisher
 from pullsecret.source.base import Budget, Held, Out, RateLimits, Rekeyed
@@ -65,7 +66,7 @@ def _not_available(ours: dict[str, Any]) -> str | None:
     for condition in ours.get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "Available" and condition.get("status") != "True":
             reason = str(condition.get("reason") or "")[:40]
-            message = "".join(c for c in str(condition.get("message") or "")[:120] if c.isprintable())
+            message = answer_text(str(condition.get("message") or ""), 120)
             return f"Available={condition.get('status')} {reason}: {message}".rstrip(": ")
     return None
 

@@ -69,17 +69,10 @@ from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.reads import Latest
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Source, Wiring, WouldCreate
-from pullsecret.source.service.api import (
-    NOT_FOUND,
-    ROTATION_IN_PROGRESS,
-    SERVICE,
-    SHOWN,
-    SOURCE_NAME,
-    PullSecretServiceClient,
-    ServiceAnswer,
-)
+from pullsecret.source.service.answers import NOT_FOUND, ROTATION_IN_PROGRESS, SHOWN, Redirected
+from pullsecret.source.service.api import SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
 from pullsecret.source.service.rekey import ServiceRekeying
-from pullsecret.source.service.reports import ServiceData
+from pullsecret.source.service.reports import SERVICE, ServiceData
 from pullsecret.source.service.settings import NAME, ServiceSettings
 
 # Clusters whose answer one instance keeps: a ServiceAnswer is a pull secret of a few registries (a few KiB), so the
@@ -307,6 +300,11 @@ def _fix(ctx: Context, exc: AdapterError) -> str:
         return f"the service's RBAC must let {ctx.runtime} get, create and delete pull secrets (DDR §6.2)"
     if exc.reason == "EndpointNotFound":
         return "PULL_SECRET_SERVICE_URL reaches no Pull Secret Service route: set it to the service's base URL"
+    if isinstance(exc, Redirected):
+        return (
+            f"PULL_SECRET_SERVICE_URL answers a redirect to {exc.location}: set it to the URL the service answers at "
+            "(the function never follows a redirect with its token)"
+        )
     return "make PULL_SECRET_SERVICE_URL reachable from where this runs (DNS, firewall, the function's VPC egress)"
 
 
