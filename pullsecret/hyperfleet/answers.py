@@ -146,7 +146,7 @@ def json_of(response: Answer, what: str) -> Any:
 
 
 def redirected(response: Answer, what: str, *, base_url: str) -> TransientError:
-    """A 3xx the client did not follow (another host, a loop, no `Location`): HYPERFLEET_API_URL moved, or a proxy in
+    """A 3xx (the client follows none: the token would go where it points): HYPERFLEET_API_URL moved, or a proxy in
     front of the API redirects. A configuration error of the deployment, never the cluster's: ERROR, redelivered."""
     target = response.headers.get("Location") or ""
     try:

@@ -18,7 +18,8 @@ redelivered, never acknowledged as a deleted cluster.
 
 Configuration errors (ERROR line, redelivered, never acknowledged): a 403 `HYPERFLEET-AUZ-001` naming a missing
 tenant header (hyperfleet-api pkg/tenant/middleware.go; set HYPERFLEET_SYSTEM_HEADER, sent as `true`), a 403
-without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router).
+without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router), a
+3xx (`EndpointRedirected`: HYPERFLEET_API_URL moved; never followed, so the token goes to the configured host only).
 Retry budget (docs/design.md, tests/unit/test_retry_budget.py): `call_budget_s()` a call, with or without a
 retrying gateway behind each try.
 
@@ -72,6 +73,9 @@ class HyperFleetClient:
             allowed_methods=frozenset({"GET", "PUT", "POST"}),
             respect_retry_after_header=True,
             raise_on_status=False,
+            # A redirect is answered, never followed (the token would go where it points): `answers.redirected`.
+            redirect=0,
+            raise_on_redirect=False,
         )
         # One connection pool to the one API host, used directly (no per-call URL parsing and pool lookup as
         # in a PoolManager); no proxy or .netrc lookups: the API URL is configuration. The CA bundle is
