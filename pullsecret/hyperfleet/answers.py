@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pullsecret.errors import TerminalError, TransientError
+from pullsecret.errors import AdapterError, TerminalError, TransientError
 from pullsecret.logs import answer_text, log
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -122,7 +122,7 @@ def no_tenant(response: Answer, what: str, *, base_url: str) -> TransientError:
     return TransientError(message, reason="TenantRequired", service="hyperfleet")
 
 
-def failure(response: Answer, what: str) -> Exception:
+def failure(response: Answer, what: str) -> AdapterError:
     """An answer no call expects: 429 and 5xx (e.g. 503 HYPERFLEET-SVC-001, the API lost its database) transient."""
     code = response.status_code
     problem = problem_code(response)

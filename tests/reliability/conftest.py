@@ -24,6 +24,18 @@ def adapter_factory(make_adapter: Any) -> Any:
     return lambda **overrides: make_adapter(overrides)
 
 
+@pytest.fixture(autouse=True)
+def scans_for_own_tokens(request: pytest.FixtureRequest) -> Any:
+    """In a test with the emulator stack, every leak scan also looks for the adapter's own tokens (harness.scan)."""
+    if "world" not in request.fixturenames:
+        yield
+        return
+    world = request.getfixturevalue("world")
+    harness.watch_token_files([world.token_file, world.service_token_file])
+    yield
+    harness.watch_token_files([])
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     global _ran  # noqa: PLW0603 - whether this session ran any reliability test
     _ran = _ran or any("tests/reliability/" in item.nodeid for item in items)

@@ -107,12 +107,33 @@ def credential_forms(document: Any) -> set[str]:
 
 
 BASE_FORMS: frozenset[str] = frozenset(SENSITIVE)
+# The files holding the adapter's own tokens (the HyperFleet API's, the Pull Secret Service's) in the running test's
+# stack: every scan also looks for what they hold at the time of the scan (tests/reliability/conftest.py sets them).
+_token_files: list[str] = []
+
+
+def watch_token_files(paths: Iterable[str]) -> None:
+    _token_files[:] = list(paths)
+
+
+def own_tokens() -> set[str]:
+    """The adapter's own tokens, as the watched files hold them now."""
+    found: set[str] = set()
+    for path in _token_files:
+        try:
+            token = Path(path).read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if len(token) >= 8:
+            found.add(token)
+    return found
 
 
 def scan(where: str, texts: Iterable[str], extra_forms: Iterable[str] = ()) -> list[str]:
-    """Count and return every credential form found in `texts` (log lines, exception texts, status bodies)."""
+    """Count and return every credential form found in `texts` (log lines, exception texts, status bodies): the
+    shared pull secrets', `extra_forms`, and the adapter's own tokens (`own_tokens`)."""
     global _texts_scanned  # noqa: PLW0603 - a process-wide figure, like the others
-    forms = set(BASE_FORMS) | set(extra_forms)
+    forms = set(BASE_FORMS) | set(extra_forms) | own_tokens()
     found: list[str] = []
     scanned = 0
     for text in texts:

@@ -8,6 +8,7 @@ import pytest
 
 from pullsecret.errors import RateLimited, TerminalError, TransientError
 from pullsecret.logs import event_context, protect
+from pullsecret.model.dockerconfig import InvalidPullSecret
 from pullsecret.source.service import answers
 from pullsecret.source.service import api as service_api
 from pullsecret.source.service.api import PullSecretServiceClient, _Answer
@@ -130,14 +131,14 @@ def answer(body: object, status: int = 200) -> _Answer:
     ],
 )
 def test_an_answer_that_is_no_valid_pull_secret_is_invalid_naming_the_service(body: object, says: str) -> None:
-    with pytest.raises(service_api.dockerconfig.InvalidPullSecret) as refused:
+    with pytest.raises(InvalidPullSecret) as refused:
         CLIENT._parse(answer(body), "c1", "get")
     assert refused.value.service == "pullsecretservice" and says in refused.value.message
     assert refused.value.reason == "InvalidPullSecret"
 
 
 def test_a_body_that_is_not_json_is_invalid_too() -> None:
-    with pytest.raises(service_api.dockerconfig.InvalidPullSecret, match="not JSON"):
+    with pytest.raises(InvalidPullSecret, match="not JSON"):
         CLIENT._parse(_Answer(200, {}, b"<html>"), "c1", "get")
 
 
@@ -146,6 +147,38 @@ def test_the_answers_strings_are_registered_for_redaction_before_it_is_parsed() 
     password = "Sup3r-Secret-Passw0rd"
     bad = {"cluster_id": "c1", "pull_secret": {"auths": {"q.io": {"username": "u", "password": password}, "": {}}}}
     with event_context(labels={}, trace=None) as ctx:
-        with pytest.raises(service_api.dockerconfig.InvalidPullSecret):
+        with pytest.raises(InvalidPullSecret):
             CLIENT._parse(answer(bad), "c1", "get")
         assert password not in ctx.redactor.scrub(f"a line quoting {password}")
+
+
+def test_a_registered_secret_straddling_the_cut_of_a_detail_leaves_no_prefix() -> None:
+    """The detail is scrubbed before it is cut to 200 characters: cut first, 13 characters of the secret survived."""
+    secret = "robot-token-" + "R" * 30
+    with event_context(labels={}, trace=None):
+        protect([secret])
+        failure = answers.failure(problem(400, detail="." * 187 + secret), "generate")
+    assert isinstance(failure, TerminalError)
+    assert secret[:8] not in failure.message and "[REDACTED]" in failure.message
+
+
+@pytest.mark.parametrize(
+    ("location", "shown"),
+    [
+        ("https://user:pw@moved.example.com/v1/x?token=abc#f", "https://moved.example.com/v1/x"),
+        ("/elsewhere?sig=abc", "/elsewhere"),
+        ("https://moved.example.com:99999/", "no Location"),  # a port out of range: nothing to show
+        (None, "no Location"),
+    ],
+)
+def test_a_redirect_is_a_configuration_error_naming_where_it_points_without_credentials(
+    location: str | None, shown: str
+) -> None:
+    headers = {"Location": location} if location is not None else {}
+    failure = answers.redirected(_Answer(307, headers, b""), "generate", url="https://pss.example.com")
+    assert isinstance(failure, TransientError) and failure.reason == "EndpointRedirected"
+    assert failure.location == shown and shown in failure.message
+    assert "PULL_SECRET_SERVICE_URL https://pss.example.com" in failure.message
+    assert "pw" not in failure.message and "abc" not in failure.message
+    assert answers.is_redirect(_Answer(307, headers, b"")) and not answers.is_redirect(_Answer(400, {}, b""))
+    assert answers.is_redirect(_Answer(300, {}, b"")) and not answers.is_redirect(_Answer(200, {}, b""))

@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pullsecret.errors import RateLimited, TerminalError, TransientError
+from pullsecret.errors import AdapterError, RateLimited, TerminalError, TransientError
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.logs import answer_text, log
 from pullsecret.source.service.reports import SERVICE
@@ -58,7 +58,7 @@ class Reply(Protocol):
     def body(self) -> bytes: ...
 
 
-def failure(answer: Reply, what: str) -> Exception:
+def failure(answer: Reply, what: str) -> AdapterError:
     """The error an unexpected answer stands for (the module's docstring)."""
     code = answer.status
     problem = code_of(answer)
