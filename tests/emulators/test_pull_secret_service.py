@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from emulators.faults import FaultBook
+from emulators.hostile import MOVED_TO
 from emulators.metadata import MetadataEmulator
 from emulators.pullsecretservice import PullSecretServiceEmulator
 from emulators.registry import SERVICE, RegistryEmulator
@@ -316,6 +317,22 @@ def test_injected_faults_answer_problem_json_and_then_pass(svc: World) -> None:
     applied = svc.pss.state()["clusters"][CLUSTER]["credentials"]  # the lost answer's call took effect
     assert generate(svc)["credentials"] == applied
     assert svc.book.calls()["pullsecretservice"]["get"] == 2
+
+
+def test_hostile_faults_echo_the_authorization_header_or_redirect_elsewhere(svc: World) -> None:
+    """emulators/hostile.py: a 400 quoting the header (whole, or N dots then the credential alone), a 3xx to another
+    host with the same path and query."""
+    svc.book.add({"service": "pullsecretservice", "method": "post", "code": "echo-authorization", "count": 1})
+    echoed = svc.call("POST", svc.base, json=BODY)
+    assert_problem(echoed, 400, "HYPERFLEET-INT-001")
+    assert f"Authorization: Bearer {TOKEN}" in echoed.json()["detail"]
+    svc.book.add({"service": "pullsecretservice", "method": "post", "code": "echo-authorization:187", "count": 1})
+    assert svc.call("POST", svc.base, json=BODY).json()["detail"].startswith("." * 187 + TOKEN)
+    svc.book.add({"service": "pullsecretservice", "method": "get", "code": "307", "count": 1})
+    moved = svc.call("GET", svc.base + "?include_metadata=true", allow_redirects=False)
+    assert moved.status_code == 307
+    assert moved.headers["Location"] == f"{MOVED_TO}/v1/clusters/{CLUSTER}/pull-secrets?include_metadata=true"
+    assert_problem(svc.call("GET", svc.base), 404, "HYPERFLEET-NTF-001")  # spent: the service answers again
 
 
 def test_a_registry_failure_fails_the_whole_generate_and_the_retry_reuses_what_was_made(svc: World) -> None:

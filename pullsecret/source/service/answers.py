@@ -1,5 +1,6 @@
-"""What the Pull Secret Service's answers mean: problem details, refusals of our token, the configuration errors a
-status reveals, and what every other failure stands for. The client (api.py) asks; nothing here calls.
+"""What the Pull Secret Service's answers mean: refusals, configuration errors, failures, problem details.
+
+The client (api.py) asks; nothing here calls.
 
 The DDR's "Client Retry Guidance" (section 1.4) and docs/contract.md §3b's table:
 - 409 CNF-001, 429, 5xx: transient (a 429 is RateLimited, with the Retry-After it asks for, section 3.5).
