@@ -38,7 +38,8 @@ WINDOW = MIN_SECRET
 # Group 1: a credential after a bearer scheme or after `Authorization:` and any scheme; group 2: a compact JWS.
 # At least 8 characters, so that a scheme's parameters (`Bearer realm="..."`) stay readable.
 _SHAPES = re.compile(
-    r"(?:\b(?i:bearer)\s+|\b(?i:authorization)[\"']?\s*[:=]\s*[\"']?[A-Za-z][\w.-]*\s+)([A-Za-z0-9\-._~+/]{8,}=*)"
+    r"(?:\b(?i:bearer)\s+|\b(?i:authorization)[\\\"']{0,2}\s*[:=]\s*[\\\"']{0,2}[A-Za-z][\w.-]*\s+)"
+    r"([A-Za-z0-9\-._~+/]{8,}=*)"
     r"|\b(eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)"
 )
 

@@ -30,6 +30,10 @@ def test_a_secret_straddling_the_cut_leaves_no_prefix() -> None:
         ("authorization: ServiceAccount s3cr3t-opaque-42 end", f"authorization: ServiceAccount {REDACTED} end"),
         ('{"Authorization": "Basic dXNlcjpwYXNzd29yZA=="}', f'{{"Authorization": "Basic {REDACTED}"}}'),
         ("BEARER abcdefgh.ijkl/mn+o~p_q-r==", f"BEARER {REDACTED}"),
+        (
+            '{\\"authorization\\": \\"ServiceAccount s3cr3t-opaque\\"}',
+            f'{{\\"authorization\\": \\"ServiceAccount {REDACTED}\\"}}',
+        ),
         (f"a token {JWT} alone", f"a token {REDACTED} alone"),
         ("eyJhbGci.eyJz.", f"{REDACTED}"),  # a JWS with an empty signature still is one
     ],
