@@ -152,7 +152,8 @@ def _status_body(exc: Any) -> dict[str, Any]:
 
 
 def kube_reason(exc: Any) -> str:
-    return str(_status_body(exc).get("reason") or getattr(exc, "reason", "") or "")
+    """The `reason` of a Kubernetes Status body (`NotFound`, `Invalid`, ...), else the HTTP reason phrase; bounded."""
+    return answer_text(str(_status_body(exc).get("reason") or getattr(exc, "reason", "") or ""), 80)
 
 
 def kube_message(exc: Any) -> str:

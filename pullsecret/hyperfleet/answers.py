@@ -26,6 +26,9 @@ AUTHZ_PREFIX = "HYPERFLEET-AUZ-"
 # hyperfleet-api 541f6b4 pkg/tenant/middleware.go (resolveDimensions): the details of a tenancy refusal.
 TENANT_DETAIL = re.compile(r"tenant header|tenant dimensions", re.IGNORECASE)
 ALLOW = re.compile(r"^[A-Z, ]{1,80}$")
+# A HyperFleet error code as hyperfleet-api pkg/errors/errors.go spells them (`HYPERFLEET-NTF-001`): only a code of
+# that shape is believed and shown, so an answer cannot put other text (a token's first characters) there.
+CODE = re.compile(r"HYPERFLEET-[A-Z]{2,10}-[0-9]{1,6}")
 
 
 class UnparseableCluster(TerminalError):
@@ -195,8 +198,12 @@ def problem_code(response: Answer) -> str | None:
         problem = response.json()
     except (ValueError, RecursionError):
         return None
-    code = problem.get("code") if isinstance(problem, dict) else None
-    return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") else None
+    return hyperfleet_code(problem.get("code") if isinstance(problem, dict) else None)
+
+
+def hyperfleet_code(value: Any) -> str | None:
+    """`value` when it is a HyperFleet error code (`CODE`), else None."""
+    return value if isinstance(value, str) and CODE.fullmatch(value) else None
 
 
 def token_refused(response: Answer) -> bool:

@@ -42,7 +42,7 @@ from pullsecret.hyperfleet import answers, budget, jsonsplit
 from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
 from pullsecret.identity.bearer import ApiCredential, hyperfleet_credential
 from pullsecret.identity.google import RuntimeIdentity
-from pullsecret.logs import log, scrub, scrubbed
+from pullsecret.logs import answer_text, log, scrub, scrubbed
 from pullsecret.settings.common import Settings
 
 _PAGE_SIZE = 100
@@ -306,7 +306,8 @@ class HyperFleetClient:
         for item in items:
             if isinstance(item, jsonsplit.Unparseable):
                 log.warning(
-                    f"list clusters: a cluster nested too deep to decode (id {item.id!r:.80}); listed by id only",
+                    f"list clusters: a cluster nested too deep to decode (id {answer_text(repr(item.id), 80)}); "
+                    "listed by id only",
                     operation="hyperfleet.list_clusters",
                 )
                 kept.append({"id": item.id} if item.id is not None else {})

@@ -34,3 +34,17 @@ def test_a_redirect_is_a_configuration_error_naming_where_it_points() -> None:
     assert "secret" not in failure.message and "u:p" not in failure.message
     bad = answers.redirected(Answer(307, {"Location": "https://h:70000/"}, b""), "x", base_url="https://api.example")
     assert "a redirect to no Location" in bad.message
+
+
+def test_only_a_code_of_hyperfleets_shape_is_believed_or_shown() -> None:
+    """`HYPERFLEET-` and then other text (a token's first characters) is no code: cut to 40, it showed 29 of them."""
+    for code, believed in [
+        ("HYPERFLEET-NTF-002", "HYPERFLEET-NTF-002"),
+        ("HYPERFLEET-eyJhbGciOiJSUzI1NiIsImtpZCI6Ing", None),
+        ("HYPERFLEET-NTF-001 and more", None),
+        (7, None),
+    ]:
+        answer = Answer(404, {}, json.dumps({"code": code}).encode())
+        assert answers.problem_code(answer) == believed
+    hostile = Answer(400, {}, json.dumps({"code": "HYPERFLEET-eyJhbGciOiJSUzI1NiIsImtpZCI6Ing"}).encode())
+    assert "eyJ" not in answers.failure(hostile, "get cluster c1").message

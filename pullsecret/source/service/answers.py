@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pullsecret.errors import AdapterError, RateLimited, TerminalError, TransientError
-from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
+from pullsecret.hyperfleet.answers import RETRY_STATUSES, hyperfleet_code, shown_url
 from pullsecret.logs import answer_text, log
 from pullsecret.source.service.reports import SERVICE
 
@@ -168,9 +168,8 @@ def problem_of(answer: Reply) -> dict[str, Any]:
 
 
 def code_of(answer: Reply) -> str | None:
-    """The problem's HyperFleet `code`, when it is a printable `HYPERFLEET-...` string (cut to 40 characters)."""
-    code = problem_of(answer).get("code")
-    return code[:40] if isinstance(code, str) and code.startswith("HYPERFLEET-") and code.isprintable() else None
+    """The problem's HyperFleet `code`, when it has a code's shape (`HYPERFLEET-CAT-NUM`), else None."""
+    return hyperfleet_code(problem_of(answer).get("code"))
 
 
 def detail(answer: Reply) -> str:

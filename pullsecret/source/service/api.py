@@ -43,7 +43,7 @@ from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.identity.bearer import ApiCredential
-from pullsecret.logs import protect
+from pullsecret.logs import answer_text, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
@@ -286,7 +286,7 @@ class PullSecretServiceClient:
             cluster_id=cluster_id,
             pull_secret=secret,
             credentials=_credentials(body.get("credentials")),
-            created_at=created[:40] if isinstance(created, str) else None,
+            created_at=answer_text(created, 40) if isinstance(created, str) else None,
         )
 
 
@@ -324,7 +324,7 @@ def _path(cluster_id: str) -> str:
 
 def _short(value: Any) -> str:
     """A rotation id or status as the service named it, bounded and printable (it reaches the operator's screen)."""
-    return "".join(c for c in str(value)[:40] if c.isalnum() or c in "-_.") if value is not None else ""
+    return "".join(c for c in answer_text(str(value), 40) if c.isalnum() or c in "-_.") if value is not None else ""
 
 
 def _invalid(message: str) -> dockerconfig.InvalidPullSecret:
@@ -344,9 +344,9 @@ def _credentials(value: Any) -> tuple[Credential, ...]:
             continue
         found.append(
             Credential(
-                registry_id="".join(c for c in registry[:32] if c.isalnum() or c in "-_."),
+                registry_id="".join(c for c in answer_text(registry, 32) if c.isalnum() or c in "-_."),
                 username_fingerprint=hashlib.sha256(username.encode("utf-8", "replace")).hexdigest()[:12],
-                created_at=created[:40] if isinstance(created, str) and created.isprintable() else None,
+                created_at=answer_text(created, 40) if isinstance(created, str) and created.isprintable() else None,
             )
         )
     return tuple(found)

@@ -65,7 +65,7 @@ def held_fingerprints(ours: dict[str, Any]) -> frozenset[str]:
 def _not_available(ours: dict[str, Any]) -> str | None:
     for condition in ours.get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "Available" and condition.get("status") != "True":
-            reason = str(condition.get("reason") or "")[:40]
+            reason = answer_text(str(condition.get("reason") or ""), 40)
             message = answer_text(str(condition.get("message") or ""), 120)
             return f"Available={condition.get('status')} {reason}: {message}".rstrip(": ")
     return None
