@@ -157,12 +157,7 @@ def test_a_redirect_from_the_service_is_a_configuration_error_never_the_clusters
     assert harness.scan(f"redirect {code}", [out, said], token_forms(world)) == []
 
 
-def test_the_doctor_names_a_redirecting_service_and_where_it_points(
-    service_mode: Any, admin: Admin, world: Any
-) -> None:
-    harness.count("cases tried")
-    service_mode("token-file")
-    admin.fault(service="pullsecretservice", method="get", code="307", count=5)
+def doctor() -> tuple[int, str]:
     out = io.StringIO()
     saved = (log._stream, log.level)  # cli.main points the process-wide logger at stderr: put it back
     try:
@@ -170,10 +165,31 @@ def test_the_doctor_names_a_redirecting_service_and_where_it_points(
             code = cli.main(["doctor"])
     finally:
         log._stream, log.level = saved
-    shown = [line for line in out.getvalue().splitlines() if " pull-secret-service " in f" {line} "]
-    assert code == 1 and shown, out.getvalue()[-2000:]
-    assert shown[0].startswith("FAIL") and "EndpointRedirected" in shown[0], shown
-    assert MOVED_TO in out.getvalue()  # the fix says where the service points now
+    return code, out.getvalue()
+
+
+def check_line(report: str, check: str) -> str:
+    return next((line for line in report.splitlines() if line.split()[1:2] == [check]), "")
+
+
+def test_the_doctor_names_a_redirecting_service_and_where_it_points(service_mode: Any, admin: Admin) -> None:
+    harness.count("cases tried")
+    service_mode("token-file")
+    admin.fault(service="pullsecretservice", method="get", code="307", count=5)
+    code, report = doctor()
+    line = check_line(report, "pull-secret-service")
+    assert code == 1 and line.startswith("FAIL") and "EndpointRedirected" in line, report[-2000:]
+    assert MOVED_TO in report  # the fix says where the service points now
+
+
+def test_the_doctor_names_a_redirecting_hyperfleet_api(make_adapter: Any, admin: Admin) -> None:
+    harness.count("cases tried")
+    make_adapter({})
+    admin.fault(service="hyperfleet", method="getClusters", code="308", count=5)
+    code, report = doctor()
+    line = check_line(report, "hyperfleet-api")
+    assert code == 1 and line.startswith("FAIL") and "EndpointRedirected" in line, report[-2000:]
+    assert "HYPERFLEET_API_URL answers a redirect" in report
 
 
 def test_a_redirect_from_the_hyperfleet_api_is_a_configuration_error_and_not_followed(
