@@ -63,3 +63,14 @@ def test_the_token_never_shows_and_a_missing_file_is_transient(tmp_path: Path) -
     path.write_text("  \n", encoding="utf-8")
     with pytest.raises(TransientError):
         BearerToken(str(path)).current()
+
+
+def test_a_token_read_from_its_file_is_scrubbed_from_any_text_even_outside_an_event(tmp_path: Path) -> None:
+    """Registered when read (logs.hold): a service that quotes it back has it scrubbed, in an event or in the CLI."""
+    from pullsecret import logs
+
+    path = tmp_path / "token"
+    path.write_text("file-token-never-printed-0123\n", encoding="utf-8")
+    token = BearerToken(str(path)).current()
+    assert logs.scrub(f"it carried {token}") == "it carried [REDACTED]"
+    assert logs.answer_text("." * 195 + token, 200) == "." * 195 + "[REDA"
