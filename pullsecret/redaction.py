@@ -161,7 +161,7 @@ class Held:
     def __init__(self, keep: int = KEEP) -> None:
         self._keep = keep
         self._lock = threading.Lock()
-        self._values: dict[str, None] = {}
+        self._values: list[str] = []  # oldest first; at most `keep`, so a search costs nothing
         self.redactor = Redactor()
 
     def __repr__(self) -> str:
@@ -173,14 +173,14 @@ class Held:
                 if not value or len(value) < MIN_SECRET:
                     continue
                 if value in self._values:
-                    del self._values[value]
-                    self._values[value] = None
+                    self._values.remove(value)
+                    self._values.append(value)
                     continue
-                self._values[value] = None
+                self._values.append(value)
                 if len(self._values) <= self._keep:
                     self.redactor.add([value])
                     continue
-                del self._values[next(iter(self._values))]
+                del self._values[0]
                 fresh = Redactor()
                 fresh.add(self._values)
                 self.redactor = fresh

@@ -109,12 +109,13 @@ def test_held_keeps_the_newest_32_and_a_token_held_again_is_the_newest() -> None
 
 
 def test_held_skips_short_values_and_goes_on_with_the_rest() -> None:
-    held = Held(keep=2)
+    held = Held(keep=3)
     held.add(["", "abc", "abcd", "longer-token"])
+    assert repr(held) == "Held(2 credentials)"  # "" and "abc" (shorter than MIN_SECRET) not held
     assert held.redactor.scrub("abc abcd longer-token") == f"abc {REDACTED} {REDACTED}"
-    held.add(["third-token"])  # over keep=2: "abcd" goes
-    assert held.redactor.scrub("abcd longer-token third-token") == f"abcd {REDACTED} {REDACTED}"
-    assert "token" not in repr(held)
+    held.add(["third-token", "fourth-token"])  # over keep=3: "abcd" goes, the oldest
+    assert held.redactor.scrub("abcd longer-token third-token fourth-token") == f"abcd {REDACTED} {REDACTED} {REDACTED}"
+    assert "token" not in repr(held) and repr(held) == "Held(3 credentials)"
 
 
 def test_logs_scrub_a_held_token_in_and_out_of_an_event_and_shapes_in_answer_text() -> None:
