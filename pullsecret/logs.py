@@ -9,9 +9,10 @@ a line invalid JSON or rename its keys.
 
 Two sets of strings are scrubbed: the event's (`protect`: its pull secrets, the registry tokens of its checks) and
 the process's own credentials (`hold`: every token the adapter reads, mints or fetches, registered when it is read
-or minted and again when it is used; they outlive events, so the CLI's texts are scrubbed of them too). Text that a
-service answered (a problem detail, a title) reaches a message only through `answer_text`: scrubbed of both and of
-anything shaped like a bearer token or a JWT, then cut.
+or minted and again whenever it is handed out; they outlive events, so the CLI's texts are scrubbed of them too).
+An event's redactor starts with the credentials held then and gets each one handed out during the event, so a line
+is searched by one matcher. Text that a service answered (a problem detail, a title) reaches a message only through
+`answer_text`: scrubbed of both and of anything shaped like a bearer token or a JWT, then cut.
 """
 
 from __future__ import annotations
@@ -80,8 +81,10 @@ def current() -> LogContext:
 
 @contextmanager
 def event_context(*, labels: dict[str, str], trace: TraceContext | None) -> Iterator[LogContext]:
-    """Bind labels, trace and a fresh redactor to every log line of one event."""
+    """Bind labels, trace and a fresh redactor (knowing the credentials the process holds) to every log line of one
+    event."""
     ctx = LogContext(labels=dict(labels), trace=trace)
+    ctx.redactor.add(_held.values())
     token = _context.set(ctx)
     try:
         yield ctx
@@ -107,13 +110,15 @@ _held = Held()
 
 def hold(values: Iterable[str]) -> None:
     """Register credentials the process holds (a token read, minted or fetched): never printed, in or out of events."""
+    values = list(values)
     _held.add(values)
+    protect(values)
 
 
-def _redactors() -> tuple[Redactor, ...]:
-    held = _held.redactor
-    own = current().redactor
-    return (own, held) if len(held) else (own,)
+def _redactors() -> tuple[Redactor]:
+    """An event's redactor (it knows the held credentials too), else, outside any event, the held credentials'."""
+    ctx = _context.get()
+    return (ctx.redactor if ctx is not None else _held.redactor,)
 
 
 def scrub(text: str) -> str:
@@ -129,7 +134,7 @@ def answer_text(text: str, limit: int) -> str:
 
 def scrubbed(value: Any) -> Any:
     """`value` (a JSON-like document, e.g. a status body) with every string in it scrubbed as a log line's are."""
-    return _scrubbed(value, _scrubber(current().redactor))
+    return _scrubbed(value, _redactors()[0].scrub)
 
 
 class Logger:
@@ -177,7 +182,7 @@ class Logger:
             entry["@type"] = _ERROR_REPORTING_TYPE
             entry["stack_trace"] = "".join(traceback.format_exception(exc))
             entry["message"] = f"{message}\n{entry['stack_trace']}"
-        line = _ENCODER.encode(_scrubbed(entry, _scrubber(ctx.redactor)))
+        line = _ENCODER.encode(_scrubbed(entry, _redactors()[0].scrub))
         stream = self._stream or sys.stdout
         with self._lock:
             stream.write(line + "\n")
@@ -230,15 +235,6 @@ def did(fields: dict[str, Any]) -> str:
     if fields.get("http_status") is not None:
         return f"answered {fields['http_status']}"
     return "done"
-
-
-def _scrubber(own: Redactor) -> Callable[[str], str]:
-    """The event's redactor's scrub, with the process's credentials' when it holds any."""
-    held = _held.redactor
-    if not len(held):
-        return own.scrub
-    both = (own, held)
-    return lambda text: redact(text, both)
 
 
 def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:

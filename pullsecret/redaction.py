@@ -148,7 +148,7 @@ class Redactor:
     def occurrences(self, text: str) -> list[tuple[int, int]]:
         """Every (start, end) of a registered string in `text`, overlapping ones included (not merged)."""
         bulk, late = self._matchers()
-        hits = set(bulk.hits(text)) | set(late.hits(text))
+        hits = bulk.hits(text) + late.hits(text)  # a string is in one tier only: no duplicates
         return _occurrences(text, hits) if hits else []
 
 
@@ -166,6 +166,11 @@ class Held:
 
     def __repr__(self) -> str:
         return f"Held({len(self._values)} credentials)"
+
+    def values(self) -> list[str]:
+        """The credentials held, oldest first (a copy)."""
+        with self._lock:
+            return list(self._values)
 
     def add(self, values: Iterable[str]) -> None:
         with self._lock:

@@ -116,6 +116,9 @@ def test_held_skips_short_values_and_goes_on_with_the_rest() -> None:
     held.add(["third-token", "fourth-token"])  # over keep=3: "abcd" goes, the oldest
     assert held.redactor.scrub("abcd longer-token third-token fourth-token") == f"abcd {REDACTED} {REDACTED} {REDACTED}"
     assert "token" not in repr(held) and repr(held) == "Held(3 credentials)"
+    assert held.values() == ["longer-token", "third-token", "fourth-token"]  # oldest first, a copy
+    held.values().clear()
+    assert len(held.values()) == 3
 
 
 def test_logs_scrub_a_held_token_in_and_out_of_an_event_and_shapes_in_answer_text() -> None:
@@ -128,3 +131,6 @@ def test_logs_scrub_a_held_token_in_and_out_of_an_event_and_shapes_in_answer_tex
         assert logs.answer_text("." * 190 + token, 200) == "." * 190 + REDACTED
         assert logs.scrubbed({"message": [token], "n": 3}) == {"message": [REDACTED], "n": 3}
     assert logs.answer_text(f"Authorization: Bearer {JWT}", 500) == f"Authorization: Bearer {REDACTED}"
+    with logs.event_context(labels={}, trace=None) as ctx:
+        logs.hold(["minted-during-the-event-0123"])  # a token minted while an event runs joins its redactor
+        assert ctx.redactor.scrub(f"{token} minted-during-the-event-0123") == f"{REDACTED} {REDACTED}"
