@@ -105,6 +105,7 @@ _VALIDATES = "this datetime is built only to raise ValueError on a field out of 
 _TIMEGM = "calendar.timegm reads the first six fields of the tuple only"
 _LAST_SEGMENT = "the last segment is the same however often the name is split from the right"
 _NO_TOKEN = "no token either way: only a non-empty text is a token (the code's own comment says so)"
+_NO_SPANS = "a shortcut: with no span (no hit) _replace gives the text itself, and _occurrences finds none"
 EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_4": ("key=None, reverse=True", _ORDER),
     "pullsecret.redaction.x\u01c1_Regex\u01c1__init____mutmut_7": ("sorted(secrets, reverse=True)", _ORDER),
@@ -116,6 +117,8 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_7": ("len(self._bulk) / 4", _TIERS),
     "pullsecret.redaction.x\u01c1Redactor\u01c1_matchers__mutmut_8": ("len(self._bulk) // 5", _TIERS),
     "pullsecret.redaction.x__replace__mutmut_2": ("at = None", "text[None:start] is text[0:start]"),
+    "pullsecret.redaction.x_redact__mutmut_8": ("if (spans) or True", _NO_SPANS),
+    "pullsecret.redaction.x\u01c1Redactor\u01c1occurrences__mutmut_7": ("if (hits) or True", _NO_SPANS),
     "pullsecret.hyperfleet.jsonsplit.x_sub_pages__mutmut_12": (
         "range(2, size + 2)",
         "size + 1 never divides size (> 1), and for size 1 neither candidate does: the same factor",

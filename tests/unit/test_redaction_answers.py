@@ -100,8 +100,7 @@ def test_held_keeps_the_newest_32_and_a_token_held_again_is_the_newest() -> None
     tokens = [f"token-{i:02d}-value" for i in range(32)]
     held.add(tokens)
     assert all(held.redactor.scrub(t) == REDACTED for t in tokens)
-    held.add([tokens[0]])  # used again: now the newest, so the next one to go is tokens[1]
-    held.add(["token-32-value"])
+    held.add([tokens[0], "token-32-value"])  # tokens[0] used again: the newest, so tokens[1] goes next
     assert held.redactor.scrub(tokens[1]) == tokens[1]
     assert held.redactor.scrub(tokens[0]) == REDACTED and held.redactor.scrub("token-32-value") == REDACTED
     assert all(held.redactor.scrub(t) == REDACTED for t in tokens[2:])
