@@ -1,7 +1,7 @@
 """The project's management-cluster manifests (terraform/kubernetes/*.yaml), rendered as Terraform renders them.
 
 terraform/outputs.tf renders each file with templatefile(path, {runtime_sa_email, namespace_pattern, adapter_name,
-secret_name_prefix, secret_name_suffix}); the renderer is the function's own
+secret_name_prefix, secret_name_suffix, policy_name}); the renderer is the function's own
 (pullsecret.delivery.direct.admission_policy, which renders the policy to compare it with the installed one), held byte
 for byte to Terraform's by tests/infra/test_kubernetes_manifests.py.
 """
@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from pullsecret.delivery.direct.admission_policy import render_template, template_variables
+from pullsecret.delivery.direct.settings import POLICY_NAME
 
 MANIFEST_DIR = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes"
 TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
@@ -32,13 +33,16 @@ def render(
     namespace_pattern: str = DEFAULT_NAMESPACE_PATTERN,
     adapter_name: str = DEFAULT_ADAPTER_NAME,
     secret_template: str = DEFAULT_SECRET_TEMPLATE,
+    policy_name: str = POLICY_NAME,
 ) -> list[dict[str, Any]]:
-    """Every document of the manifests, rendered with these values and parsed."""
+    """Every document of the manifests, rendered with these values and parsed (`policy_name`: ADMISSION_POLICY_NAME,
+    by default an instance's without name_suffix)."""
     values = template_variables(
         runtime_sa_email=runtime_sa_email,
         namespace_pattern=namespace_pattern,
         adapter_name=adapter_name,
         secret_template=secret_template,
+        policy_name=policy_name,
     )
     docs: list[dict[str, Any]] = []
     for name in TEMPLATES:
