@@ -11,9 +11,19 @@ from typing import Any
 
 import pytest
 
-from emulators.world import TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
+from emulators.kubernetes.manifests import render_token_cluster
+from emulators.world import RUNTIME_SA, TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
 from pullsecret.operator import cli
 from tests.support import SENSITIVE, Admin, seed_ready_cluster
+
+
+def role_for_another_account() -> dict[str, Any]:
+    """The token cluster's Role as Terraform renders it for this instance (its name is the instance's: the runtime
+    account's), rewritten to allow tokens for another account only."""
+    [role] = [d for d in render_token_cluster(RUNTIME_SA, TOKEN_NAMESPACE, TOKEN_ACCOUNT) if d["kind"] == "Role"]
+    role["rules"] = [{**rule, "resourceNames": ["x"]} for rule in role["rules"]]
+    return role
+
 
 CID = "cls-doctor-sa1"
 
@@ -67,16 +77,7 @@ def test_green_through_the_gateway(sa_mode: Any) -> None:
 
 
 def test_a_role_for_another_name_is_red_with_the_manifests_to_apply(sa_mode: Any) -> None:
-    sa_mode.regional.put_rbac(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "hyperfleet-pullsecret-adapter-token", "namespace": TOKEN_NAMESPACE},
-            "rules": [
-                {"apiGroups": [""], "resources": ["serviceaccounts/token"], "resourceNames": ["x"], "verbs": ["create"]}
-            ],
-        }
-    )
+    sa_mode.regional.put_rbac(role_for_another_account())
     code, text = doctor()
     assert code != 0
     assert "token_cluster_manifests" in failed(text, "service-account-token"), text
