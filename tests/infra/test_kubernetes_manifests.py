@@ -130,7 +130,6 @@ def test_the_emulator_renders_the_manifests_as_terraform_does(documents: dict[st
 
 def test_the_function_requires_the_policy_revision_the_manifest_carries(documents: dict[str, dict[str, Any]]) -> None:
     from pullsecret.delivery.direct import admission_policy
-
     from pullsecret.delivery.direct.settings import POLICY_NAME
 
     policy = documents["ValidatingAdmissionPolicy"]
