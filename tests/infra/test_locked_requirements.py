@@ -77,6 +77,22 @@ def test_each_lock_holds_the_pins_of_its_in(lock: str) -> None:
     assert wanted and not stale, f"{lock} is stale against {LOCKS[lock]} (re-run its header's command): {stale}"
 
 
+@pytest.mark.parametrize("lock", sorted(LOCKS))
+def test_each_lock_agrees_with_the_constraints_it_was_compiled_under(lock: str) -> None:
+    header = (ROOT / lock).read_text().split("\n\n", 1)[0]
+    constraint = re.search(r"--constraint=(\S+)", header)
+    if constraint is None:
+        return  # compiled alone (checkov's own virtualenv)
+    constrained = {
+        canonical(m.group(1)): m.group(2)
+        for m in map(_PIN.match, (ROOT / constraint.group(1)).read_text().splitlines())
+        if m
+    }
+    locked = {name: _PIN.match(entry).group(2) for name, entry in lock_entries(lock).items()}  # type: ignore[union-attr]
+    differ = {n: (v, constrained[n]) for n, v in locked.items() if n in constrained and constrained[n] != v}
+    assert not differ, f"{lock} and {constraint.group(1)} disagree: {differ}"
+
+
 def makefile_installs() -> list[str]:
     """Every pip install command line of the Makefile (recipe lines, the PIP_INSTALL macro expanded)."""
     text = (ROOT / "Makefile").read_text()
