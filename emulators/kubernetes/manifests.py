@@ -14,7 +14,6 @@ from typing import Any
 import yaml
 
 from pullsecret.delivery.direct.admission_policy import render_template, template_variables
-from pullsecret.delivery.direct.settings import POLICY_NAME
 
 MANIFEST_DIR = Path(__file__).resolve().parents[2] / "terraform" / "kubernetes"
 TEMPLATES = ("rbac.yaml", "admission-policy.yaml")
@@ -24,6 +23,10 @@ DEFAULT_NAMESPACE_PATTERN = "^clusters-[a-z0-9-]+$"
 DEFAULT_ADAPTER_NAME = "pullsecret"
 # terraform/variables.tf, variable "kubernetes_secret_template": its default (KUBERNETES_SECRET_TEMPLATE's).
 DEFAULT_SECRET_TEMPLATE = "{cluster_id}-pull-secret"
+# terraform/main.tf, local admission_policy_name without name_suffix: ADMISSION_POLICY_NAME's default (a test keeps them
+# equal; not imported from pullsecret.delivery.direct.settings, which would bring pullsecret.errors into `python -m
+# emulators trigger`, a command that must run while the function's package does not import).
+DEFAULT_POLICY_NAME = "hyperfleet-pullsecret-adapter-scope"
 TOKEN_CLUSTER_TEMPLATE = "token-cluster.yaml"  # terraform/outputs.tf, output "token_cluster_manifests"
 __all__ = ["render", "render_template", "render_token_cluster"]
 
@@ -33,7 +36,7 @@ def render(
     namespace_pattern: str = DEFAULT_NAMESPACE_PATTERN,
     adapter_name: str = DEFAULT_ADAPTER_NAME,
     secret_template: str = DEFAULT_SECRET_TEMPLATE,
-    policy_name: str = POLICY_NAME,
+    policy_name: str = DEFAULT_POLICY_NAME,
 ) -> list[dict[str, Any]]:
     """Every document of the manifests, rendered with these values and parsed (`policy_name`: ADMISSION_POLICY_NAME,
     by default an instance's without name_suffix)."""

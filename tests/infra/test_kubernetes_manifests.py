@@ -126,6 +126,11 @@ def test_the_emulator_renders_the_manifests_as_terraform_does(documents: dict[st
     variables = (REPOSITORY_ROOT / "terraform" / "variables.tf").read_text()
     block = variables.split('variable "management_namespace_pattern"', 1)[1]
     assert f'default     = "{manifests.DEFAULT_NAMESPACE_PATTERN}"' in block.split("validation", 1)[0]
+    from pullsecret.delivery.direct.settings import POLICY_NAME
+
+    main = (REPOSITORY_ROOT / "terraform" / "main.tf").read_text()
+    assert f'admission_policy_name = "{manifests.DEFAULT_POLICY_NAME}${{local.name_suffix}}"' in main
+    assert manifests.DEFAULT_POLICY_NAME == POLICY_NAME  # the function's default: an instance without name_suffix
 
 
 def test_the_function_requires_the_policy_revision_the_manifest_carries(documents: dict[str, dict[str, Any]]) -> None:
