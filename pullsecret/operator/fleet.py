@@ -44,6 +44,7 @@ from pullsecret.operator import convergence, sweep
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
 from pullsecret.secretstore.labels import sm_label_value
+from pullsecret.source.base import DDR_LIMITS, RateLimits
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -121,7 +122,7 @@ class _Ours:
         )
 
 
-def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
+def row_of(app: Application, cluster: dict[str, Any], view: View, asking: convergence.Asking) -> Row:
     """One cluster's line: each side read on its own, a side that cannot be read says why."""
     settings = app.settings
     cluster_id = str(cluster.get("id"))
@@ -150,7 +151,7 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
             view.orphans += [_orphan(app, stray) for stray in app.delivery.strays(where, _deadline(app))]
     if not cluster.get("deleted_time"):
         row.disagrees += _disagreements(row, ours, generation, newest)
-        row.creds = convergence.held(app, cluster_id, raw).state
+        row.creds = asking.held(cluster_id, raw).state
     return row
 
 
@@ -321,14 +322,16 @@ def _left_behind(app: Application, cluster_id: str, view: View) -> None:
     view.orphans += [_orphan(app, stray) for stray in app.delivery.left_behind(cluster_id, leaving, _deadline(app))]
 
 
-def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
+def build(app: Application, *, page_size: int = PAGE_SIZE, asking: convergence.Asking | None = None) -> View:
+    """Every cluster's row and what outlived its cluster; `asking` paces CREDS (the DDR's limits by default)."""
+    asking = asking or convergence.Asking.of(app, DDR_LIMITS)
     view = View()
     known: dict[str, dict[str, Any]] = {}
     projects: set[str] = {app.settings.secret_project_id} if app.settings.secret_project_id else set()
     for cluster in clusters(app, page_size=page_size):
         cluster_id = str(cluster.get("id"))
         try:
-            row = row_of(app, cluster, view)
+            row = row_of(app, cluster, view, asking)
         except AdapterError as exc:  # one cluster that cannot be read (an id no name can be made of) is one row
             generation = cluster.get("generation") if isinstance(cluster.get("generation"), int) else None
             row = Row(cluster_id, generation, "-", "-", "-", "-", [f"not read: {exc.message[:120]}"])
@@ -382,9 +385,22 @@ def fix_hint(fixable: int, outlived: int) -> str:
     )
 
 
-def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callable[[str], None] = print) -> int:
-    """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed."""
-    view = build(app, page_size=page_size)
+def main(
+    app: Application,
+    *,
+    fix: bool,
+    page_size: int = PAGE_SIZE,
+    out: Callable[[str], None] = print,
+    limits: RateLimits = DDR_LIMITS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed.
+    `limits`: what the source's service allows one identity (`--service-limits`), which CREDS keeps to."""
+    asking = convergence.Asking.of(app, limits, sleep)
+    pace = asking.pace()
+    if pace is not None:
+        out(pace)
+    view = build(app, page_size=page_size, asking=asking)
     for line in render(view, app):
         out(printable(line))
     if fix and any(row.delivery == UNREAD for row in view.rows):

@@ -48,6 +48,7 @@ from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.source.service import tries
+from pullsecret.source.service.hold import Hold
 from pullsecret.source.service.reports import ServiceData
 
 SERVICE = "pullsecretservice"
@@ -120,6 +121,7 @@ class PullSecretServiceClient:
         # Tries are this client's own loop (`_exchange`): each bounded by what remains of the event's deadline.
         self._pool = urllib3.connection_from_url(self._base, maxsize=pool_size, retries=False, **tls)
         self._path = urlsplit(self._base).path
+        self.hold = Hold()  # after a 429, every call of this process waits its Retry-After (hold.py)
 
     def __repr__(self) -> str:
         return f"PullSecretServiceClient({self.shown_url!r})"
@@ -216,12 +218,23 @@ class PullSecretServiceClient:
         RETRY_AFTER_CAP_S); no try starts, and no wait is slept, past the event's deadline."""
         for attempt in range(1, budget.ATTEMPTS + 1):
             last = attempt == budget.ATTEMPTS
+            held = self.hold.wait(deadline)
+            if held is not None:
+                raise RateLimited(
+                    f"{what}: not sent: after a 429 (its rate limit, DDR section 3.5) this process holds its "
+                    f"calls to the {SHOWN} for {held:.0f} s more",
+                    retry_after_s=held,
+                    reason="DependencyUnavailable",
+                    service=SERVICE,
+                )
             try:
                 answer = self._send(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
             except TransientError as exc:
                 if last or exc.reason == "DeadlineExceeded" or not tries.slept(tries.backoff(attempt), deadline):
                     raise
                 continue
+            if answer.status == 429:  # DDR §3.5: every call of this process waits (hold.py)
+                self.hold.close_for(_retry_after(answer))
             if last or answer.status not in RETRY_STATUSES:
                 return answer
             if not tries.slept(tries.wait(answer.headers, attempt), deadline):
