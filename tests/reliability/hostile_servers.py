@@ -83,11 +83,15 @@ class SlowServer:
         thread.start()
 
     def _accept_loop(self) -> None:
+        self._listener.settimeout(0.05)  # a blocked accept() does not notice the socket closed: poll for `stop`
         while not self._stop.is_set():
             try:
                 conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            conn.settimeout(None)
             with self._lock:
                 self.accepted += 1
                 self._sockets.append(conn)
