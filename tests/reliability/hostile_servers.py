@@ -2,6 +2,8 @@
 
 - `trickle`: reads the request, sends a status line, then one header byte every `interval` seconds and never ends the
   headers: no socket read of the client ever waits longer than `interval`, so only a whole-call deadline ends it.
+- `trickle-body`: answers a complete status line and headers (200, a JSON body of 100,000 bytes), then the body one
+  byte every `interval` seconds.
 - `silent`: accepts, reads the request and never answers.
 - `answer`: answers every request with one fixed JSON body (a GetCluster that points at a slow server).
 
@@ -36,7 +38,7 @@ class SlowServer:
         interval: float = TRICKLE_INTERVAL_S,
         body: Any = None,
     ) -> None:
-        assert behaviour in ("trickle", "silent", "answer")
+        assert behaviour in ("trickle", "trickle-body", "silent", "answer")
         self.behaviour = behaviour
         self.tls = tls
         self.interval = interval
@@ -110,10 +112,14 @@ class SlowServer:
                 while True:  # keep-alive: every request on this connection gets the same answer
                     conn.sendall(head.encode() + self.body)
                     _read_request(conn)
-            elif self.behaviour == "trickle":
-                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            elif self.behaviour.startswith("trickle"):
+                if self.behaviour == "trickle":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                else:
+                    head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+                    conn.sendall(head.encode() + b"[")
                 while not self._stop.wait(self.interval):
-                    conn.sendall(b"a")
+                    conn.sendall(b" ")
             else:
                 self._stop.wait()
 

@@ -24,7 +24,7 @@ from pullsecret.delivery.direct.kubewrites import KubeSecrets
 from pullsecret.delivery.direct.management_clusters import ManagementClusters
 from pullsecret.doctor import checks
 from pullsecret.doctor.kit import Context
-from pullsecret.errors import TransientError
+from pullsecret.errors import TransientError, looks_like_io
 from pullsecret.gke.api import GkeClusters
 from pullsecret.gke.endpoints import get_cluster
 from pullsecret.hyperfleet import budget
@@ -154,6 +154,19 @@ def test_a_kubernetes_call_of_direct_delivery_ends_at_its_deadline(
         _, error = _ends_in_time(probe, EVENT_DEADLINE_S, TransientError)
         assert server.accepted >= 1
     assert error.service == "kubernetes"
+
+
+def test_a_kubernetes_answers_body_read_after_the_call_returned_keeps_its_deadline(
+    tls: Any, identity: RuntimeIdentity, gke_pointing_at: Callable[[SlowServer], GkeClusters]
+) -> None:
+    """The Kubernetes client answers raw responses (`_preload_content=False`): the body is read after the call has
+    returned, and is still cut at the call's deadline."""
+    with slow_server("trickle-body", tls=tls) as server:
+        api = ManagementClusters(gke_pointing_at(server), identity).api_for(CLUSTER, Deadline(EVENT_DEADLINE_S))
+        secrets = KubeSecrets("hyperfleet-pullsecret", ExpectedPolicy({}, {}, None))
+        probe = lambda: secrets.probe(api, "clusters-a", "pull-secret", Deadline(EVENT_DEADLINE_S))  # noqa: E731
+        _, error = _ends_in_time(probe, EVENT_DEADLINE_S, Exception)
+    assert looks_like_io(error)  # transient for the handler's error policy
 
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
