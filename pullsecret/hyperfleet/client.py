@@ -20,7 +20,8 @@ Configuration errors (ERROR line, redelivered, never acknowledged): a 403 `HYPER
 tenant header (hyperfleet-api pkg/tenant/middleware.go; set HYPERFLEET_SYSTEM_HEADER, sent as `true`), a 403
 without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router).
 Retry budget (docs/design.md, tests/unit/test_retry_budget.py): `call_budget_s()` a call, with or without a
-retrying gateway behind each try.
+retrying gateway behind each try; it is also the call's whole-call deadline (pullsecret.deadline_io), so a server
+that trickles its answer cannot hold a call longer.
 
 Each call carries the event's W3C `traceparent` (same trace id, a new span id per call), as the adapter
 framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/client.go).
