@@ -36,6 +36,7 @@ from pullsecret.registry.http import ExchangeFailed, PinnedHTTPS
 from pullsecret.retrying import Deadline
 from pullsecret.settings.token_source import TokenSource
 from pullsecret.source.service.api import PullSecretServiceClient
+from tests.reliability import harness
 from tests.reliability.hostile_servers import SlowServer, client_threads, loopback_tls, slow_server
 
 pytestmark = [pytest.mark.reliability, pytest.mark.timeout(60)]
@@ -45,6 +46,14 @@ EVENT_DEADLINE_S = 3.0  # the issue's: a 3 s deadline held past 20 s
 BEHAVIOURS = ("trickle", "silent")
 CLUSTER = "projects/p/locations/europe-west1/clusters/mgmt"
 ENV = {"PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/1"}
+ACCESS_TOKEN = "runtime-access-token"  # sent to the slow servers; no error or log line may carry it
+
+
+@pytest.fixture(autouse=True)
+def no_token_in_the_logs(request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]) -> Iterator[None]:
+    yield
+    out, err = capsys.readouterr()
+    assert not harness.scan(request.node.name, [out, err], extra_forms=[ACCESS_TOKEN])
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +63,7 @@ def tls() -> Any:
 
 def _identity() -> RuntimeIdentity:
     """The runtime identity with a fixed access token (no expiry: never refreshed, no metadata server)."""
-    return RuntimeIdentity(credentials=Credentials(token="runtime-access-token"))  # type: ignore[no-untyped-call]
+    return RuntimeIdentity(credentials=Credentials(token=ACCESS_TOKEN))  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture
@@ -82,16 +91,19 @@ def gke_pointing_at(tls: Any) -> Iterator[Callable[[SlowServer], GkeClusters]]:
         server.stop()
 
 
-def _ends_in_time(call: Callable[[], Any], bound_s: float, error: type[BaseException]) -> tuple[float, Any]:
-    """Run `call`: it raises `error` within `bound_s` + SLACK_S and leaves no new thread; (seconds, the error)."""
+def _ends_in_time(call: Callable[[], Any], bound_s: float, kind: type[BaseException]) -> tuple[float, Any]:
+    """Run `call`: it raises `kind` within `bound_s` + SLACK_S, leaves no new thread and its error carries no
+    token; (seconds, the error)."""
     before = client_threads()
     started = time.monotonic()
-    with pytest.raises(error) as raised:
+    with pytest.raises(kind) as raised:
         call()
     elapsed = time.monotonic() - started
     assert elapsed <= bound_s + SLACK_S, f"the call took {elapsed:.1f} s, its deadline is {bound_s:g} s"
     assert client_threads() <= before, "a thread of the client is still running"
-    return elapsed, raised.value
+    error = raised.value
+    assert not harness.scan("slow server error", [str(error), repr(error)], extra_forms=[ACCESS_TOKEN])
+    return elapsed, error
 
 
 @pytest.mark.parametrize("behaviour", BEHAVIOURS)
@@ -190,7 +202,7 @@ def test_the_doctors_resource_manager_call_ends_within_its_timeout(behaviour: st
             hyperfleet=cast(Any, None),
             secrets=None,
             registries=cast(Any, None),
-            token=lambda: "runtime-access-token",
+            token=lambda: ACCESS_TOKEN,
             resource_manager=server.url,
         )
         before = client_threads()
@@ -198,5 +210,6 @@ def test_the_doctors_resource_manager_call_ends_within_its_timeout(behaviour: st
         line = checks._create(ctx, "p")
         elapsed = time.monotonic() - started
     assert line.ok is False and "testIamPermissions on p" in line.text
+    assert not harness.scan("doctor line", [line.text, line.fix], extra_forms=[ACCESS_TOKEN])
     assert elapsed <= checks.RESOURCE_MANAGER_TIMEOUT_S + SLACK_S
     assert client_threads() <= before
