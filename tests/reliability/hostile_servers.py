@@ -5,6 +5,7 @@
 - `trickle-body`: answers a complete status line and headers (200, a JSON body of 100,000 bytes), then the body one
   byte every `interval` seconds.
 - `silent`: accepts, reads the request and never answers.
+- `mute`: accepts and never reads or sends a byte: with `tls`, the client's handshake gets no answer.
 - `answer`: answers every request with one fixed JSON body (a GetCluster that points at a slow server).
 
 With `tls` (emulators.tlsutil material for 127.0.0.1) the server speaks HTTPS, its handshake done normally. Each
@@ -38,7 +39,7 @@ class SlowServer:
         interval: float = TRICKLE_INTERVAL_S,
         body: Any = None,
     ) -> None:
-        assert behaviour in ("trickle", "trickle-body", "silent", "answer")
+        assert behaviour in ("trickle", "trickle-body", "silent", "mute", "answer")
         self.behaviour = behaviour
         self.tls = tls
         self.interval = interval
@@ -101,6 +102,9 @@ class SlowServer:
 
     def _serve(self, conn: socket.socket) -> None:
         with contextlib.suppress(OSError, ValueError):
+            if self.behaviour == "mute":
+                self._stop.wait()
+                return
             if self._context is not None:
                 conn.settimeout(10)
                 conn = self._context.wrap_socket(conn, server_side=True)
