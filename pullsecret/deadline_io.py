@@ -2,11 +2,16 @@
 
 A socket timeout bounds one read, not a call: a server that sends its status line and then one header byte a second
 never lets a read time out, and keeps the call (and the event waiting on it) going for as long as the header limits
-allow. Every HTTP client of the function makes its calls inside `within(deadline)`, over connections made here:
-the HyperFleet API and the Pull Secret Service (urllib3 pools from `connection_from_url`), the token cluster's
-TokenRequest and GKE's GetCluster (the same), the Kubernetes client of direct delivery (its PoolManager given
-`POOL_CLASSES`: `bound`), the doctor's Cloud Resource Manager call (`pool_manager`) and registry verification
-(http.client: its connection reads through `BoundedResponse` and connects within `connect_timeout`).
+allow. Every HTTP client of the function makes its calls inside `within(deadline)`, over connections made here
+(urllib3 pools: `connection_from_url`, `HTTPSConnectionPool`, a PoolManager's `bound`; http.client: `BoundedResponse`
+and `connect_timeout`), each with its deadline:
+- the HyperFleet API: its call budget (hyperfleet/budget.py `call_budget_s`, its tries and waits included);
+- the Pull Secret Service: the event's deadline (RETRY_DEADLINE), or its call budget without an event (rekey, the
+  doctor's probe);
+- GKE's GetCluster and the Kubernetes client of direct delivery: the call's timeout (`Deadline.call_timeout`, inside
+  the event's deadline; the Kubernetes client's `_request_timeout`);
+- the token cluster's TokenRequest: the mint's MINT_DEADLINE_S, GetCluster included;
+- registry verification: each exchange's limit (REGISTRY_TIMEOUT); the doctor's Cloud Resource Manager call: 10 s.
 
 What the deadline bounds, at the socket:
 - connect: the TCP connect's timeout is cut to what remains, and none starts once it has passed (urllib3:
