@@ -148,8 +148,8 @@ def presented(
 
 
 def shared(hyperfleet: Presented | None, service: Presented | None) -> str | None:
-    """Why the service's credential is one the HyperFleet API admits (a ConfigError's message: the setting to change
-    first, then both credentials' settings and the fix), or None when they differ in issuer, subject or audience."""
+    """Why the service's credential is one the HyperFleet API admits (the setting to change first, then both
+    credentials' settings; SHARED_FIX says what to do), or None when they differ in issuer, subject or audience."""
     if hyperfleet is None or service is None or hyperfleet != replace(service, settings=hyperfleet.settings):
         return None
     variable = "PULL_SECRET_SERVICE_AUDIENCE" if service.audience else "PULL_SECRET_SERVICE_TOKEN_FILE"
@@ -158,7 +158,7 @@ def shared(hyperfleet: Presented | None, service: Presented | None) -> str | Non
     return (
         f"{variable} makes the Pull Secret Service's token the HyperFleet API's: both come from {service.issuer}"
         f"{whose}{audience} (the service's: {service.settings}; the API's: {hyperfleet.settings}), so the service "
-        f"could replay what it receives at the API. {SHARED_FIX}"
+        "could replay what it receives at the API"
     )
 
 

@@ -75,7 +75,7 @@ def read(env: Mapping[str, str], selected: str) -> ServiceSettings:
     own = ServiceSettings(base, auth, audience, token_file, _service_registries(env), timeout_s, ttl_s)
     refused = token_source.shared(common.hyperfleet_credential(env), own.credential(token_source.read(env)))
     if refused is not None:  # one identity per audience (docs/trust.md)
-        raise ConfigError(refused)
+        raise ConfigError(f"{refused}. {token_source.SHARED_FIX}")
     return own
 
 
