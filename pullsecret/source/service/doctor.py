@@ -10,6 +10,8 @@ the claims' issuer, subject and audiences, never a token.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pullsecret.doctor.identity import audiences, claims
 from pullsecret.doctor.kit import Context, Line
 from pullsecret.errors import AdapterError
@@ -22,18 +24,19 @@ from pullsecret.source.service.settings import ServiceSettings
 CHECK = "service-token"
 
 
-def own_identity(ctx: Context, service: ApiCredential | None) -> list[Line]:
-    """The service's credential is not the HyperFleet API's: by the settings, then by the minted tokens' claims."""
+def own_identity(ctx: Context, service_credential: Callable[[], ApiCredential | None]) -> list[Line]:
+    """The service's credential is not the HyperFleet API's: by the settings, then, with two ServiceAccount tokens,
+    by the minted tokens' claims (the clients' credentials are asked for only then)."""
     settings = ctx.settings
     mine = settings.of(ServiceSettings).credential(settings.caller)
     theirs = settings.hyperfleet_credential()
     refused = token_source.shared(theirs, mine)
     if refused is not None:
         return [Line(CHECK, False, refused, token_source.SHARED_FIX)]
-    gateway = ctx.hyperfleet.credential
     if settings.caller.service_token is None or settings.caller.hyperfleet_token is None:
         text = f"the {SHOWN}'s credential ({_shown(mine)}) is not the HyperFleet API's ({_shown(theirs)})"
         return [Line(CHECK, True, text)]
+    gateway, service = ctx.hyperfleet.credential, service_credential()
     if service is None or gateway is None:
         return [Line(CHECK, None, "the minted tokens were not compared: no credential was built")]
     try:

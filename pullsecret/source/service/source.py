@@ -243,7 +243,7 @@ class ServiceSource(Source):
     def doctor_checks(self) -> list[DoctorCheck]:
         return [
             DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx)),
-            DoctorCheck(doctor.CHECK, lambda ctx: doctor.own_identity(ctx, self.client.credential)),
+            DoctorCheck(doctor.CHECK, lambda ctx: doctor.own_identity(ctx, lambda: self.client.credential)),
         ]
 
     def revoke(self, cluster_id: str, deadline: Deadline) -> OwnData:
