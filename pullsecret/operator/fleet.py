@@ -5,8 +5,9 @@ Manager version and the generation it holds (per our status's lineage), in servi
 against the service's current ones (CREDS: current, behind, none; pullsecret.operator.convergence), what the
 delivery shows (its `inspect`), and what disagrees. Then what outlived its cluster:
 
-- secrets labelled as ours (pullsecret.secretstore.labels; listed with ListSecrets' label filter) whose cluster
-  the API no longer knows ("gone"), or holds as deleted without our Finalized ("deleted");
+- secrets labelled as ours (pullsecret.secretstore.labels; listed with ListSecrets' label filter, in
+  SECRET_PROJECT_ID, each project ALLOWED_SECRET_PROJECTS names exactly and each a listed cluster names) whose
+  cluster the API no longer knows ("gone"), or holds as deleted without our Finalized ("deleted");
 - external-secrets: accessor members of ours on a live cluster's secret for a namespace that is not the cluster's
   (its old namespace, gone or reused);
 - direct: the Kubernetes Secret of a gone cluster. The runtime identity may not get, list or watch Secrets
@@ -21,8 +22,8 @@ which reports Finalized); a gone cluster gets the delivery's cleanup, the secret
 is left to read it) and the revocation of its own credentials at their source (the Pull Secret Service); a stale
 accessor member is removed by granting the cluster's own namespace, which drops every other member of ours.
 What the sweep may remove at all (keyset paging, HyperFleet asked again about each cluster right before, the
-function's project rules, this deployment's label) is pullsecret.operator.sweep's S1-S5. A project that cannot be
-listed is a note, never an abort; every line printed has its non-printable characters escaped.
+function's project rules, this deployment's label) and where it looks is pullsecret.operator.sweep's S1-S6. A
+project that cannot be listed is a note, never an abort; every line printed has its non-printable characters escaped.
 Every step is idempotent, so an interrupted run is safe to run again. Reads are
 sequential (one call at a time against each quota); Secret Manager deletions go through the store's write pacer
 (pullsecret.secretstore.pacing).
@@ -327,7 +328,7 @@ def build(app: Application, *, page_size: int = PAGE_SIZE, asking: convergence.A
     asking = asking or convergence.Asking.of(app, DDR_LIMITS)
     view = View()
     known: dict[str, dict[str, Any]] = {}
-    projects: set[str] = {app.settings.secret_project_id} if app.settings.secret_project_id else set()
+    projects = sweep.projects(app.settings)  # S6: and each project a listed cluster names, below
     for cluster in clusters(app, page_size=page_size):
         cluster_id = str(cluster.get("id"))
         try:

@@ -126,6 +126,11 @@ class PullSecretServiceClient:
     def __repr__(self) -> str:
         return f"PullSecretServiceClient({self.shown_url!r})"
 
+    @property
+    def credential(self) -> ApiCredential | None:
+        """The credential the calls carry (the doctor mints and inspects it)."""
+        return self._credential
+
     # -- the three calls ------------------------------------------------------------------------
     def get(self, cluster_id: str, deadline: Deadline | None = None) -> ServiceAnswer | None:
         """The cluster's pull secret, or None when the service holds none (404 NTF-001)."""
