@@ -149,6 +149,13 @@ def _parser() -> argparse.ArgumentParser:
     fleet_parser.add_argument(
         "--page-size", type=_page_size, default=100, metavar="N", help="clusters and secrets per page (1..500)"
     )
+    fleet_parser.add_argument(
+        "--service-limits",
+        type=_service_limits,
+        default=None,
+        metavar="N/min,M/h",
+        help="the service's limits per ServiceAccount, which CREDS keeps to (DDR section 3.5: 100/min,10/h)",
+    )
     inspect = commands.add_parser(
         "inspect",
         help="print the cluster's pull-secret lineage (redacted JSON)",
@@ -350,7 +357,8 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     if args.command == "fleet":
         from pullsecret.operator import fleet
 
-        return fleet.main(adapter, fix=args.fix, page_size=args.page_size)
+        limits = {"limits": args.service_limits} if args.service_limits is not None else {}
+        return fleet.main(adapter, fix=args.fix, page_size=args.page_size, **limits)
     if args.command == "rekey":
         from pullsecret.operator import rekey
 
