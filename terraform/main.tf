@@ -9,6 +9,9 @@ locals {
   function_name             = "${var.function_name}${local.name_suffix}"
   cluster_events_topic_name = "${var.cluster_events_topic_name}${local.name_suffix}"
   fleet_metric_prefix       = var.fleet_metric_prefix != "" ? var.fleet_metric_prefix : (var.name_suffix == "" ? "" : "${var.name_suffix}_")
+  # On a management cluster too (issue 51, item 4): the admission policy and its binding (ADMISSION_POLICY_NAME, the
+  # name the function reads and compares) carry the suffix; the RBAC objects carry the runtime account's e-mail.
+  admission_policy_name = "hyperfleet-pullsecret-adapter-scope${local.name_suffix}"
 
   required_apis = [
     "secretmanager.googleapis.com",

@@ -119,6 +119,8 @@ output "kubernetes_manifests" {
       # The Secret's name around its cluster id (pullsecret/delivery/admission_policy.py splits it the same way).
       secret_name_prefix = split("{cluster_id}", var.kubernetes_secret_template)[0]
       secret_name_suffix = split("{cluster_id}", var.kubernetes_secret_template)[1]
+      # The policy's and its binding's name, per instance: the function's ADMISSION_POLICY_NAME (function.tf).
+      policy_name = local.admission_policy_name
     })
   ])
 }

@@ -97,12 +97,15 @@ def pubsub_envelope(
     return push_envelope(event, message_id=message_id, publish_time=publish_time)
 
 
-def eventarc_attributes(message_id: str = "m-1") -> dict[str, Any]:
+def eventarc_attributes(
+    message_id: str = "m-1", topic: str = "projects/hf-demo-project/topics/hyperfleet-cluster-events"
+) -> dict[str, Any]:
+    """The CloudEvent attributes Eventarc sets for a message published on `topic` (Sentinel's by default)."""
     return {
         "specversion": "1.0",
         "id": message_id,
         "type": "google.cloud.pubsub.topic.v1.messagePublished",
-        "source": "//pubsub.googleapis.com/projects/hf-demo-project/topics/hyperfleet-cluster-events",
+        "source": f"//pubsub.googleapis.com/{topic}",
     }
 
 

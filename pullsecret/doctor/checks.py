@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import requests
+import certifi
+import urllib3
 from google.api_core import exceptions as gexc
 
+from pullsecret import deadline_io, outbound
 from pullsecret.doctor import identity
 from pullsecret.doctor.kit import (
     MANAGED_ROLE,
@@ -45,6 +47,7 @@ MANAGED_PERMISSIONS = (
     "secretmanager.versions.disable",
 )
 CREATOR_ROLE = "hyperfleetPullSecretCreator"
+RESOURCE_MANAGER_TIMEOUT_S = 10.0  # projects.testIamPermissions, the whole call
 CREATE = "secretmanager.secrets.create"  # checked on the project: not conditioned (terraform/iam.tf)
 CLUSTER_IDS = 10  # clusters listed for names to ask about
 
@@ -152,23 +155,24 @@ def _create(ctx: Context, project: str) -> Line:
     (Secret Manager's own takes secrets only; a CreateSecret would write)."""
     url = f"{ctx.resource_manager}/v3/projects/{project}:testIamPermissions"
     assert ctx.token is not None
+    sent = outbound.request(token=ctx.token(), json_body={"permissions": [CREATE]}, trace=False)
+    http = deadline_io.pool_manager(ca_certs=certifi.where(), retries=False)
     try:
-        response = requests.post(
-            url, json={"permissions": [CREATE]}, headers={"Authorization": f"Bearer {ctx.token()}"}, timeout=10.0
-        )
-    except requests.RequestException as exc:
+        with deadline_io.within(Deadline(RESOURCE_MANAGER_TIMEOUT_S)):  # connect, headers and body: deadline_io
+            response = http.request(
+                "POST", url, body=sent.body, headers=sent.headers, timeout=RESOURCE_MANAGER_TIMEOUT_S
+            )
+    except urllib3.exceptions.HTTPError as exc:
         fix = "try again: Cloud Resource Manager did not answer"
         return Line(
             "secret-manager.create", False, f"projects.testIamPermissions on {project}: {type(exc).__name__}", fix
         )
-    if response.status_code != 200:
+    if response.status != 200:
         fix = (
             "enable cloudresourcemanager.googleapis.com in the runtime account's project "
             "(gcloud services enable cloudresourcemanager.googleapis.com --project PROJECT)"
         )
-        return Line(
-            "secret-manager.create", False, f"projects.testIamPermissions on {project}: {response.status_code}", fix
-        )
+        return Line("secret-manager.create", False, f"projects.testIamPermissions on {project}: {response.status}", fix)
     if CREATE in (response.json().get("permissions") or []):
         return Line("secret-manager.create", True, f"{CREATE} on projects/{project} (projects.testIamPermissions)")
     fix = create_fix(ctx, project)

@@ -48,12 +48,10 @@ def minted_token(ctx: Context) -> list[Line]:
     except AdapterError as exc:
         return [Line(CHECK, False, f"{where}: no token ({exc.reason})", _mint_fix(exc.message))]
     lines = [Line(CHECK, True, f"{ctx.runtime} mints tokens of {where} (TokenRequest)")]
-    claims = _claims(token)
+    claimed = claims(token)
     audience = ctx.settings.hyperfleet_api_audience
     user = f"system:serviceaccount:{source.namespace}:{source.name}"
-    audiences = claims.get("aud")
-    audiences = [audiences] if isinstance(audiences, str) else audiences if isinstance(audiences, list) else []
-    if audience not in audiences or claims.get("sub") != user:
+    if audience not in audiences(claimed) or claimed.get("sub") != user:
         text = f"the token's claims do not name audience {audience!r} and {user}"
         fix = "the token cluster's API server must issue tokens for the requested audience (its --api-audiences)"
         return [*lines, Line(CHECK, False, text, fix)]
@@ -93,7 +91,13 @@ def _mint_fix(message: str) -> str:
     return "HYPERFLEET_API_TOKEN_CLUSTER must name a GKE cluster the runtime identity can reach: " + message[-300:]
 
 
-def _claims(token: str) -> dict[str, Any]:
+def audiences(claimed: dict[str, Any]) -> list[str]:
+    """The token's `aud` claim as a list (a JWT may carry one audience as a string)."""
+    found = claimed.get("aud")
+    return [found] if isinstance(found, str) else [str(a) for a in found] if isinstance(found, list) else []
+
+
+def claims(token: str) -> dict[str, Any]:
     """The JWT's payload (not verified: the doctor reads what the API server wrote, the gateway verifies)."""
     try:
         payload = token.split(".")[1]

@@ -33,8 +33,9 @@ import certifi
 import urllib3
 from google.api_core import exceptions as gexc
 
-from pullsecret import outbound
+from pullsecret import deadline_io, outbound
 from pullsecret.logs import answer_text
+from pullsecret.retrying import Deadline
 
 API = "https://container.googleapis.com"
 _OK = 200
@@ -140,16 +141,18 @@ class GkeClusters:
         self._identity = identity
         base = f"http://{emulator_host}" if emulator_host else API
         tls = {} if emulator_host else {"ca_certs": certifi.where()}
-        self._pool = urllib3.connection_from_url(base, maxsize=pool_size, retries=False, **tls)
+        self._pool = deadline_io.connection_from_url(base, maxsize=pool_size, retries=False, **tls)
 
     def get_cluster(self, name: str, *, timeout: float) -> ClusterAnswer:
-        """The cluster `projects/P/locations/L/clusters/C`; google-api-core exceptions on an error answer."""
+        """The cluster `projects/P/locations/L/clusters/C`, within `timeout` seconds in all; google-api-core
+        exceptions on an error answer, urllib3's on no answer in time."""
         path = resource_path(name)
         # No traceparent, as before the builder: GetCluster's answer is cached across events.
         sent = outbound.request(token=self._identity.token(), trace=False)
-        response = self._pool.request(
-            "GET", path, headers=sent.headers, timeout=urllib3.Timeout(total=timeout), redirect=False
-        )
+        with deadline_io.within(Deadline(timeout)):  # `timeout` bounds the whole call, its body included
+            response = self._pool.request(
+                "GET", path, headers=sent.headers, timeout=urllib3.Timeout(total=timeout), redirect=False
+            )
         if response.status != _OK:
             raise api_error(response.status, response.data)
         try:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import urllib3
 from urllib3.util.retry import Retry
 
+from pullsecret import deadline_io
+
 ATTEMPTS = 3  # tries per call: the first and two retries
 CONNECT_TIMEOUT_S = 3.05
 MAX_TRY_TIMEOUT_S = 6.0  # HYPERFLEET_TIMEOUT's maximum: the read timeout of one try
@@ -29,8 +31,21 @@ def call_budget_s(read_timeout_s: float = MAX_TRY_TIMEOUT_S) -> float:
 
 
 class BoundedRetry(Retry):
-    """urllib3's Retry with a server's Retry-After honoured up to RETRY_AFTER_CAP_S."""
+    """urllib3's Retry with a server's Retry-After honoured up to RETRY_AFTER_CAP_S, and inside the call's deadline
+    (deadline_io): no retry once it has passed, no wait longer than what remains of it."""
 
     def get_retry_after(self, response: urllib3.BaseHTTPResponse) -> float | None:
         wanted = super().get_retry_after(response)
-        return None if wanted is None else min(wanted, RETRY_AFTER_CAP_S)
+        return None if wanted is None else _within_deadline(min(wanted, RETRY_AFTER_CAP_S))
+
+    def get_backoff_time(self) -> float:
+        return _within_deadline(super().get_backoff_time())
+
+    def is_exhausted(self) -> bool:
+        left = deadline_io.remaining()
+        return super().is_exhausted() or (left is not None and left <= 0)
+
+
+def _within_deadline(wait_s: float) -> float:
+    left = deadline_io.remaining()
+    return wait_s if left is None else min(wait_s, left)

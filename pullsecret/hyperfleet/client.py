@@ -21,7 +21,8 @@ tenant header (hyperfleet-api pkg/tenant/middleware.go; set HYPERFLEET_SYSTEM_HE
 without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router), a
 3xx (`EndpointRedirected`: HYPERFLEET_API_URL moved; never followed, so the token goes to the configured host only).
 Retry budget (docs/design.md, tests/unit/test_retry_budget.py): `call_budget_s()` a call, with or without a
-retrying gateway behind each try.
+retrying gateway behind each try; it is also the call's whole-call deadline (pullsecret.deadline_io), so a server
+that trickles its answer cannot hold a call longer.
 
 Each call carries the event's W3C `traceparent` (same trace id, a new span id per call), as the adapter
 framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/client.go).
@@ -36,13 +37,14 @@ from urllib.parse import quote, urlencode, urlsplit
 import certifi
 import urllib3
 
-from pullsecret import outbound
+from pullsecret import deadline_io, outbound
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import answers, budget, jsonsplit
 from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
 from pullsecret.identity.bearer import ApiCredential, hyperfleet_credential
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import answer_text, log, scrub, scrubbed
+from pullsecret.retrying import Deadline
 from pullsecret.settings.common import Settings
 
 _PAGE_SIZE = 100
@@ -56,6 +58,7 @@ class HyperFleetClient:
         self._base_url = shown_url(settings.hyperfleet_api_url)
         read_timeout = min(settings.hyperfleet_timeout_s, budget.MAX_TRY_TIMEOUT_S)
         self._timeout = (min(budget.CONNECT_TIMEOUT_S, read_timeout), read_timeout)
+        self._call_budget_s = budget.call_budget_s(read_timeout)  # one call's whole-call deadline (deadline_io)
         self._status_method = settings.hyperfleet_status_method
         # The page-size parameter is `size` in the current API and `pageSize` in 0.1.0 (the POST era).
         self._size_param = "size" if settings.hyperfleet_status_method == "PUT" else "pageSize"
@@ -82,7 +85,7 @@ class HyperFleetClient:
         # certifi's, as requests used, or HYPERFLEET_API_CA_BUNDLE's (a gateway's private root CA).
         ca_bundle = settings.caller.hyperfleet_ca_bundle or certifi.where()
         tls = {"ca_certs": ca_bundle} if self._base.startswith("https:") else {}
-        self._pool = urllib3.connection_from_url(
+        self._pool = deadline_io.connection_from_url(
             self._base,
             maxsize=pool_size,
             retries=retry,
@@ -160,8 +163,11 @@ class HyperFleetClient:
         )
         url = self._path + path + (f"?{urlencode(params)}" if params else "")
         try:
-            response = self._pool.request(method, url, body=sent.body, headers={**sent.headers, **self._system_header})
-            return Answer(response.status, response.headers, response.data)
+            with deadline_io.within(Deadline(self._call_budget_s)):  # its tries, waits, headers and body
+                response = self._pool.request(
+                    method, url, body=sent.body, headers={**sent.headers, **self._system_header}
+                )
+                return Answer(response.status, response.headers, response.data)
         except urllib3.exceptions.HTTPError as exc:
             if looks_like_io(exc) or isinstance(exc, urllib3.exceptions.MaxRetryError):
                 raise TransientError(

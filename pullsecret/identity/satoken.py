@@ -38,7 +38,7 @@ from urllib.parse import quote
 import certifi
 import urllib3
 
-from pullsecret import outbound
+from pullsecret import deadline_io, outbound
 from pullsecret.errors import AdapterError, TransientError
 from pullsecret.gke.api import GkeClusters
 from pullsecret.gke.endpoints import Endpoint, choose_endpoint, get_cluster
@@ -93,7 +93,7 @@ class ServiceAccountToken:
         self._from_refresh: tuple[str, float] | None = None  # (token, minted at) of the last refresh's mint
         self._endpoint: tuple[Endpoint, float] | None = None
         self._failed: tuple[TransientError, float] | None = None
-        self._pools: dict[str, urllib3.HTTPSConnectionPool] = {}
+        self._pools: dict[str, deadline_io.HTTPSConnectionPool] = {}
 
     def __repr__(self) -> str:
         return f"ServiceAccountToken(account={self.source.account!r}, audience={self.audience!r})"
@@ -134,8 +134,9 @@ class ServiceAccountToken:
         self._failed = None
 
     def _mint_now(self, started: float) -> None:
-        endpoint = self._endpoint_now()
-        answer = self._request(endpoint)
+        deadline = Deadline(MINT_DEADLINE_S)  # the endpoint's lookup and the TokenRequest, all of each (deadline_io)
+        endpoint = self._endpoint_now(deadline)
+        answer = self._request(endpoint, deadline)
         if answer.status != 201:
             raise self._refused(answer.status)
         try:
@@ -150,15 +151,13 @@ class ServiceAccountToken:
         self._token = token
         self._renew_at = started + RENEW_AT * min(seconds, EXPIRATION_SECONDS)
 
-    def _endpoint_now(self) -> Endpoint:
+    def _endpoint_now(self, deadline: Deadline) -> Endpoint:
         cached = self._endpoint
         if cached is not None and self._clock() - cached[1] < ENDPOINT_TTL_S:
             return cached[0]
         what = f"get the token cluster {self.source.cluster}"
         try:
-            cluster = get_cluster(
-                self._gke, self.source.cluster, Deadline(MINT_DEADLINE_S), what=what, not_found="TokenClusterNotFound"
-            )
+            cluster = get_cluster(self._gke, self.source.cluster, deadline, what=what, not_found="TokenClusterNotFound")
             endpoint = choose_endpoint(cluster, mode=self._endpoint_mode, vpc_egress=self._vpc_egress, what=what)
         except AdapterError as exc:
             # Our own configuration (or GKE's outage), never the event's: redelivered, said at error level.
@@ -166,14 +165,14 @@ class ServiceAccountToken:
         self._endpoint = (endpoint, self._clock())
         return endpoint
 
-    def _request(self, endpoint: Endpoint) -> Any:
+    def _request(self, endpoint: Endpoint, deadline: Deadline) -> Any:
         pool = self._pools.get(endpoint.host)
         if pool is None:
             host, _, port = endpoint.host.partition(":")
             tls: dict[str, Any] = (
                 {"ca_cert_data": endpoint.ca_pem.decode()} if endpoint.ca_pem else {"ca_certs": certifi.where()}
             )
-            pool = urllib3.HTTPSConnectionPool(
+            pool = deadline_io.HTTPSConnectionPool(
                 host, int(port or 443), maxsize=4, retries=False, timeout=urllib3.Timeout(5.0), **tls
             )
             self._pools = {endpoint.host: pool}
@@ -189,7 +188,8 @@ class ServiceAccountToken:
         # No traceparent: the token is minted for the process, not for one event (it outlives the event).
         sent = outbound.request(token=self._identity.token(), json_body=body, trace=False)
         try:
-            return pool.request("POST", path, body=sent.body, headers=sent.headers)
+            with deadline_io.within(deadline):
+                return pool.request("POST", path, body=sent.body, headers=sent.headers)
         except urllib3.exceptions.HTTPError as exc:
             self._endpoint = None  # it may have moved (a new IP, a rotated CA): ask GKE again next time
             cause = type(getattr(exc, "reason", None)).__name__

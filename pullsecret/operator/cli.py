@@ -35,6 +35,7 @@ from pullsecret.errors import ConfigError, TerminalError, TransientError
 from pullsecret.logs import log
 from pullsecret.operator import interrupts
 from pullsecret.operator.interrupts import EXIT_INTERRUPTED
+from pullsecret.operator.rekey import arguments
 from pullsecret.operator.settings import VIEW_VARIABLES
 
 if TYPE_CHECKING:  # the application's modules load only when a command runs (usage errors stay instant)
@@ -149,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     fleet_parser.add_argument(
         "--page-size", type=_page_size, default=100, metavar="N", help="clusters and secrets per page (1..500)"
     )
+    arguments.service_limits(fleet_parser, "the service's limits per ServiceAccount, which CREDS keeps to")
     inspect = commands.add_parser(
         "inspect",
         help="print the cluster's pull-secret lineage (redacted JSON)",
@@ -157,62 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("cluster_id")
     inspect.add_argument("--quiet", "-q", action="store_true", help="no log lines on stderr")
-    _rekey_parser(commands)
+    arguments.add_parser(commands, _EPILOG, _DEPLOYED_HELP, _page_size)
     doctor.add_parser(commands, _EPILOG)
     return parser
-
-
-def _time(text: str) -> float:
-    from pullsecret.operator.rekey import parse_time
-
-    try:
-        return parse_time(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an RFC 3339 time or a date, got {text[:40]!r}") from None
-
-
-def _rekey_parser(commands: Any) -> None:
-    rekey = commands.add_parser(
-        "rekey",
-        help="re-key every cluster (or these) now, paced by the Secret Manager write quota; resumable",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    rekey.add_argument("cluster_ids", nargs="*", metavar="CLUSTER_ID", help="only these clusters (default: all)")
-    rekey.add_argument(
-        "--created-before", type=_time, metavar="TIME", help="only clusters whose credentials were created before TIME"
-    )
-    rekey.add_argument(
-        "--compromise", action="store_true", help="a compromise rotation: the old credentials are revoked at once"
-    )
-    rekey.add_argument("--dry-run", action="store_true", help="say what would happen; rotate and publish nothing")
-    rekey.add_argument("--watch", action="store_true", help="then follow the clusters until each holds the new set")
-    rekey.add_argument("--watch-timeout", type=float, default=1800.0, metavar="S", help="seconds to watch (1800)")
-    rekey.add_argument(
-        "--page-size", type=_page_size, default=100, metavar="N", help="clusters per saved page (1..500)"
-    )
-    rekey.add_argument("--yes", action="store_true", help="--compromise: go on after its warning without asking")
-    rekey.add_argument(
-        "--own-identity", action="store_true", help="this shell calls the service as a ServiceAccount of its own"
-    )
-    rekey.add_argument(
-        "--service-limits",
-        type=_service_limits,
-        default=None,
-        metavar="N/min,M/h",
-        help="the service's limits per ServiceAccount (DDR section 3.5: 100/min,10/h)",
-    )
-    rekey.add_argument("--verbose", "-v", action="store_true", help="also the JSON log lines, on stderr")
-    rekey.add_argument("--deployed", metavar="FUNCTION", help=_DEPLOYED_HELP)
-
-
-def _service_limits(text: str) -> Any:
-    from pullsecret.operator.rekey.request import parse_limits
-
-    try:
-        return parse_limits(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -350,7 +299,8 @@ def _command(adapter: Adapter, args: argparse.Namespace) -> int:
     if args.command == "fleet":
         from pullsecret.operator import fleet
 
-        return fleet.main(adapter, fix=args.fix, page_size=args.page_size)
+        limits = {"limits": args.service_limits} if args.service_limits is not None else {}
+        return fleet.main(adapter, fix=args.fix, page_size=args.page_size, **limits)
     if args.command == "rekey":
         from pullsecret.operator import rekey
 

@@ -5,8 +5,9 @@ Manager version and the generation it holds (per our status's lineage), in servi
 against the service's current ones (CREDS: current, behind, none; pullsecret.operator.convergence), what the
 delivery shows (its `inspect`), and what disagrees. Then what outlived its cluster:
 
-- secrets labelled as ours (pullsecret.secretstore.labels; listed with ListSecrets' label filter) whose cluster
-  the API no longer knows ("gone"), or holds as deleted without our Finalized ("deleted");
+- secrets labelled as ours (pullsecret.secretstore.labels; listed with ListSecrets' label filter, in
+  SECRET_PROJECT_ID, each project ALLOWED_SECRET_PROJECTS names exactly and each a listed cluster names) whose
+  cluster the API no longer knows ("gone"), or holds as deleted without our Finalized ("deleted");
 - external-secrets: accessor members of ours on a live cluster's secret for a namespace that is not the cluster's
   (its old namespace, gone or reused);
 - direct: the Kubernetes Secret of a gone cluster. The runtime identity may not get, list or watch Secrets
@@ -21,8 +22,8 @@ which reports Finalized); a gone cluster gets the delivery's cleanup, the secret
 is left to read it) and the revocation of its own credentials at their source (the Pull Secret Service); a stale
 accessor member is removed by granting the cluster's own namespace, which drops every other member of ours.
 What the sweep may remove at all (keyset paging, HyperFleet asked again about each cluster right before, the
-function's project rules, this deployment's label) is pullsecret.operator.sweep's S1-S5. A project that cannot be
-listed is a note, never an abort; every line printed has its non-printable characters escaped.
+function's project rules, this deployment's label) and where it looks is pullsecret.operator.sweep's S1-S6. A
+project that cannot be listed is a note, never an abort; every line printed has its non-printable characters escaped.
 Every step is idempotent, so an interrupted run is safe to run again. Reads are
 sequential (one call at a time against each quota); Secret Manager deletions go through the store's write pacer
 (pullsecret.secretstore.pacing).
@@ -44,6 +45,7 @@ from pullsecret.operator import convergence, sweep
 from pullsecret.retrying import Deadline
 from pullsecret.secretstore import listing
 from pullsecret.secretstore.labels import sm_label_value
+from pullsecret.source.base import DDR_LIMITS, RateLimits
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -121,7 +123,7 @@ class _Ours:
         )
 
 
-def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
+def row_of(app: Application, cluster: dict[str, Any], view: View, asking: convergence.Asking) -> Row:
     """One cluster's line: each side read on its own, a side that cannot be read says why."""
     settings = app.settings
     cluster_id = str(cluster.get("id"))
@@ -150,7 +152,7 @@ def row_of(app: Application, cluster: dict[str, Any], view: View) -> Row:
             view.orphans += [_orphan(app, stray) for stray in app.delivery.strays(where, _deadline(app))]
     if not cluster.get("deleted_time"):
         row.disagrees += _disagreements(row, ours, generation, newest)
-        row.creds = convergence.held(app, cluster_id, raw).state
+        row.creds = asking.held(cluster_id, raw).state
     return row
 
 
@@ -321,14 +323,16 @@ def _left_behind(app: Application, cluster_id: str, view: View) -> None:
     view.orphans += [_orphan(app, stray) for stray in app.delivery.left_behind(cluster_id, leaving, _deadline(app))]
 
 
-def build(app: Application, *, page_size: int = PAGE_SIZE) -> View:
+def build(app: Application, *, page_size: int = PAGE_SIZE, asking: convergence.Asking | None = None) -> View:
+    """Every cluster's row and what outlived its cluster; `asking` paces CREDS (the DDR's limits by default)."""
+    asking = asking or convergence.Asking.of(app, DDR_LIMITS)
     view = View()
     known: dict[str, dict[str, Any]] = {}
-    projects: set[str] = {app.settings.secret_project_id} if app.settings.secret_project_id else set()
+    projects = sweep.projects(app.settings)  # S6: and each project a listed cluster names, below
     for cluster in clusters(app, page_size=page_size):
         cluster_id = str(cluster.get("id"))
         try:
-            row = row_of(app, cluster, view)
+            row = row_of(app, cluster, view, asking)
         except AdapterError as exc:  # one cluster that cannot be read (an id no name can be made of) is one row
             generation = cluster.get("generation") if isinstance(cluster.get("generation"), int) else None
             row = Row(cluster_id, generation, "-", "-", "-", "-", [f"not read: {exc.message[:120]}"])
@@ -382,9 +386,22 @@ def fix_hint(fixable: int, outlived: int) -> str:
     )
 
 
-def main(app: Application, *, fix: bool, page_size: int = PAGE_SIZE, out: Callable[[str], None] = print) -> int:
-    """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed."""
-    view = build(app, page_size=page_size)
+def main(
+    app: Application,
+    *,
+    fix: bool,
+    page_size: int = PAGE_SIZE,
+    out: Callable[[str], None] = print,
+    limits: RateLimits = DDR_LIMITS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Print the view; with `fix`, remove what is ours and print each removal. Exit 0, 1 when a fix failed.
+    `limits`: what the source's service allows one identity (`--service-limits`), which CREDS keeps to."""
+    asking = convergence.Asking.of(app, limits, sleep)
+    pace = asking.pace()
+    if pace is not None:
+        out(pace)
+    view = build(app, page_size=page_size, asking=asking)
     for line in render(view, app):
         out(printable(line))
     if fix and any(row.delivery == UNREAD for row in view.rows):

@@ -49,6 +49,7 @@ HOW_VARIABLES = frozenset(
 RESULT_VARIABLES = frozenset(
     {
         "ADAPTER_NAME",
+        "ADMISSION_POLICY_NAME",  # which instance's policy must guard a write (pullsecret/delivery/direct/settings.py)
         "ALLOWED_MANAGEMENT_CLUSTERS",
         "ALLOWED_SECRET_PROJECTS",  # which projects a spec may name for its secret (settings/secret_projects.py)
         "DELETION_POLICY",

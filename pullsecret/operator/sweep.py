@@ -16,6 +16,10 @@ The sweep (pullsecret.operator.fleet) removes a secret only when all of these ho
       are ours to remove: another deployment's secrets in a shared project are never our orphans. A secret of
       ours written before the label existed is adopted by the next write that checks its owner (versions.py
       `_adopt`); until then the sweep names it in a note and leaves it alone.
+  S6. The projects listed are SECRET_PROJECT_ID, every project ALLOWED_SECRET_PROJECTS names exactly (an entry
+      without `*`) and the projects the listed clusters name (S4): the last cluster of an allowed project leaves
+      its secret findable there after it is gone. A pattern entry lists nothing (it stays a filter); a project
+      is listed for labelled secrets only, and what it holds is then held to S2, S3 and S5 like any other.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 from pullsecret.model import preconditions
 from pullsecret.model.names import cluster_id_safe
+from pullsecret.settings import secret_projects
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
+    from pullsecret.settings.common import Settings
 
 GONE = "gone"
 FINALIZED = "finalized"  # deleted, and our Finalized=True is stored
@@ -65,6 +71,13 @@ def verdict(app: Application, cluster_id: str) -> str:
     ours = preconditions.statuses_by_adapter(statuses).get(app.settings.adapter_name) or {}
     finalized = preconditions.condition(ours, "Finalized") or {}
     return FINALIZED if finalized.get("status") == "True" else DELETED
+
+
+def projects(settings: Settings) -> set[str]:
+    """S6: the projects listed whatever the clusters name: SECRET_PROJECT_ID and ALLOWED_SECRET_PROJECTS' exact
+    entries."""
+    pinned = {settings.secret_project_id} if settings.secret_project_id else set()
+    return pinned | set(secret_projects.named(settings.allowed_secret_projects))
 
 
 def project_of(app: Application, cluster: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -1,9 +1,9 @@
 """One HTTPS exchange with a registry at a vetted address, inside a wall-clock limit that covers the body.
 
 The connection goes to `Endpoint.address` (resolved and vetted by `registry_egress`), with the TLS server
-name and certificate check for `Endpoint.hostname` and `Host` naming it. A timer cuts the socket when the
-limit passes, so a registry that answers one byte a second holds a thread for the limit, not for as long as
-it likes (per-read socket timeouts alone never end a slow drip). Answers are asked for uncompressed
+name and certificate check for `Endpoint.hostname` and `Host` naming it. The limit is the exchange's whole-call
+deadline (pullsecret.deadline_io: connect, handshake, headers and body), so a registry that answers one byte a
+second holds a thread for the limit, not for as long as it likes. Answers are asked for uncompressed
 (`Accept-Encoding: identity`) and read up to `max_body` bytes; no redirect is followed (nothing here does).
 No proxy, .netrc or CA from the environment: only REGISTRY_CA_BUNDLE or the certifi bundle is trusted.
 Every failure is an `ExchangeFailed` whose `kind` is a fixed word; nothing of the exchange is in its text.
@@ -11,17 +11,16 @@ Every failure is an `ExchangeFailed` whose `kind` is a fixed word; nothing of th
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import socket
 import ssl
-import threading
-import time
 from dataclasses import dataclass
 
 import certifi
 
+from pullsecret import deadline_io
 from pullsecret.registry.egress import Endpoint
+from pullsecret.retrying import Deadline
 
 MAX_BODY = 64 * 1024  # token answers are a few KiB; a larger one is not read further
 
@@ -44,36 +43,23 @@ class Answer:
 
 
 class _PinnedConnection(http.client.HTTPSConnection):
-    """An HTTPS connection to the vetted address, TLS for the name; `abort` cuts it from another thread."""
+    """An HTTPS connection to the vetted address, TLS for the name, within the current deadline (deadline_io)."""
+
+    response_class = deadline_io.BoundedResponse
 
     def __init__(self, endpoint: Endpoint, context: ssl.SSLContext, timeout: float) -> None:
         super().__init__(endpoint.hostname, endpoint.port, timeout=timeout, context=context)
         self._address = endpoint.address
         self._tls_context = context
-        self._guard = threading.Lock()
-        self._socket: socket.socket | None = None
-        self.aborted = False
 
     def connect(self) -> None:
-        raw = socket.create_connection((self._address, self.port), self.timeout)
-        with self._guard:
-            if self.aborted:
-                raw.close()
-                raise TimeoutError("the exchange's time limit passed")
-            tls = self._tls_context.wrap_socket(raw, server_hostname=self.host, do_handshake_on_connect=False)
-            self._socket = tls
-        tls.do_handshake()
-        self.sock = tls
-
-    def abort(self) -> None:
-        with self._guard:
-            self.aborted = True
-            sock = self._socket
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                # The plain socket's shutdown (not SSLSocket's, which also drops its TLS state from under
-                # the reading thread): a read blocked on this socket returns at once.
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        # The socket's timeout, cut to the deadline, also bounds the whole handshake (deadline_io).
+        raw = socket.create_connection((self._address, self.port), deadline_io.connect_timeout(self.timeout))
+        try:
+            self.sock = self._tls_context.wrap_socket(raw, server_hostname=self.host)
+        except BaseException:
+            raw.close()
+            raise
 
 
 class PinnedHTTPS:
@@ -98,40 +84,45 @@ class PinnedHTTPS:
         if limit_s <= 0:
             raise ExchangeFailed("timeout")
         conn = _PinnedConnection(endpoint, self._context, timeout=limit_s)
-        timer = threading.Timer(limit_s, conn.abort)
-        timer.daemon = True
-        started = time.monotonic()
-        timer.start()
         try:
-            conn.request(
-                method,
-                target,
-                body=body,
-                headers={
-                    "User-Agent": self._user_agent,
-                    "Accept-Encoding": "identity",
-                    "Connection": "close",
-                    **(headers or {}),
-                },
-            )
-            response = conn.getresponse()
-            data = self._read(response)
-            if conn.aborted or time.monotonic() - started > limit_s:
-                raise ExchangeFailed("timeout")
-            return Answer(response.status, tuple(response.msg.get_all("WWW-Authenticate") or ()), data)
+            with deadline_io.within(Deadline(limit_s)):
+                return self._exchange(conn, method, target, headers=headers, body=body)
         except ExchangeFailed:
             raise
         except TimeoutError:
             raise ExchangeFailed("timeout") from None
         except (ssl.SSLError, ssl.CertificateError):
-            raise ExchangeFailed("timeout" if conn.aborted else "tls") from None
+            raise ExchangeFailed("tls") from None
         except (http.client.HTTPException, ValueError):
-            raise ExchangeFailed("timeout" if conn.aborted else "protocol") from None
+            raise ExchangeFailed("protocol") from None
         except OSError:
-            raise ExchangeFailed("timeout" if conn.aborted else "connection") from None
+            raise ExchangeFailed("connection") from None
         finally:
-            timer.cancel()
             conn.close()
+
+    def _exchange(
+        self,
+        conn: _PinnedConnection,
+        method: str,
+        target: str,
+        *,
+        headers: dict[str, str] | None,
+        body: bytes | None,
+    ) -> Answer:
+        conn.request(
+            method,
+            target,
+            body=body,
+            headers={
+                "User-Agent": self._user_agent,
+                "Accept-Encoding": "identity",
+                "Connection": "close",
+                **(headers or {}),
+            },
+        )
+        response = conn.getresponse()
+        data = self._read(response)
+        return Answer(response.status, tuple(response.msg.get_all("WWW-Authenticate") or ()), data)
 
     def _read(self, response: http.client.HTTPResponse) -> bytes:
         """At most max_body + 1 bytes (one more says "too large"); a short body raises IncompleteRead."""

@@ -125,6 +125,16 @@ class Settings:
         kinds = {type(record) for record in records}
         return replace(self, own=(*(r for r in self.own if type(r) not in kinds), *records))
 
+    def hyperfleet_credential(self) -> token_source.Presented | None:
+        """The credential HYPERFLEET_API_AUTH presents, as the settings describe it (token_source.shared)."""
+        return token_source.presented(
+            "HYPERFLEET_API",
+            self.hyperfleet_api_auth,
+            source=self.caller.hyperfleet_token,
+            audience=self.hyperfleet_api_audience,
+            token_file=self.hyperfleet_api_token_file,
+        )
+
     def publish_rate(self) -> float:
         """Rotation events per second: ROTATION_PUBLISH_RATE, else PUBLISH_SHARE of the write quota per cluster."""
         if self.rotation_publish_rate is not None:
@@ -158,6 +168,19 @@ def _api_auth(env: Mapping[str, str]) -> tuple[str, str]:
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"HYPERFLEET_API_AUDIENCE must be one printable word (an audience), got {audience!r}")
     return api_auth, audience
+
+
+def hyperfleet_credential(env: Mapping[str, str]) -> token_source.Presented | None:
+    """Settings.hyperfleet_credential from the environment, before the settings are assembled (a source's own settings
+    compare their credential with it at cold start)."""
+    api_auth, audience = _api_auth(env)
+    return token_source.presented(
+        "HYPERFLEET_API",
+        api_auth,
+        source=token_source.read(env).hyperfleet_token,
+        audience=audience,
+        token_file=envvars.readable_file(env, "HYPERFLEET_API_TOKEN_FILE"),
+    )
 
 
 def _cluster_template(env: Mapping[str, str]) -> str | None:

@@ -14,7 +14,7 @@ from pullsecret.errors import ConfigError
 from pullsecret.model.names import PROJECT_ID_RE
 from pullsecret.settings import envvars
 
-__all__ = ["allowed", "project_allowed"]
+__all__ = ["allowed", "named", "project_allowed"]
 
 # An ALLOWED_SECRET_PROJECTS entry: a project id in which `*` may stand for any part.
 _PATTERN = re.compile(r"^[a-z*][a-z0-9*-]{0,29}$")
@@ -24,6 +24,12 @@ def project_allowed(project: str, allowed: tuple[str, ...]) -> bool:
     """`project` matches one ALLOWED_SECRET_PROJECTS entry, whole: `*` any text of a project id (letters, digits,
     hyphens) within it, every other character itself."""
     return any(re.fullmatch(re.escape(pattern).replace(r"\*", "[a-z0-9-]*"), project) for pattern in allowed)
+
+
+def named(allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The ALLOWED_SECRET_PROJECTS entries that name one project exactly (no `*`): a pattern names no project, it
+    only admits the ones a spec names."""
+    return tuple(entry for entry in allowed if "*" not in entry)
 
 
 def allowed(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -13,13 +13,21 @@ Read once by config.load (`read`), beside the other settings; this module owns t
 - HYPERFLEET_API_CA_BUNDLE, PULL_SECRET_SERVICE_CA_BUNDLE: a PEM file of the root CA(s) the service's TLS chains to
   (a gateway's self-signed root), in place of the public roots; any mode.
 A token file is refused in this mode, as with google-id-token: one credential, never two.
+
+One identity per audience (`shared`): the token the function sends the Pull Secret Service must never be one the
+HyperFleet API (or its gateway) admits, else the service, compromised or hostile, could replay what it receives
+there. Two credentials are one when their issuer, subject and audience are the same: ServiceAccount tokens of one
+token cluster and account for one audience, Google ID tokens of the runtime account for one audience, or one token
+file. The settings are compared at cold start (pullsecret.source.service.settings); the doctor compares the minted
+tokens' claims too, which catches what names cannot (one cluster named by its project id and its number).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pullsecret.errors import ConfigError
 from pullsecret.model.names import GKE_CLUSTER_RE
@@ -113,3 +121,50 @@ def _source(
         raise ConfigError(f"{missing} is required with {prefix}_AUTH={MODE}")
     namespace, _, name = account.partition("/")
     return TokenSource(cluster, namespace, name, f"{cluster_name}, {account_name}, {prefix}_AUDIENCE")
+
+
+@dataclass(frozen=True)
+class Presented:
+    """The bearer credential one client presents, as its settings describe it: who issues it, for whom, for which
+    audience; `settings` names the variables that say so (for messages). Never the token."""
+
+    issuer: str
+    subject: str
+    audience: str
+    settings: str
+
+
+def presented(
+    prefix: str, auth: str, *, source: TokenSource | None, audience: str, token_file: str | None
+) -> Presented | None:
+    """What PREFIX_AUTH=`auth` presents (None: no token at all, token-file mode without a file)."""
+    if auth == MODE and source is not None:
+        return Presented(f"the token cluster {source.cluster}", source.account, audience, source.settings)
+    if auth == "google-id-token":
+        return Presented("Google", "the runtime service account", audience, f"{prefix}_AUTH, {prefix}_AUDIENCE")
+    if token_file is not None:  # one file is one token, whatever audience it was made for
+        return Presented(f"the file {os.path.realpath(token_file)}", "", "", f"{prefix}_TOKEN_FILE")
+    return None
+
+
+def shared(hyperfleet: Presented | None, service: Presented | None) -> str | None:
+    """Why the service's credential is one the HyperFleet API admits (the setting to change first, then both
+    credentials' settings; SHARED_FIX says what to do), or None when they differ in issuer, subject or audience."""
+    if hyperfleet is None or service is None or hyperfleet != replace(service, settings=hyperfleet.settings):
+        return None
+    variable = "PULL_SECRET_SERVICE_AUDIENCE" if service.audience else "PULL_SECRET_SERVICE_TOKEN_FILE"
+    whose = f" for {service.subject}" if service.subject else ""
+    audience = f" with audience {service.audience!r}" if service.audience else ""
+    return (
+        f"{variable} makes the Pull Secret Service's token the HyperFleet API's: both come from {service.issuer}"
+        f"{whose}{audience} (the service's: {service.settings}; the API's: {hyperfleet.settings}), so the service "
+        "could replay what it receives at the API"
+    )
+
+
+SHARED_FIX = (
+    "Give the service an audience of its own: PULL_SECRET_SERVICE_AUDIENCE unset (the service's URL) or the "
+    "audience its TokenReview or ID-token check expects, never HYPERFLEET_API_AUDIENCE; or, with "
+    "service-account-token, a ServiceAccount of its own (PULL_SECRET_SERVICE_SERVICE_ACCOUNT); with token-file, "
+    "a token of its own (PULL_SECRET_SERVICE_TOKEN_FILE)"
+)

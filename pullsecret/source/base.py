@@ -103,6 +103,7 @@ class Held:
     state: str
     why: str = ""
     created_at: str | None = None  # the newest current credential's creation time, as the source says it
+    retry_after_s: float | None = None  # the service refused for its rate limit (429): how long it asks to wait
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,9 @@ class RateLimits:
 
     per_minute: float = 100.0
     rotations_per_hour: float = 10.0
+
+
+DDR_LIMITS = RateLimits()  # the Pull Secret Service's DDR §3.5, per ServiceAccount
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ REAL_LOCALS = (
     "ca_bundle_volumes",
     "ca_bundle_environment",
     "doctor_file_secrets",
+    "admission_policy_name",
+    "name_suffix",
 )
 
 

@@ -82,10 +82,11 @@ def test_every_mode_renders_a_script_the_configuration_accepts(
     assert ("generateIdToken" in script) == id_token
     if id_token:
         assert f"--impersonate-service-account={RUNTIME}" in script
-    # The configuration the doctor loads from exactly these variables (token files as the fetch leaves them).
-    token = tmp_path / "token"
-    token.write_text("opaque-token\n")
-    env = {**exports, **{name: str(token) for name in fetched}}
+    # The configuration the doctor loads from exactly these variables (token files as the fetch leaves them: one
+    # `mktemp` each, never one file for two services).
+    for name in fetched:
+        (tmp_path / name).write_text("opaque-token\n")
+    env = {**exports, **{name: str(tmp_path / name) for name in fetched}}
     settings = configured.load(env)
     assert settings.hyperfleet_api_auth == auth
 

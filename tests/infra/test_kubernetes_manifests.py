@@ -24,6 +24,7 @@ VALUES = {
     "adapter_name": ADAPTER_NAME,
     "secret_name_prefix": "",  # {cluster_id}-pull-secret split as outputs.tf does
     "secret_name_suffix": "-pull-secret",
+    "policy_name": "hyperfleet-pullsecret-adapter-scope",  # local.admission_policy_name without name_suffix
 }
 PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
@@ -125,17 +126,23 @@ def test_the_emulator_renders_the_manifests_as_terraform_does(documents: dict[st
     variables = (REPOSITORY_ROOT / "terraform" / "variables.tf").read_text()
     block = variables.split('variable "management_namespace_pattern"', 1)[1]
     assert f'default     = "{manifests.DEFAULT_NAMESPACE_PATTERN}"' in block.split("validation", 1)[0]
+    from pullsecret.delivery.direct.settings import POLICY_NAME
+
+    main = (REPOSITORY_ROOT / "terraform" / "main.tf").read_text()
+    assert f'admission_policy_name = "{manifests.DEFAULT_POLICY_NAME}${{local.name_suffix}}"' in main
+    assert manifests.DEFAULT_POLICY_NAME == POLICY_NAME  # the function's default: an instance without name_suffix
 
 
 def test_the_function_requires_the_policy_revision_the_manifest_carries(documents: dict[str, dict[str, Any]]) -> None:
     from pullsecret.delivery.direct import admission_policy
+    from pullsecret.delivery.direct.settings import POLICY_NAME
 
     policy = documents["ValidatingAdmissionPolicy"]
-    assert policy["metadata"]["name"] == admission_policy.POLICY_NAME
+    assert policy["metadata"]["name"] == POLICY_NAME
     revision = int(policy["metadata"]["annotations"][admission_policy.A_POLICY_REVISION])
     assert revision == admission_policy.REQUIRED_POLICY_REVISION
     binding = documents["ValidatingAdmissionPolicyBinding"]
-    settings = {"namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME}
+    settings = {"namespace_pattern": NAMESPACE_PATTERN, "adapter_name": ADAPTER_NAME, "policy_name": POLICY_NAME}
     release = admission_policy.expected(
         identity_email=RUNTIME_EMAIL, secret_template="{cluster_id}-pull-secret", **settings
     )
@@ -160,7 +167,8 @@ def test_the_emulator_renders_exactly_what_terraform_renders(tmp_path: Path) -> 
         f'  value = templatefile("{MANIFEST_DIR / name}", {{ runtime_sa_email = "{RUNTIME_EMAIL}", '
         f'namespace_pattern = "{NAMESPACE_PATTERN}", adapter_name = "{ADAPTER_NAME}", '
         f'secret_name_prefix = split("{{cluster_id}}", "{template}")[0], '
-        f'secret_name_suffix = split("{{cluster_id}}", "{template}")[1] }})\n}}'
+        f'secret_name_suffix = split("{{cluster_id}}", "{template}")[1], '
+        f'policy_name = "{VALUES["policy_name"]}" }})\n}}'
         for name in TEMPLATES
     )
     (tmp_path / "main.tf").write_text(outputs + "\n")

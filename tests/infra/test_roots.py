@@ -57,7 +57,15 @@ NAMING_LOCALS = (
     "rotation_record_secret_id",
     "source_bucket_base",
     "source_bucket_name",
+    "admission_policy_name",
 )
+# The outputs whose templatefile() calls render the Kubernetes objects an instance applies (terraform/outputs.tf),
+# lifted as written; the token cluster's rendered whether or not the root uses one (two instances minting tokens in
+# one namespace of it is the case compared).
+MANIFEST_OUTPUTS = {
+    "kubernetes_manifests": "kubernetes_documents",
+    "token_cluster_manifests": "token_cluster_documents",
+}
 
 
 def _local(name: str) -> str:
@@ -96,8 +104,26 @@ def _scope(body: dict[str, Any]) -> str:
     return "project_id"
 
 
+def _templatefile_calls(output: str) -> str:
+    """The templatefile(...) call of terraform/outputs.tf's OUTPUT (within a `for` when the output loops over files),
+    as written, with the runtime account's e-mail from its account_id (the scratch module creates no account)."""
+    text = (MODULE / "outputs.tf").read_text()
+    body = text[text.index(f'output "{output}" {{') :]
+    start = body.index("templatefile(")
+    depth, end = 0, start
+    for end in range(start, len(body)):
+        depth += {"(": 1, ")": -1}.get(body[end], 0)
+        if depth == 0 and body[end] == ")":
+            break
+    call = body[start : end + 1]
+    loop = re.search(r"\[\s*(for f in [^:]+:)\s*$", body[:start])
+    call = f"[{loop.group(1)} {call}]" if loop else call
+    return call.replace("google_service_account.runtime.email", "local.runtime_email")
+
+
 def render(root: Path, work: Path) -> dict[str, Any]:
-    """The names and their projects for ROOT's values, by the real terraform, offline."""
+    """The names and their projects for ROOT's values, by the real terraform, offline; and the Kubernetes manifests
+    as terraform/outputs.tf renders them (MANIFEST_OUTPUTS)."""
     terraform, why = reality.terraform((1, 9))
     if terraform is None:
         reality.missing(why)
@@ -105,7 +131,12 @@ def render(root: Path, work: Path) -> dict[str, Any]:
     work.mkdir()
     shutil.copy(MODULE / "variables.tf", work / "variables.tf")
     shutil.copy(root / "terraform.tfvars", work / "terraform.tfvars")
-    lines = ["locals {", *(_local(n) for n in NAMING_LOCALS), "}"]
+    shutil.copytree(MODULE / "kubernetes", work / "kubernetes")
+    account = named_resources()["google_service_account.runtime"][0]
+    email = f'  runtime_email = "{account}@${{var.project_id}}.iam.gserviceaccount.com"'
+    lines = ["locals {", *(_local(n) for n in NAMING_LOCALS), email, "}"]
+    for output, name in MANIFEST_OUTPUTS.items():
+        lines.append(f'output "{name}" {{\n  value = {_templatefile_calls(output)}\n}}')
     for address, (name, _where, _kind) in named_resources().items():
         lines.append(f'output "{address.replace(".", "__")}" {{\n  value = "{name}"\n}}')
     for name in (
@@ -114,6 +145,7 @@ def render(root: Path, work: Path) -> dict[str, Any]:
         "token_cluster_project",
         "secret_id_prefix",
         "secret_id_suffix",
+        "admission_policy_name",
     ):
         lines.append(f'output "{name}" {{\n  value = local.{name}\n}}')
     lines.append('output "project_id" {\n  value = var.project_id\n}')
@@ -338,67 +370,43 @@ def test_every_root_declares_and_passes_every_module_variable() -> None:
     assert passed == {name: f"${{var.{name}}}" for name in roots.module_variables()}
 
 
-def kubernetes_names(rendered: dict[str, dict[str, Any]], work: Path) -> dict[str, set[tuple[str, str, str]]]:
-    """root -> (kind, namespace, name) of every object its manifests create (rbac, policy, token cluster), by the
-    real terraform's templatefile() with the root's runtime account (one run for every root)."""
-    terraform, why = reality.terraform((1, 9))
-    if terraform is None:
-        reality.missing(why)
-    assert terraform is not None
-    work.mkdir(parents=True)
-    for name in ("rbac.yaml", "admission-policy.yaml", "token-cluster.yaml"):
-        shutil.copy(MODULE / "kubernetes" / name, work / name)
-    emails = {
-        root: f"{out['google_service_account__runtime']}@{out['project_id']}.iam.gserviceaccount.com"
-        for root, out in rendered.items()
-    }
-    values = {
-        "namespace_pattern": "^clusters-[a-z0-9-]+$",
-        "adapter_name": "pullsecret",
-        "secret_name_prefix": "",
-        "secret_name_suffix": "-pull-secret",
-        "namespace": "hyperfleet",
-        "service_account": "pullsecret-adapter",
-    }
-    (work / "main.tf").write_text(
-        f"locals {{\n  emails = {json.dumps(emails)}\n  values = {json.dumps(values)}\n}}\n"
-        'output "documents" {\n  value = { for root, email in local.emails : root => [\n'
-        '    for f in ["rbac.yaml", "admission-policy.yaml", "token-cluster.yaml"] :\n'
-        '    templatefile("${path.module}/${f}", merge(local.values, { runtime_sa_email = email }))\n  ] }\n}\n'
-    )
-    found: dict[str, set[tuple[str, str, str]]] = {}
-    for root, texts in reality.terraform_outputs(terraform, work)["documents"].items():
-        found[root] = {
-            (doc["kind"], doc["metadata"].get("namespace", ""), doc["metadata"]["name"])
-            for text in texts
-            for doc in yaml.safe_load_all(text)
-            if doc
-        }
-    return found
+def kubernetes_objects(outputs: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(kind, namespace, name) -> document, of every object a root's manifests create (management and token
+    cluster), as render() had the real terraform's templatefile() render them from the root's values."""
+    texts = [*outputs["kubernetes_documents"], outputs["token_cluster_documents"]]
+    documents = [doc for text in texts for doc in yaml.safe_load_all(text) if doc]
+    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in documents}
 
 
-# Objects whose name the function itself reads, so it cannot carry the instance yet: the admission policy and its
-# binding (pullsecret/delivery/direct/admission_policy.py POLICY_NAME, the function renders and compares them); the
-# token cluster's Role and RoleBinding (tests/integration seed them by this name) and the shared ServiceAccount.
-# Each is a pullsecret/ or tests/integration change (issue 51, item 4: left for their owners).
-SHARED_BY_DESIGN_FOR_NOW = {
-    ("ValidatingAdmissionPolicy", "", "hyperfleet-pullsecret-adapter-scope"),
-    ("ValidatingAdmissionPolicyBinding", "", "hyperfleet-pullsecret-adapter-scope"),
-    ("Role", "hyperfleet", "hyperfleet-pullsecret-adapter-token"),
-    ("RoleBinding", "hyperfleet", "hyperfleet-pullsecret-adapter-token"),
-    ("ServiceAccount", "hyperfleet", "pullsecret-adapter"),
-}
-
-
-def test_two_instances_on_one_cluster_keep_their_own_rbac(rendered: dict[str, dict[str, Any]], tmp_path: Path) -> None:
-    # Issue 51, item 4: every root rendered the same ClusterRole and ClusterRoleBinding name, so the second
-    # instance's `kubectl apply --server-side` on a shared management cluster replaced the first one's subjects.
-    names = kubernetes_names(rendered, tmp_path / "manifests")
-    for a, b in itertools.combinations(sorted(names), 2):
-        both = (names[a] & names[b]) - SHARED_BY_DESIGN_FOR_NOW
-        assert not both, f"{a} and {b} both apply {sorted(both)}"
-    kinds = {kind for found in names.values() for kind, _n, _m in found}
-    assert {"ClusterRole", "ClusterRoleBinding"} <= kinds
+def test_two_instances_on_one_cluster_keep_their_own_objects(
+    rendered: dict[str, dict[str, Any]], fourth: dict[str, Any]
+) -> None:
+    # Issue 51, item 4: every root rendered the same ClusterRoleBinding, admission policy and binding, and token
+    # cluster RoleBinding names, so the second instance's `kubectl apply --server-side` on a shared cluster replaced
+    # the first one's subjects and policy (the first lost its rights). Every root (and a fourth made by the README)
+    # against every other: an object two of them apply must be the same object, byte for byte (the ServiceAccount
+    # two instances name alike is one identity on the gateway's allow-list); every other name is the instance's.
+    objects = {root: kubernetes_objects(outputs) for root, outputs in {**rendered, "fourth": fourth}.items()}
+    for a, b in itertools.combinations(sorted(objects), 2):
+        for key in objects[a].keys() & objects[b].keys():
+            assert objects[a][key] == objects[b][key], f"{a} and {b} both apply {key}, differently"
+    for kind in (
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "Role",
+        "RoleBinding",
+    ):
+        names = {name for found in objects.values() for k, _ns, name in found if k == kind}
+        assert len(names) == len(objects), (kind, names)  # one per instance
+    # The function reads its policy by the name Terraform renders: ADMISSION_POLICY_NAME is that local.
+    environment = (MODULE / "function.tf").read_text()
+    wired = r'ADMISSION_POLICY_NAME += var\.kubernetes_delivery == "direct" \? local\.admission_policy_name'
+    assert re.search(wired, environment)
+    for outputs in (*rendered.values(), fourth):
+        (policy,) = [k for k in kubernetes_objects(outputs) if k[0] == "ValidatingAdmissionPolicy"]
+        assert policy[2] == outputs["admission_policy_name"]
 
 
 def test_environments_do_not_share_secret_projects_unless_they_say_so(rendered: dict[str, dict[str, Any]]) -> None:

@@ -91,6 +91,24 @@ GOOD: dict[str, dict[str, Any]] = {
         "pull_secret_service_audience": "pull-secret-service",
         "enable_source_rotation": False,
     },
+    # Issue 50, item 4: one token cluster and account for both, each credential with its own audience (the
+    # service's: its URL).
+    "service_account_token_both": {
+        "pull_secret_source_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "enable_source_rotation": False,
+        "hyperfleet_api_auth": "service-account-token",
+        "hyperfleet_api_token_secret": "",
+        "hyperfleet_token_cluster": "projects/hyperfleet-regional-prod/locations/us-central1/clusters/regional-1",
+        "pull_secret_service_auth": "service-account-token",
+    },
+    "google_id_token_both": {
+        "pull_secret_source_secret": "",
+        "pull_secret_service_url": "https://pull-secrets.example.com",
+        "enable_source_rotation": False,
+        "hyperfleet_api_auth": "google-id-token",
+        "hyperfleet_api_token_secret": "",
+    },
 }
 
 SERVICE = {
@@ -141,6 +159,39 @@ BAD: list[tuple[str, int, dict[str, Any]]] = [
     ("hyperfleet_api_auth_scheme", 0, {"hyperfleet_api_auth_scheme": "Basic"}),
     ("pull_secret_service_audience", 0, {**SERVICE, "pull_secret_service_audience": "pull secrets"}),
     ("pull_secret_service_audience", 0, {"pull_secret_service_audience": "pull-secret-service"}),  # platform mode
+    # Issue 50, item 4: one identity for two audiences: the service would receive tokens the HyperFleet API admits.
+    (
+        "pull_secret_service_audience",
+        1,
+        {
+            **SERVICE,
+            "hyperfleet_api_auth": "service-account-token",
+            "hyperfleet_api_token_secret": "",
+            "hyperfleet_token_cluster": "projects/hyperfleet-regional-prod/locations/us-central1/clusters/regional-1",
+            "pull_secret_service_auth": "service-account-token",
+            "pull_secret_service_audience": "hyperfleet-api",
+        },
+    ),
+    (
+        "pull_secret_service_audience",
+        1,
+        {
+            **SERVICE,
+            "pull_secret_service_url": "https://pull-secrets.example.com//",  # empty audience: the URL, unslashed
+            "hyperfleet_api_auth": "google-id-token",
+            "hyperfleet_api_token_secret": "",
+            "hyperfleet_api_audience": "https://pull-secrets.example.com",
+        },
+    ),
+    (
+        "pull_secret_service_token_secret",
+        1,
+        {
+            **SERVICE,
+            "pull_secret_service_auth": "token-file",
+            "pull_secret_service_token_secret": "projects/hyperfleet-adapters-prod/secrets/hyperfleet-api-token",
+        },
+    ),
     # token-file needs a token secret, google-id-token none, platform mode none.
     ("pull_secret_service_token_secret", 0, {**SERVICE, "pull_secret_service_auth": "token-file"}),
     (

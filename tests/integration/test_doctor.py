@@ -271,6 +271,28 @@ def test_each_cluster_grant_or_policy_broken_names_its_fix(
         assert words in failed[check], text
 
 
+def test_the_doctor_checks_this_instances_policy_by_its_name(
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 51, item 4: the policy had one name for every instance, so another instance's pair passed for this one's.
+    # With ADMISSION_POLICY_NAME (Terraform: the suffix in it), the doctor reads and judges this instance's only.
+    from emulators.kubernetes.manifests import render
+    from emulators.world import RUNTIME_SA
+
+    staging = "hyperfleet-pullsecret-adapter-scope-stg"
+    seed_ready_cluster(admin, CID)
+    assert cli.main(["reconcile", CID, "--quiet"]) == 0
+    monkeypatch.setenv("ADMISSION_POLICY_NAME", staging)
+    code, text = doctor()  # only the unsuffixed instance's manifests are on the cluster
+    failed = failed_checks(text)
+    assert code == 1 and list(failed) == ["kubernetes.policy"], text
+    assert staging in failed["kubernetes.policy"] and MANIFESTS in failed["kubernetes.policy"], text
+    world.kubernetes.apply_manifests(render(RUNTIME_SA, policy_name=staging))  # this instance's, beside the other's
+    code, text = doctor()
+    assert code == 0, text
+    assert f"admission policy {staging} and its binding are this release's" in text, text
+
+
 # -- inside the deployed function: `gcloud functions call --cloud-event` --------------------------------------
 @pytest.fixture
 def function_client(function_env: dict[str, str]) -> Any:

@@ -5,6 +5,7 @@ Secret, a deleted cluster never finalized, an accessor for a namespace that is n
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,10 +32,12 @@ def kube(world: Any, cluster_id: str) -> Any:
 
 
 def grant_listing(world: Any) -> None:
-    """What roles/secretmanager.viewer on the project adds for the fleet view: listing the project's secrets."""
-    world.secretmanager.bind(
-        RUNTIME_SA, "roles/secretmanager.viewer", f"projects/{PROJECT_ID}", permissions={"secretmanager.secrets.list"}
-    )
+    """What the operator's lister role adds for the fleet view on every allowed project (terraform/operators.tf, each
+    of secret_project_ids: ALLOWED_SECRET_PROJECTS): listing the project's secrets."""
+    for project in os.environ["ALLOWED_SECRET_PROJECTS"].split(","):
+        world.secretmanager.bind(
+            RUNTIME_SA, "roles/secretmanager.viewer", f"projects/{project}", permissions={"secretmanager.secrets.list"}
+        )
 
 
 def test_fleet_finds_what_outlived_its_cluster_and_fix_removes_exactly_that(
@@ -58,7 +61,9 @@ def test_fleet_finds_what_outlived_its_cluster_and_fix_removes_exactly_that(
     refused = cli("fleet")
     assert refused.returncode == 0, refused.stdout + refused.stderr
     assert "may not list its secrets" in refused.stdout and "roles/secretmanager.viewer" in refused.stdout
-    assert "outlived their cluster: not known, the secrets of hf-demo-project were not listed" in refused.stdout
+    # Every project ALLOWED_SECRET_PROJECTS names is listed, whether or not a listed cluster names it (issue 50).
+    unlisted = "outlived their cluster: not known, the secrets of customer-project, hf-demo-project were not listed"
+    assert unlisted in refused.stdout, refused.stdout
     assert "nothing outlived its cluster" not in refused.stdout
     assert "2 clusters" in refused.stdout
     grant_listing(world)

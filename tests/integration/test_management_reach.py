@@ -16,7 +16,7 @@ from kubernetes.client import AdmissionregistrationV1Api, ApiClient
 
 from emulators.world import MANAGEMENT_CLUSTER, MANAGEMENT_DNS
 from pullsecret.declared import WORDS
-from pullsecret.delivery.direct.admission_policy import POLICY_NAME as POLICY
+from pullsecret.delivery.direct.settings import POLICY_NAME as POLICY
 from pullsecret.handler import Adapter
 from pullsecret.retrying import Deadline
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event

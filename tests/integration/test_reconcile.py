@@ -17,6 +17,7 @@ import pytest
 from emulators.kubernetes import manifests
 from pullsecret.declared import WORDS
 from pullsecret.delivery.direct import admission_policy
+from pullsecret.delivery.direct.settings import POLICY_NAME
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import (
@@ -281,7 +282,7 @@ def test_foreign_kubernetes_secret_is_never_overwritten_nor_shown(
 
 def test_writes_refused_where_the_admission_policy_is_not_installed(adapter: Adapter, admin: Admin, world: Any) -> None:
     seed_ready_cluster(admin, CID)
-    world.kubernetes.delete_policy("ValidatingAdmissionPolicyBinding", admission_policy.POLICY_NAME)
+    world.kubernetes.delete_policy("ValidatingAdmissionPolicyBinding", POLICY_NAME)
     assert_terminal(adapter, admin, world, "AdmissionPolicyMissing", "kubernetes_manifests")
     assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
     assert versions(world) == []
@@ -290,6 +291,24 @@ def test_writes_refused_where_the_admission_policy_is_not_installed(adapter: Ada
     # Installed again: the next event checks again (a refusal is not remembered) and provisions.
     world.seed_defaults()
     assert deliver(adapter).result == "applied"
+
+
+def test_an_instance_writes_only_under_its_own_named_policy(
+    function_env: dict[str, str], admin: Admin, world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 51, item 4: every instance read the one fixed name, so on a cluster shared with another instance the
+    # other's policy (naming another identity, or the same one) passed for this one's. ADMISSION_POLICY_NAME (Terraform:
+    # the suffix in it) is the only pair this instance reads, judges, and writes under.
+    staging = f"{POLICY_NAME}-stg"
+    monkeypatch.setenv("ADMISSION_POLICY_NAME", staging)
+    seed_ready_cluster(admin, CID)
+    adapter = Adapter.from_environment()
+    # The unsuffixed pair is not ours, and its RBAC lets this identity read that pair only.
+    assert_terminal(adapter, admin, world, "AdmissionPolicyUnverified", staging)
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is None
+    world.kubernetes.apply_manifests(manifests.render(world.metadata.service_account, policy_name=staging))
+    assert deliver(adapter).result == "applied"
+    assert world.kubernetes.get_secret(NAMESPACE, KUBE_NAME) is not None
 
 
 def test_an_outdated_admission_policy_is_refused(adapter: Adapter, admin: Admin, world: Any) -> None:

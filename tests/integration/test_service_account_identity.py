@@ -14,10 +14,20 @@ from typing import Any
 
 import pytest
 
-from emulators.world import TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
+from emulators.kubernetes.manifests import render_token_cluster
+from emulators.world import RUNTIME_SA, TOKEN_ACCOUNT, TOKEN_CLUSTER, TOKEN_NAMESPACE
 from pullsecret.errors import TransientError
 from pullsecret.handler import Adapter
 from tests.support import Admin, eventarc_attributes, pubsub_envelope, seed_ready_cluster, sentinel_event
+
+
+def role_for_another_account() -> dict[str, Any]:
+    """The token cluster's Role as Terraform renders it for this instance (its name is the instance's: the runtime
+    account's), rewritten to allow tokens for another account only."""
+    [role] = [d for d in render_token_cluster(RUNTIME_SA, TOKEN_NAMESPACE, TOKEN_ACCOUNT) if d["kind"] == "Role"]
+    role["rules"] = [{**rule, "resourceNames": ["x"]} for rule in role["rules"]]
+    return role
+
 
 CID = "cls-satoken1"
 ADAPTER_USER = f"system:serviceaccount:{TOKEN_NAMESPACE}:{TOKEN_ACCOUNT}"
@@ -109,16 +119,7 @@ def test_a_wrong_audience_is_a_bare_401_minted_once_more_then_redelivered(
 def test_a_role_for_another_account_leaves_no_token_and_names_the_manifests(
     sa_env: dict[str, str], admin: Admin, world: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    world.regional.put_rbac(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "hyperfleet-pullsecret-adapter-token", "namespace": TOKEN_NAMESPACE},
-            "rules": [
-                {"apiGroups": [""], "resources": ["serviceaccounts/token"], "resourceNames": ["x"], "verbs": ["create"]}
-            ],
-        }
-    )
+    world.regional.put_rbac(role_for_another_account())
     seed_ready_cluster(admin, CID)
     with pytest.raises(TransientError) as raised:
         deliver(Adapter.from_environment())

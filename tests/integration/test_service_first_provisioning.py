@@ -107,21 +107,29 @@ def test_a_lost_status_during_a_rotation_falls_back_to_the_get_and_delivers_the_
     assert accounts(admin)["rhit"] == new_rhit  # nothing minted beyond the rotation's set
 
 
-def test_an_event_rekey_published_asks_again_and_a_forged_one_revokes_nothing(
-    make_adapter: Any, admin: Admin, world: Any
+ADAPTER_TOPIC = "projects/hf-demo-project/topics/pullsecret-adapter"
+
+
+def test_an_event_rekey_published_asks_again_and_a_forged_one_asks_nothing(
+    make_adapter: Any, admin: Admin, world: Any, capsys: Any
 ) -> None:
     from pullsecret.publishing import REKEY_ATTRIBUTE
     from tests.support import eventarc_attributes, pubsub_envelope, sentinel_event
 
     seed_ready_cluster(admin, CID)
-    adapter = make_adapter(service_env(world, "google-id-token", ttl=None))
+    adapter = make_adapter({**service_env(world, "google-id-token", ttl=None), "ADAPTER_TOPIC": ADAPTER_TOPIC})
     assert deliver(adapter) == "applied"
     held = accounts(admin)
     envelope = pubsub_envelope(sentinel_event(CID))
-    envelope["message"]["attributes"][REKEY_ATTRIBUTE] = "1"  # anyone who may publish on the topic can send it
+    envelope["message"]["attributes"][REKEY_ATTRIBUTE] = "1"
+    # On Sentinel's topic (anyone who may publish there can add the attribute): it asks nothing of the service.
     world.book.reset_counters()
     assert adapter.handle(eventarc_attributes(), envelope).result == "unchanged"
-    assert api_calls(admin) == {"post": 1}  # asked (generate-or-retrieve), within the TTL all the same
+    assert api_calls(admin) == {}
+    assert "did not come from ADAPTER_TOPIC: the attribute is ignored" in capsys.readouterr().out
+    # On ADAPTER_TOPIC (only `rekey` publishes there): asked (generate-or-retrieve), within the TTL all the same.
+    assert adapter.handle(eventarc_attributes(topic=ADAPTER_TOPIC), envelope).result == "unchanged"
+    assert api_calls(admin) == {"post": 1}
     assert accounts(admin) == held  # retrieved: nothing revoked, nothing minted
 
 
@@ -135,7 +143,7 @@ def test_an_instance_whose_kept_answer_predates_a_rekey_asks_instead_of_writing_
     from tests.support import eventarc_attributes, pubsub_envelope, sentinel_event
 
     seed_ready_cluster(admin, CID)
-    env = service_env(world, "google-id-token", ttl=None)
+    env = {**service_env(world, "google-id-token", ttl=None), "ADAPTER_TOPIC": ADAPTER_TOPIC}
     first, second = make_adapter(env), make_adapter(env)
     assert deliver(first) == "applied"
     assert deliver(second) == "unchanged"  # B now keeps the answer
@@ -143,7 +151,7 @@ def test_an_instance_whose_kept_answer_predates_a_rekey_asks_instead_of_writing_
     first.source.rekeying().rotate(CID, cutoff=0.0, compromise=True, check=False)  # rekey --compromise's DELETE
     envelope = pubsub_envelope(sentinel_event(CID))
     envelope["message"]["attributes"][REKEY_ATTRIBUTE] = "1"
-    assert first.handle(eventarc_attributes(), envelope).result == "applied"  # A mints and stores the new set
+    assert first.handle(eventarc_attributes(topic=ADAPTER_TOPIC), envelope).result == "applied"  # A mints, stores
     new = stored(world)
     assert new != kept
     world.book.reset_counters()

@@ -12,6 +12,7 @@ import io
 import json
 import time
 from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -235,6 +236,25 @@ def test_the_doctor_names_the_fix_when_the_service_refuses_the_token(
     code, lines = doctor_lines()
     assert code == 1
     assert lines["pull-secret-service"].startswith("FAIL") and "CredentialsRefused" in lines["pull-secret-service"]
+
+
+def test_the_doctor_fails_one_token_in_two_files_and_passes_two_tokens(
+    make_adapter: Any, world: Any, restored_log: None, tmp_path: Any
+) -> None:
+    """Issue 50, item 4: the HyperFleet API's token stored again as the service's (another secret, another file: the
+    settings cannot tell) reaches the service, which could replay it at the API. The doctor's service-token line
+    reads both files and says so, never showing the token; two tokens of their own are green."""
+    copy = tmp_path / "token"
+    copy.write_text(Path(world.token_file).read_text())
+    make_adapter({**service_env(world, "token-file"), "PULL_SECRET_SERVICE_TOKEN_FILE": str(copy)})
+    code, lines = doctor_lines()
+    assert code == 1
+    line = lines["service-token"]
+    assert line.startswith("FAIL") and "hold one token" in line, lines
+    assert Path(world.token_file).read_text().strip() not in "".join(lines.values())
+    make_adapter(service_env(world, "token-file"))
+    _code, lines = doctor_lines()
+    assert lines["service-token"].startswith("ok") and "the two files hold different tokens" in lines["service-token"]
 
 
 def test_a_token_rotated_in_its_file_is_read_again_after_the_services_401(

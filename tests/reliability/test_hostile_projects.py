@@ -5,10 +5,14 @@ is no project id. ALLOWED_SECRET_PROJECTS (set by Terraform from the projects it
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 import pytest
 
+from emulators.world import RUNTIME_SA
+from pullsecret.operator import fleet
 from tests.reliability import campaign, harness
 from tests.support import gcp_cluster
 
@@ -98,3 +102,65 @@ def test_a_deleted_cluster_naming_a_project_it_may_not_use_steers_no_secret_mana
     assert data["sm_cleanup"].startswith(f"not touched ({reason})"), data
     assert "sm_name" not in data and "\n" not in data["sm_cleanup"]
     assert data["kubernetes_cleanup"] == "deleted", data
+
+
+LONELY = "hf-lonely-project"  # allowed by name; no listed cluster names it once its last cluster is gone
+TENANT = "tenant-a-prod"  # admitted by the pattern tenant-*-prod only
+READS = {"ListSecrets", "GetSecret", "ListSecretVersions", "AccessSecretVersion", "GetIamPolicy"}
+
+
+def test_the_sweep_finds_the_last_clusters_orphan_in_an_allowed_project_no_listed_cluster_names(
+    adapter_factory: Any, world: Any
+) -> None:
+    """Issue 50, item 6: `fleet` listed the secrets of SECRET_PROJECT_ID and of the projects its listed clusters
+    name, so the secret of the last cluster of a project ALLOWED_SECRET_PROJECTS names was never found once that
+    cluster was gone ("nothing outlived its cluster"). It now lists every project the list names exactly (a
+    pattern entry stays a filter: nothing is listed because of it), reads only without --fix, and asks HyperFleet
+    again before --fix removes anything: a live cluster's old secret there is left alone."""
+    world.apply_terraform_iam(secret_project_ids=[campaign.PROJECT, LONELY, TENANT])
+    adapter = adapter_factory(ALLOWED_SECRET_PROJECTS=f"{campaign.PROJECT},{LONELY},tenant-*-prod")
+    last, tenant, moved, live = "cls-lonely-last", "cls-lonely-tenant", "cls-lonely-moved", "cls-lonely-live"
+    for cid, project in ((last, LONELY), (tenant, TENANT), (moved, LONELY), (live, campaign.PROJECT)):
+        _seed(world, cid, project)
+        assert campaign.deliver_until_acknowledged(adapter, *campaign.envelope(cid, 1)).result == "applied"
+    # `moved` now keeps its secret in the listed project; its old one in LONELY is a live cluster's: not an orphan.
+    _seed(world, moved, campaign.PROJECT, generation=2)
+    assert campaign.deliver_until_acknowledged(adapter, *campaign.envelope(moved, 2)).result == "applied"
+    # The last cluster of LONELY, and the pattern project's, are hard-deleted without an event reaching us.
+    for cid in (last, tenant):
+        assert world.hyperfleet.store.delete_cluster(cid)
+    for project in (campaign.PROJECT, LONELY, TENANT):  # the operator's fleet role (terraform/operators.tf)
+        world.secretmanager.bind(
+            RUNTIME_SA, "roles/secretmanager.viewer", f"projects/{project}", permissions={"secretmanager.secrets.list"}
+        )
+    orphan = f"hyperfleet-{last}-pull-secret"
+    time.sleep(max(0.0, math.ceil(time.time()) - time.time()) + 0.05)  # S3: secrets younger than the sweep are skipped
+
+    world.book.reset_counters()
+    shown: list[str] = []
+    assert fleet.main(adapter, fix=False, out=shown.append) == 0
+    harness.count("cases tried")
+    harness.scan("fleet view", shown)
+    text = "\n".join(shown)
+    assert "nothing outlived its cluster" not in text, text
+    assert f"secrets/{orphan}: cluster {last} is gone from the HyperFleet API" in text, text
+    assert f"Kubernetes Secret clusters-{last}/{last}-pull-secret" in text, text
+    assert tenant not in text and f"{moved}-pull-secret" not in text, text  # a pattern lists nothing; live stays
+    calls = world.book.calls()
+    assert set(calls.get("secretmanager", {})) <= READS, calls  # a dry run only reads
+    assert not [m for m in calls.get("kubernetes", {}) if "delete" in m.lower() or "patch" in m.lower()], calls
+    assert world.secretmanager.secret(LONELY, orphan) is not None
+
+    fixed: list[str] = []
+    assert fleet.main(adapter, fix=True, out=fixed.append) == 0, fixed
+    harness.scan("fleet --fix", fixed)
+    assert any(line.startswith("fixed: removed") and orphan in line for line in fixed), fixed
+    assert world.secretmanager.secret(LONELY, orphan) is None  # DELETION_POLICY=DELETE, as the finalizer
+    assert world.kubernetes.get_secret(f"clusters-{last}", f"{last}-pull-secret") is None
+    # Left alone: the pattern project's (never listed), the moved cluster's old secret (live), the live cluster's.
+    assert world.secretmanager.secret(TENANT, f"hyperfleet-{tenant}-pull-secret") is not None
+    assert world.secretmanager.secret(LONELY, f"hyperfleet-{moved}-pull-secret") is not None
+    assert world.secretmanager.secret(campaign.PROJECT, f"hyperfleet-{live}-pull-secret") is not None
+    again: list[str] = []
+    assert fleet.main(adapter, fix=False, out=again.append) == 0
+    assert "nothing outlived its cluster" in again, again

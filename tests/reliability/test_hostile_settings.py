@@ -123,3 +123,68 @@ def test_the_bug_net_answers_even_when_the_application_cannot_be_built(
     lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
     assert [line["message"] for line in lines if "could not report" in line.get("message", "")], lines
     assert [line for line in lines if line.get("operation") == "reconcile" and line.get("result") == "terminal"]
+
+
+TOKEN_CLUSTER = "projects/hf-regional/locations/us-central1/clusters/regional-1"
+GATEWAY = {
+    "HYPERFLEET_API_AUTH": "service-account-token",
+    "HYPERFLEET_API_TOKEN_CLUSTER": TOKEN_CLUSTER,
+    "HYPERFLEET_API_SERVICE_ACCOUNT": "hyperfleet/pullsecret-adapter",
+}
+SERVICE = {"PULL_SECRET_SOURCE": None, "PULL_SECRET_SERVICE_URL": "https://pss.example.com/"}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        # Terraform's shape: the service takes the gateway's cluster and account; the audience is the gateway's.
+        {**GATEWAY, **SERVICE, "PULL_SECRET_SERVICE_AUTH": "service-account-token",
+         "PULL_SECRET_SERVICE_AUDIENCE": "hyperfleet-api"},
+        # The same cluster and account named again, and the gateway's audience moved to the service's URL.
+        {**GATEWAY, **SERVICE, "PULL_SECRET_SERVICE_AUTH": "service-account-token",
+         "PULL_SECRET_SERVICE_TOKEN_CLUSTER": TOKEN_CLUSTER,
+         "PULL_SECRET_SERVICE_SERVICE_ACCOUNT": "hyperfleet/pullsecret-adapter",
+         "HYPERFLEET_API_AUDIENCE": "https://pss.example.com"},
+        # Google ID tokens of the runtime account, one audience for both.
+        {"HYPERFLEET_API_AUTH": "google-id-token", "HYPERFLEET_API_AUDIENCE": "shared-audience", **SERVICE,
+         "PULL_SECRET_SERVICE_AUDIENCE": "shared-audience"},
+        # One token file for both.
+        {"HYPERFLEET_API_TOKEN_FILE": "{token}", **SERVICE, "PULL_SECRET_SERVICE_AUTH": "token-file",
+         "PULL_SECRET_SERVICE_TOKEN_FILE": "{token}"},
+    ],
+)  # fmt: skip
+def test_a_service_token_the_hyperfleet_api_would_admit_is_refused_at_start(
+    overrides: dict[str, str | None], token_file: str
+) -> None:
+    """Issue 50, item 4: with the gateway's cluster, account and audience, the Pull Secret Service received tokens
+    the gateway admits, and a hostile service could replay them at the API. Refused at cold start, naming both
+    credentials' settings and the fix."""
+    env = {**BASE, **{k: v.replace("{token}", token_file) for k, v in overrides.items() if v is not None}}
+    for key in [k for k, v in overrides.items() if v is None]:
+        env.pop(key)
+    harness.count("cases tried")
+    with pytest.raises(ConfigError) as refused:
+        load(env)
+    message = str(refused.value)
+    assert not harness.scan("configuration error", [message], extra_forms=["opaque-token"])
+    assert refused.value.variable in ("PULL_SECRET_SERVICE_AUDIENCE", "PULL_SECRET_SERVICE_TOKEN_FILE"), message
+    assert "the service could replay what it receives at the API" in message, message
+    assert "PULL_SECRET_SERVICE_" in message and "HYPERFLEET_API_" in message, message
+    assert "Give the service an audience of its own" in message, message
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {**GATEWAY, **SERVICE, "PULL_SECRET_SERVICE_AUTH": "service-account-token"},  # the service's URL: its own
+        {**GATEWAY, **SERVICE, "PULL_SECRET_SERVICE_AUTH": "service-account-token",
+         "PULL_SECRET_SERVICE_SERVICE_ACCOUNT": "hyperfleet/pullsecret-reader",
+         "PULL_SECRET_SERVICE_AUDIENCE": "hyperfleet-api"},  # another account: its own token, though one audience
+        {**GATEWAY, **SERVICE, "PULL_SECRET_SERVICE_AUDIENCE": "hyperfleet-api"},  # a Google ID token is no SA token
+        {"HYPERFLEET_API_AUTH": "google-id-token", **SERVICE},
+    ],
+)  # fmt: skip
+def test_a_service_token_of_its_own_is_accepted(overrides: dict[str, str | None]) -> None:
+    env = {**BASE, **{k: v for k, v in overrides.items() if v is not None}}
+    env.pop("PULL_SECRET_SOURCE")
+    load(env)

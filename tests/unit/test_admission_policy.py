@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 
 from emulators.kubernetes.manifests import render
+from pullsecret import configured
 from pullsecret.delivery.direct import admission_policy
 from pullsecret.delivery.direct.admission_policy import policy_problem
+from pullsecret.delivery.direct.settings import POLICY_NAME, DirectSettings
+from pullsecret.errors import ConfigError
 
 SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
 SETTINGS = {"namespace_pattern": "^clusters-[a-z0-9-]+$", "adapter_name": "pullsecret"}
@@ -17,7 +20,7 @@ TEMPLATE = "{cluster_id}-pull-secret"
 
 
 def release(identity: str | None = SA, **overrides: str) -> admission_policy.ExpectedPolicy:
-    settings: dict[str, Any] = {**SETTINGS, "secret_template": TEMPLATE, **overrides}
+    settings: dict[str, Any] = {**SETTINGS, "secret_template": TEMPLATE, "policy_name": POLICY_NAME, **overrides}
     return admission_policy.expected(identity_email=identity, **settings)
 
 
@@ -86,7 +89,11 @@ def test_the_release_is_rendered_with_the_deployments_settings(
 
 def test_template_variables_split_the_secret_name_around_the_cluster_id() -> None:
     variables = admission_policy.template_variables(
-        runtime_sa_email=SA, namespace_pattern="^x$", adapter_name="a", secret_template="ps-{cluster_id}.pull"
+        runtime_sa_email=SA,
+        namespace_pattern="^x$",
+        adapter_name="a",
+        secret_template="ps-{cluster_id}.pull",
+        policy_name="scope-stg",
     )
     assert variables == {
         "runtime_sa_email": SA,
@@ -94,6 +101,7 @@ def test_template_variables_split_the_secret_name_around_the_cluster_id() -> Non
         "adapter_name": "a",
         "secret_name_prefix": "ps-",
         "secret_name_suffix": ".pull",
+        "policy_name": "scope-stg",
     }
 
 
@@ -145,7 +153,7 @@ def test_the_policy_checks_at_their_edges(installed: tuple[dict[str, Any], dict[
     binding["spec"]["policyName"] = "p" * 100
     assert policy_problem(policy, binding, release()) == (
         "the installed policy differs from this release's: binding spec.policyName: "
-        f"{'p' * 80!r}, this release's policy has {admission_policy.POLICY_NAME!r}"
+        f"{'p' * 80!r}, this release's policy has {POLICY_NAME!r}"
     )
 
 
@@ -161,6 +169,7 @@ def test_the_release_parsed_by_libyaml_is_the_release_parsed_by_pure_python_yaml
         namespace_pattern="^clusters-[a-z0-9-]+$",
         adapter_name="pullsecret",
         secret_template="{cluster_id}-pull-secret",
+        policy_name=POLICY_NAME,
     )
     text = admission_policy.render_template(admission_policy._template_text(), variables)
     docs = {d["kind"]: d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d}
@@ -282,3 +291,50 @@ def test_a_long_difference_is_cut_on_both_sides(installed: tuple[dict[str, Any],
         "the installed policy differs from this release's: policy spec.variables[0].expression: "
         f"{'x' * 80!r}, this release's policy has {rendered[:80]!r}"
     )
+
+
+def test_the_policy_its_binding_and_the_rbac_read_carry_the_instances_name(
+    installed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    # Issue 51, item 4: one fixed name for every instance, so two on one management cluster rewrote each other's
+    # policy and binding; each instance's (ADMISSION_POLICY_NAME: name_suffix in it) is now its own.
+    name = f"{POLICY_NAME}-stg"
+    staging = release(policy_name=name)
+    assert staging.name == staging.binding["metadata"]["name"] == staging.binding["spec"]["policyName"] == name
+    [role] = [d for d in render(SA, policy_name=name) if d["kind"] == "ClusterRole"]
+    assert [r["resourceNames"] for r in role["rules"] if "resourceNames" in r] == [[name]]
+    # The pair another instance installed (the default name) is not this instance's.
+    assert "binding spec.policyName" in str(policy_problem(*installed, staging))
+
+
+@pytest.mark.parametrize(
+    ("mode", "value", "refused"),
+    [
+        ("direct", None, None),
+        ("direct", "hyperfleet-pullsecret-adapter-scope-stg", None),
+        ("direct", "scope.example.com", None),
+        ("direct", "Scope", "a Kubernetes object name"),
+        ("direct", "scope_stg", "a Kubernetes object name"),
+        ("direct", "-scope", "a Kubernetes object name"),
+        ("direct", "a" * 254, "a Kubernetes object name"),
+        ("external-secrets", "hyperfleet-pullsecret-adapter-scope-stg", "must be unset"),
+    ],
+)
+def test_admission_policy_name_is_a_kubernetes_object_name_of_direct_mode(
+    mode: str, value: str | None, refused: str | None
+) -> None:
+    env = {
+        "HYPERFLEET_API_URL": "http://127.0.0.1:8000",
+        "PULL_SECRET_SOURCE": "projects/p/secrets/s/versions/latest",
+        "KUBERNETES_DELIVERY": mode,
+    }
+    if mode == "external-secrets":
+        env["EXTERNAL_SECRETS_PRINCIPAL_TEMPLATE"] = "principal://iam.googleapis.com/projects/1/x/{namespace}"
+    if value is not None:
+        env["ADMISSION_POLICY_NAME"] = value
+    if refused is None:
+        assert configured.load(env).of(DirectSettings).admission_policy_name == (value or POLICY_NAME)
+        return
+    with pytest.raises(ConfigError, match="ADMISSION_POLICY_NAME") as raised:
+        configured.load(env)
+    assert refused in str(raised.value)

@@ -81,3 +81,19 @@ def test_instruction_counts_are_tabled_in_millions_per_event_and_per_mode() -> N
     table = report.markdown(results)
     assert "| instructions per steady event, in process (M) | 41.23 |" in table
     assert "| cold start, external-secrets delivery (s) | **0.52** |  | ≤ 0.5 | no: target ≤ 0.5" in table
+
+
+def test_the_readmes_service_mode_figures_are_the_tracked_runs() -> None:
+    import json
+
+    results = json.loads(RESULTS.read_text())
+    rekey, steady = results["rekey"], results["service_steady"]
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Performance", 1)[1].split("\n## ", 1)[0]
+    assert f"| {steady['requests_per_ready_cluster_per_hour']} |" in section
+    share = round(steady["budget_share_at_10000"] * 100)
+    assert f"{steady['largest_fleet_half_budget']:,} clusters (10,000 use {share} %)" in section
+    ratio = f"{rekey['seconds']:,} s / {rekey['bound_seconds']:,.0f} s = {rekey['ratio_to_bound']:.2f}"
+    assert ratio in section
+    assert f"| {rekey['old_credentials_still_accepted']} of {rekey['clusters']:,} clusters' |" in section
+    assert f"| {rekey['new_clusters_ready_s_max']} s |" in section

@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from pullsecret.delivery.direct import kubesecret
 from pullsecret.delivery.direct.kubesecret import DesiredSecret
+from pullsecret.delivery.direct.settings import POLICY_NAME
 from pullsecret.model.names import kube_label_value
 
 SA = "hf-pullsecret-run@p.iam.gserviceaccount.com"
@@ -98,12 +99,20 @@ def test_policy_denials_are_recognised_by_policy_name_and_reason() -> None:
         "secrets \"a\" is forbidden: ValidatingAdmissionPolicy 'hyperfleet-pullsecret-adapter-scope' with binding "
         "'hyperfleet-pullsecret-adapter-scope' denied request: OwnershipConflict: the pull-secret adapter may only ..."
     )
-    denied = kubesecret.policy_denial(_api_exception(403, {"message": message, "reason": "Forbidden"}))
+    denied = kubesecret.policy_denial(
+        _api_exception(403, {"message": message, "reason": "Forbidden"}), policy_name=POLICY_NAME
+    )
     assert denied is not None and denied[0] == "OwnershipConflict"
     other_policy = message.replace("hyperfleet-pullsecret-adapter-scope", "someone-elses", 1)
-    assert kubesecret.policy_denial(_api_exception(403, {"message": other_policy})) is None
+    assert kubesecret.policy_denial(_api_exception(403, {"message": other_policy}), policy_name=POLICY_NAME) is None
     rbac = 'secrets "a" is forbidden: User "u" cannot get resource "secrets" in API group "" in the namespace "n"'
-    assert kubesecret.policy_denial(_api_exception(403, {"message": rbac})) is None
+    assert kubesecret.policy_denial(_api_exception(403, {"message": rbac}), policy_name=POLICY_NAME) is None
+    # Another instance's policy on the same cluster (issue 51, item 4): its denials are not this instance's to explain.
+    stg = POLICY_NAME + "-stg"
+    theirs = _api_exception(403, {"message": message.replace(POLICY_NAME, stg)})
+    assert kubesecret.policy_denial(theirs, policy_name=POLICY_NAME) is None
+    denied = kubesecret.policy_denial(theirs, policy_name=stg)
+    assert denied is not None and denied[0] == "OwnershipConflict" and f"Policy '{stg}' with" in denied[1]
 
 
 @pytest.mark.parametrize(
@@ -248,7 +257,7 @@ def test_an_unreadable_managed_fields_entry_means_no_force() -> None:
 def test_refusals_without_a_readable_status_are_no_decision(body: str | None) -> None:
     exc = ApiException(status=422, reason="Invalid")
     exc.body = body
-    assert kubesecret.policy_denial(exc) is None
+    assert kubesecret.policy_denial(exc, policy_name=POLICY_NAME) is None
     assert not kubesecret.would_create_without_data(exc)
     assert not kubesecret.field_conflict(exc)
 
@@ -258,7 +267,7 @@ def test_a_policy_denial_message_is_cut_at_400_characters_from_the_policy_name()
         "admission webhook: ValidatingAdmissionPolicy 'hyperfleet-pullsecret-adapter-scope' with binding 'b' "
         "denied request: StaleGeneration: " + "x" * 500
     )
-    reason, text = kubesecret.policy_denial(_api_exception(403, {"message": message}))  # type: ignore[misc]
+    reason, text = kubesecret.policy_denial(_api_exception(403, {"message": message}), policy_name=POLICY_NAME)  # type: ignore[misc]
     assert reason == "StaleGeneration"
     assert text == message[len("admission webhook: ") :][:400] and len(text) == 400
-    assert kubesecret.policy_denial(ValueError(message)) is None  # not an API refusal
+    assert kubesecret.policy_denial(ValueError(message), policy_name=POLICY_NAME) is None  # not an API refusal

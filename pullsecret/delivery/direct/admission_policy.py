@@ -2,8 +2,10 @@
 
 terraform/kubernetes/admission-policy.yaml is the one source of the policy: Terraform renders it
 (outputs.tf, templatefile) for the operator to apply, and the function renders the same file (shipped in its
-source archive, terraform/function.tf) with its own settings: the runtime identity, ADAPTER_NAME,
-MANAGEMENT_NAMESPACE_PATTERN and KUBERNETES_SECRET_TEMPLATE, the values Terraform passes to both.
+source archive, terraform/function.tf) with its own settings: the runtime identity, ADMISSION_POLICY_NAME,
+ADAPTER_NAME, MANAGEMENT_NAMESPACE_PATTERN and KUBERNETES_SECRET_TEMPLATE, the values Terraform passes to both. The
+policy and its binding carry the instance's name (ADMISSION_POLICY_NAME, terraform's admission_policy_name: the
+suffix of the instance), so two instances on one management cluster each keep their own.
 
 `policy_problem` is the check every write relies on (kubewrites.KubeSecrets.ensure_guarded): the installed
 policy and binding must say exactly what this release renders (matchConstraints, matchConditions, variables,
@@ -27,7 +29,6 @@ import yaml
 # (tests/unit/test_admission_policy.py compares them) for a fifteenth of the CPU on the instance's first event.
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-POLICY_NAME = "hyperfleet-pullsecret-adapter-scope"
 A_POLICY_REVISION = "hyperfleet.io/policy-revision"
 # 2: generation order; dockerconfigjson before a change too. 3: the namespace matched whole (^(?:PATTERN)$), and the
 # framework's hyperfleet.io/managed-by=<adapter> marks our Secrets beside managed-by=hyperfleet (the label migration,
@@ -74,7 +75,7 @@ def render_template(text: str, variables: dict[str, str]) -> str:
 
 
 def template_variables(
-    *, runtime_sa_email: str, namespace_pattern: str, adapter_name: str, secret_template: str
+    *, runtime_sa_email: str, namespace_pattern: str, adapter_name: str, secret_template: str, policy_name: str
 ) -> dict[str, str]:
     """The templatefile() variables of terraform/outputs.tf, from the settings Terraform also gives the function."""
     parts = secret_template.split("{cluster_id}")
@@ -87,6 +88,7 @@ def template_variables(
         "adapter_name": adapter_name,
         "secret_name_prefix": prefix,
         "secret_name_suffix": suffix,
+        "policy_name": policy_name,
     }
 
 
@@ -103,9 +105,14 @@ class ExpectedPolicy:
     binding: dict[str, Any]
     identity_email: str | None
 
+    @property
+    def name(self) -> str:
+        """The policy's name (ADMISSION_POLICY_NAME), which its binding carries too: what is read and denies."""
+        return str(self.policy["metadata"]["name"])
+
 
 def expected(
-    *, identity_email: str | None, namespace_pattern: str, adapter_name: str, secret_template: str
+    *, identity_email: str | None, namespace_pattern: str, adapter_name: str, secret_template: str, policy_name: str
 ) -> ExpectedPolicy:
     """Render terraform/kubernetes/admission-policy.yaml with these settings. Raises OSError, ValueError."""
     variables = template_variables(
@@ -113,6 +120,7 @@ def expected(
         namespace_pattern=namespace_pattern,
         adapter_name=adapter_name,
         secret_template=secret_template,
+        policy_name=policy_name,
     )
     docs = {d["kind"]: d for d in yaml.load_all(render_template(_template_text(), variables), Loader=_SAFE_LOADER) if d}
     return ExpectedPolicy(docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"], identity_email)

@@ -9,9 +9,10 @@ import json
 from typing import Any
 
 from pullsecret.delivery.direct import admission_policy
-from pullsecret.delivery.direct.admission_policy import POLICY_NAME, policy_problem
+from pullsecret.delivery.direct.admission_policy import policy_problem
 from pullsecret.delivery.direct.kubeapi import SecretsApi
 from pullsecret.delivery.direct.operator_kubeconfig import ClusterApis
+from pullsecret.delivery.direct.settings import DirectSettings
 from pullsecret.doctor.kit import PROBE_CLUSTER, Context, Line, guarded
 from pullsecret.errors import AdapterError, kube_status, looks_like_io
 from pullsecret.model.names import cluster_allowed
@@ -144,8 +145,8 @@ def _rbac_line(ctx: Context, name: str, namespace: str, answers: dict[str, bool]
     fixes: list[str] = []
     if denied:
         fixes.append(
-            f"ClusterRole hyperfleet-pullsecret-adapter must allow {', '.join(denied)} on secrets and be bound to "
-            f"{ctx.runtime}: {MANIFESTS}"
+            f"ClusterRole hyperfleet-pullsecret-adapter:{ctx.runtime} must allow {', '.join(denied)} on secrets and "
+            f"be bound to {ctx.runtime}: {MANIFESTS}"
         )
     if allowed_reads:
         fixes.append(
@@ -157,13 +158,21 @@ def _rbac_line(ctx: Context, name: str, namespace: str, answers: dict[str, bool]
 
 
 def _policy(ctx: Context, name: str, api: SecretsApi) -> Line:
+    settings = ctx.settings
+    release = admission_policy.expected(
+        identity_email=ctx.runtime if "@" in ctx.runtime else None,
+        namespace_pattern=settings.management_namespace_pattern.pattern,
+        adapter_name=settings.adapter_name,
+        secret_template=settings.kubernetes_secret_template,
+        policy_name=settings.of(DirectSettings).admission_policy_name,
+    )
     documents: list[dict[str, Any]] = []
     for kind, read in (
         ("ValidatingAdmissionPolicy", api.read_validating_admission_policy),
         ("ValidatingAdmissionPolicyBinding", api.read_validating_admission_policy_binding),
     ):
         try:
-            documents.append(json.loads(read(POLICY_NAME, _preload_content=False, _request_timeout=10.0).data))
+            documents.append(json.loads(read(release.name, _preload_content=False, _request_timeout=10.0).data))
         except Exception as exc:  # noqa: BLE001 - every failure is a line naming its fix
             status = kube_status(exc)
             code = status[0] if status is not None else type(exc).__name__
@@ -171,18 +180,12 @@ def _policy(ctx: Context, name: str, api: SecretsApi) -> Line:
                 status[0] if status is not None else 0, f"answered {code}"
             )
             return Line(
-                "kubernetes.policy", False, f"{name}: {kind} {POLICY_NAME} {why}", f"apply this release's: {MANIFESTS}"
+                "kubernetes.policy", False, f"{name}: {kind} {release.name} {why}", f"apply this release's: {MANIFESTS}"
             )
-    settings = ctx.settings
-    release = admission_policy.expected(
-        identity_email=ctx.runtime if "@" in ctx.runtime else None,
-        namespace_pattern=settings.management_namespace_pattern.pattern,
-        adapter_name=settings.adapter_name,
-        secret_template=settings.kubernetes_secret_template,
-    )
     problem = policy_problem(documents[0], documents[1], release)
     if problem is not None:
         return Line(
             "kubernetes.policy", False, f"{name}: {problem}", f"apply this release's policy and binding: {MANIFESTS}"
         )
-    return Line("kubernetes.policy", True, f"{name}: admission policy {POLICY_NAME} and its binding are this release's")
+    text = f"{name}: admission policy {release.name} and its binding are this release's"
+    return Line("kubernetes.policy", True, text)

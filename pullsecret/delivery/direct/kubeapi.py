@@ -24,6 +24,9 @@ import types
 from typing import Any
 from urllib.parse import quote
 
+from pullsecret import deadline_io
+from pullsecret.retrying import Deadline
+
 
 def light_client() -> None:
     """Make `import kubernetes.client...` skip the `kubernetes` package's `__init__` and load
@@ -107,6 +110,7 @@ class SecretsApi:
 
         self.configuration = configuration  # a kubernetes.client.Configuration: host, TLS, pool, token hook
         self._rest = RESTClientObject(configuration)
+        deadline_io.bound(self._rest.pool_manager)  # `_request_timeout` bounds a whole call (`_send`)
 
     def read_namespaced_secret(self, name: str, namespace: str, **options: Any) -> Any:
         return self._send("GET", ITEM_PATH, {"namespace": namespace, "name": name}, None, options)
@@ -149,9 +153,12 @@ class SecretsApi:
         for name, value in path_params.items():
             path = path.replace(f"{{{name}}}", quote(str(value), safe=safe))
         url = self.configuration.host + path + (f"?{query}" if query else "")
-        response = self._rest.request(  # type: ignore[no-untyped-call]
-            method, url, headers=headers, body=body, _request_timeout=options.get("_request_timeout")
-        )
+        timeout = options.get("_request_timeout")
+        # A number bounds the whole call, the answer's body included, read now or later (deadline_io).
+        with deadline_io.within(Deadline(timeout) if isinstance(timeout, (int, float)) else None):
+            response = self._rest.request(  # type: ignore[no-untyped-call]
+                method, url, headers=headers, body=body, _request_timeout=timeout
+            )
         if not 200 <= response.status <= 299:
             response.read()  # as the generated methods do before raising (ApiClient._call_with_legacy_options)
             raise ApiException.from_response(http_resp=response, body=None, data=None)

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pullsecret.delivery.base import Desired
-from pullsecret.delivery.direct.admission_policy import POLICY_NAME
 from pullsecret.delivery.direct.kubeapi import ApiException
 from pullsecret.errors import kube_status
 from pullsecret.logs import answer_text
@@ -180,15 +179,16 @@ def body_of(exc: ApiException) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def policy_denial(exc: BaseException) -> tuple[str, str] | None:
-    """(reason, message) of a denial by our admission policy, else None."""
+def policy_denial(exc: BaseException, *, policy_name: str) -> tuple[str, str] | None:
+    """(reason, message) of a denial by our admission policy (named `policy_name`: ADMISSION_POLICY_NAME), else
+    None: another instance's policy, or anyone else's, is not ours to explain."""
     if not isinstance(exc, ApiException):
         return None
     message = body_of(exc).get("message")
     if not isinstance(message, str):
         return None
     found = _DENIAL.search(message)
-    if found is None or found.group(1) != POLICY_NAME:
+    if found is None or found.group(1) != policy_name:
         return None
     return found.group(2), answer_text(message[found.start() :], 400)
 

@@ -70,6 +70,7 @@ class KubeSecrets:
         self._field_manager = field_manager
         self._probe_manager = f"{field_manager}-probe"
         self._guard = PolicyGuard(policy)
+        self._policy_name = policy.name
 
     def ensure_guarded(self, api: SecretsApi, deadline: Deadline) -> None:
         """Refuse (terminal) to write on a cluster whose API server does not enforce our admission policy."""
@@ -105,7 +106,7 @@ class KubeSecrets:
 
     def _refusal(self, exc: ApiException, ns: str, name: str, what: str) -> AdapterError:
         """The meaning of a refused probe or write."""
-        denied = policy_denial(exc)
+        denied = policy_denial(exc, policy_name=self._policy_name)
         if denied is not None:
             reason, message = denied
             if reason == "StaleGeneration":
@@ -228,7 +229,7 @@ class KubeSecrets:
                 return self._apply(api, body, deadline, force=True)
             if status is not None and status[0] in (404, 409):
                 return None
-            denied = policy_denial(exc)
+            denied = policy_denial(exc, policy_name=self._policy_name)
             if denied is not None and denied[0] == "StaleGeneration":
                 return None  # a newer generation landed since the probe: the next probe reports it
             raise self._refusal(exc, ns, name, what) from None
@@ -269,7 +270,7 @@ class KubeSecrets:
             status = kube_status(exc)
             if status is not None and status[0] == 404:
                 return False
-            denied = policy_denial(exc)
+            denied = policy_denial(exc, policy_name=self._policy_name)
             if denied is not None and denied[0] == "OwnershipConflict":
                 raise OwnershipConflict(
                     f"Kubernetes Secret {namespace}/{name} is not labelled as this adapter's (hyperfleet.io/managed-by "

@@ -223,7 +223,8 @@ def build(wiring: Wiring) -> DirectDelivery:
         endpoint=settings.management_endpoint,
         vpc_egress=settings.vpc_egress,
     )
-    kubeconfig = settings.of(DirectSettings).operator_kubeconfig
+    own = settings.of(DirectSettings)
+    kubeconfig = own.operator_kubeconfig
     if kubeconfig:
         clusters = OperatorClusters.from_kubeconfig(kubeconfig, clusters)
     return DirectDelivery(
@@ -235,6 +236,7 @@ def build(wiring: Wiring) -> DirectDelivery:
                 namespace_pattern=settings.management_namespace_pattern.pattern,
                 adapter_name=settings.adapter_name,
                 secret_template=settings.kubernetes_secret_template,
+                policy_name=own.admission_policy_name,
             ),
         ),
     )

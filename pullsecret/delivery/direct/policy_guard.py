@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pullsecret import retrying
-from pullsecret.delivery.direct.admission_policy import POLICY_NAME, ExpectedPolicy, as_caller, policy_problem
+from pullsecret.delivery.direct.admission_policy import ExpectedPolicy, as_caller, policy_problem
 from pullsecret.delivery.direct.kubeapi import ApiException, SecretsApi
 from pullsecret.errors import TerminalError, TransientError, from_kube, is_retryable_kube, kube_status
 from pullsecret.retrying import Deadline
@@ -96,23 +96,24 @@ class PolicyGuard:
             )
 
     def _read_policy(self, kind: str, fn: Callable[..., Any], deadline: Deadline) -> dict[str, Any]:
-        what = f"read {kind} {POLICY_NAME}"
+        name = self._policy.name  # ADMISSION_POLICY_NAME: this instance's, beside any other instance's
+        what = f"read {kind} {name}"
         try:
-            response = kube_call(what, deadline, fn, POLICY_NAME)
+            response = kube_call(what, deadline, fn, name)
         except (TerminalError, TransientError):
             raise
         except ApiException as exc:
             status = kube_status(exc)
             if status is not None and status[0] == 404:
                 raise TerminalError(
-                    f"{kind} {POLICY_NAME} is not installed on the management cluster; apply "
+                    f"{kind} {name} is not installed on the management cluster; apply "
                     "`terraform output -raw kubernetes_manifests` to it (see terraform/README.md); nothing was written",
                     reason="AdmissionPolicyMissing",
                     service="kubernetes",
                 ) from None
             if status is not None and status[0] == 403:
                 raise TerminalError(
-                    f"cannot verify {kind} {POLICY_NAME}: the runtime identity may not read it (RBAC of an older "
+                    f"cannot verify {kind} {name}: the runtime identity may not read it (RBAC of an older "
                     "release?); re-apply `terraform output -raw kubernetes_manifests`; nothing was written",
                     reason="AdmissionPolicyUnverified",
                     service="kubernetes",

@@ -6,7 +6,6 @@
 
 from pullsecret.operator.rekey.listing import selected
 from pullsecret.operator.rekey.request import (
-    DDR_LIMITS,
     EXIT_CONFIG,
     EXIT_FAILED,
     EXIT_NOTHING_DONE,
@@ -25,6 +24,7 @@ from pullsecret.operator.rekey.request import (
 )
 from pullsecret.operator.rekey.run import ask, run
 from pullsecret.operator.rekey.views import watch
+from pullsecret.source.base import DDR_LIMITS
 
 __all__ = [
     "DDR_LIMITS",

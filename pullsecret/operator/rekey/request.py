@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pullsecret.model import events
 from pullsecret.secretstore.progress import RunRecord
-from pullsecret.source.base import Budget, RateLimits, Rekeying
+from pullsecret.source.base import DDR_LIMITS, Budget, RateLimits, Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
@@ -31,7 +31,6 @@ MAX_RATE_LIMITED = 5  # 429s one cluster's step honours before the run stops (an
 # The README's exit table: 0 done, 1 failed, 2 usage, 3 transient (try again), 4 nothing done, 5 configuration.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TRANSIENT, EXIT_NOTHING_DONE, EXIT_CONFIG = 0, 1, 2, 3, 4, 5
 Out = Callable[[str], None]
-DDR_LIMITS = RateLimits()  # the Pull Secret Service's DDR §3.5, per ServiceAccount
 UNKNOWN = "unknown to the HyperFleet API (python -m pullsecret fleet lists the cluster ids)"
 NODES_WARNING = (
     "warning: on Google Cloud the nodes keep the revoked credential. HyperShift writes a changed pull secret to the "

@@ -58,24 +58,21 @@ def dry_run(app: Application, request: Request, rekeying: Rekeying, out: Out) ->
 
 def watch(app: Application, request: Request, out: Out, sleep: Callable[[float], None]) -> int:
     """Follow the selected clusters until each holds the source's current credentials; name the stragglers. A source
-    of each cluster's own credentials is asked once per cluster per pass (`held`): past the first half of the
-    command's per-minute budget (`--service-limits`: what the service's bucket holds), the reads of a pass are
-    spaced to half of it, the rest left to re-keys."""
+    of each cluster's own credentials is asked once per cluster per pass, at convergence.Asking's pace (half of
+    `--service-limits`' per-minute budget, each 429 waited out), the rest left to re-keys."""
     began = time.monotonic()
-    half = request.limits.per_minute / 2
     while True:
         behind: dict[str, str] = {}
         total = 0
+        asking = convergence.Asking.of(app, request.limits, sleep)  # each pass starts from a full bucket's share
         for cluster in selected(app, request, ""):
             if cluster.get("_gone") or cluster.get("deleted_time"):
                 continue
             total += 1
-            if app.source.own_credentials and total > half:
-                sleep(60.0 / half)
             cluster_id = str(cluster["id"])
             statuses = app.hyperfleet.list_statuses(cluster_id)
             ours = preconditions.statuses_by_adapter(statuses).get(app.settings.adapter_name) or {}
-            state = convergence.held(app, cluster_id, ours)
+            state = asking.held(cluster_id, ours)
             if state.state not in ("current", "none", "-"):
                 behind[cluster_id] = f"{state.state}: {state.why}"
         out(f"watch: {total - len(behind)} of {total} hold the current credentials, {len(behind)} behind")

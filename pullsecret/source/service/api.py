@@ -38,8 +38,8 @@ from urllib.parse import quote, urlsplit
 import certifi
 import urllib3
 
-from pullsecret import outbound
-from pullsecret.errors import TerminalError, TransientError, looks_like_io
+from pullsecret import deadline_io, outbound
+from pullsecret.errors import RateLimited, TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
 from pullsecret.identity.bearer import ApiCredential
@@ -49,6 +49,7 @@ from pullsecret.model.dockerconfig import PullSecret
 from pullsecret.retrying import Deadline
 from pullsecret.source.service import answers, tries
 from pullsecret.source.service.answers import NOT_FOUND, SHOWN
+from pullsecret.source.service.hold import Hold
 from pullsecret.source.service.reports import SERVICE, ServiceData
 
 SOURCE_NAME = "pull-secret-service"  # the status `data.source` of a pull secret from the service
@@ -112,11 +113,17 @@ class PullSecretServiceClient:
         self._timeout_s = timeout_s
         tls = {"ca_certs": ca_bundle or certifi.where()} if self._base.startswith("https:") else {}
         # Tries are this client's own loop (`_exchange`): each bounded by what remains of the event's deadline.
-        self._pool = urllib3.connection_from_url(self._base, maxsize=pool_size, retries=False, **tls)
+        self._pool = deadline_io.connection_from_url(self._base, maxsize=pool_size, retries=False, **tls)
         self._path = urlsplit(self._base).path
+        self.hold = Hold()  # after a 429, every call of this process waits its Retry-After (hold.py)
 
     def __repr__(self) -> str:
         return f"PullSecretServiceClient({self.shown_url!r})"
+
+    @property
+    def credential(self) -> ApiCredential | None:
+        """The credential the calls carry (the doctor mints and inspects it)."""
+        return self._credential
 
     # -- the three calls ------------------------------------------------------------------------
     def get(self, cluster_id: str, deadline: Deadline | None = None) -> ServiceAnswer | None:
@@ -218,12 +225,23 @@ class PullSecretServiceClient:
         RETRY_AFTER_CAP_S); no try starts, and no wait is slept, past the event's deadline."""
         for attempt in range(1, budget.ATTEMPTS + 1):
             last = attempt == budget.ATTEMPTS
+            held = self.hold.wait(deadline)
+            if held is not None:
+                raise RateLimited(
+                    f"{what}: not sent: after a 429 (its rate limit, DDR section 3.5) this process holds its "
+                    f"calls to the {SHOWN} for {held:.0f} s more",
+                    retry_after_s=held,
+                    reason="DependencyUnavailable",
+                    service=SERVICE,
+                )
             try:
                 answer = self._send(method, path, what=what, token=token, json_body=json_body, deadline=deadline)
             except TransientError as exc:
                 if last or exc.reason == "DeadlineExceeded" or not tries.slept(tries.backoff(attempt), deadline):
                     raise
                 continue
+            if answer.status == 429:  # DDR §3.5: every call of this process waits (hold.py)
+                self.hold.close_for(answers.retry_after(answer))
             if last or answer.status not in RETRY_STATUSES:
                 return answer
             if not tries.slept(tries.wait(answer.headers, attempt), deadline):
@@ -233,21 +251,29 @@ class PullSecretServiceClient:
     def _send(
         self, method: str, path: str, *, what: str, token: str | None, json_body: Any, deadline: Deadline
     ) -> _Answer:
-        """One try: its connect and read timeouts, and the whole of its body, inside what remains of `deadline`."""
+        """One try: its connect, headers and body inside what remains of `deadline` (deadline_io)."""
         scheme = self._credential.scheme if self._credential else "Bearer"
         sent = outbound.request(token=token, scheme=scheme, json_body=json_body)
         if deadline.remaining() <= 0:
             raise _past_deadline(what)
         timeout = outbound.timeout(connect=budget.CONNECT_TIMEOUT_S, read=self._timeout_s, deadline=deadline)
         try:
-            response = self._pool.request(
-                method, self._path + path, body=sent.body, headers=sent.headers, preload_content=False, timeout=timeout
-            )
-            try:
-                data = _body(response, deadline, what)
-            finally:
-                response.release_conn()
+            with deadline_io.within(deadline):
+                response = self._pool.request(
+                    method,
+                    self._path + path,
+                    body=sent.body,
+                    headers=sent.headers,
+                    preload_content=False,
+                    timeout=timeout,
+                )
+                try:
+                    data = _body(response)
+                finally:
+                    response.release_conn()
         except urllib3.exceptions.HTTPError as exc:
+            if deadline.expired():
+                raise _past_deadline(what) from None
             kind = (
                 "unreachable" if looks_like_io(exc) or isinstance(exc, urllib3.exceptions.MaxRetryError) else "failed"
             )
@@ -298,18 +324,12 @@ def _past_deadline(what: str) -> TransientError:
     )
 
 
-def _body(response: urllib3.BaseHTTPResponse, deadline: Deadline, what: str) -> bytes:
-    """The answer's body, at most _MAX_ANSWER + 1 bytes, read a socket read at a time, each bounded by what remains
-    of the deadline: a body trickled a byte at a time is cut off when the deadline passes."""
+def _body(response: urllib3.BaseHTTPResponse) -> bytes:
+    """The answer's body, at most _MAX_ANSWER + 1 bytes (one more says "too large"); each socket read is bounded by
+    the call's deadline (deadline_io), so a body trickled a byte at a time is cut off when it passes."""
     chunks: list[bytes] = []
     size = 0
     while size <= _MAX_ANSWER:
-        remaining = deadline.remaining()
-        if remaining <= 0:
-            raise _past_deadline(what)
-        sock = getattr(getattr(response, "connection", None), "sock", None)
-        if sock is not None:
-            sock.settimeout(remaining)
         chunk = response.read1(_MAX_ANSWER + 1 - size)
         if not chunk:
             break

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pullsecret.errors import AdapterError, TerminalError, TransientError
+from pullsecret.errors import AdapterError, RateLimited, TerminalError, TransientError
 from pullsecret.hyperfleet.client import HyperFleetClient
 from pullsecret.logs import answer_text
 from pullsecret.model import events
@@ -166,9 +166,11 @@ class ServiceRekeying:
         return None  # cluster by cluster, with the command's record
 
     def held(self, cluster_id: str, ours: dict[str, Any]) -> Held:
-        """One GET; never raises for the service."""
+        """One GET; never raises for the service (a 429 is `?` with the wait it asks for)."""
         try:
             answer = self.client.get(cluster_id)
+        except RateLimited as exc:
+            return Held("?", "the service answered 429 (its rate limit)", retry_after_s=exc.retry_after_s)
         except AdapterError as exc:
             return Held("?", f"the service did not answer: {exc.reason}")
         if answer is None:

@@ -1,5 +1,9 @@
 """The Pull Secret Service's settings (PULL_SECRET_SERVICE_*), read and checked at cold start
-(pullsecret.configured). Which source is selected is the registry's choice (pullsecret.source.sources)."""
+(pullsecret.configured). Which source is selected is the registry's choice (pullsecret.source.sources).
+
+The service's credential is checked against the HyperFleet API's (pullsecret.settings.token_source.shared): a token
+the service receives must never be one the API admits (same token cluster, account and audience; same runtime
+account and audience; the same token file), or the service could replay it there."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pullsecret.errors import ConfigError
-from pullsecret.settings import envvars
+from pullsecret.settings import common, envvars, token_source
 
 NAME = "service"
 SELECTED_BY = "PULL_SECRET_SERVICE_URL"
@@ -35,6 +39,16 @@ class ServiceSettings:
     timeout_s: float = 10.0
     ttl_s: float = DEFAULT_TTL_S
 
+    def credential(self, caller: token_source.CallerIdentity) -> token_source.Presented | None:
+        """The credential PULL_SECRET_SERVICE_AUTH presents, as the settings describe it (token_source.shared)."""
+        return token_source.presented(
+            "PULL_SECRET_SERVICE",
+            self.auth,
+            source=caller.service_token,
+            audience=self.audience or self.url or "",
+            token_file=self.token_file,
+        )
+
 
 def read(env: Mapping[str, str], selected: str) -> ServiceSettings:
     """PULL_SECRET_SERVICE_* (the source `selected` by the registry: the others must be unset unless it is this one);
@@ -58,7 +72,11 @@ def read(env: Mapping[str, str], selected: str) -> ServiceSettings:
     if len(audience) > 256 or not audience.isprintable() or " " in audience:
         raise ConfigError(f"PULL_SECRET_SERVICE_AUDIENCE must be one printable word (an audience), got {audience!r}")
     ttl_s = envvars.number(env, "PULL_SECRET_SERVICE_TTL", DEFAULT_TTL_S, minimum=0, maximum=604_800)
-    return ServiceSettings(base, auth, audience, token_file, _service_registries(env), timeout_s, ttl_s)
+    own = ServiceSettings(base, auth, audience, token_file, _service_registries(env), timeout_s, ttl_s)
+    refused = token_source.shared(common.hyperfleet_credential(env), own.credential(token_source.read(env)))
+    if refused is not None:  # one identity per audience (docs/trust.md)
+        raise ConfigError(f"{refused}. {token_source.SHARED_FIX}")
+    return own
 
 
 def _service_url(url: str) -> str:

@@ -69,6 +69,7 @@ from pullsecret.secretstore import SecretStore
 from pullsecret.secretstore.reads import Latest
 from pullsecret.settings.common import Settings
 from pullsecret.source.base import Source, Wiring, WouldCreate
+from pullsecret.source.service import doctor
 from pullsecret.source.service.answers import NOT_FOUND, ROTATION_IN_PROGRESS, SHOWN, Redirected
 from pullsecret.source.service.api import SOURCE_NAME, PullSecretServiceClient, ServiceAnswer
 from pullsecret.source.service.rekey import ServiceRekeying
@@ -233,7 +234,10 @@ class ServiceSource(Source):
             return cluster_id in self._rekeyed
 
     def doctor_checks(self) -> list[DoctorCheck]:
-        return [DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx))]
+        return [
+            DoctorCheck("pull-secret-service", lambda ctx: _answers(self, ctx)),
+            DoctorCheck(doctor.CHECK, lambda ctx: doctor.own_identity(ctx, lambda: self.client.credential)),
+        ]
 
     def revoke(self, cluster_id: str, deadline: Deadline) -> OwnData:
         """Delete the cluster's credentials at the service; raises TransientError when it did not confirm."""

@@ -336,6 +336,18 @@ variable "pull_secret_service_audience" {
     condition     = var.pull_secret_service_audience == "" || (var.pull_secret_service_url != "" && can(regex("^[!-~]{1,256}$", var.pull_secret_service_audience)))
     error_message = "The pull_secret_service_audience must be empty, or one printable word of at most 256 characters with pull_secret_service_url set."
   }
+
+  # One identity per audience (docs/trust.md): both ServiceAccount tokens (the service takes the gateway's token
+  # cluster and account, function.tf) or both Google ID tokens of the runtime account, for one audience, are one
+  # credential: the service could replay at the HyperFleet API what it receives. The function refuses it at cold
+  # start too (PULL_SECRET_SERVICE_AUDIENCE; empty here is the URL without its trailing slashes).
+  validation {
+    condition = !(var.pull_secret_service_url != "" && var.pull_secret_service_auth == var.hyperfleet_api_auth &&
+      contains(["service-account-token", "google-id-token"], var.hyperfleet_api_auth) &&
+      (var.pull_secret_service_audience != "" ? var.pull_secret_service_audience :
+    replace(var.pull_secret_service_url, "/\\/+$/", "")) == var.hyperfleet_api_audience)
+    error_message = "The pull_secret_service_audience (empty: pull_secret_service_url) must not be hyperfleet_api_audience when pull_secret_service_auth and hyperfleet_api_auth are both service-account-token (one token cluster and ServiceAccount) or both google-id-token (the runtime account): the service would receive tokens the HyperFleet API admits. Give the service its own audience (empty: its URL)."
+  }
 }
 
 variable "pull_secret_service_token_secret" {
@@ -348,6 +360,12 @@ variable "pull_secret_service_token_secret" {
       can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/secrets/[A-Za-z0-9_-]{1,255}$", var.pull_secret_service_token_secret)) :
     var.pull_secret_service_token_secret == "")
     error_message = "The pull_secret_service_token_secret must be projects/PROJECT_ID/secrets/SECRET_ID with pull_secret_service_url and pull_secret_service_auth = token-file, and empty otherwise (no token to mount)."
+  }
+
+  # One identity per audience: one token for both would let the service replay it at the HyperFleet API.
+  validation {
+    condition     = var.pull_secret_service_token_secret == "" || var.pull_secret_service_token_secret != var.hyperfleet_api_token_secret
+    error_message = "The pull_secret_service_token_secret must not be hyperfleet_api_token_secret: the service would receive the token the HyperFleet API admits. Give the service a token of its own."
   }
 }
 
