@@ -163,7 +163,10 @@ def test_a_kubernetes_call_of_direct_delivery_ends_at_its_deadline(
     with slow_server(behaviour, tls=tls) as server:
         clusters = ManagementClusters(gke_pointing_at(server), identity)
         api = clusters.api_for(CLUSTER, Deadline(EVENT_DEADLINE_S))
-        secrets = KubeSecrets("hyperfleet-pullsecret", ExpectedPolicy({}, {}, None))
+        secrets = KubeSecrets(
+            "hyperfleet-pullsecret",
+            ExpectedPolicy({"metadata": {"name": "hyperfleet-pullsecret-adapter-scope"}}, {}, None),
+        )
         probe = lambda: secrets.probe(api, "clusters-a", "pull-secret", Deadline(EVENT_DEADLINE_S))  # noqa: E731
         _, error = _ends_in_time(probe, EVENT_DEADLINE_S, TransientError)
         assert server.accepted >= 1
@@ -177,7 +180,10 @@ def test_a_kubernetes_answers_body_read_after_the_call_returned_keeps_its_deadli
     returned, and is still cut at the call's deadline."""
     with slow_server("trickle-body", tls=tls) as server:
         api = ManagementClusters(gke_pointing_at(server), identity).api_for(CLUSTER, Deadline(EVENT_DEADLINE_S))
-        secrets = KubeSecrets("hyperfleet-pullsecret", ExpectedPolicy({}, {}, None))
+        secrets = KubeSecrets(
+            "hyperfleet-pullsecret",
+            ExpectedPolicy({"metadata": {"name": "hyperfleet-pullsecret-adapter-scope"}}, {}, None),
+        )
         probe = lambda: secrets.probe(api, "clusters-a", "pull-secret", Deadline(EVENT_DEADLINE_S))  # noqa: E731
         _, error = _ends_in_time(probe, EVENT_DEADLINE_S, Exception)
     assert looks_like_io(error)  # transient for the handler's error policy
