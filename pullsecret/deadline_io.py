@@ -121,16 +121,21 @@ class BoundedResponse(http.client.HTTPResponse):
             self.fp = io.BufferedReader(_DeadlineReads(self.fp.detach(), sock, deadline))
 
 
+def _within_deadline(connection: HTTPConnection) -> None:
+    """Cut the connection's connect timeout to what remains of the current deadline; refuse once it has passed."""
+    try:
+        connection.timeout = connect_timeout(connection.timeout)
+    except TimeoutError:
+        raise ConnectTimeoutError(connection, PAST) from None
+
+
 class BoundedHTTPConnection(HTTPConnection):
     """urllib3's connection, connected and read within the current deadline."""
 
     response_class = BoundedResponse
 
     def _new_conn(self) -> socket.socket:
-        try:
-            self.timeout = connect_timeout(self.timeout)
-        except TimeoutError:
-            raise ConnectTimeoutError(self, PAST) from None
+        _within_deadline(self)
         return super()._new_conn()
 
 
@@ -140,10 +145,7 @@ class BoundedHTTPSConnection(HTTPSConnection):
     response_class = BoundedResponse
 
     def _new_conn(self) -> socket.socket:
-        try:
-            self.timeout = connect_timeout(self.timeout)
-        except TimeoutError:
-            raise ConnectTimeoutError(self, PAST) from None
+        _within_deadline(self)
         return super()._new_conn()
 
 
