@@ -16,7 +16,7 @@ import certifi
 import urllib3
 from google.api_core import exceptions as gexc
 
-from pullsecret import deadline_io, outbound
+from pullsecret import outbound
 from pullsecret.doctor import identity
 from pullsecret.doctor.kit import (
     MANAGED_ROLE,
@@ -29,6 +29,7 @@ from pullsecret.doctor.kit import (
 from pullsecret.errors import AdapterError
 from pullsecret.hyperfleet.answers import shown_url
 from pullsecret.model import names, preconditions
+from pullsecret.outbound import deadline_io
 from pullsecret.registry.verification import safe_name
 from pullsecret.retrying import Deadline
 from pullsecret.settings.common import Settings

@@ -33,8 +33,9 @@ import certifi
 import urllib3
 from google.api_core import exceptions as gexc
 
-from pullsecret import deadline_io, outbound
+from pullsecret import outbound
 from pullsecret.logs import answer_text
+from pullsecret.outbound import deadline_io
 from pullsecret.retrying import Deadline
 
 API = "https://container.googleapis.com"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import urllib3
 from urllib3.util.retry import Retry
 
-from pullsecret import deadline_io
+from pullsecret.outbound import deadline_io
 
 ATTEMPTS = 3  # tries per call: the first and two retries
 CONNECT_TIMEOUT_S = 3.05

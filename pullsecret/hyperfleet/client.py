@@ -21,8 +21,8 @@ tenant header (hyperfleet-api pkg/tenant/middleware.go; set HYPERFLEET_SYSTEM_HE
 without a HyperFleet code (a gateway's denial), a 405 (HYPERFLEET_STATUS_METHOD does not match the API's router), a
 3xx (`EndpointRedirected`: HYPERFLEET_API_URL moved; never followed, so the token goes to the configured host only).
 Retry budget (docs/design.md, tests/unit/test_retry_budget.py): `call_budget_s()` a call, with or without a
-retrying gateway behind each try; it is also the call's whole-call deadline (pullsecret.deadline_io), so a server
-that trickles its answer cannot hold a call longer.
+retrying gateway behind each try; it is also the call's whole-call deadline (pullsecret.outbound.deadline_io), so a
+server that trickles its answer cannot hold a call longer.
 
 Each call carries the event's W3C `traceparent` (same trace id, a new span id per call), as the adapter
 framework does on its API calls (hyperfleet-adapter internal/hyperfleetapi/client.go).
@@ -37,13 +37,14 @@ from urllib.parse import quote, urlencode, urlsplit
 import certifi
 import urllib3
 
-from pullsecret import deadline_io, outbound
+from pullsecret import outbound
 from pullsecret.errors import TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import answers, budget, jsonsplit
 from pullsecret.hyperfleet.answers import Answer, UnparseableCluster, shown_url
 from pullsecret.identity.bearer import ApiCredential, hyperfleet_credential
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import answer_text, log, scrub, scrubbed
+from pullsecret.outbound import deadline_io
 from pullsecret.retrying import Deadline
 from pullsecret.settings.common import Settings
 

@@ -38,12 +38,13 @@ from urllib.parse import quote
 import certifi
 import urllib3
 
-from pullsecret import deadline_io, outbound
+from pullsecret import outbound
 from pullsecret.errors import AdapterError, TransientError
 from pullsecret.gke.api import GkeClusters
 from pullsecret.gke.endpoints import Endpoint, choose_endpoint, get_cluster
 from pullsecret.identity.google import RuntimeIdentity
 from pullsecret.logs import hold, log
+from pullsecret.outbound import deadline_io
 from pullsecret.retrying import Deadline
 from pullsecret.settings.token_source import TokenSource
 

@@ -2,7 +2,7 @@
 
 The connection goes to `Endpoint.address` (resolved and vetted by `registry_egress`), with the TLS server
 name and certificate check for `Endpoint.hostname` and `Host` naming it. The limit is the exchange's whole-call
-deadline (pullsecret.deadline_io: connect, handshake, headers and body), so a registry that answers one byte a
+deadline (pullsecret.outbound.deadline_io: connect, handshake, headers and body), so a registry that answers one byte a
 second holds a thread for the limit, not for as long as it likes. Answers are asked for uncompressed
 (`Accept-Encoding: identity`) and read up to `max_body` bytes; no redirect is followed (nothing here does).
 No proxy, .netrc or CA from the environment: only REGISTRY_CA_BUNDLE or the certifi bundle is trusted.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import certifi
 
-from pullsecret import deadline_io
+from pullsecret.outbound import deadline_io
 from pullsecret.registry.egress import Endpoint
 from pullsecret.retrying import Deadline
 

@@ -3,8 +3,8 @@ against a server that trickles its headers (a status line, then one header byte 
 socket read ever times out) and one that accepts and never answers (tests/reliability/hostile_servers.py); the
 HTTPS clients also against one that never answers their TLS handshake.
 
-Each call must end within its whole-call deadline (pullsecret/deadline_io.py) plus SLACK_S, with the client's own
-error, and leave no thread of its own running. Before deadline_io, the trickle held every client but registry
+Each call must end within its whole-call deadline (pullsecret/outbound/deadline_io.py) plus SLACK_S, with the client's
+own error, and leave no thread of its own running. Before deadline_io, the trickle held every client but registry
 verification (a timer cut its socket) for as long as the header limits allow.
 """
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from pullsecret import deadline_io
 from pullsecret.hyperfleet import budget
+from pullsecret.outbound import deadline_io
 from pullsecret.retrying import Deadline
 
 

@@ -24,7 +24,7 @@ import types
 from typing import Any
 from urllib.parse import quote
 
-from pullsecret import deadline_io
+from pullsecret.outbound import deadline_io
 from pullsecret.retrying import Deadline
 
 

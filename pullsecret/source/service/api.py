@@ -38,7 +38,7 @@ from urllib.parse import quote, urlsplit
 import certifi
 import urllib3
 
-from pullsecret import deadline_io, outbound
+from pullsecret import outbound
 from pullsecret.errors import RateLimited, TerminalError, TransientError, looks_like_io
 from pullsecret.hyperfleet import budget
 from pullsecret.hyperfleet.answers import RETRY_STATUSES, shown_url
@@ -46,6 +46,7 @@ from pullsecret.identity.bearer import ApiCredential
 from pullsecret.logs import answer_text, protect
 from pullsecret.model import dockerconfig
 from pullsecret.model.dockerconfig import PullSecret
+from pullsecret.outbound import deadline_io
 from pullsecret.retrying import Deadline
 from pullsecret.source.service import answers, tries
 from pullsecret.source.service.answers import NOT_FOUND, SHOWN
