@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pullsecret.operator import slots
 from pullsecret.source.base import Held, RateLimits
 
 if TYPE_CHECKING:
@@ -93,10 +94,5 @@ class Asking:
         self.asked += 1
         if self.asked <= self._free:
             return
-        now = self._clock()
-        if self._next_at is None:
-            self._next_at = now
-        if self._next_at > now:
-            self._sleep(self._next_at - now)
-        # A turn taken late (a slow answer) keeps the schedule; one later than an interval starts a new one.
-        self._next_at = max(self._next_at + self._interval, self._clock())
+        start = self._clock() if self._next_at is None else self._next_at
+        self._next_at = slots.next_slot(start, self._interval, self._sleep, self._clock)

@@ -1,10 +1,10 @@
-"""The rekey command's publish pacing (operator/rekey/run.py's _pace): the rate holds when slots are taken late."""
+"""Slot pacing (pullsecret.operator.slots.next_slot): the rate holds when slots are taken late."""
 
 from __future__ import annotations
 
 import time
 
-from pullsecret.operator.rekey.run import _pace
+from pullsecret.operator.slots import next_slot as _pace
 
 
 def test_a_slot_taken_a_little_late_keeps_the_schedule() -> None:

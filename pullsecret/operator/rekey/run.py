@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from pullsecret.errors import AdapterError, RateLimited, TransientError
 from pullsecret.model import events, names
+from pullsecret.operator import slots
 from pullsecret.operator.rekey.listing import selected, selected_count
 from pullsecret.operator.rekey.request import (
     EXIT_CONFIG,
@@ -87,16 +88,6 @@ from pullsecret.source.base import Rekeyed, Rekeying
 
 if TYPE_CHECKING:
     from pullsecret.app import Application
-
-
-def _pace(next_at: float, interval: float, sleep: Callable[[float], None]) -> float:
-    """Wait for the next publish slot (one event per interval); the slot after it. A slot taken late by less than
-    an interval (a thread woken late on a busy machine) keeps the schedule, so the next comes sooner and the rate
-    holds; later than that, the schedule restarts from now: at most two events ever go out back to back."""
-    delay = next_at - time.monotonic()
-    if delay > 0:
-        sleep(delay)
-    return max(next_at + interval, time.monotonic())
 
 
 def _claim(ledger: Ledger, key: str, *, cutoff: float, now: float, me: str, out: Out) -> RunRecord | tuple[int, str]:
@@ -289,7 +280,7 @@ def _work(
             rekeyed = stepped.result()
             _count(record, cluster_id, rekeyed)
             if rekeyed is not None and not cluster.get("_gone"):
-                next_at = _pace(next_at, interval, sleep)
+                next_at = slots.next_slot(next_at, interval, sleep)
                 pending.append(publisher.publish(topic, sentinel_event(cluster), rekeyed=True))
             last = cluster_id
             progress.handled = index + 1
